@@ -1,0 +1,41 @@
+//! The command-line interface: clap types and the glue from each subcommand to the library.
+//!
+//! Exit codes are the same for every command: 0 success, 1 the work ran and found failures,
+//! 2 bad input or usage, 3 internal error.
+
+mod error;
+mod report;
+
+use clap::{Parser, Subcommand};
+
+pub use error::{CliError, CliResult, Outcome};
+
+/// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
+#[derive(Debug, Parser)]
+#[command(name = "looptrace", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Summarize how the runs in trace files ended and why.
+    Report(report::ReportArgs),
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Report(args) => report::run(args),
+    };
+    error::finish(result)
+}

@@ -1,0 +1,3 @@
+//! Integration tests: the library's public API and the built `looptrace` binary.
+
+mod support;

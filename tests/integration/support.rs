@@ -1,0 +1,34 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The built `looptrace` binary.
+pub fn looptrace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_looptrace"))
+}
+
+/// A file under `tests/fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// A file under `sample_traces/`.
+pub fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces").join(name)
+}
+
+/// Runs the binary with `args` and returns its output.
+pub fn run(args: &[&str]) -> Output {
+    looptrace().args(args).output().expect("failed to start looptrace")
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
