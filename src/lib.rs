@@ -1,0 +1,13 @@
+//! looptrace: a small, strict agent loop that records every run as a JSONL trace, replays
+//! recorded runs, evaluates suites of tasks and reports how runs ended.
+//!
+//! The model only proposes ([`run::Action`]); the [`tools`] runtime decides what runs; the
+//! [`agent`] loop keeps the history and the budget and returns a [`run::RunResult`]; [`trace`]
+//! records every run as JSONL.
+
+pub mod agent;
+pub mod fault;
+pub mod model;
+pub mod run;
+pub mod tools;
+pub mod trace;

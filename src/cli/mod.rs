@@ -3,8 +3,12 @@
 //! Exit codes are the same for every command: 0 success, 1 the work ran and found failures,
 //! 2 bad input or usage, 3 internal error.
 
+mod common;
 mod error;
 mod report;
+mod run;
+mod show;
+mod tools;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +24,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run one task against a file of raw model responses.
+    Run(run::RunArgs),
+    /// Print the registered tool specs as JSON.
+    Tools(tools::ToolsArgs),
+    /// Print a trace's events, run by run.
+    Show(show::ShowArgs),
     /// Summarize how the runs in trace files ended and why.
     Report(report::ReportArgs),
 }
@@ -35,6 +45,9 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Tools(args) => tools::run(args),
+        Command::Show(args) => show::run(args),
         Command::Report(args) => report::run(args),
     };
     error::finish(result)

@@ -1,3 +1,7 @@
 //! Integration tests: the library's public API and the built `looptrace` binary.
 
+mod agent_loop;
+mod json_adapter;
+mod run_cli;
 mod support;
+mod tools;

@@ -10,17 +10,24 @@ pub fn looptrace() -> Command {
 
 /// A file under `tests/fixtures/`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// A file under `sample_traces/`.
 pub fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_traces")
+        .join(name)
 }
 
 /// Runs the binary with `args` and returns its output.
 pub fn run(args: &[&str]) -> Output {
-    looptrace().args(args).output().expect("failed to start looptrace")
+    looptrace()
+        .args(args)
+        .output()
+        .expect("failed to start looptrace")
 }
 
 /// Standard output as text.

@@ -1,0 +1,62 @@
+//! Pieces several commands share: capture flags, reading response files, opening trace outputs.
+
+use std::path::Path;
+
+use clap::ValueEnum;
+
+use super::CliError;
+use looptrace::trace::{Capture, TraceWriter};
+
+/// `--capture summary|full`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CaptureArg {
+    /// Character counts and hashes only.
+    Summary,
+    /// The content itself too (needed for replay).
+    Full,
+}
+
+impl From<CaptureArg> for Capture {
+    fn from(arg: CaptureArg) -> Capture {
+        match arg {
+            CaptureArg::Summary => Capture::Summary,
+            CaptureArg::Full => Capture::Full,
+        }
+    }
+}
+
+/// Reads a responses file: one raw model response per line, blank lines skipped.
+pub fn read_responses(path: &Path) -> Result<Vec<String>, CliError> {
+    let bytes = std::fs::read(path).map_err(|err| {
+        CliError::input(format!(
+            "failed to read responses file `{}`: {err}",
+            path.display()
+        ))
+    })?;
+    let mut responses = Vec::new();
+    for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = std::str::from_utf8(line).map_err(|err| {
+            CliError::input(format!(
+                "{}:{}: invalid UTF-8 at byte {}",
+                path.display(),
+                index + 1,
+                err.valid_up_to() + 1
+            ))
+        })?;
+        if !text.trim().is_empty() {
+            responses.push(text.to_owned());
+        }
+    }
+    Ok(responses)
+}
+
+/// Opens a trace for appending, with a message that names the file.
+pub fn open_trace_writer(path: &Path, fsync: bool) -> Result<TraceWriter, CliError> {
+    TraceWriter::append(path, fsync).map_err(|err| {
+        CliError::input(format!(
+            "failed to open trace `{}` for appending: {err}",
+            path.display()
+        ))
+    })
+}

@@ -1,0 +1,88 @@
+//! Scripted models for tests and for `looptrace run`: they return fixed answers in order and
+//! record every call, so a test can assert the exact history the model saw.
+
+use super::contract::{Model, ModelError, RawModel};
+use crate::run::{Action, HistoryItem, Task};
+
+/// One call a scripted model received: the task and a snapshot of the history.
+pub type ModelCall = (Task, Vec<HistoryItem>);
+
+/// Returns a fixed list of actions in order and records every call it received.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptedModel {
+    actions: Vec<Action>,
+    next: usize,
+    calls: Vec<ModelCall>,
+}
+
+impl ScriptedModel {
+    /// A model that will return `actions` in order.
+    pub fn new(actions: Vec<Action>) -> Self {
+        ScriptedModel {
+            actions,
+            next: 0,
+            calls: Vec::new(),
+        }
+    }
+
+    /// Every call received so far, in order.
+    pub fn calls(&self) -> &[ModelCall] {
+        &self.calls
+    }
+}
+
+impl Model for ScriptedModel {
+    fn next_action(&mut self, task: &Task, history: &[HistoryItem]) -> Result<Action, ModelError> {
+        self.calls.push((task.clone(), history.to_vec()));
+        let action = next_scripted(&self.actions, &mut self.next, "actions")?;
+        Ok(action.clone())
+    }
+}
+
+/// Returns fixed raw responses in order (one per line of a responses file) and records every call.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptedRawModel {
+    responses: Vec<String>,
+    next: usize,
+    calls: Vec<ModelCall>,
+}
+
+impl ScriptedRawModel {
+    /// A raw model that will return `responses` in order.
+    pub fn new(responses: Vec<String>) -> Self {
+        ScriptedRawModel {
+            responses,
+            next: 0,
+            calls: Vec::new(),
+        }
+    }
+
+    /// Every call received so far, in order.
+    pub fn calls(&self) -> &[ModelCall] {
+        &self.calls
+    }
+}
+
+impl RawModel for ScriptedRawModel {
+    fn next_response(
+        &mut self,
+        task: &Task,
+        history: &[HistoryItem],
+    ) -> Result<String, ModelError> {
+        self.calls.push((task.clone(), history.to_vec()));
+        let response = next_scripted(&self.responses, &mut self.next, "responses")?;
+        Ok(response.clone())
+    }
+}
+
+/// The next scripted item, or the failure that makes too little test data visible.
+fn next_scripted<'a, T>(items: &'a [T], next: &mut usize, what: &str) -> Result<&'a T, ModelError> {
+    let item = items.get(*next).ok_or_else(|| {
+        ModelError::Failure(format!(
+            "scripted model exhausted after {} {what}",
+            items.len()
+        ))
+    })?;
+    *next += 1;
+    Ok(item)
+}

@@ -1,0 +1,13 @@
+//! Tools: the contract a model is shown (`ToolSpec`), the handler the runtime runs
+//! (`ToolDefinition`), the registry that checks arguments before any handler runs, and the
+//! built-in `calculator`.
+
+mod calculator;
+mod python_number;
+mod registry;
+mod spec;
+
+pub use calculator::{calculator, calculator_spec};
+pub use python_number::{PyNumber, format_python_float};
+pub use registry::{RegistryError, ToolOutcome, ToolPanic, ToolRegistry};
+pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};

@@ -1,0 +1,245 @@
+//! One trace line. The struct is flat, with the fields of every event type optional, so `jq` and
+//! SQL engines read lines directly and old or partial writers' lines still parse.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::run::ExitReason;
+
+/// The format name written in every `run_started` event.
+pub const SCHEMA: &str = "looptrace.trace/1";
+
+/// One event: a complete JSON object on one line. Field order here is the order on disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    /// Keeps the events of one run together; one file may hold many runs.
+    pub run_id: String,
+    /// 0 for `run_started`, then the model turn the event belongs to.
+    pub step: u64,
+    /// What happened.
+    pub event_type: EventType,
+    /// `looptrace.trace/1` (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// `summary` or `full` (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Capture>,
+    /// `sha256` or `hmac-sha256` (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<HashAlgorithm>,
+    /// The step budget (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Summary of the task text (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_summary: Option<String>,
+    /// The task text, full capture only (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The recorded run this one replays (run_started of a replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<ReplayOf>,
+    /// `tool_call` or `finish` (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_type: Option<String>,
+    /// The tool called (model_action tool_call, observation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The argument names, sorted (model_action tool_call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_keys: Option<Vec<String>>,
+    /// The arguments, full capture only (model_action tool_call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Summary of the answer, observation content or feedback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The answer, full capture only (model_action finish).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Whether an observation is an error; always true for feedback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// A stable kind for errors: `unknown_tool`, `invalid_json`, `tool_panic`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// Observation or feedback text, full capture only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The model's raw text, full capture only (model_action and model_feedback of raw models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<String>,
+    /// How the run ended (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_reason: Option<ExitReason>,
+    /// Model turns used (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_used: Option<u32>,
+    /// Why the run did not finish: a summary unless the capture is full (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long the model call or tool call took, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+}
+
+impl TraceEvent {
+    /// An event with only the three fields every line has.
+    pub fn new(run_id: impl Into<String>, step: u64, event_type: EventType) -> Self {
+        TraceEvent {
+            run_id: run_id.into(),
+            step,
+            event_type,
+            schema: None,
+            capture: None,
+            hash: None,
+            max_steps: None,
+            input_summary: None,
+            task: None,
+            replay_of: None,
+            action_type: None,
+            tool_name: None,
+            argument_keys: None,
+            arguments: None,
+            output: None,
+            answer: None,
+            is_error: None,
+            error_kind: None,
+            content: None,
+            raw_output: None,
+            exit_reason: None,
+            steps_used: None,
+            error: None,
+            duration_ms: None,
+        }
+    }
+
+    /// The exit reason if this event ends its run: `run_finished`, or the bare `internal_error`
+    /// event that writers following the write-up emit when a run crashes.
+    pub fn ending(&self) -> Option<ExitReason> {
+        match self.event_type {
+            EventType::RunFinished => self.exit_reason,
+            EventType::InternalError => Some(ExitReason::InternalError),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of event. Unknown kinds from newer writers are kept, not rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventType {
+    /// The run began.
+    RunStarted,
+    /// The model proposed an action.
+    ModelAction,
+    /// The runtime answered a tool call.
+    Observation,
+    /// Invalid model output was turned into feedback.
+    ModelFeedback,
+    /// The run ended.
+    RunFinished,
+    /// A crashed run's end, as writers following the write-up record it.
+    InternalError,
+    /// A type this version does not know.
+    Other(String),
+}
+
+impl EventType {
+    /// The name on disk.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventType::RunStarted => "run_started",
+            EventType::ModelAction => "model_action",
+            EventType::Observation => "observation",
+            EventType::ModelFeedback => "model_feedback",
+            EventType::RunFinished => "run_finished",
+            EventType::InternalError => "internal_error",
+            EventType::Other(name) => name,
+        }
+    }
+
+    /// Reads a name; unknown names become `Other`.
+    pub fn from_name(name: &str) -> EventType {
+        match name {
+            "run_started" => EventType::RunStarted,
+            "model_action" => EventType::ModelAction,
+            "observation" => EventType::Observation,
+            "model_feedback" => EventType::ModelFeedback,
+            "run_finished" => EventType::RunFinished,
+            "internal_error" => EventType::InternalError,
+            other => EventType::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EventType {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(EventType::from_name(&name))
+    }
+}
+
+/// How much of a run's content a trace keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capture {
+    /// Character counts and hashes only (the default).
+    #[default]
+    Summary,
+    /// The text itself as well: needed for replay.
+    Full,
+}
+
+impl Capture {
+    /// The name on disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capture::Summary => "summary",
+            Capture::Full => "full",
+        }
+    }
+}
+
+/// The hash behind the summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HashAlgorithm {
+    /// Plain SHA-256.
+    #[serde(rename = "sha256")]
+    Sha256,
+    /// HMAC-SHA256 keyed with `LOOPTRACE_HASH_KEY`.
+    #[serde(rename = "hmac-sha256")]
+    HmacSha256,
+}
+
+impl HashAlgorithm {
+    /// The name on disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HashAlgorithm::Sha256 => "sha256",
+            HashAlgorithm::HmacSha256 => "hmac-sha256",
+        }
+    }
+}
+
+/// Which recorded run a replay reran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayOf {
+    /// The recording's file name (no folders: paths are not recorded).
+    pub source: String,
+    /// The recorded run id.
+    pub run_id: String,
+}

@@ -1,0 +1,19 @@
+//! JSONL traces, format `looptrace.trace/1`: one complete event per line, written by an observer
+//! of the loop and read back by `show`, replay, evaluation and reports. `docs/trace-format.md` is
+//! the reference.
+
+mod event;
+mod reader;
+mod recorder;
+mod runs;
+mod show;
+mod summary;
+mod writer;
+
+pub use event::{Capture, EventType, HashAlgorithm, ReplayOf, SCHEMA, TraceEvent};
+pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};
+pub use recorder::{RecorderOptions, TraceRecorder};
+pub use runs::{RecordedRun, RunOutcome, TraceContents, read_trace};
+pub use show::render_runs;
+pub use summary::Summarizer;
+pub use writer::{EventSink, TraceWriter};

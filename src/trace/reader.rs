@@ -1,0 +1,297 @@
+//! The streaming trace reader: constant memory whatever the file size, tolerant where real files
+//! are imperfect (blank lines, `\r\n`, unknown fields and event types, a cut-off last line) and
+//! strict where it matters (a malformed line in the middle is an error unless `lenient`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read};
+
+use thiserror::Error;
+
+use super::event::{EventType, TraceEvent};
+
+/// Lines longer than this are errors, so a corrupt file cannot exhaust memory.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How strict the reader is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Skip and count malformed lines instead of failing.
+    pub lenient: bool,
+    /// The longest line accepted, in bytes.
+    pub max_line_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            lenient: false,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// A trace that could not be read.
+#[derive(Debug, Error)]
+pub enum TraceError {
+    /// The file could not be opened or read.
+    #[error("failed to read `{path}`: {source}")]
+    Io {
+        /// The file as the user named it.
+        path: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// A line is malformed.
+    #[error("{path}:{line}: {message}")]
+    Line {
+        /// The file as the user named it.
+        path: String,
+        /// The 1-based line number.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// What the reader noticed besides the events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Lines read, blank ones included.
+    pub lines: u64,
+    /// Events returned.
+    pub events: u64,
+    /// Malformed lines skipped in lenient mode: (line, what was wrong); the first 100 are kept.
+    pub skipped: Vec<(u64, String)>,
+    /// How many lines were skipped in all.
+    pub skipped_count: u64,
+    /// Events of types this version does not know, by type.
+    pub unknown_event_types: BTreeMap<String, u64>,
+    /// The line number of a cut-off last line (a crash mid-write), if any.
+    pub truncated_tail: Option<u64>,
+}
+
+impl ReadStats {
+    /// Human-readable warnings, one per line, naming the file.
+    pub fn warnings(&self, path: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(line) = self.truncated_tail {
+            out.push(format!(
+                "{path}:{line}: the last line is cut off (the writer stopped mid-line); its run is incomplete"
+            ));
+        }
+        for (line, message) in &self.skipped {
+            out.push(format!("{path}:{line}: skipped: {message}"));
+        }
+        if self.skipped_count > self.skipped.len() as u64 {
+            out.push(format!(
+                "{path}: {} more malformed lines skipped",
+                self.skipped_count - self.skipped.len() as u64
+            ));
+        }
+        for (event_type, count) in &self.unknown_event_types {
+            out.push(format!(
+                "{path}: {count} event(s) of unknown type {event_type:?} kept but not interpreted"
+            ));
+        }
+        out
+    }
+}
+
+const KEPT_SKIPS: usize = 100;
+
+/// Reads events one line at a time.
+pub struct TraceReader<R> {
+    input: BufReader<R>,
+    path: String,
+    options: ReadOptions,
+    stats: ReadStats,
+    line: Vec<u8>,
+    failed: bool,
+}
+
+/// One raw line: its bytes, whether it ended with `\n`, whether it was too long.
+struct RawLine {
+    terminated: bool,
+    too_long: bool,
+}
+
+impl<R: Read> TraceReader<R> {
+    /// A reader of `input`; `path` names it in messages (`-` for standard input).
+    pub fn new(input: R, path: impl fmt::Display, options: ReadOptions) -> Self {
+        TraceReader {
+            input: BufReader::with_capacity(256 * 1024, input),
+            path: path.to_string(),
+            options,
+            stats: ReadStats::default(),
+            line: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// What was noticed so far; complete once the iterator is exhausted.
+    pub fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    /// Consumes the reader, returning what it noticed.
+    pub fn into_stats(self) -> ReadStats {
+        self.stats
+    }
+
+    /// The name used in messages.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Reads the next line into `self.line`, never holding more than the limit.
+    fn read_line(&mut self) -> io::Result<Option<RawLine>> {
+        self.line.clear();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let available = match self.input.fill_buf() {
+                Ok(buf) => buf,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            };
+            if available.is_empty() {
+                return Ok(any.then_some(RawLine {
+                    terminated: false,
+                    too_long,
+                }));
+            }
+            any = true;
+            let (chunk, found) = match memchr::memchr(b'\n', available) {
+                Some(i) => (&available[..i], Some(i)),
+                None => (available, None),
+            };
+            if !too_long {
+                if self.line.len() + chunk.len() > self.options.max_line_bytes {
+                    too_long = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            match found {
+                Some(i) => {
+                    self.input.consume(i + 1);
+                    return Ok(Some(RawLine {
+                        terminated: true,
+                        too_long,
+                    }));
+                }
+                None => {
+                    let n = available.len();
+                    self.input.consume(n);
+                }
+            }
+        }
+    }
+
+    fn line_error(&mut self, line: u64, message: String) -> Option<Result<TraceEvent, TraceError>> {
+        if self.options.lenient {
+            self.stats.skipped_count += 1;
+            if self.stats.skipped.len() < KEPT_SKIPS {
+                self.stats.skipped.push((line, message));
+            }
+            None
+        } else {
+            self.failed = true;
+            Some(Err(TraceError::Line {
+                path: self.path.clone(),
+                line,
+                message,
+            }))
+        }
+    }
+}
+
+impl<R: Read> Iterator for TraceReader<R> {
+    type Item = Result<(u64, TraceEvent), TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.failed {
+            let raw = match self.read_line() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => return None,
+                Err(source) => {
+                    self.failed = true;
+                    return Some(Err(TraceError::Io {
+                        path: self.path.clone(),
+                        source,
+                    }));
+                }
+            };
+            self.stats.lines += 1;
+            let line_no = self.stats.lines;
+            if raw.too_long {
+                let message = format!(
+                    "line is longer than the limit of {} bytes",
+                    self.options.max_line_bytes
+                );
+                match self.line_error(line_no, message) {
+                    Some(err) => return Some(err.map(|e| (line_no, e))),
+                    None => continue,
+                }
+            }
+            let parsed = parse_line(&self.line);
+            match parsed {
+                Ok(None) => continue,
+                Ok(Some(event)) => {
+                    if let EventType::Other(name) = &event.event_type {
+                        *self
+                            .stats
+                            .unknown_event_types
+                            .entry(name.clone())
+                            .or_default() += 1;
+                    }
+                    self.stats.events += 1;
+                    return Some(Ok((line_no, event)));
+                }
+                Err(_) if !raw.terminated => {
+                    // A crash mid-write leaves a cut-off last line: a warning, not an error.
+                    self.stats.truncated_tail = Some(line_no);
+                    return None;
+                }
+                Err(message) => match self.line_error(line_no, message) {
+                    Some(err) => return Some(err.map(|e| (line_no, e))),
+                    None => continue,
+                },
+            }
+        }
+        None
+    }
+}
+
+/// Parses one line; `Ok(None)` for a blank one.
+pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        format!(
+            "invalid UTF-8 at byte {} of the line",
+            err.valid_up_to() + 1
+        )
+    })?;
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    if !trimmed.starts_with('{') {
+        return Err("expected a JSON object".to_owned());
+    }
+    serde_json::from_str::<TraceEvent>(trimmed)
+        .map(Some)
+        .map_err(|err| describe_json_error(&err))
+}
+
+/// serde_json's message without its "at line 1 column N" (the line is ours to name).
+pub(crate) fn describe_json_error(err: &serde_json::Error) -> String {
+    let message = err.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message,
+    };
+    format!("{message} (column {})", err.column())
+}

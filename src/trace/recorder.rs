@@ -1,0 +1,171 @@
+//! The observer that turns loop events into trace events: summaries by default, the content itself
+//! only with full capture.
+
+use std::io;
+
+use super::event::{Capture, EventType, ReplayOf, SCHEMA, TraceEvent};
+use super::summary::Summarizer;
+use super::writer::EventSink;
+use crate::agent::{RunEvent, RunObserver};
+use crate::run::{Action, ExitReason};
+
+/// What a recorder writes besides the events themselves.
+#[derive(Clone, Debug)]
+pub struct RecorderOptions {
+    /// Summaries only, or the content too.
+    pub capture: Capture,
+    /// How summaries are hashed.
+    pub summarizer: Summarizer,
+    /// Whether to write `duration_ms` (off for byte-stable sample traces).
+    pub durations: bool,
+    /// Set when the run replays a recording.
+    pub replay_of: Option<ReplayOf>,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            capture: Capture::Summary,
+            summarizer: Summarizer::from_env(),
+            durations: true,
+            replay_of: None,
+        }
+    }
+}
+
+/// Records one run's events into a sink.
+#[derive(Debug)]
+pub struct TraceRecorder<S> {
+    run_id: String,
+    options: RecorderOptions,
+    sink: S,
+}
+
+impl<S: EventSink> TraceRecorder<S> {
+    /// A recorder for the run `run_id`.
+    pub fn new(run_id: impl Into<String>, options: RecorderOptions, sink: S) -> Self {
+        TraceRecorder {
+            run_id: run_id.into(),
+            options,
+            sink,
+        }
+    }
+
+    /// The sink, to take the events back or reuse the writer.
+    pub fn into_sink(self) -> S {
+        self.sink
+    }
+
+    fn full(&self) -> bool {
+        self.options.capture == Capture::Full
+    }
+
+    fn summary(&self, text: &str) -> String {
+        self.options.summarizer.summarize(text)
+    }
+
+    /// Builds the trace event for a loop event.
+    pub fn trace_event(&self, event: &RunEvent<'_>) -> TraceEvent {
+        let full = self.full();
+        match *event {
+            RunEvent::RunStarted { task, max_steps } => {
+                let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
+                e.schema = Some(SCHEMA.to_owned());
+                e.capture = Some(self.options.capture);
+                e.hash = Some(self.options.summarizer.algorithm());
+                e.max_steps = Some(max_steps);
+                e.input_summary = Some(self.summary(&task.prompt));
+                e.task = full.then(|| task.prompt.clone());
+                e.replay_of = self.options.replay_of.clone();
+                e
+            }
+            RunEvent::ModelAction {
+                step,
+                action,
+                raw_output,
+                duration,
+            } => {
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelAction);
+                e.action_type = Some(action.kind().to_owned());
+                match action {
+                    Action::ToolCall(call) => {
+                        e.tool_name = Some(call.tool_name.clone());
+                        e.argument_keys = Some(call.arguments.keys().cloned().collect());
+                        e.arguments = full.then(|| call.arguments.clone());
+                    }
+                    Action::Finish(finish) => {
+                        e.output = Some(self.summary(&finish.answer));
+                        e.answer = full.then(|| finish.answer.clone());
+                    }
+                }
+                e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
+                e.duration_ms = self.duration(duration);
+                e
+            }
+            RunEvent::Observation {
+                step,
+                outcome,
+                duration,
+            } => {
+                let observation = &outcome.observation;
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::Observation);
+                e.tool_name = Some(observation.tool_name.clone());
+                e.output = Some(self.summary(&observation.content));
+                e.is_error = Some(observation.is_error);
+                e.error_kind = outcome.error_kind.clone();
+                e.content = full.then(|| observation.content.clone());
+                e.duration_ms = self.duration(duration);
+                e
+            }
+            RunEvent::ModelFeedback {
+                step,
+                feedback,
+                error,
+                raw_output,
+                duration,
+            } => {
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelFeedback);
+                e.output = Some(self.summary(&feedback.content));
+                e.is_error = Some(true);
+                e.error_kind = Some(error.kind.as_str().to_owned());
+                e.content = full.then(|| feedback.content.clone());
+                e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
+                e.duration_ms = self.duration(duration);
+                e
+            }
+            RunEvent::RunFinished { result, error_kind } => {
+                let mut e = TraceEvent::new(
+                    &self.run_id,
+                    result.steps_used.into(),
+                    EventType::RunFinished,
+                );
+                e.exit_reason = Some(result.exit_reason);
+                e.steps_used = Some(result.steps_used);
+                if result.exit_reason != ExitReason::Finished {
+                    e.error_kind = error_kind.map(str::to_owned);
+                    e.error = result.error.as_deref().map(|error| {
+                        if full {
+                            error.to_owned()
+                        } else {
+                            self.summary(error)
+                        }
+                    });
+                }
+                e
+            }
+        }
+    }
+
+    fn duration(&self, duration: std::time::Duration) -> Option<f64> {
+        self.options
+            .durations
+            .then(|| (duration.as_secs_f64() * 1e6).round() / 1e3)
+    }
+}
+
+impl<S: EventSink> RunObserver for TraceRecorder<S> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
+        let trace_event = self.trace_event(event);
+        self.sink.record(&trace_event)
+    }
+}

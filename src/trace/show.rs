@@ -1,0 +1,171 @@
+//! The readable rendering of a trace behind `looptrace show`: one line per event, runs separated,
+//! each run closed by its outcome. A pure function of the parsed runs.
+
+use std::fmt::Write;
+
+use super::event::{EventType, TraceEvent};
+use super::runs::{RecordedRun, RunOutcome};
+use crate::run::ExitReason;
+
+/// Longest content shown inline before it is shortened.
+const INLINE_LIMIT: usize = 120;
+
+/// Renders runs as text; `color` adds ANSI colours to outcomes and errors.
+pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
+    let mut out = String::new();
+    for (i, run) in runs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "run {} ({} events)", run.run_id, run.events.len());
+        for (line, event) in &run.events {
+            let _ = writeln!(
+                out,
+                "  {:>4}  step {:<3} {:<15} {}",
+                format!("L{line}"),
+                event.step,
+                event.event_type.as_str(),
+                describe(event, color)
+            );
+        }
+        let outcome = run.outcome();
+        let steps = run
+            .finished()
+            .and_then(|e| e.steps_used.map(u64::from).or(Some(e.step)))
+            .map(|s| format!(" after {s} steps"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  outcome: {}{steps}",
+            paint(outcome.as_str(), outcome_color(outcome), color)
+        );
+    }
+    out
+}
+
+fn outcome_color(outcome: RunOutcome) -> &'static str {
+    match outcome {
+        RunOutcome::Ended(ExitReason::Finished) => GREEN,
+        RunOutcome::Ended(ExitReason::MaxStepsExceeded | ExitReason::InvalidModelOutput) => YELLOW,
+        RunOutcome::Ended(ExitReason::InternalError) | RunOutcome::Incomplete => RED,
+    }
+}
+
+const GREEN: &str = "32";
+const YELLOW: &str = "33";
+const RED: &str = "31";
+
+fn paint(text: &str, code: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The fields that matter for one event, content preferred over its summary when captured.
+fn describe(event: &TraceEvent, color: bool) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let text_or_summary = |text: &Option<String>, summary: &Option<String>| -> Option<String> {
+        text.as_deref()
+            .map(|t| format!("{:?}", shorten(t)))
+            .or_else(|| summary.clone())
+    };
+    match &event.event_type {
+        EventType::RunStarted => {
+            if let Some(capture) = event.capture {
+                parts.push(format!("capture={}", capture.as_str()));
+            }
+            if let Some(max) = event.max_steps {
+                parts.push(format!("max_steps={max}"));
+            }
+            if let Some(replay) = &event.replay_of {
+                parts.push(format!("replay_of={}#{}", replay.source, replay.run_id));
+            }
+            if let Some(task) = text_or_summary(&event.task, &event.input_summary) {
+                parts.push(format!("task={task}"));
+            }
+        }
+        EventType::ModelAction => {
+            let action = event.action_type.as_deref().unwrap_or("?");
+            match action {
+                "tool_call" => {
+                    let tool = event.tool_name.as_deref().unwrap_or("?");
+                    let args = match (&event.arguments, &event.argument_keys) {
+                        (Some(arguments), _) => {
+                            serde_json::Value::Object(arguments.clone()).to_string()
+                        }
+                        (None, Some(keys)) => format!("({})", keys.join(", ")),
+                        (None, None) => String::new(),
+                    };
+                    parts.push(format!("tool_call {tool}{}", shorten(&args)));
+                }
+                other => {
+                    parts.push(other.to_owned());
+                    if let Some(answer) = text_or_summary(&event.answer, &event.output) {
+                        parts.push(format!("answer={answer}"));
+                    }
+                }
+            }
+        }
+        EventType::Observation => {
+            if let Some(tool) = &event.tool_name {
+                parts.push(tool.clone());
+            }
+            let status = if event.is_error == Some(true) {
+                paint(
+                    &format!(
+                        "error {}",
+                        event.error_kind.as_deref().unwrap_or("unclassified")
+                    ),
+                    RED,
+                    color,
+                )
+            } else {
+                "ok".to_owned()
+            };
+            parts.push(status);
+            if let Some(output) = text_or_summary(&event.content, &event.output) {
+                parts.push(format!("output={output}"));
+            }
+        }
+        EventType::ModelFeedback => {
+            parts.push(paint(
+                event.error_kind.as_deref().unwrap_or("unclassified"),
+                YELLOW,
+                color,
+            ));
+            if let Some(text) = text_or_summary(&event.content, &event.output) {
+                parts.push(format!("feedback={text}"));
+            }
+        }
+        EventType::RunFinished | EventType::InternalError => {
+            if let Some(reason) = event.ending() {
+                parts.push(reason.as_str().to_owned());
+            }
+            if let Some(steps) = event.steps_used {
+                parts.push(format!("steps_used={steps}"));
+            }
+            if let Some(kind) = &event.error_kind {
+                parts.push(format!("error_kind={kind}"));
+            }
+            if let Some(error) = &event.error {
+                parts.push(format!("error={}", shorten(error)));
+            }
+        }
+        EventType::Other(_) => parts.push("(unknown event type)".to_owned()),
+    }
+    if let Some(ms) = event.duration_ms {
+        parts.push(format!("{ms}ms"));
+    }
+    parts.join(" ")
+}
+
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= INLINE_LIMIT {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(INLINE_LIMIT).collect();
+        format!("{head}…")
+    }
+}
