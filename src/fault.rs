@@ -29,9 +29,9 @@ pub fn configured() -> Result<Option<u64>, String> {
 /// Called after each trace event reaches the file.
 pub(crate) fn event_written() {
     let limit = ABORT_AFTER.get_or_init(|| configured().ok().flatten());
-    if let Some(limit) = *limit {
-        if WRITTEN.fetch_add(1, Ordering::SeqCst) + 1 >= limit {
-            std::process::abort();
-        }
+    if let Some(limit) = *limit
+        && WRITTEN.fetch_add(1, Ordering::SeqCst) + 1 >= limit
+    {
+        std::process::abort();
     }
 }

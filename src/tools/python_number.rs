@@ -70,7 +70,8 @@ pub fn multiply(left: PyNumber, right: PyNumber) -> Result<String, NonFinite> {
 pub fn divide(left: PyNumber, right: PyNumber) -> Option<Result<String, NonFinite>> {
     match (left, right) {
         (_, PyNumber::Int(0)) => None,
-        (_, PyNumber::Float(f)) if f == 0.0 => None,
+        // Matches -0.0 too: float patterns compare with `==`.
+        (_, PyNumber::Float(0.0)) => None,
         (PyNumber::Int(a), PyNumber::Int(b)) => Some(float_result(int_true_divide(a, b))),
         _ => Some(float_result(left.to_f64() / right.to_f64())),
     }

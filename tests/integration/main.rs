@@ -5,3 +5,5 @@ mod json_adapter;
 mod run_cli;
 mod support;
 mod tools;
+mod samples;
+mod traces;

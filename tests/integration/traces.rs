@@ -1,0 +1,340 @@
+//! Traces: exact event sequences, summaries, capture modes, the tolerant and strict reader, and
+//! concurrent appends through the real binary.
+
+use std::io::Write;
+use std::path::Path;
+
+use looptrace::run::ExitReason;
+use looptrace::trace::{
+    Capture, EventType, ReadOptions, RunOutcome, Summarizer, TraceContents, TraceEvent,
+    TraceReader, TraceWriter, read_trace,
+};
+
+use crate::samples::{SAMPLE_RUNS, record};
+use crate::support::{fixture, run, sample, stderr, stdout};
+
+fn sequence(events: &[TraceEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let detail = e
+                .action_type
+                .clone()
+                .or(e.exit_reason.map(|r| r.to_string()))
+                .or(e.error_kind.clone())
+                .unwrap_or_default();
+            format!("{}:{}{}", e.step, e.event_type, if detail.is_empty() { String::new() } else { format!("({detail})") })
+        })
+        .collect()
+}
+
+#[test]
+fn each_exit_reason_has_its_exact_event_sequence() {
+    let expected: [&[&str]; 4] = [
+        &["0:run_started", "1:model_action(tool_call)", "1:observation", "2:model_action(finish)", "2:run_finished(finished)"],
+        &[
+            "0:run_started",
+            "1:model_action(tool_call)",
+            "1:observation",
+            "2:model_action(tool_call)",
+            "2:observation(unknown_tool)",
+            "3:model_action(tool_call)",
+            "3:observation(division_by_zero)",
+            "3:run_finished(max_steps_exceeded)",
+        ],
+        &["0:run_started", "1:model_feedback(invalid_json)", "2:model_feedback(missing_field)", "2:run_finished(invalid_model_output)"],
+        &["0:run_started", "1:model_action(tool_call)", "1:observation", "2:run_finished(internal_error)"],
+    ];
+    for (run, expected) in SAMPLE_RUNS.iter().zip(expected) {
+        let events = record(run, "r", Capture::Summary);
+        assert_eq!(sequence(&events), expected, "{}", run.name);
+    }
+}
+
+#[test]
+fn summaries_match_known_sha256_values() {
+    let s = Summarizer::sha256();
+    assert_eq!(s.summarize(""), "chars=0;sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_eq!(s.summarize("84"), "chars=2;sha256=44c8031cb036a7350d8b9b8603af662a4b9cdbd2f96e8d5de5af435c9c35da69");
+    assert_eq!(
+        s.summarize("12 × 7 = 84，84大于80。"),
+        "chars=19;sha256=7c48911e613351b2418b7a3cbda06b2cda7d77dfd163bb53e9552a7bcc8ba588"
+    );
+    assert_eq!(s.summarize("héllo 🌍"), "chars=7;sha256=cbbcee01a3fc5f1c0db23e02be25316adf28ede876031fdbabe5f4fabe47ed7f");
+    assert_eq!(
+        Summarizer::hmac("k3y").summarize("84"),
+        "chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b"
+    );
+}
+
+#[test]
+fn hmac_mode_is_recorded_in_run_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let output = crate::support::looptrace()
+        .args(["run", "--task", "t", "--responses"])
+        .arg(fixture("responses/finish.txt"))
+        .arg("--trace")
+        .arg(&trace)
+        .env("LOOPTRACE_HASH_KEY", "k3y")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let contents = read_trace(&trace, ReadOptions::default()).unwrap();
+    let events: Vec<&TraceEvent> = contents.runs[0].events.iter().map(|(_, e)| e).collect();
+    assert_eq!(events[0].hash, Some(looptrace::trace::HashAlgorithm::HmacSha256));
+    assert_eq!(
+        events[2].output.as_deref(),
+        Some("chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b")
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains("k3y"));
+}
+
+#[test]
+fn every_event_written_reads_back_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("round.jsonl");
+    let mut written = Vec::new();
+    for run in SAMPLE_RUNS {
+        for capture in [Capture::Summary, Capture::Full] {
+            written.extend(record(run, &format!("{}-{}", run.name, capture.as_str()), capture));
+        }
+    }
+    let mut writer = TraceWriter::append(&path, false).unwrap();
+    for event in &written {
+        writer.write_event(event).unwrap();
+    }
+    drop(writer);
+    let reader = TraceReader::new(std::fs::File::open(&path).unwrap(), "round.jsonl", ReadOptions::default());
+    let read: Vec<TraceEvent> = reader.map(|item| item.unwrap().1).collect();
+    assert_eq!(read, written);
+}
+
+#[test]
+fn summary_capture_never_writes_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let responses = dir.path().join("responses.txt");
+    std::fs::write(
+        &responses,
+        concat!(
+            r#"{"type":"tool_call","tool_name":"calculator","arguments":{"left":31337,"operation":"multiply","right":1}}"#, "\n",
+            r#"{"type":"tool_call","tool_name":"SECRET-TOOL-ZEBRA","arguments":{"SECRET-KEY":"x"}}"#, "\n",
+            "SECRET-RAW-PLATYPUS not json\n",
+            r#"{"type":"finish","answer":"SECRET-ANSWER-WOMBAT"}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let output = run(&[
+        "run", "--task", "SECRET-TASK-OKAPI", "--responses", responses.to_str().unwrap(),
+        "--trace", trace.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    for secret in ["OKAPI", "31337", "WOMBAT", "PLATYPUS", "not valid JSON"] {
+        assert!(!text.contains(secret), "{secret} leaked into {text}");
+    }
+    // Tool names and argument keys are structure, not content: they are kept.
+    assert!(text.contains("SECRET-TOOL-ZEBRA"));
+    let full = dir.path().join("full.jsonl");
+    run(&[
+        "run", "--task", "SECRET-TASK-OKAPI", "--responses", responses.to_str().unwrap(),
+        "--trace", full.to_str().unwrap(), "--capture", "full",
+    ]);
+    let text = std::fs::read_to_string(&full).unwrap();
+    for secret in ["OKAPI", "31337", "WOMBAT", "PLATYPUS"] {
+        assert!(text.contains(secret), "full capture keeps {secret}");
+    }
+}
+
+fn read_str(text: &str, options: ReadOptions) -> Result<TraceContents, String> {
+    TraceContents::from_reader(TraceReader::new(text.as_bytes(), "t.jsonl", options)).map_err(|e| e.to_string())
+}
+
+#[test]
+fn the_reader_tolerates_real_world_imperfections() {
+    let text = "\n{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\",\"future_field\":[1,2]}\r\n\
+                \n\
+                {\"run_id\":\"a\",\"step\":1,\"event_type\":\"thought\",\"text\":\"hm\"}\n\
+                {\"run_id\":\"b\",\"step\":0,\"event_type\":\"run_started\"}\n\
+                {\"run_id\":\"a\",\"step\":1,\"event_type\":\"run_finished\",\"exit_reason\":\"finished\"}\n\
+                {\"run_id\":\"c\",\"step\":3,\"event_type\":\"internal_error\"}\n\
+                {\"run_id\":\"b\",\"step\":1,\"event_type\":\"model_act";
+    let contents = read_str(text, ReadOptions::default()).unwrap();
+    let outcomes: Vec<(&str, RunOutcome)> = contents.runs.iter().map(|r| (r.run_id.as_str(), r.outcome())).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("a", RunOutcome::Ended(ExitReason::Finished)),
+            ("b", RunOutcome::Incomplete),
+            ("c", RunOutcome::Ended(ExitReason::InternalError)),
+        ]
+    );
+    assert_eq!(contents.stats.truncated_tail, Some(8));
+    assert_eq!(contents.stats.unknown_event_types.get("thought"), Some(&1));
+    assert_eq!(contents.runs[0].events[1].1.event_type, EventType::Other("thought".to_owned()));
+    let warnings = contents.stats.warnings("t.jsonl");
+    assert!(warnings[0].starts_with("t.jsonl:8: the last line is cut off"), "{warnings:?}");
+}
+
+#[test]
+fn the_reader_is_strict_in_the_middle_unless_lenient() {
+    let good = "{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\"}\n";
+    let cases = [
+        ("{\"run_id\":\"a\",\"step\":0,\n", "t.jsonl:2: EOF while parsing a value (column 23)"),
+        ("[1,2]\n", "t.jsonl:2: expected a JSON object"),
+        ("{\"step\":0,\"event_type\":\"run_started\"}\n", "t.jsonl:2: missing field `run_id` (column 37)"),
+        ("{\"run_id\":\"a\",\"step\":0}\n", "t.jsonl:2: missing field `event_type` (column 23)"),
+        ("{\"run_id\":\"a\",\"step\":\"one\",\"event_type\":\"x\"}\n", "t.jsonl:2: invalid type: string \"one\", expected u64 (column 26)"),
+        ("{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_finished\",\"exit_reason\":\"exploded\"}\n", "t.jsonl:2: unknown variant `exploded`, expected one of `finished`, `max_steps_exceeded`, `invalid_model_output`, `internal_error` (column 75)"),
+    ];
+    for (bad, message) in cases {
+        let text = format!("{good}{bad}{good}");
+        assert_eq!(read_str(&text, ReadOptions::default()).unwrap_err(), message);
+        let lenient = read_str(&text, ReadOptions { lenient: true, ..ReadOptions::default() }).unwrap();
+        assert_eq!(lenient.stats.skipped_count, 1);
+        assert_eq!(lenient.stats.events, 2);
+    }
+}
+
+#[test]
+fn invalid_utf8_and_huge_lines_are_errors_with_the_line_number() {
+    let mut bytes = b"{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\"}\n".to_vec();
+    bytes.extend_from_slice(b"{\"run_id\":\"\xff\",\"step\":0,\"event_type\":\"x\"}\n");
+    let err = TraceContents::from_reader(TraceReader::new(bytes.as_slice(), "t.jsonl", ReadOptions::default())).unwrap_err();
+    assert_eq!(err.to_string(), "t.jsonl:2: invalid UTF-8 at byte 12 of the line");
+
+    let options = ReadOptions { lenient: false, max_line_bytes: 64 };
+    let text = format!("{}\n{{\"run_id\":\"a\"}}\n", "x".repeat(100));
+    let err = read_str(&text, options).unwrap_err();
+    assert_eq!(err, "t.jsonl:1: line is longer than the limit of 64 bytes");
+}
+
+#[test]
+fn the_writeup_lines_are_a_valid_trace() {
+    let contents = read_trace(&sample("writeup.jsonl"), ReadOptions::default()).unwrap();
+    assert_eq!(contents.runs.len(), 1);
+    assert_eq!(contents.runs[0].events.len(), 5);
+    assert_eq!(contents.runs[0].outcome(), RunOutcome::Ended(ExitReason::Finished));
+}
+
+#[test]
+fn appending_never_truncates() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, "{\"run_id\":\"old\",\"step\":0,\"event_type\":\"run_started\"}\n").unwrap();
+    for id in ["one", "two"] {
+        let output = run(&[
+            "run", "--task", "t", "--responses", fixture("responses/finish.txt").to_str().unwrap(),
+            "--trace", trace.to_str().unwrap(), "--run-id", id,
+        ]);
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let contents = read_trace(&trace, ReadOptions::default()).unwrap();
+    let ids: Vec<&str> = contents.runs.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["old", "one", "two"]);
+}
+
+#[test]
+fn concurrent_processes_append_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("shared.jsonl");
+    let responses = dir.path().join("long.txt");
+    let mut file = std::fs::File::create(&responses).unwrap();
+    for i in 0..200 {
+        writeln!(file, r#"{{"type":"tool_call","tool_name":"calculator","arguments":{{"left":{i},"operation":"add","right":1}}}}"#).unwrap();
+    }
+    writeln!(file, r#"{{"type":"finish","answer":"done"}}"#).unwrap();
+    drop(file);
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            crate::support::looptrace()
+                .args(["run", "--task", "t", "--max-steps", "201", "--capture", "full", "--run-id"])
+                .arg(format!("p{i}"))
+                .arg("--responses")
+                .arg(&responses)
+                .arg("--trace")
+                .arg(&trace)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let contents = read_trace(&trace, ReadOptions::default()).unwrap();
+    assert_eq!(contents.runs.len(), 8);
+    for run in &contents.runs {
+        assert_eq!(run.events.len(), 1 + 200 * 2 + 2, "{}", run.run_id);
+        assert_eq!(run.outcome(), RunOutcome::Ended(ExitReason::Finished));
+    }
+}
+
+#[test]
+fn show_prints_runs_with_their_outcomes() {
+    let output = run(&["show", sample("multi_run.jsonl").to_str().unwrap(), "--run", "multi-c"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("run multi-c (4 events)\n"), "{text}");
+    assert!(text.contains("model_feedback  invalid_json"), "{text}");
+    assert!(text.ends_with("  outcome: invalid_model_output after 2 steps\n"), "{text}");
+
+    let output = run(&["show", sample("incomplete.jsonl").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).ends_with("  outcome: incomplete\n"));
+    assert!(stderr(&output).contains("incomplete.jsonl:4: the last line is cut off"), "{}", stderr(&output));
+
+    let output = run(&["show", sample("finished.full.jsonl").to_str().unwrap(), "--format", "json"]);
+    let shown = stdout(&output);
+    let original = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    assert_eq!(shown.lines().collect::<Vec<_>>(), original.lines().collect::<Vec<_>>());
+}
+
+#[test]
+fn show_reports_bad_input_with_exit_2() {
+    let output = run(&["show", "missing.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).starts_with("error: failed to read `missing.jsonl`: "));
+    let output = run(&["show", sample("finished.full.jsonl").to_str().unwrap(), "--run", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output), "error: no run \"nope\" in `".to_owned() + sample("finished.full.jsonl").to_str().unwrap() + "` (it has \"finished-full\")\n");
+}
+
+#[test]
+fn show_works_on_a_read_only_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.jsonl");
+    std::fs::copy(sample("finished.summary.jsonl"), &path).unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&path, perms).unwrap();
+    let output = run(&["show", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn every_sample_trace_matches_the_schema() {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/trace-event.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+                assert!(path.ends_with("incomplete.jsonl"), "{}:{}", path.display(), i + 1);
+                continue;
+            };
+            let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{}:{}: {errors:?}", path.display(), i + 1);
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "only {checked} lines checked");
+}
