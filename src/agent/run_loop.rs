@@ -9,7 +9,7 @@ use thiserror::Error;
 use super::events::{RunEvent, RunObserver};
 use crate::model::{InvalidOutput, Model, ModelError};
 use crate::run::{Action, ExitReason, HistoryItem, ModelFeedback, RunResult, Task};
-use crate::tools::{ToolPanic, ToolRegistry};
+use crate::tools::{ToolPanic, ToolRuntime};
 
 /// How a run is allowed to go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub enum RunError {
 pub fn run_agent(
     task: &Task,
     model: &mut dyn Model,
-    tools: &ToolRegistry,
+    tools: &dyn ToolRuntime,
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<String, RunError> {
@@ -113,7 +113,7 @@ pub fn run_agent(
 pub fn run_agent_result(
     task: &Task,
     model: &mut dyn Model,
-    tools: &ToolRegistry,
+    tools: &dyn ToolRuntime,
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {

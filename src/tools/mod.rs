@@ -5,9 +5,11 @@
 mod calculator;
 mod python_number;
 mod registry;
+mod runtime;
 mod spec;
 
 pub use calculator::{calculator, calculator_spec};
 pub use python_number::{PyNumber, format_python_float};
 pub use registry::{RegistryError, ToolOutcome, ToolPanic, ToolRegistry};
+pub use runtime::ToolRuntime;
 pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};

@@ -8,6 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::runtime::ToolRuntime;
 use super::spec::{ToolDefinition, ToolSpec};
 use crate::run::{Observation, ToolCall};
 
@@ -104,10 +105,12 @@ impl ToolRegistry {
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.get(name).map(|t| &t.definition.spec)
     }
+}
 
+impl ToolRuntime for ToolRegistry {
     /// Runs one call through the contract: unknown tools and schema violations never reach a
     /// handler; the handler's `ToolError`s become error observations; a panic is a `ToolPanic`.
-    pub fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic> {
+    fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic> {
         let Some(tool) = self.tools.get(&call.tool_name) else {
             return Ok(error_outcome(
                 call,

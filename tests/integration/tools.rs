@@ -1,7 +1,7 @@
 //! The tool runtime: registry rules, schema checks with pointers, and the calculator's results.
 
 use looptrace::run::ToolCall;
-use looptrace::tools::{ToolDefinition, ToolRegistry, calculator_spec};
+use looptrace::tools::{ToolDefinition, ToolRegistry, ToolRuntime, calculator_spec};
 use serde_json::{Value, json};
 
 fn call(arguments: Value) -> ToolCall {

@@ -1,0 +1,262 @@
+//! `ReplayModel`: a model rebuilt from one recorded run. It returns the recorded actions in order,
+//! and the recorded invalid outputs as the same errors, so feedback paths replay too. Replay needs
+//! full capture: summaries cannot give arguments or answers back.
+
+use thiserror::Error;
+
+use super::contract::{InvalidOutput, InvalidOutputKind, Model, ModelError, RawModel};
+use super::json_adapter::JsonModelAdapter;
+use crate::run::{Action, Finish, HistoryItem, Task, ToolCall};
+use crate::trace::{EventType, RecordedRun, TraceEvent};
+
+/// One recorded model turn.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordedTurn {
+    /// The model proposed this action.
+    Action(Action),
+    /// The model's output was rejected with this error.
+    Invalid(InvalidOutput),
+}
+
+/// A recorded run that cannot be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ReplayError {
+    /// An event lacks content that replay needs.
+    #[error(
+        "run {run_id:?} cannot be replayed: line {line} ({event_type} at step {step}) has no `{field}`; record replayable traces with `--capture full`"
+    )]
+    MissingContent {
+        /// The run.
+        run_id: String,
+        /// The 1-based line of the event.
+        line: u64,
+        /// The event's type.
+        event_type: String,
+        /// The event's step.
+        step: u64,
+        /// The missing field.
+        field: &'static str,
+    },
+    /// An event's content is not what its type requires.
+    #[error("run {run_id:?} cannot be replayed: line {line}: {problem}")]
+    Malformed {
+        /// The run.
+        run_id: String,
+        /// The 1-based line of the event.
+        line: u64,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Replays the recorded actions of one run.
+#[derive(Clone, Debug)]
+pub struct ReplayModel {
+    task: Task,
+    max_steps: Option<u32>,
+    turns: Vec<(u64, RecordedTurn)>,
+    next: usize,
+    calls: usize,
+}
+
+impl ReplayModel {
+    /// Builds the model from a recorded run, failing on the first event that lacks content.
+    pub fn from_run(run: &RecordedRun) -> Result<ReplayModel, ReplayError> {
+        let task = recorded_task(run)?;
+        let mut turns = Vec::new();
+        for (line, event) in &run.events {
+            match event.event_type {
+                EventType::ModelAction => turns.push((
+                    event.step,
+                    RecordedTurn::Action(action_of(run, *line, event)?),
+                )),
+                EventType::ModelFeedback => turns.push((
+                    event.step,
+                    RecordedTurn::Invalid(feedback_of(run, *line, event)?),
+                )),
+                _ => {}
+            }
+        }
+        Ok(ReplayModel {
+            max_steps: run.started().and_then(|e| e.max_steps),
+            task,
+            turns,
+            next: 0,
+            calls: 0,
+        })
+    }
+
+    /// Builds a raw-text replay: the recorded provider text of every turn, parsed again by
+    /// today's `JsonModelAdapter`, so adapter changes are tested too. Needs `raw_output` on every
+    /// model turn.
+    pub fn raw_from_run(
+        run: &RecordedRun,
+    ) -> Result<(Task, JsonModelAdapter<RecordedResponses>), ReplayError> {
+        let task = recorded_task(run)?;
+        let mut responses = Vec::new();
+        for (line, event) in &run.events {
+            if matches!(
+                event.event_type,
+                EventType::ModelAction | EventType::ModelFeedback
+            ) {
+                let raw = event
+                    .raw_output
+                    .clone()
+                    .ok_or_else(|| missing(run, *line, event, "raw_output"))?;
+                responses.push((event.step, raw));
+            }
+        }
+        Ok((
+            task,
+            JsonModelAdapter::new(RecordedResponses { responses, next: 0 }),
+        ))
+    }
+
+    /// The recorded task.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// The recorded step budget, if the recording has one.
+    pub fn max_steps(&self) -> Option<u32> {
+        self.max_steps
+    }
+
+    /// The recorded turns with their steps.
+    pub fn turns(&self) -> &[(u64, RecordedTurn)] {
+        &self.turns
+    }
+
+    /// How many turns have been served.
+    pub fn served(&self) -> usize {
+        self.next
+    }
+
+    /// How many times the model was asked, including past the end of the recording.
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+}
+
+impl Model for ReplayModel {
+    fn next_action(
+        &mut self,
+        _task: &Task,
+        _history: &[HistoryItem],
+    ) -> Result<Action, ModelError> {
+        self.calls += 1;
+        let Some((_, turn)) = self.turns.get(self.next) else {
+            return Err(ModelError::Failure(end_of_recording(self.turns.len())));
+        };
+        self.next += 1;
+        match turn {
+            RecordedTurn::Action(action) => Ok(action.clone()),
+            RecordedTurn::Invalid(error) => Err(ModelError::InvalidOutput(error.clone())),
+        }
+    }
+}
+
+/// The recorded raw responses of a run, served in order.
+#[derive(Clone, Debug)]
+pub struct RecordedResponses {
+    responses: Vec<(u64, String)>,
+    next: usize,
+}
+
+impl RawModel for RecordedResponses {
+    fn next_response(
+        &mut self,
+        _task: &Task,
+        _history: &[HistoryItem],
+    ) -> Result<String, ModelError> {
+        let Some((_, raw)) = self.responses.get(self.next) else {
+            return Err(ModelError::Failure(end_of_recording(self.responses.len())));
+        };
+        self.next += 1;
+        Ok(raw.clone())
+    }
+}
+
+/// The message when a rerun asks for more turns than were recorded. Turn N is step N.
+pub fn end_of_recording(turns: usize) -> String {
+    format!("recording ends at step {turns}")
+}
+
+fn recorded_task(run: &RecordedRun) -> Result<Task, ReplayError> {
+    let Some((line, started)) = run
+        .events
+        .iter()
+        .find(|(_, e)| e.event_type == EventType::RunStarted)
+    else {
+        return Err(ReplayError::Malformed {
+            run_id: run.run_id.clone(),
+            line: run.events.first().map_or(0, |(line, _)| *line),
+            problem: "the run has no run_started event".to_owned(),
+        });
+    };
+    let prompt = started
+        .task
+        .clone()
+        .ok_or_else(|| missing(run, *line, started, "task"))?;
+    Ok(Task::new(prompt))
+}
+
+fn action_of(run: &RecordedRun, line: u64, event: &TraceEvent) -> Result<Action, ReplayError> {
+    match event.action_type.as_deref() {
+        Some("tool_call") => {
+            let tool_name = event
+                .tool_name
+                .clone()
+                .ok_or_else(|| missing(run, line, event, "tool_name"))?;
+            let arguments = event
+                .arguments
+                .clone()
+                .ok_or_else(|| missing(run, line, event, "arguments"))?;
+            Ok(Action::ToolCall(ToolCall::new(tool_name, arguments)))
+        }
+        Some("finish") => {
+            let answer = event
+                .answer
+                .clone()
+                .ok_or_else(|| missing(run, line, event, "answer"))?;
+            Ok(Action::Finish(Finish { answer }))
+        }
+        Some(other) => Err(ReplayError::Malformed {
+            run_id: run.run_id.clone(),
+            line,
+            problem: format!("unknown action_type {other:?}"),
+        }),
+        None => Err(missing(run, line, event, "action_type")),
+    }
+}
+
+fn feedback_of(
+    run: &RecordedRun,
+    line: u64,
+    event: &TraceEvent,
+) -> Result<InvalidOutput, ReplayError> {
+    let kind_name = event
+        .error_kind
+        .as_deref()
+        .ok_or_else(|| missing(run, line, event, "error_kind"))?;
+    let kind = InvalidOutputKind::parse(kind_name).ok_or_else(|| ReplayError::Malformed {
+        run_id: run.run_id.clone(),
+        line,
+        problem: format!("unknown model_feedback error_kind {kind_name:?}"),
+    })?;
+    let message = event
+        .content
+        .clone()
+        .ok_or_else(|| missing(run, line, event, "content"))?;
+    Ok(InvalidOutput::new(kind, message))
+}
+
+fn missing(run: &RecordedRun, line: u64, event: &TraceEvent, field: &'static str) -> ReplayError {
+    ReplayError::MissingContent {
+        run_id: run.run_id.clone(),
+        line,
+        event_type: event.event_type.to_string(),
+        step: event.step,
+        field,
+    }
+}

@@ -1,0 +1,11 @@
+//! The runtime boundary the loop calls: anything that turns a tool call into an observation. The
+//! registry is the real one; replay serves recorded observations through the same door.
+
+use super::registry::{ToolOutcome, ToolPanic};
+use crate::run::ToolCall;
+
+/// Runs tool calls for the loop.
+pub trait ToolRuntime {
+    /// The observation for `call`, or a panic that ends the run as an internal error.
+    fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic>;
+}
