@@ -6,6 +6,7 @@
 //! records every run as JSONL.
 
 pub mod agent;
+pub mod eval;
 pub mod fault;
 pub mod model;
 pub mod run;

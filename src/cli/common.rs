@@ -60,3 +60,27 @@ pub fn open_trace_writer(path: &Path, fsync: bool) -> Result<TraceWriter, CliErr
         ))
     })
 }
+
+/// Whether two paths name the same file: the same path after resolving symlinks and `..`, or the
+/// same device and inode. A path that does not exist yet is resolved through its folder.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
+    }
+    match (resolve(a), resolve(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn resolve(path: &Path) -> Option<std::path::PathBuf> {
+    if let Ok(canonical) = path.canonicalize() {
+        return Some(canonical);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(parent.canonicalize().ok()?.join(path.file_name()?))
+}

@@ -5,6 +5,7 @@
 
 mod common;
 mod error;
+mod eval;
 mod report;
 mod run;
 mod show;
@@ -30,6 +31,10 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Print a trace's events, run by run.
     Show(show::ShowArgs),
+    /// Run a suite of tasks (or replay a corpus of traces) and report how they ended.
+    Eval(eval::EvalArgs),
+    /// Combine shard results into one results file and report.
+    Merge(eval::MergeArgs),
     /// Summarize how the runs in trace files ended and why.
     Report(report::ReportArgs),
 }
@@ -44,10 +49,15 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    if let Err(message) = looptrace::fault::configured() {
+        return error::finish(Err(CliError::Input(message)));
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Show(args) => show::run(args),
+        Command::Eval(args) => eval::run(args),
+        Command::Merge(args) => eval::merge(args),
         Command::Report(args) => report::run(args),
     };
     error::finish(result)

@@ -10,6 +10,6 @@ mod spec;
 
 pub use calculator::{calculator, calculator_spec};
 pub use python_number::{PyNumber, format_python_float};
-pub use registry::{RegistryError, ToolOutcome, ToolPanic, ToolRegistry};
+pub use registry::{RegistryError, ToolOutcome, ToolPanic, ToolRegistry, panic_text};
 pub use runtime::ToolRuntime;
 pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};

@@ -156,7 +156,7 @@ impl ToolRuntime for ToolRegistry {
             Ok(Err(err)) => Ok(error_outcome(call, &err.kind, err.message)),
             Err(payload) => Err(ToolPanic {
                 tool_name: call.tool_name.clone(),
-                message: panic_message(payload.as_ref()),
+                message: panic_text(payload.as_ref()),
             }),
         }
     }
@@ -174,7 +174,7 @@ fn error_outcome(call: &ToolCall, kind: &str, content: String) -> ToolOutcome {
 }
 
 /// The text of a panic payload (`panic!` gives a `&str` or a `String`).
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

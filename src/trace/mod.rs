@@ -11,7 +11,11 @@ mod summary;
 mod writer;
 
 pub use event::{Capture, EventType, HashAlgorithm, ReplayOf, SCHEMA, TraceEvent};
-pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};
+pub use reader::parse_line;
+pub use reader::{
+    DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader,
+    describe_json_error_plain,
+};
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{RecordedRun, RunOutcome, TraceContents, read_trace};
 pub use show::render_runs;

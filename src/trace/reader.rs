@@ -288,10 +288,18 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
 
 /// serde_json's message without its "at line 1 column N" (the line is ours to name).
 pub(crate) fn describe_json_error(err: &serde_json::Error) -> String {
+    format!(
+        "{} (column {})",
+        describe_json_error_plain(err),
+        err.column()
+    )
+}
+
+/// serde_json's message without any position.
+pub fn describe_json_error_plain(err: &serde_json::Error) -> String {
     let message = err.to_string();
-    let message = match message.rfind(" at line ") {
+    match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message,
-    };
-    format!("{message} (column {})", err.column())
+    }
 }

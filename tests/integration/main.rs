@@ -7,3 +7,4 @@ mod support;
 mod tools;
 mod samples;
 mod traces;
+mod eval;

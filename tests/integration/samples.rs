@@ -139,8 +139,15 @@ fn sample_traces_are_up_to_date() {
             std::fs::write(&path, &contents).unwrap();
             continue;
         }
-        let actual = std::fs::read_to_string(&path)
-            .unwrap_or_else(|err| panic!("{}: {err}; run LOOPTRACE_BLESS=1 cargo test samples", path.display()));
-        assert_eq!(actual, contents, "{name} is stale: run LOOPTRACE_BLESS=1 cargo test samples");
+        let actual = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "{}: {err}; run LOOPTRACE_BLESS=1 cargo test samples",
+                path.display()
+            )
+        });
+        assert_eq!(
+            actual, contents,
+            "{name} is stale: run LOOPTRACE_BLESS=1 cargo test samples"
+        );
     }
 }

@@ -23,7 +23,16 @@ fn sequence(events: &[TraceEvent]) -> Vec<String> {
                 .or(e.exit_reason.map(|r| r.to_string()))
                 .or(e.error_kind.clone())
                 .unwrap_or_default();
-            format!("{}:{}{}", e.step, e.event_type, if detail.is_empty() { String::new() } else { format!("({detail})") })
+            format!(
+                "{}:{}{}",
+                e.step,
+                e.event_type,
+                if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!("({detail})")
+                }
+            )
         })
         .collect()
 }
@@ -31,7 +40,13 @@ fn sequence(events: &[TraceEvent]) -> Vec<String> {
 #[test]
 fn each_exit_reason_has_its_exact_event_sequence() {
     let expected: [&[&str]; 4] = [
-        &["0:run_started", "1:model_action(tool_call)", "1:observation", "2:model_action(finish)", "2:run_finished(finished)"],
+        &[
+            "0:run_started",
+            "1:model_action(tool_call)",
+            "1:observation",
+            "2:model_action(finish)",
+            "2:run_finished(finished)",
+        ],
         &[
             "0:run_started",
             "1:model_action(tool_call)",
@@ -42,8 +57,18 @@ fn each_exit_reason_has_its_exact_event_sequence() {
             "3:observation(division_by_zero)",
             "3:run_finished(max_steps_exceeded)",
         ],
-        &["0:run_started", "1:model_feedback(invalid_json)", "2:model_feedback(missing_field)", "2:run_finished(invalid_model_output)"],
-        &["0:run_started", "1:model_action(tool_call)", "1:observation", "2:run_finished(internal_error)"],
+        &[
+            "0:run_started",
+            "1:model_feedback(invalid_json)",
+            "2:model_feedback(missing_field)",
+            "2:run_finished(invalid_model_output)",
+        ],
+        &[
+            "0:run_started",
+            "1:model_action(tool_call)",
+            "1:observation",
+            "2:run_finished(internal_error)",
+        ],
     ];
     for (run, expected) in SAMPLE_RUNS.iter().zip(expected) {
         let events = record(run, "r", Capture::Summary);
@@ -54,13 +79,22 @@ fn each_exit_reason_has_its_exact_event_sequence() {
 #[test]
 fn summaries_match_known_sha256_values() {
     let s = Summarizer::sha256();
-    assert_eq!(s.summarize(""), "chars=0;sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    assert_eq!(s.summarize("84"), "chars=2;sha256=44c8031cb036a7350d8b9b8603af662a4b9cdbd2f96e8d5de5af435c9c35da69");
+    assert_eq!(
+        s.summarize(""),
+        "chars=0;sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        s.summarize("84"),
+        "chars=2;sha256=44c8031cb036a7350d8b9b8603af662a4b9cdbd2f96e8d5de5af435c9c35da69"
+    );
     assert_eq!(
         s.summarize("12 × 7 = 84，84大于80。"),
         "chars=19;sha256=7c48911e613351b2418b7a3cbda06b2cda7d77dfd163bb53e9552a7bcc8ba588"
     );
-    assert_eq!(s.summarize("héllo 🌍"), "chars=7;sha256=cbbcee01a3fc5f1c0db23e02be25316adf28ede876031fdbabe5f4fabe47ed7f");
+    assert_eq!(
+        s.summarize("héllo 🌍"),
+        "chars=7;sha256=cbbcee01a3fc5f1c0db23e02be25316adf28ede876031fdbabe5f4fabe47ed7f"
+    );
     assert_eq!(
         Summarizer::hmac("k3y").summarize("84"),
         "chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b"
@@ -82,10 +116,15 @@ fn hmac_mode_is_recorded_in_run_started() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let contents = read_trace(&trace, ReadOptions::default()).unwrap();
     let events: Vec<&TraceEvent> = contents.runs[0].events.iter().map(|(_, e)| e).collect();
-    assert_eq!(events[0].hash, Some(looptrace::trace::HashAlgorithm::HmacSha256));
+    assert_eq!(
+        events[0].hash,
+        Some(looptrace::trace::HashAlgorithm::HmacSha256)
+    );
     assert_eq!(
         events[2].output.as_deref(),
-        Some("chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b")
+        Some(
+            "chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b"
+        )
     );
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(!text.contains("k3y"));
@@ -98,7 +137,11 @@ fn every_event_written_reads_back_equal() {
     let mut written = Vec::new();
     for run in SAMPLE_RUNS {
         for capture in [Capture::Summary, Capture::Full] {
-            written.extend(record(run, &format!("{}-{}", run.name, capture.as_str()), capture));
+            written.extend(record(
+                run,
+                &format!("{}-{}", run.name, capture.as_str()),
+                capture,
+            ));
         }
     }
     let mut writer = TraceWriter::append(&path, false).unwrap();
@@ -106,7 +149,11 @@ fn every_event_written_reads_back_equal() {
         writer.write_event(event).unwrap();
     }
     drop(writer);
-    let reader = TraceReader::new(std::fs::File::open(&path).unwrap(), "round.jsonl", ReadOptions::default());
+    let reader = TraceReader::new(
+        std::fs::File::open(&path).unwrap(),
+        "round.jsonl",
+        ReadOptions::default(),
+    );
     let read: Vec<TraceEvent> = reader.map(|item| item.unwrap().1).collect();
     assert_eq!(read, written);
 }
@@ -127,8 +174,13 @@ fn summary_capture_never_writes_content() {
     .unwrap();
     let trace = dir.path().join("t.jsonl");
     let output = run(&[
-        "run", "--task", "SECRET-TASK-OKAPI", "--responses", responses.to_str().unwrap(),
-        "--trace", trace.to_str().unwrap(),
+        "run",
+        "--task",
+        "SECRET-TASK-OKAPI",
+        "--responses",
+        responses.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = std::fs::read_to_string(&trace).unwrap();
@@ -139,8 +191,15 @@ fn summary_capture_never_writes_content() {
     assert!(text.contains("SECRET-TOOL-ZEBRA"));
     let full = dir.path().join("full.jsonl");
     run(&[
-        "run", "--task", "SECRET-TASK-OKAPI", "--responses", responses.to_str().unwrap(),
-        "--trace", full.to_str().unwrap(), "--capture", "full",
+        "run",
+        "--task",
+        "SECRET-TASK-OKAPI",
+        "--responses",
+        responses.to_str().unwrap(),
+        "--trace",
+        full.to_str().unwrap(),
+        "--capture",
+        "full",
     ]);
     let text = std::fs::read_to_string(&full).unwrap();
     for secret in ["OKAPI", "31337", "WOMBAT", "PLATYPUS"] {
@@ -149,7 +208,8 @@ fn summary_capture_never_writes_content() {
 }
 
 fn read_str(text: &str, options: ReadOptions) -> Result<TraceContents, String> {
-    TraceContents::from_reader(TraceReader::new(text.as_bytes(), "t.jsonl", options)).map_err(|e| e.to_string())
+    TraceContents::from_reader(TraceReader::new(text.as_bytes(), "t.jsonl", options))
+        .map_err(|e| e.to_string())
 }
 
 #[test]
@@ -162,7 +222,11 @@ fn the_reader_tolerates_real_world_imperfections() {
                 {\"run_id\":\"c\",\"step\":3,\"event_type\":\"internal_error\"}\n\
                 {\"run_id\":\"b\",\"step\":1,\"event_type\":\"model_act";
     let contents = read_str(text, ReadOptions::default()).unwrap();
-    let outcomes: Vec<(&str, RunOutcome)> = contents.runs.iter().map(|r| (r.run_id.as_str(), r.outcome())).collect();
+    let outcomes: Vec<(&str, RunOutcome)> = contents
+        .runs
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.outcome()))
+        .collect();
     assert_eq!(
         outcomes,
         [
@@ -173,26 +237,57 @@ fn the_reader_tolerates_real_world_imperfections() {
     );
     assert_eq!(contents.stats.truncated_tail, Some(8));
     assert_eq!(contents.stats.unknown_event_types.get("thought"), Some(&1));
-    assert_eq!(contents.runs[0].events[1].1.event_type, EventType::Other("thought".to_owned()));
+    assert_eq!(
+        contents.runs[0].events[1].1.event_type,
+        EventType::Other("thought".to_owned())
+    );
     let warnings = contents.stats.warnings("t.jsonl");
-    assert!(warnings[0].starts_with("t.jsonl:8: the last line is cut off"), "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("t.jsonl:8: the last line is cut off"),
+        "{warnings:?}"
+    );
 }
 
 #[test]
 fn the_reader_is_strict_in_the_middle_unless_lenient() {
     let good = "{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\"}\n";
     let cases = [
-        ("{\"run_id\":\"a\",\"step\":0,\n", "t.jsonl:2: EOF while parsing a value (column 23)"),
+        (
+            "{\"run_id\":\"a\",\"step\":0,\n",
+            "t.jsonl:2: EOF while parsing a value (column 23)",
+        ),
         ("[1,2]\n", "t.jsonl:2: expected a JSON object"),
-        ("{\"step\":0,\"event_type\":\"run_started\"}\n", "t.jsonl:2: missing field `run_id` (column 37)"),
-        ("{\"run_id\":\"a\",\"step\":0}\n", "t.jsonl:2: missing field `event_type` (column 23)"),
-        ("{\"run_id\":\"a\",\"step\":\"one\",\"event_type\":\"x\"}\n", "t.jsonl:2: invalid type: string \"one\", expected u64 (column 26)"),
-        ("{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_finished\",\"exit_reason\":\"exploded\"}\n", "t.jsonl:2: unknown variant `exploded`, expected one of `finished`, `max_steps_exceeded`, `invalid_model_output`, `internal_error` (column 75)"),
+        (
+            "{\"step\":0,\"event_type\":\"run_started\"}\n",
+            "t.jsonl:2: missing field `run_id` (column 37)",
+        ),
+        (
+            "{\"run_id\":\"a\",\"step\":0}\n",
+            "t.jsonl:2: missing field `event_type` (column 23)",
+        ),
+        (
+            "{\"run_id\":\"a\",\"step\":\"one\",\"event_type\":\"x\"}\n",
+            "t.jsonl:2: invalid type: string \"one\", expected u64 (column 26)",
+        ),
+        (
+            "{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_finished\",\"exit_reason\":\"exploded\"}\n",
+            "t.jsonl:2: unknown variant `exploded`, expected one of `finished`, `max_steps_exceeded`, `invalid_model_output`, `internal_error` (column 75)",
+        ),
     ];
     for (bad, message) in cases {
         let text = format!("{good}{bad}{good}");
-        assert_eq!(read_str(&text, ReadOptions::default()).unwrap_err(), message);
-        let lenient = read_str(&text, ReadOptions { lenient: true, ..ReadOptions::default() }).unwrap();
+        assert_eq!(
+            read_str(&text, ReadOptions::default()).unwrap_err(),
+            message
+        );
+        let lenient = read_str(
+            &text,
+            ReadOptions {
+                lenient: true,
+                ..ReadOptions::default()
+            },
+        )
+        .unwrap();
         assert_eq!(lenient.stats.skipped_count, 1);
         assert_eq!(lenient.stats.events, 2);
     }
@@ -202,10 +297,21 @@ fn the_reader_is_strict_in_the_middle_unless_lenient() {
 fn invalid_utf8_and_huge_lines_are_errors_with_the_line_number() {
     let mut bytes = b"{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\"}\n".to_vec();
     bytes.extend_from_slice(b"{\"run_id\":\"\xff\",\"step\":0,\"event_type\":\"x\"}\n");
-    let err = TraceContents::from_reader(TraceReader::new(bytes.as_slice(), "t.jsonl", ReadOptions::default())).unwrap_err();
-    assert_eq!(err.to_string(), "t.jsonl:2: invalid UTF-8 at byte 12 of the line");
+    let err = TraceContents::from_reader(TraceReader::new(
+        bytes.as_slice(),
+        "t.jsonl",
+        ReadOptions::default(),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "t.jsonl:2: invalid UTF-8 at byte 12 of the line"
+    );
 
-    let options = ReadOptions { lenient: false, max_line_bytes: 64 };
+    let options = ReadOptions {
+        lenient: false,
+        max_line_bytes: 64,
+    };
     let text = format!("{}\n{{\"run_id\":\"a\"}}\n", "x".repeat(100));
     let err = read_str(&text, options).unwrap_err();
     assert_eq!(err, "t.jsonl:1: line is longer than the limit of 64 bytes");
@@ -216,18 +322,32 @@ fn the_writeup_lines_are_a_valid_trace() {
     let contents = read_trace(&sample("writeup.jsonl"), ReadOptions::default()).unwrap();
     assert_eq!(contents.runs.len(), 1);
     assert_eq!(contents.runs[0].events.len(), 5);
-    assert_eq!(contents.runs[0].outcome(), RunOutcome::Ended(ExitReason::Finished));
+    assert_eq!(
+        contents.runs[0].outcome(),
+        RunOutcome::Ended(ExitReason::Finished)
+    );
 }
 
 #[test]
 fn appending_never_truncates() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.jsonl");
-    std::fs::write(&trace, "{\"run_id\":\"old\",\"step\":0,\"event_type\":\"run_started\"}\n").unwrap();
+    std::fs::write(
+        &trace,
+        "{\"run_id\":\"old\",\"step\":0,\"event_type\":\"run_started\"}\n",
+    )
+    .unwrap();
     for id in ["one", "two"] {
         let output = run(&[
-            "run", "--task", "t", "--responses", fixture("responses/finish.txt").to_str().unwrap(),
-            "--trace", trace.to_str().unwrap(), "--run-id", id,
+            "run",
+            "--task",
+            "t",
+            "--responses",
+            fixture("responses/finish.txt").to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--run-id",
+            id,
         ]);
         assert_eq!(output.status.code(), Some(0));
     }
@@ -250,7 +370,16 @@ fn concurrent_processes_append_whole_lines() {
     let children: Vec<_> = (0..8)
         .map(|i| {
             crate::support::looptrace()
-                .args(["run", "--task", "t", "--max-steps", "201", "--capture", "full", "--run-id"])
+                .args([
+                    "run",
+                    "--task",
+                    "t",
+                    "--max-steps",
+                    "201",
+                    "--capture",
+                    "full",
+                    "--run-id",
+                ])
                 .arg(format!("p{i}"))
                 .arg("--responses")
                 .arg(&responses)
@@ -274,22 +403,42 @@ fn concurrent_processes_append_whole_lines() {
 
 #[test]
 fn show_prints_runs_with_their_outcomes() {
-    let output = run(&["show", sample("multi_run.jsonl").to_str().unwrap(), "--run", "multi-c"]);
+    let output = run(&[
+        "show",
+        sample("multi_run.jsonl").to_str().unwrap(),
+        "--run",
+        "multi-c",
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.starts_with("run multi-c (4 events)\n"), "{text}");
     assert!(text.contains("model_feedback  invalid_json"), "{text}");
-    assert!(text.ends_with("  outcome: invalid_model_output after 2 steps\n"), "{text}");
+    assert!(
+        text.ends_with("  outcome: invalid_model_output after 2 steps\n"),
+        "{text}"
+    );
 
     let output = run(&["show", sample("incomplete.jsonl").to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0));
     assert!(stdout(&output).ends_with("  outcome: incomplete\n"));
-    assert!(stderr(&output).contains("incomplete.jsonl:4: the last line is cut off"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("incomplete.jsonl:4: the last line is cut off"),
+        "{}",
+        stderr(&output)
+    );
 
-    let output = run(&["show", sample("finished.full.jsonl").to_str().unwrap(), "--format", "json"]);
+    let output = run(&[
+        "show",
+        sample("finished.full.jsonl").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     let shown = stdout(&output);
     let original = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
-    assert_eq!(shown.lines().collect::<Vec<_>>(), original.lines().collect::<Vec<_>>());
+    assert_eq!(
+        shown.lines().collect::<Vec<_>>(),
+        original.lines().collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -297,9 +446,19 @@ fn show_reports_bad_input_with_exit_2() {
     let output = run(&["show", "missing.jsonl"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).starts_with("error: failed to read `missing.jsonl`: "));
-    let output = run(&["show", sample("finished.full.jsonl").to_str().unwrap(), "--run", "nope"]);
+    let output = run(&[
+        "show",
+        sample("finished.full.jsonl").to_str().unwrap(),
+        "--run",
+        "nope",
+    ]);
     assert_eq!(output.status.code(), Some(2));
-    assert_eq!(stderr(&output), "error: no run \"nope\" in `".to_owned() + sample("finished.full.jsonl").to_str().unwrap() + "` (it has \"finished-full\")\n");
+    assert_eq!(
+        stderr(&output),
+        "error: no run \"nope\" in `".to_owned()
+            + sample("finished.full.jsonl").to_str().unwrap()
+            + "` (it has \"finished-full\")\n"
+    );
 }
 
 #[test]
@@ -317,10 +476,13 @@ fn show_works_on_a_read_only_file() {
 #[test]
 fn every_sample_trace_matches_the_schema() {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/trace-event.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let mut checked = 0;
-    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces")).unwrap() {
+    for entry in
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces")).unwrap()
+    {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "jsonl") {
             continue;
@@ -328,11 +490,24 @@ fn every_sample_trace_matches_the_schema() {
         let text = std::fs::read_to_string(&path).unwrap();
         for (i, line) in text.lines().enumerate() {
             let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-                assert!(path.ends_with("incomplete.jsonl"), "{}:{}", path.display(), i + 1);
+                assert!(
+                    path.ends_with("incomplete.jsonl"),
+                    "{}:{}",
+                    path.display(),
+                    i + 1
+                );
                 continue;
             };
-            let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
-            assert!(errors.is_empty(), "{}:{}: {errors:?}", path.display(), i + 1);
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{}:{}: {errors:?}",
+                path.display(),
+                i + 1
+            );
             checked += 1;
         }
     }

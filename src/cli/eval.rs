@@ -1,0 +1,303 @@
+//! `looptrace eval` and `looptrace merge`: run a suite (or a corpus of recorded runs), write
+//! traces, `results.json` and JUnit, and print the exit-reason report.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::{Args, ValueEnum};
+
+use super::common::{CaptureArg, same_file};
+use super::{CliError, CliResult, Outcome};
+use looptrace::eval::{
+    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
+    Totals, Verdict, compare, corpus_suite, load_suite, merge_results, now_rfc3339,
+    prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
+    write_atomically,
+};
+use looptrace::tools::ToolRegistry;
+use looptrace::trace::Summarizer;
+
+/// Arguments of `looptrace eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The suite file (JSON). Not needed with `--traces`.
+    #[arg(required_unless_present = "traces", conflicts_with = "traces")]
+    pub suite: Option<PathBuf>,
+    /// Replay every recorded run in these trace files or folders instead of a suite.
+    #[arg(long, num_args = 1.., value_name = "PATH")]
+    pub traces: Vec<PathBuf>,
+    /// Tasks run at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Output folder for `traces/` and `results.json` (default: `looptrace-runs/<suite name>`).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+    /// Also write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Compare with an earlier `results.json`.
+    #[arg(long, value_name = "RESULTS")]
+    pub baseline: Option<PathBuf>,
+    /// Run only shard K of N (1-based), e.g. `--shard 2/4`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Trace capture, overriding the suite's default.
+    #[arg(long, value_enum)]
+    pub capture: Option<CaptureArg>,
+}
+
+/// Arguments of `looptrace merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard results files to combine.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged results here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+/// `--format table|json|markdown|csv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Tables for a terminal.
+    Table,
+    /// JSON for machines.
+    Json,
+    /// Markdown for pull requests.
+    Markdown,
+    /// CSV for spreadsheets.
+    Csv,
+}
+
+impl From<FormatArg> for ReportFormat {
+    fn from(arg: FormatArg) -> ReportFormat {
+        match arg {
+            FormatArg::Table => ReportFormat::Table,
+            FormatArg::Json => ReportFormat::Json,
+            FormatArg::Markdown => ReportFormat::Markdown,
+            FormatArg::Csv => ReportFormat::Csv,
+        }
+    }
+}
+
+/// Runs `looptrace eval`.
+pub fn run(args: EvalArgs) -> CliResult {
+    if args.jobs == Some(0) {
+        return Err(CliError::input("--jobs must be at least 1"));
+    }
+    let (suite, inputs) = load(&args)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(read_results(path).map_err(CliError::Input)?),
+        None => None,
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
+    let results_path = out.join("results.json");
+    for input in &inputs {
+        for (flag, output) in [
+            ("--junit", args.junit.as_deref()),
+            ("--out", Some(results_path.as_path())),
+        ] {
+            if let Some(output) = output
+                && same_file(input, output)
+            {
+                return Err(CliError::input(format!(
+                    "{flag} would overwrite the input `{}`",
+                    input.display()
+                )));
+            }
+        }
+    }
+    let selected = match args.shard {
+        Some(shard) => shard.select(&suite.tasks),
+        None => suite.tasks.clone(),
+    };
+    let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
+    let tools = ToolRegistry::builtin();
+    let stop = Arc::new(AtomicBool::new(false));
+    // A first Ctrl-C stops scheduling; a second one ends the process at once.
+    let _ = signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        Arc::clone(&stop),
+    );
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop));
+    let progress = progress_bar(selected.len());
+    let on_done = |done: usize| {
+        if let Some(bar) = &progress {
+            bar.set_position(done as u64);
+        }
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let created_at = now_rfc3339();
+    let summarizer = Summarizer::from_env();
+    let options = RunnerOptions {
+        jobs,
+        capture: suite.capture,
+        summarizer,
+        traces_dir: Some(traces_dir),
+        stop: &stop,
+        on_done: &on_done,
+    };
+    let tasks = run_tasks(&selected, &tools, &options);
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    let interrupted = stop.load(Ordering::SeqCst) && tasks.len() < selected.len();
+    let results = ResultsFile {
+        format: RESULTS_FORMAT.to_owned(),
+        looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
+        created_at,
+        suite: suite_info(&suite),
+        shard: args.shard,
+        capture: suite.capture,
+        interrupted,
+        totals: Totals::of(&tasks),
+        tasks,
+    };
+    let json = serde_json::to_string_pretty(&results).map_err(CliError::internal)?;
+    write_atomically(&results_path, format!("{json}\n").as_bytes()).map_err(|err| {
+        CliError::internal(format!(
+            "failed to write `{}`: {err}",
+            results_path.display()
+        ))
+    })?;
+    if let Some(junit) = &args.junit {
+        write_atomically(junit, render_junit(&results).as_bytes()).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
+        })?;
+    }
+    let comparison = baseline.as_ref().map(|b| compare(b, &results));
+    print_report(&results, comparison.as_ref(), args.format)?;
+    if interrupted {
+        eprintln!(
+            "interrupted: {} of {} tasks ran; results and traces so far are in `{}`",
+            results.tasks.len(),
+            selected.len(),
+            out.display()
+        );
+        return Ok(Outcome::Failures);
+    }
+    Ok(verdict(&results, comparison.as_ref()))
+}
+
+/// Runs `looptrace merge`.
+pub fn merge(args: MergeArgs) -> CliResult {
+    let mut inputs = Vec::new();
+    for path in &args.results {
+        if let Some(out) = &args.out
+            && same_file(path, out)
+        {
+            return Err(CliError::input(format!(
+                "--out would overwrite the input `{}`",
+                path.display()
+            )));
+        }
+        inputs.push((
+            path.display().to_string(),
+            read_results(path).map_err(CliError::Input)?,
+        ));
+    }
+    let merged = merge_results(&inputs).map_err(CliError::Input)?;
+    if let Some(out) = &args.out {
+        let json = serde_json::to_string_pretty(&merged).map_err(CliError::internal)?;
+        write_atomically(out, format!("{json}\n").as_bytes()).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", out.display()))
+        })?;
+    }
+    print_report(&merged, None, args.format)?;
+    Ok(verdict(&merged, None))
+}
+
+/// The suite and every file it reads (for output-path guards).
+fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
+    let mut suite = if args.traces.is_empty() {
+        let path = args
+            .suite
+            .as_ref()
+            .ok_or_else(|| CliError::input("give a suite file or --traces PATH..."))?;
+        load_suite(path).map_err(CliError::input)?
+    } else {
+        let corpus = corpus_suite(&args.traces, looptrace::trace::Capture::Summary)
+            .map_err(CliError::input)?;
+        for skipped in &corpus.skipped {
+            eprintln!("warning: skipped {skipped}");
+        }
+        corpus.suite
+    };
+    if let Some(capture) = args.capture {
+        suite.capture = capture.into();
+    }
+    let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
+    inputs.extend(args.baseline.iter().cloned());
+    for task in &suite.tasks {
+        if let TaskModel::Replay { path, .. } = &task.model {
+            inputs.push(path.clone());
+        }
+    }
+    Ok((suite, inputs))
+}
+
+fn print_report(
+    results: &ResultsFile,
+    comparison: Option<&Comparison>,
+    format: FormatArg,
+) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
+    let failed = results
+        .tasks
+        .iter()
+        .any(|t| t.expectation == Verdict::Failed);
+    let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
+    if failed || regressed {
+        Outcome::Failures
+    } else {
+        Outcome::Success
+    }
+}
+
+/// A folder name from a suite name: path separators and other odd characters become `_`.
+fn folder_name(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match clean.trim_matches('.') {
+        "" => "suite".to_owned(),
+        _ => clean,
+    }
+}
+
+fn progress_bar(len: usize) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    Some(bar)
+}

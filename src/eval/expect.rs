@@ -1,0 +1,102 @@
+//! Checking a task's result against its expectations. With summary capture, failure reasons show
+//! summaries instead of answers, so nothing the user did not opt in to is written.
+
+use serde::{Deserialize, Serialize};
+
+use super::suite::Expectations;
+use crate::run::RunResult;
+use crate::trace::{Capture, Summarizer};
+
+/// How a task fared against its expectations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every expectation held.
+    Met,
+    /// At least one did not.
+    Failed,
+    /// The task had none.
+    None,
+}
+
+impl Verdict {
+    /// The name in results and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Failed => "failed",
+            Verdict::None => "none",
+        }
+    }
+}
+
+/// Checks `result`; returns the verdict and one reason per failed expectation.
+pub fn check(
+    expect: &Expectations,
+    result: &RunResult,
+    capture: Capture,
+    summarizer: &Summarizer,
+) -> (Verdict, Vec<String>) {
+    if expect.is_empty() {
+        return (Verdict::None, Vec::new());
+    }
+    let shown = |text: &str| match capture {
+        Capture::Full => format!("{text:?}"),
+        Capture::Summary => short_summary(&summarizer.summarize(text)),
+    };
+    let mut failures = Vec::new();
+    if let Some(reason) = expect.exit_reason
+        && result.exit_reason != reason
+    {
+        failures.push(format!(
+            "expected exit reason {reason}, got {}",
+            result.exit_reason
+        ));
+    }
+    let answer = result.answer.as_deref();
+    if let Some(expected) = &expect.answer
+        && answer != Some(expected.as_str())
+    {
+        failures.push(match answer {
+            Some(actual) => format!("expected answer {}, got {}", shown(expected), shown(actual)),
+            None => format!("expected answer {}, got no answer", shown(expected)),
+        });
+    }
+    if let Some(needle) = &expect.answer_contains
+        && !answer.is_some_and(|a| a.contains(needle.as_str()))
+    {
+        failures.push(match answer {
+            Some(actual) => format!(
+                "expected the answer to contain {}, got {}",
+                shown(needle),
+                shown(actual)
+            ),
+            None => format!(
+                "expected the answer to contain {}, got no answer",
+                shown(needle)
+            ),
+        });
+    }
+    if let Some(limit) = expect.max_steps_used
+        && result.steps_used > limit
+    {
+        let unit = if limit == 1 { "step" } else { "steps" };
+        failures.push(format!(
+            "expected at most {limit} {unit}, used {}",
+            result.steps_used
+        ));
+    }
+    if failures.is_empty() {
+        (Verdict::Met, failures)
+    } else {
+        (Verdict::Failed, failures)
+    }
+}
+
+/// A summary with its hash cut to 12 hex digits: enough to tell values apart in a report line.
+fn short_summary(summary: &str) -> String {
+    match summary.split_once('=').and_then(|_| summary.rfind('=')) {
+        Some(i) if summary.len() > i + 13 => format!("{}…", &summary[..i + 13]),
+        _ => summary.to_owned(),
+    }
+}

@@ -1,0 +1,355 @@
+//! The evaluation report in four formats, each a pure function of the results (and the baseline
+//! comparison): a table for people, JSON for machines, Markdown for pull requests, CSV for
+//! spreadsheets. All carry the same content.
+
+use comfy_table::{CellAlignment, Table, presets};
+use serde_json::{Value, json};
+
+use super::baseline::Comparison;
+use super::expect::Verdict;
+use super::results::ResultsFile;
+use crate::run::ExitReason;
+
+/// Report formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Tables for a terminal.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Markdown tables.
+    Markdown,
+    /// Long-format CSV: `section,key,count,share,detail`.
+    Csv,
+}
+
+/// Renders the report.
+pub fn render_report(
+    results: &ResultsFile,
+    comparison: Option<&Comparison>,
+    format: ReportFormat,
+) -> String {
+    let report = Report::new(results, comparison);
+    match format {
+        ReportFormat::Table => report.table(),
+        ReportFormat::Json => report.json(),
+        ReportFormat::Markdown => report.markdown(),
+        ReportFormat::Csv => report.csv(),
+    }
+}
+
+/// The label of an exit reason in reports: budget exhaustion says what it is.
+pub fn reason_label(reason: ExitReason) -> &'static str {
+    match reason {
+        ExitReason::Finished => "finished",
+        ExitReason::MaxStepsExceeded => "max_steps_exceeded (budget exhausted)",
+        ExitReason::InvalidModelOutput => "invalid_model_output",
+        ExitReason::InternalError => "internal_error",
+    }
+}
+
+struct Report<'a> {
+    results: &'a ResultsFile,
+    comparison: Option<&'a Comparison>,
+    rows: Vec<(ExitReason, usize, f64)>,
+    failed: Vec<(&'a str, ExitReason, String)>,
+}
+
+impl<'a> Report<'a> {
+    fn new(results: &'a ResultsFile, comparison: Option<&'a Comparison>) -> Self {
+        let total = results.totals.tasks;
+        let rows = ExitReason::ALL
+            .iter()
+            .map(|r| {
+                let count = results.totals.exit_reasons.get(r).copied().unwrap_or(0);
+                (*r, count, share(count, total))
+            })
+            .collect();
+        let failed = results
+            .tasks
+            .iter()
+            .filter(|t| t.expectation == Verdict::Failed)
+            .map(|t| (t.id.as_str(), t.exit_reason, t.failures.join("; ")))
+            .collect();
+        Report {
+            results,
+            comparison,
+            rows,
+            failed,
+        }
+    }
+
+    fn title(&self) -> String {
+        let r = self.results;
+        let mut title = format!("Suite {:?}: {} tasks", r.suite.name, r.totals.tasks);
+        if let Some(shard) = r.shard {
+            title.push_str(&format!(
+                " (shard {}/{} of {})",
+                shard.index, shard.count, r.suite.tasks
+            ));
+        }
+        if r.interrupted {
+            title.push_str(", interrupted before every task ran");
+        }
+        title
+    }
+
+    fn denominator_note(&self) -> String {
+        format!(
+            "Shares are of all {} tasks, internal errors included.",
+            self.results.totals.tasks
+        )
+    }
+
+    fn expectations_line(&self) -> String {
+        let e = self.results.totals.expectations;
+        format!(
+            "Expectations: {} met, {} failed, {} without expectations",
+            e.met, e.failed, e.none
+        )
+    }
+
+    fn transitions(&self) -> Vec<(ExitReason, ExitReason, usize)> {
+        self.comparison
+            .map(|c| {
+                c.transitions
+                    .iter()
+                    .map(|((a, b), n)| (*a, *b, *n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn table(&self) -> String {
+        let mut out = format!("{}\n\n", self.title());
+        let mut table = new_table(&["exit reason", "tasks", "share"]);
+        for (reason, count, share) in &self.rows {
+            table.add_row(vec![
+                reason_label(*reason).to_owned(),
+                count.to_string(),
+                percent(*share),
+            ]);
+        }
+        align_right(&mut table, &[1, 2]);
+        out.push_str(&format!(
+            "{table}\n{}\n\n{}\n",
+            self.denominator_note(),
+            self.expectations_line()
+        ));
+        if !self.failed.is_empty() {
+            let mut table = new_table(&["failed task", "exit reason", "why"]);
+            for (id, reason, why) in &self.failed {
+                table.add_row(vec![id.to_string(), reason.to_string(), why.clone()]);
+            }
+            out.push_str(&format!("\n{table}\n"));
+        }
+        if let Some(c) = self.comparison {
+            out.push_str("\nCompared with the baseline:\n");
+            let mut table = new_table(&["baseline", "now", "tasks"]);
+            for (a, b, n) in self.transitions() {
+                table.add_row(vec![a.to_string(), b.to_string(), n.to_string()]);
+            }
+            align_right(&mut table, &[2]);
+            out.push_str(&format!("{table}\n"));
+            out.push_str(&list_block("Regressions", &c.regressions));
+            out.push_str(&list_block("Improvements", &c.improvements));
+            if !c.added.is_empty() {
+                out.push_str(&format!("New tasks: {}\n", c.added.join(", ")));
+            }
+            if !c.removed.is_empty() {
+                out.push_str(&format!(
+                    "Tasks no longer in the suite: {}\n",
+                    c.removed.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = format!(
+            "### {}\n\n| exit reason | tasks | share |\n|---|---:|---:|\n",
+            self.title()
+        );
+        for (reason, count, share) in &self.rows {
+            out.push_str(&format!(
+                "| {} | {count} | {} |\n",
+                reason_label(*reason),
+                percent(*share)
+            ));
+        }
+        out.push_str(&format!(
+            "\n{}\n\n{}\n",
+            self.denominator_note(),
+            self.expectations_line()
+        ));
+        if !self.failed.is_empty() {
+            out.push_str("\n| failed task | exit reason | why |\n|---|---|---|\n");
+            for (id, reason, why) in &self.failed {
+                out.push_str(&format!(
+                    "| `{id}` | {reason} | {} |\n",
+                    why.replace('|', "\\|")
+                ));
+            }
+        }
+        if let Some(c) = self.comparison {
+            out.push_str(
+                "\n#### Compared with the baseline\n\n| baseline | now | tasks |\n|---|---|---:|\n",
+            );
+            for (a, b, n) in self.transitions() {
+                out.push_str(&format!("| {a} | {b} | {n} |\n"));
+            }
+            for (title, items) in [
+                ("Regressions", &c.regressions),
+                ("Improvements", &c.improvements),
+            ] {
+                out.push_str(&format!(
+                    "\n**{title}:**{}\n",
+                    if items.is_empty() { " none" } else { "" }
+                ));
+                for (id, why) in items {
+                    out.push_str(&format!("- `{id}`: {why}\n"));
+                }
+            }
+        }
+        out
+    }
+
+    fn json(&self) -> String {
+        let r = self.results;
+        let mut value = json!({
+            "suite": r.suite.name,
+            "tasks": r.totals.tasks,
+            "shard": r.shard.map(|s| json!({"index": s.index, "count": s.count})),
+            "interrupted": r.interrupted,
+            "exit_reasons": self.rows.iter().map(|(reason, count, share)| json!({
+                "exit_reason": reason.as_str(),
+                "label": reason_label(*reason),
+                "tasks": count,
+                "share": share,
+            })).collect::<Vec<_>>(),
+            "share_denominator": "all tasks, internal errors included",
+            "expectations": r.totals.expectations,
+            "failed_tasks": self.failed.iter().map(|(id, reason, _)| {
+                let task = r.tasks.iter().find(|t| t.id == *id);
+                json!({"id": id, "exit_reason": reason.as_str(), "failures": task.map(|t| t.failures.clone()).unwrap_or_default()})
+            }).collect::<Vec<_>>(),
+        });
+        if let Some(c) = self.comparison {
+            value["baseline"] = json!({
+                "transitions": self.transitions().iter().map(|(a, b, n)| json!({"from": a.as_str(), "to": b.as_str(), "tasks": n})).collect::<Vec<_>>(),
+                "regressions": pairs(&c.regressions),
+                "improvements": pairs(&c.improvements),
+                "added": c.added,
+                "removed": c.removed,
+            });
+        }
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    fn csv(&self) -> String {
+        let mut out = String::from("section,key,count,share,detail\n");
+        for (reason, count, share) in &self.rows {
+            out.push_str(&csv_row(&[
+                "exit_reason",
+                reason.as_str(),
+                &count.to_string(),
+                &format!("{share:.4}"),
+                reason_label(*reason),
+            ]));
+        }
+        let e = self.results.totals.expectations;
+        for (key, n) in [("met", e.met), ("failed", e.failed), ("none", e.none)] {
+            out.push_str(&csv_row(&["expectations", key, &n.to_string(), "", ""]));
+        }
+        for (id, reason, why) in &self.failed {
+            out.push_str(&csv_row(&[
+                "failed_task",
+                id,
+                "",
+                "",
+                &format!("{reason}: {why}"),
+            ]));
+        }
+        if let Some(c) = self.comparison {
+            for (a, b, n) in self.transitions() {
+                out.push_str(&csv_row(&[
+                    "transition",
+                    &format!("{a}->{b}"),
+                    &n.to_string(),
+                    "",
+                    "",
+                ]));
+            }
+            for (id, why) in &c.regressions {
+                out.push_str(&csv_row(&["regression", id, "", "", why]));
+            }
+            for (id, why) in &c.improvements {
+                out.push_str(&csv_row(&["improvement", id, "", "", why]));
+            }
+        }
+        out
+    }
+}
+
+fn share(count: usize, total: usize) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        count as f64 / total as f64
+    }
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+fn new_table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    table.set_header(header.to_vec());
+    table
+}
+
+fn align_right(table: &mut Table, columns: &[usize]) {
+    for &i in columns {
+        if let Some(column) = table.column_mut(i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+fn list_block(title: &str, items: &[(String, String)]) -> String {
+    if items.is_empty() {
+        return format!("{title}: none\n");
+    }
+    let mut out = format!("{title}:\n");
+    for (id, why) in items {
+        out.push_str(&format!("  {id}: {why}\n"));
+    }
+    out
+}
+
+fn pairs(items: &[(String, String)]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|(id, why)| json!({"id": id, "why": why}))
+        .collect()
+}
+
+/// One CSV row, quoting fields that need it (RFC 4180).
+fn csv_row(fields: &[&str]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            if f.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", f.replace('"', "\"\""))
+            } else {
+                (*f).to_owned()
+            }
+        })
+        .collect();
+    quoted.join(",") + "\n"
+}

@@ -1,0 +1,216 @@
+//! The results file (`results.json`, format `looptrace.results/1`): what an evaluation found,
+//! per task and in total. Written atomically (a temporary file, then a rename), so a crash leaves
+//! the previous complete file or none, never half of one. `docs/results-format.md` is the reference.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::expect::Verdict;
+use crate::run::ExitReason;
+use crate::trace::Capture;
+
+/// The format name written in every results file.
+pub const RESULTS_FORMAT: &str = "looptrace.results/1";
+
+/// A whole results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    /// `looptrace.results/1`.
+    pub format: String,
+    /// The looptrace version that wrote it.
+    pub looptrace_version: String,
+    /// When the evaluation started, UTC, RFC 3339.
+    pub created_at: String,
+    /// Which suite ran.
+    pub suite: SuiteInfo,
+    /// The shard this file covers, if the run was sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The trace capture used.
+    pub capture: Capture,
+    /// Whether the evaluation was interrupted before every task ran.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Per-task results, in suite order.
+    pub tasks: Vec<TaskResult>,
+    /// Counts over `tasks`.
+    pub totals: Totals,
+}
+
+/// Identifies a suite, so shard results of different suites are never merged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    /// The suite's name.
+    pub name: String,
+    /// How many tasks the whole suite has (all shards).
+    pub tasks: usize,
+    /// SHA-256 over the suite's name and task ids in order.
+    pub fingerprint: String,
+}
+
+/// `--shard K/N`: this file covers shard K of N (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// K, from 1.
+    pub index: usize,
+    /// N.
+    pub count: usize,
+}
+
+/// One task's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    /// The task id.
+    pub id: String,
+    /// `responses`, `actions` or `replay`.
+    pub model: String,
+    /// How the run ended.
+    pub exit_reason: ExitReason,
+    /// Model turns used.
+    pub steps_used: u32,
+    /// The budget.
+    pub max_steps: u32,
+    /// The answer: its summary, or the text with full capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Tool calls that came back as error observations.
+    pub tool_errors: u32,
+    /// Invalid model outputs turned into feedback.
+    pub feedback: u32,
+    /// Wall time of the run in milliseconds.
+    pub duration_ms: f64,
+    /// A stable kind when the run did not finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// Why the run did not finish: a summary, or the text with full capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The expectation verdict.
+    pub expectation: Verdict,
+    /// Why expectations failed, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+    /// The task's trace, relative to the results file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+}
+
+/// Counts over the tasks of a results file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Tasks run.
+    pub tasks: usize,
+    /// Tasks by exit reason; every reason present, zeros included.
+    pub exit_reasons: BTreeMap<ExitReason, usize>,
+    /// Expectation verdicts.
+    pub expectations: ExpectationTotals,
+}
+
+/// Expectation verdict counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectationTotals {
+    /// Tasks whose expectations all held.
+    pub met: usize,
+    /// Tasks with a failed expectation.
+    pub failed: usize,
+    /// Tasks without expectations.
+    pub none: usize,
+}
+
+impl Totals {
+    /// Counts `tasks`.
+    pub fn of(tasks: &[TaskResult]) -> Totals {
+        let mut exit_reasons: BTreeMap<ExitReason, usize> =
+            ExitReason::ALL.iter().map(|r| (*r, 0)).collect();
+        let mut expectations = ExpectationTotals::default();
+        for task in tasks {
+            *exit_reasons.entry(task.exit_reason).or_default() += 1;
+            match task.expectation {
+                Verdict::Met => expectations.met += 1,
+                Verdict::Failed => expectations.failed += 1,
+                Verdict::None => expectations.none += 1,
+            }
+        }
+        Totals {
+            tasks: tasks.len(),
+            exit_reasons,
+            expectations,
+        }
+    }
+}
+
+/// Reads a results file, for baselines and merging.
+pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
+    let text = fs::read_to_string(path)
+        .map_err(|err| format!("failed to read results `{}`: {err}", path.display()))?;
+    let results: ResultsFile = serde_json::from_str(&text).map_err(|err| {
+        format!(
+            "`{}` is not a looptrace results file: {err}",
+            path.display()
+        )
+    })?;
+    if results.format != RESULTS_FORMAT {
+        return Err(format!(
+            "`{}` has format {:?}; this looptrace reads {RESULTS_FORMAT:?}",
+            path.display(),
+            results.format
+        ));
+    }
+    Ok(results)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder, synced, then renamed
+/// over the target.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".to_owned());
+    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut file = File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temp, path)?;
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// The current time as RFC 3339 UTC, without a date library.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

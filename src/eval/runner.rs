@@ -1,0 +1,290 @@
+//! The batch runner: tasks in parallel on `jobs` worker threads, results in suite order. Each task
+//! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
+//! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
+
+use std::fs::{self, File};
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use super::expect::check;
+use super::results::TaskResult;
+use super::suite::{SuiteTask, TaskModel};
+use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_result};
+use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptedModel, ScriptedRawModel};
+use crate::run::{ExitReason, RunResult, Task};
+use crate::tools::{ToolRegistry, ToolRuntime};
+use crate::trace::{Capture, RecorderOptions, Summarizer, TraceRecorder, TraceWriter};
+
+/// How to run a batch.
+pub struct RunnerOptions<'a> {
+    /// Worker threads.
+    pub jobs: usize,
+    /// Trace capture for every task.
+    pub capture: Capture,
+    /// How summaries are hashed.
+    pub summarizer: Summarizer,
+    /// The folder for `traces/<task-id>.jsonl`; `None` writes no traces.
+    pub traces_dir: Option<PathBuf>,
+    /// Set from outside (SIGINT) to stop scheduling new tasks.
+    pub stop: &'a AtomicBool,
+    /// Called after each task with the number done, for progress display.
+    pub on_done: &'a (dyn Fn(usize) + Sync),
+}
+
+/// Runs `tasks` and returns one result per task that ran, in suite order. Tasks not started
+/// because `stop` was set are left out.
+pub fn run_tasks(
+    tasks: &[SuiteTask],
+    tools: &ToolRegistry,
+    options: &RunnerOptions<'_>,
+) -> Vec<TaskResult> {
+    let slots: Vec<Mutex<Option<TaskResult>>> = tasks.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let jobs = options.jobs.clamp(1, tasks.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    if options.stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(task) = tasks.get(i) else { break };
+                    let result = run_isolated(task, tools, options);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(result);
+                    }
+                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|slot| slot.into_inner().ok().flatten())
+        .collect()
+}
+
+/// Runs one task; anything that escapes (a panic outside the tool boundary) becomes its
+/// `internal_error`.
+fn run_isolated(task: &SuiteTask, tools: &ToolRegistry, options: &RunnerOptions<'_>) -> TaskResult {
+    let started = Instant::now();
+    match catch_unwind(AssertUnwindSafe(|| run_one(task, tools, options, started))) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = crate::tools::panic_text(payload.as_ref());
+            let result = RunResult {
+                exit_reason: ExitReason::InternalError,
+                answer: None,
+                steps_used: 0,
+                error: Some(format!("task panicked: {message}")),
+            };
+            finish(
+                task,
+                options,
+                result,
+                Some("panic"),
+                Counts::default(),
+                started,
+            )
+        }
+    }
+}
+
+fn run_one(
+    task: &SuiteTask,
+    tools: &ToolRegistry,
+    options: &RunnerOptions<'_>,
+    started: Instant,
+) -> TaskResult {
+    let prompt = Task::new(task.prompt.clone());
+    let mut model: Box<dyn Model> = match &task.model {
+        TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptedRawModel::new(
+            responses.clone(),
+        ))),
+        TaskModel::Actions(actions) => Box::new(ScriptedModel::new(actions.clone())),
+        TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
+            Ok(model) => Box::new(model),
+            Err(err) => {
+                let result = internal(err.to_string());
+                return finish(
+                    task,
+                    options,
+                    result,
+                    Some("not_replayable"),
+                    Counts::default(),
+                    started,
+                );
+            }
+        },
+    };
+    let run_options = RunOptions {
+        max_steps: task.max_steps,
+    };
+    let mut counts = Counts::default();
+    let outcome = match &options.traces_dir {
+        Some(dir) => match open_task_trace(dir, task) {
+            Ok(writer) => {
+                let recorder_options = RecorderOptions {
+                    capture: options.capture,
+                    summarizer: options.summarizer.clone(),
+                    durations: true,
+                    replay_of: None,
+                };
+                let mut observer = Counting {
+                    counts: &mut counts,
+                    inner: TraceRecorder::new(task.id.as_str(), recorder_options, writer),
+                };
+                run_agent_result(
+                    &prompt,
+                    model.as_mut(),
+                    tools as &dyn ToolRuntime,
+                    run_options,
+                    &mut observer,
+                )
+            }
+            Err(err) => {
+                let result = internal(format!("failed to create the task's trace: {err}"));
+                return finish(
+                    task,
+                    options,
+                    result,
+                    Some("trace_write_failed"),
+                    counts,
+                    started,
+                );
+            }
+        },
+        None => {
+            let mut observer = Counting {
+                counts: &mut counts,
+                inner: crate::agent::NoObserver,
+            };
+            run_agent_result(&prompt, model.as_mut(), tools, run_options, &mut observer)
+        }
+    };
+    let (result, kind) = match outcome {
+        Ok(result) => {
+            let kind = counts.error_kind.clone();
+            (result, kind)
+        }
+        Err(AgentError::Internal { result, cause }) => (result, Some(cause.kind().to_owned())),
+        Err(AgentError::InvalidMaxSteps) => (
+            internal("max_steps must be at least 1".to_owned()),
+            Some("invalid_budget".to_owned()),
+        ),
+    };
+    let kind = kind.clone();
+    finish(task, options, result, kind.as_deref(), counts, started)
+}
+
+fn internal(message: String) -> RunResult {
+    RunResult {
+        exit_reason: ExitReason::InternalError,
+        answer: None,
+        steps_used: 0,
+        error: Some(message),
+    }
+}
+
+fn open_task_trace(dir: &Path, task: &SuiteTask) -> io::Result<TraceWriter> {
+    // The output folder is the evaluation's own: each task's trace holds this evaluation's run.
+    let file = File::create(dir.join(format!("{}.jsonl", task.id)))?;
+    Ok(TraceWriter::from_file(file, false))
+}
+
+/// What the counting observer saw.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    tool_calls: u32,
+    tool_errors: u32,
+    feedback: u32,
+    error_kind: Option<String>,
+}
+
+/// Counts tool calls, tool errors and feedback on the way to the real observer.
+struct Counting<'c, O> {
+    counts: &'c mut Counts,
+    inner: O,
+}
+
+impl<O: RunObserver> RunObserver for Counting<'_, O> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
+        match event {
+            RunEvent::Observation { outcome, .. } => {
+                self.counts.tool_calls += 1;
+                if outcome.observation.is_error {
+                    self.counts.tool_errors += 1;
+                }
+            }
+            RunEvent::ModelFeedback { .. } => self.counts.feedback += 1,
+            RunEvent::RunFinished { error_kind, .. } => {
+                self.counts.error_kind = error_kind.map(str::to_owned);
+            }
+            _ => {}
+        }
+        self.inner.on_event(event)
+    }
+}
+
+fn finish(
+    task: &SuiteTask,
+    options: &RunnerOptions<'_>,
+    result: RunResult,
+    error_kind: Option<&str>,
+    counts: Counts,
+    started: Instant,
+) -> TaskResult {
+    let (expectation, failures) =
+        check(&task.expect, &result, options.capture, &options.summarizer);
+    let shown = |text: &str| match options.capture {
+        Capture::Full => text.to_owned(),
+        Capture::Summary => options.summarizer.summarize(text),
+    };
+    let finished = result.exit_reason == ExitReason::Finished;
+    TaskResult {
+        id: task.id.to_string(),
+        model: task.model.kind().to_owned(),
+        exit_reason: result.exit_reason,
+        steps_used: result.steps_used,
+        max_steps: task.max_steps,
+        answer: result.answer.as_deref().map(shown),
+        tool_calls: counts.tool_calls,
+        tool_errors: counts.tool_errors,
+        feedback: counts.feedback,
+        duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        error_kind: if finished {
+            None
+        } else {
+            error_kind.map(str::to_owned)
+        },
+        error: if finished {
+            None
+        } else {
+            result.error.as_deref().map(shown)
+        },
+        expectation,
+        failures,
+        trace: options
+            .traces_dir
+            .as_ref()
+            .map(|_| format!("traces/{}.jsonl", task.id)),
+    }
+}
+
+/// Creates `DIR/traces`, failing with a message that names it.
+pub fn prepare_traces_dir(out: &Path) -> Result<PathBuf, String> {
+    let traces = out.join("traces");
+    fs::create_dir_all(&traces).map_err(|err| {
+        format!(
+            "failed to create the output folder `{}`: {err}",
+            traces.display()
+        )
+    })?;
+    Ok(traces)
+}

@@ -1,0 +1,618 @@
+//! Suites: a JSON file naming tasks, the model each runs against, and what to expect. Loading is
+//! strict: unknown keys are errors (typos must not pass silently), and every problem is collected
+//! with its JSON path before any task runs. `docs/suite-format.md` is the reference.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::model::{ReplayModel, parse_json_action};
+use crate::run::{Action, ExitReason};
+use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
+
+/// The step budget when neither the task, the suite defaults nor a recording give one.
+pub const DEFAULT_MAX_STEPS: u32 = 5;
+
+/// A loaded, checked suite.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    /// The suite's name (also the default output folder's name).
+    pub name: String,
+    /// Trace capture for every task.
+    pub capture: Capture,
+    /// The tasks, in file order.
+    pub tasks: Vec<SuiteTask>,
+}
+
+/// A task id: letters, digits, `.`, `_`, `-`; it names the task's trace file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// Checks the characters.
+    pub fn parse(id: &str) -> Result<TaskId, String> {
+        if id.is_empty() {
+            return Err("must not be empty".to_owned());
+        }
+        if id == "." || id == ".." {
+            return Err(format!("{id:?} is not a usable id"));
+        }
+        match id
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            Some(c) => Err(format!(
+                "{id:?} has the character {c:?}; ids use letters, digits, `.`, `_` and `-`"
+            )),
+            None => Ok(TaskId(id.to_owned())),
+        }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One task of a suite.
+#[derive(Clone, Debug)]
+pub struct SuiteTask {
+    /// The unique id.
+    pub id: TaskId,
+    /// The prompt (from the recording for replay tasks that omit it).
+    pub prompt: String,
+    /// The step budget, resolved: task, recording (replay tasks), suite defaults, then 5.
+    pub max_steps: u32,
+    /// What answers the task.
+    pub model: TaskModel,
+    /// What the result must satisfy.
+    pub expect: Expectations,
+}
+
+/// The model a task runs against.
+#[derive(Clone, Debug)]
+pub enum TaskModel {
+    /// Raw response texts through the strict JSON adapter.
+    Responses(Vec<String>),
+    /// A scripted list of actions.
+    Actions(Vec<Action>),
+    /// A recorded run, replayed.
+    Replay {
+        /// The trace file, resolved against the suite's folder.
+        path: PathBuf,
+        /// The recorded run.
+        run: Arc<RecordedRun>,
+    },
+}
+
+impl TaskModel {
+    /// `responses`, `actions` or `replay`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskModel::Responses(_) => "responses",
+            TaskModel::Actions(_) => "actions",
+            TaskModel::Replay { .. } => "replay",
+        }
+    }
+}
+
+/// What a task's result must satisfy; every given field is checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expectations {
+    /// The exit reason.
+    pub exit_reason: Option<ExitReason>,
+    /// The exact answer.
+    pub answer: Option<String>,
+    /// Text the answer must contain.
+    pub answer_contains: Option<String>,
+    /// The most steps the run may use.
+    pub max_steps_used: Option<u32>,
+}
+
+impl Expectations {
+    /// Whether nothing is expected.
+    pub fn is_empty(&self) -> bool {
+        *self == Expectations::default()
+    }
+}
+
+/// Every problem found in a suite, each with its place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SuiteErrors {
+    /// The suite file as the user named it.
+    pub file: String,
+    /// `(JSON path, what is wrong)` in file order.
+    pub problems: Vec<(String, String)>,
+}
+
+impl fmt::Display for SuiteErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "suite `{}` has {n} problem{}:",
+            self.file,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for (path, message) in &self.problems {
+            write!(f, "\n  {path}: {message}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SuiteErrors {}
+
+/// Loads a suite file; relative replay paths are resolved against its folder.
+pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
+    let file = path.display().to_string();
+    let text = std::fs::read(path).map_err(|err| SuiteErrors {
+        file: file.clone(),
+        problems: vec![("$".to_owned(), format!("failed to read the file: {err}"))],
+    })?;
+    let text = String::from_utf8(text).map_err(|err| SuiteErrors {
+        file: file.clone(),
+        problems: vec![(
+            "$".to_owned(),
+            format!(
+                "invalid UTF-8 at byte {}",
+                err.utf8_error().valid_up_to() + 1
+            ),
+        )],
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    load_suite_from_str(&text, base).map_err(|mut errors| {
+        errors.file = file;
+        errors
+    })
+}
+
+/// Loads a suite from text; `base_dir` is the folder replay paths are relative to.
+pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    let mut checker = Checker {
+        problems: Vec::new(),
+        base_dir,
+        canonical_base: base_dir.canonicalize().ok(),
+    };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(err) => {
+            return Err(SuiteErrors {
+                file: "<suite>".to_owned(),
+                problems: vec![(
+                    format!("$ (line {}, column {})", err.line(), err.column()),
+                    format!(
+                        "invalid JSON: {}",
+                        crate::trace::describe_json_error_plain(&err)
+                    ),
+                )],
+            });
+        }
+    };
+    let suite = checker.suite(&value);
+    match suite {
+        Some(suite) if checker.problems.is_empty() => Ok(suite),
+        _ => Err(SuiteErrors {
+            file: "<suite>".to_owned(),
+            problems: checker.problems,
+        }),
+    }
+}
+
+struct Checker<'a> {
+    problems: Vec<(String, String)>,
+    base_dir: &'a Path,
+    canonical_base: Option<PathBuf>,
+}
+
+/// Defaults given at the top of a suite.
+struct Defaults {
+    max_steps: Option<u32>,
+    capture: Capture,
+}
+
+impl Checker<'_> {
+    fn problem(&mut self, path: &str, message: impl Into<String>) {
+        self.problems.push((path.to_owned(), message.into()));
+    }
+
+    fn object<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Map<String, Value>> {
+        match value {
+            Value::Object(map) => Some(map),
+            other => {
+                self.problem(
+                    path,
+                    format!("expected an object, got {}", type_name(other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn only_keys(&mut self, map: &Map<String, Value>, allowed: &[&str], path: &str) {
+        for key in map.keys() {
+            if !allowed.contains(&key.as_str()) {
+                self.problem(
+                    &format!("{path}.{key}"),
+                    format!("unknown key (expected one of: {})", allowed.join(", ")),
+                );
+            }
+        }
+    }
+
+    fn string(&mut self, value: &Value, path: &str) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.problem(path, format!("expected a string, got {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    fn steps(&mut self, value: &Value, path: &str) -> Option<u32> {
+        match value.as_u64() {
+            Some(0) => {
+                self.problem(path, "must be at least 1");
+                None
+            }
+            Some(n) if n <= u64::from(u32::MAX) => Some(n as u32),
+            _ => {
+                self.problem(
+                    path,
+                    format!(
+                        "expected a whole number from 1 to {}, got {value}",
+                        u32::MAX
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn suite(&mut self, value: &Value) -> Option<Suite> {
+        let map = self.object(value, "$")?;
+        self.only_keys(map, &["$schema", "name", "defaults", "tasks"], "$");
+        let name = match map.get("name") {
+            Some(v) => self.string(v, "$.name").and_then(|name| {
+                if name.trim().is_empty() {
+                    self.problem("$.name", "must not be empty");
+                    None
+                } else {
+                    Some(name)
+                }
+            }),
+            None => {
+                self.problem("$", "missing key `name`");
+                None
+            }
+        };
+        let defaults = match map.get("defaults") {
+            Some(v) => self.defaults(v),
+            None => Defaults {
+                max_steps: None,
+                capture: Capture::Summary,
+            },
+        };
+        let tasks = match map.get("tasks") {
+            Some(Value::Array(tasks)) => {
+                if tasks.is_empty() {
+                    self.problem("$.tasks", "a suite needs at least one task");
+                }
+                let mut seen = HashSet::new();
+                let mut out = Vec::new();
+                for (i, task) in tasks.iter().enumerate() {
+                    let path = format!("$.tasks[{i}]");
+                    if let Some(task) = self.task(task, &path, &defaults) {
+                        if !seen.insert(task.id.clone()) {
+                            self.problem(
+                                &format!("{path}.id"),
+                                format!("duplicate id {:?}", task.id.as_str()),
+                            );
+                        }
+                        out.push(task);
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                self.problem(
+                    "$.tasks",
+                    format!("expected an array, got {}", type_name(other)),
+                );
+                Vec::new()
+            }
+            None => {
+                self.problem("$", "missing key `tasks`");
+                Vec::new()
+            }
+        };
+        Some(Suite {
+            name: name?,
+            capture: defaults.capture,
+            tasks,
+        })
+    }
+
+    fn defaults(&mut self, value: &Value) -> Defaults {
+        let mut defaults = Defaults {
+            max_steps: None,
+            capture: Capture::Summary,
+        };
+        let Some(map) = self.object(value, "$.defaults") else {
+            return defaults;
+        };
+        self.only_keys(map, &["max_steps", "capture"], "$.defaults");
+        if let Some(v) = map.get("max_steps") {
+            defaults.max_steps = self.steps(v, "$.defaults.max_steps");
+        }
+        if let Some(v) = map.get("capture") {
+            match v.as_str() {
+                Some("summary") => defaults.capture = Capture::Summary,
+                Some("full") => defaults.capture = Capture::Full,
+                _ => self.problem(
+                    "$.defaults.capture",
+                    format!("expected \"summary\" or \"full\", got {v}"),
+                ),
+            }
+        }
+        defaults
+    }
+
+    fn task(&mut self, value: &Value, path: &str, defaults: &Defaults) -> Option<SuiteTask> {
+        let map = self.object(value, path)?;
+        self.only_keys(map, &["id", "prompt", "max_steps", "model", "expect"], path);
+        let id = match map.get("id") {
+            Some(v) => self.string(v, &format!("{path}.id")).and_then(|id| {
+                TaskId::parse(&id)
+                    .map_err(|message| self.problem(&format!("{path}.id"), message))
+                    .ok()
+            }),
+            None => {
+                self.problem(path, "missing key `id`");
+                None
+            }
+        };
+        let prompt = map
+            .get("prompt")
+            .and_then(|v| self.string(v, &format!("{path}.prompt")));
+        let max_steps = map
+            .get("max_steps")
+            .and_then(|v| self.steps(v, &format!("{path}.max_steps")));
+        let model = match map.get("model") {
+            Some(v) => self.model(v, &format!("{path}.model")),
+            None => {
+                self.problem(path, "missing key `model`");
+                None
+            }
+        };
+        let expect = match map.get("expect") {
+            Some(v) => self.expect(v, &format!("{path}.expect")),
+            None => Expectations::default(),
+        };
+        let model = model?;
+        let (prompt, recorded_steps) = match &model {
+            TaskModel::Replay { run, .. } => {
+                let replay = ReplayModel::from_run(run).ok();
+                let recorded_prompt = replay.as_ref().map(|m| m.task().prompt.clone());
+                (
+                    prompt.or(recorded_prompt),
+                    replay.and_then(|m| m.max_steps()),
+                )
+            }
+            _ => {
+                if prompt.is_none() && !map.contains_key("prompt") {
+                    self.problem(path, "missing key `prompt` (only replay tasks may omit it)");
+                }
+                (prompt, None)
+            }
+        };
+        Some(SuiteTask {
+            id: id?,
+            prompt: prompt?,
+            // A replay keeps its recorded budget unless the task itself sets one.
+            max_steps: max_steps
+                .or(recorded_steps)
+                .or(defaults.max_steps)
+                .unwrap_or(DEFAULT_MAX_STEPS),
+            model,
+            expect,
+        })
+    }
+
+    fn model(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
+        let map = self.object(value, path)?;
+        let kinds: Vec<&str> = ["responses", "actions", "replay"]
+            .into_iter()
+            .filter(|k| map.contains_key(*k))
+            .collect();
+        match kinds.as_slice() {
+            [] => {
+                self.only_keys(map, &["responses", "actions", "replay", "run_id"], path);
+                self.problem(path, "expected one of `responses`, `actions` or `replay`");
+                None
+            }
+            ["responses"] => {
+                self.only_keys(map, &["responses"], path);
+                let path = format!("{path}.responses");
+                let list = self.array(&map["responses"], &path)?;
+                let mut responses = Vec::new();
+                for (i, item) in list.iter().enumerate() {
+                    responses.extend(self.string(item, &format!("{path}[{i}]")));
+                }
+                (responses.len() == list.len()).then_some(TaskModel::Responses(responses))
+            }
+            ["actions"] => {
+                self.only_keys(map, &["actions"], path);
+                let path = format!("{path}.actions");
+                let list = self.array(&map["actions"], &path)?;
+                let mut actions = Vec::new();
+                for (i, item) in list.iter().enumerate() {
+                    match parse_json_action(&item.to_string()) {
+                        Ok(action) => actions.push(action),
+                        Err(err) => self.problem(&format!("{path}[{i}]"), err.message),
+                    }
+                }
+                (actions.len() == list.len()).then_some(TaskModel::Actions(actions))
+            }
+            ["replay"] => {
+                self.only_keys(map, &["replay", "run_id"], path);
+                let file = self.string(&map["replay"], &format!("{path}.replay"));
+                let run_id = match map.get("run_id") {
+                    Some(v) => self.string(v, &format!("{path}.run_id")),
+                    None => None,
+                };
+                self.replay(file?, run_id, path)
+            }
+            several => {
+                self.problem(
+                    path,
+                    format!("give exactly one model kind, not {}", several.join(" and ")),
+                );
+                None
+            }
+        }
+    }
+
+    fn array<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Vec<Value>> {
+        match value {
+            Value::Array(list) => Some(list),
+            other => {
+                self.problem(path, format!("expected an array, got {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    /// Resolves and reads a replay source; it must stay inside the suite's folder.
+    fn replay(&mut self, file: String, run_id: Option<String>, path: &str) -> Option<TaskModel> {
+        let replay_path = format!("{path}.replay");
+        let relative = Path::new(&file);
+        if relative.is_absolute() {
+            self.problem(
+                &replay_path,
+                format!("{file:?} must be relative to the suite's folder"),
+            );
+            return None;
+        }
+        let resolved = self.base_dir.join(relative);
+        let canonical = match resolved.canonicalize() {
+            Ok(canonical) => canonical,
+            Err(err) => {
+                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
+                return None;
+            }
+        };
+        match &self.canonical_base {
+            Some(base) if canonical.starts_with(base) => {}
+            _ => {
+                self.problem(
+                    &replay_path,
+                    format!("{file:?} leads outside the suite's folder"),
+                );
+                return None;
+            }
+        }
+        let contents = match read_trace(&canonical, ReadOptions::default()) {
+            Ok(contents) => contents,
+            Err(err) => {
+                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
+                return None;
+            }
+        };
+        let run = match run_id {
+            Some(id) => match contents.run(&id) {
+                Some(run) => run.clone(),
+                None => {
+                    self.problem(
+                        &format!("{path}.run_id"),
+                        format!("no run {id:?} in {file:?}"),
+                    );
+                    return None;
+                }
+            },
+            None => match contents.runs.as_slice() {
+                [only] => only.clone(),
+                runs => {
+                    self.problem(
+                        path,
+                        format!("{file:?} holds {} runs: name one with `run_id`", runs.len()),
+                    );
+                    return None;
+                }
+            },
+        };
+        if let Err(err) = ReplayModel::from_run(&run) {
+            self.problem(&replay_path, err.to_string());
+            return None;
+        }
+        Some(TaskModel::Replay {
+            path: resolved,
+            run: Arc::new(run),
+        })
+    }
+
+    fn expect(&mut self, value: &Value, path: &str) -> Expectations {
+        let mut expect = Expectations::default();
+        let Some(map) = self.object(value, path) else {
+            return expect;
+        };
+        self.only_keys(
+            map,
+            &["exit_reason", "answer", "answer_contains", "max_steps_used"],
+            path,
+        );
+        if let Some(v) = map.get("exit_reason") {
+            match v.as_str().and_then(ExitReason::parse) {
+                Some(reason) => expect.exit_reason = Some(reason),
+                None => self.problem(
+                    &format!("{path}.exit_reason"),
+                    format!(
+                        "expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got {v}"
+                    ),
+                ),
+            }
+        }
+        if let Some(v) = map.get("answer") {
+            expect.answer = self.string(v, &format!("{path}.answer"));
+        }
+        if let Some(v) = map.get("answer_contains") {
+            expect.answer_contains = self.string(v, &format!("{path}.answer_contains"));
+        }
+        if let Some(v) = map.get("max_steps_used") {
+            match v.as_u64() {
+                Some(n) if n <= u64::from(u32::MAX) => expect.max_steps_used = Some(n as u32),
+                _ => self.problem(
+                    &format!("{path}.max_steps_used"),
+                    format!("expected a whole number, got {v}"),
+                ),
+            }
+        }
+        expect
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,677 @@
+//! `looptrace eval` and `looptrace merge`: suites, expectations, isolation, results files, JUnit,
+//! baselines, shards and every report format.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use looptrace::eval::{
+    ReportFormat, ResultsFile, RunnerOptions, TaskResult, Verdict, load_suite, load_suite_from_str,
+    render_report, run_tasks,
+};
+use looptrace::run::ExitReason;
+use looptrace::tools::{ToolDefinition, ToolRegistry, ToolSpec};
+use looptrace::trace::{Capture, Summarizer};
+use serde_json::json;
+
+use crate::support::{fixture, looptrace, sample, stderr, stdout};
+
+fn eval(args: &[&str], out: &Path) -> std::process::Output {
+    looptrace()
+        .arg("eval")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn read_results(out: &Path) -> ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
+/// Results without the fields that change from run to run.
+fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
+    tasks
+        .iter()
+        .map(|t| TaskResult {
+            duration_ms: 0.0,
+            ..t.clone()
+        })
+        .collect()
+}
+
+#[test]
+fn the_sample_suite_covers_every_exit_reason_and_meets_its_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = eval(&[sample("suite.json").to_str().unwrap()], dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(dir.path());
+    let kinds: std::collections::BTreeSet<&str> =
+        results.tasks.iter().map(|t| t.model.as_str()).collect();
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        ["actions", "replay", "responses"]
+    );
+    for reason in ExitReason::ALL {
+        assert!(results.totals.exit_reasons[&reason] > 0, "{reason}");
+    }
+    assert_eq!(results.totals.expectations.failed, 0);
+    for task in &results.tasks {
+        let trace = dir.path().join(task.trace.as_ref().unwrap());
+        let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+        assert_eq!(
+            contents.runs[0].outcome(),
+            looptrace::trace::RunOutcome::Ended(task.exit_reason)
+        );
+    }
+    let text = stdout(&output);
+    assert!(
+        text.contains("Shares are of all 9 tasks, internal errors included."),
+        "{text}"
+    );
+    assert!(
+        text.contains("max_steps_exceeded (budget exhausted)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn each_expectation_kind_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = eval(
+        &[
+            fixture("eval/expectations.json").to_str().unwrap(),
+            "--capture",
+            "full",
+        ],
+        dir.path(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let results = read_results(dir.path());
+    let verdicts: Vec<(&str, Verdict, Vec<String>)> = results
+        .tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.expectation, t.failures.clone()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("exit-met", Verdict::Met, vec![]),
+            (
+                "exit-failed",
+                Verdict::Failed,
+                vec!["expected exit reason finished, got max_steps_exceeded".to_owned()]
+            ),
+            ("answer-met", Verdict::Met, vec![]),
+            (
+                "answer-failed",
+                Verdict::Failed,
+                vec!["expected answer \"84\", got \"85\"".to_owned()]
+            ),
+            ("contains-met", Verdict::Met, vec![]),
+            (
+                "contains-failed",
+                Verdict::Failed,
+                vec!["expected the answer to contain \"84\", got \"it is 85\"".to_owned()]
+            ),
+            ("steps-met", Verdict::Met, vec![]),
+            (
+                "steps-failed",
+                Verdict::Failed,
+                vec!["expected at most 1 step, used 2".to_owned()]
+            ),
+            ("none", Verdict::None, vec![]),
+        ]
+    );
+    assert_eq!(
+        (
+            results.totals.expectations.met,
+            results.totals.expectations.failed,
+            results.totals.expectations.none
+        ),
+        (4, 4, 1)
+    );
+}
+
+#[test]
+fn summary_capture_keeps_answers_out_of_failure_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = eval(
+        &[fixture("eval/expectations.json").to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let results = read_results(dir.path());
+    let failed = results
+        .tasks
+        .iter()
+        .find(|t| t.id == "answer-failed")
+        .unwrap();
+    assert_eq!(
+        failed.failures,
+        ["expected answer chars=2;sha256=44c8031cb036…, got chars=2;sha256=b4944c6ff08d…"]
+    );
+    assert_eq!(
+        failed.answer.as_deref(),
+        Some("chars=2;sha256=b4944c6ff08dc6f43da2e9c824669b7d927dd1fa976fadc7b456881f51bf5ccc")
+    );
+}
+
+#[test]
+fn every_problem_in_a_suite_is_reported_together_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = fixture("eval/many_errors.json");
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(2));
+    let expected = format!(
+        "error: suite `{}` has 15 problems:
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture)
+  $.defaults.max_steps: must be at least 1
+  $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
+  $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
+  $.tasks[4]: missing key `model`
+  $.tasks[5].model: give exactly one model kind, not responses and actions
+  $.tasks[6].model.actions[0]: missing field \"answer\"
+  $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
+  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used)
+  $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
+  $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
+  $.tasks[1].id: duplicate id \"ok\"
+",
+        suite.display()
+    );
+    let actual = stderr(&output);
+    let mut expected_lines: Vec<&str> = expected.lines().collect();
+    let mut actual_lines: Vec<&str> = actual.lines().collect();
+    assert_eq!(
+        actual_lines.remove(0),
+        expected_lines
+            .remove(0)
+            .replace("15", &(actual.lines().count() - 1).to_string())
+    );
+    for line in &expected_lines {
+        assert!(actual_lines.contains(line), "missing {line:?} in\n{actual}");
+    }
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing is written for a bad suite"
+    );
+}
+
+#[test]
+fn bad_json_names_the_line_and_column() {
+    let err = load_suite_from_str("{\"name\": \"x\",\n \"tasks\": [}", Path::new(".")).unwrap_err();
+    assert_eq!(
+        err.problems,
+        [(
+            "$ (line 2, column 12)".to_owned(),
+            "invalid JSON: expected value".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn replay_paths_may_not_leave_the_suite_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = dir.path().join("suite");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::copy(
+        sample("finished.full.jsonl"),
+        dir.path().join("outside.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside.jsonl"), inner.join("link.jsonl")).unwrap();
+    for path in ["../outside.jsonl", "link.jsonl"] {
+        let text =
+            json!({"name": "s", "tasks": [{"id": "a", "model": {"replay": path}}]}).to_string();
+        let err = load_suite_from_str(&text, &inner).unwrap_err();
+        assert_eq!(
+            err.problems,
+            [(
+                "$.tasks[0].model.replay".to_owned(),
+                format!("{path:?} leads outside the suite's folder")
+            )]
+        );
+    }
+}
+
+#[test]
+fn a_summary_only_replay_source_is_refused_up_front() {
+    let text =
+        json!({"name": "s", "tasks": [{"id": "a", "model": {"replay": "finished.summary.jsonl"}}]})
+            .to_string();
+    let err = load_suite_from_str(&text, &sample("")).unwrap_err();
+    assert_eq!(err.problems.len(), 1);
+    assert!(
+        err.problems[0]
+            .1
+            .contains("record replayable traces with `--capture full`"),
+        "{:?}",
+        err.problems
+    );
+}
+
+fn explode_registry() -> ToolRegistry {
+    let mut tools = ToolRegistry::builtin();
+    let spec = ToolSpec {
+        name: "explode".to_owned(),
+        description: "panics".to_owned(),
+        input_schema: json!({"type": "object"}),
+        output_description: String::new(),
+        error_description: String::new(),
+    };
+    tools
+        .register(ToolDefinition::new(spec, |_| panic!("kaboom")))
+        .unwrap();
+    tools
+}
+
+#[test]
+fn a_panicking_task_is_isolated() {
+    let text = json!({"name": "s", "tasks": [
+        {"id": "before", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}},
+        {"id": "boom", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "explode", "arguments": {}}]}},
+        {"id": "after", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "b"}]}}
+    ]})
+    .to_string();
+    let suite = load_suite_from_str(&text, Path::new(".")).unwrap();
+    let stop = AtomicBool::new(false);
+    let options = RunnerOptions {
+        jobs: 2,
+        capture: Capture::Full,
+        summarizer: Summarizer::sha256(),
+        traces_dir: None,
+        stop: &stop,
+        on_done: &|_| {},
+    };
+    let results = run_tasks(&suite.tasks, &explode_registry(), &options);
+    let outcomes: Vec<(&str, ExitReason, Option<&str>)> = results
+        .iter()
+        .map(|t| (t.id.as_str(), t.exit_reason, t.error_kind.as_deref()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("before", ExitReason::Finished, None),
+            ("boom", ExitReason::InternalError, Some("tool_panic")),
+            ("after", ExitReason::Finished, None)
+        ]
+    );
+    assert_eq!(
+        results[1].error.as_deref(),
+        Some("tool \"explode\" panicked: kaboom")
+    );
+}
+
+#[test]
+fn results_are_in_suite_order_whatever_the_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let two = dir.path().join("two");
+    let a = eval(
+        &[sample("suite.json").to_str().unwrap(), "--jobs", "1"],
+        &one,
+    );
+    let b = eval(
+        &[sample("suite.json").to_str().unwrap(), "--jobs", "2"],
+        &two,
+    );
+    assert_eq!(stdout(&a), stdout(&b));
+    assert_eq!(
+        stable(&read_results(&one).tasks),
+        stable(&read_results(&two).tasks)
+    );
+    let suite = load_suite(&sample("suite.json")).unwrap();
+    let ids: Vec<String> = read_results(&two)
+        .tasks
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    assert_eq!(
+        ids,
+        suite
+            .tasks
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn junit_has_one_testcase_per_task_with_failures_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "ci & <friends>", "tasks": [
+            {"id": "pass", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}, "expect": {"answer": "a"}},
+            {"id": "fail", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "b"}]}, "expect": {"answer": "a"}},
+            {"id": "crash", "prompt": "p", "model": {"actions": []}},
+            {"id": "expected-crash", "prompt": "p", "model": {"actions": []}, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let junit = dir.path().join("junit.xml");
+    let output = eval(
+        &[suite.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+        &dir.path().join("out"),
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite_node = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    assert_eq!(suite_node.attribute("name"), Some("ci & <friends>"));
+    assert_eq!(suite_node.attribute("tests"), Some("4"));
+    assert_eq!(suite_node.attribute("failures"), Some("1"));
+    assert_eq!(suite_node.attribute("errors"), Some("1"));
+    let cases: Vec<(String, Vec<String>)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| {
+            let children = n
+                .children()
+                .filter(|c| c.is_element())
+                .map(|c| c.tag_name().name().to_owned())
+                .collect();
+            (n.attribute("name").unwrap().to_owned(), children)
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("pass".to_owned(), vec![]),
+            ("fail".to_owned(), vec!["failure".to_owned()]),
+            ("crash".to_owned(), vec!["error".to_owned()]),
+            ("expected-crash".to_owned(), vec![]),
+        ]
+    );
+    let error = doc.descendants().find(|n| n.has_tag_name("error")).unwrap();
+    assert_eq!(error.attribute("message"), Some("model_failure"));
+}
+
+#[test]
+fn a_baseline_shows_transitions_regressions_and_improvements() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, answer_a: &str, steps_b: u32| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            json!({"name": "s", "tasks": [
+                {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": answer_a}]}, "expect": {"answer": "ok"}},
+                {"id": "b", "prompt": "p", "max_steps": steps_b, "model": {"actions": [
+                    {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}},
+                    {"type": "finish", "answer": "2"}]}},
+                {"id": "c", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "same"}]}}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        path
+    };
+    let old = write("old.json", "wrong", 2);
+    let new = write("new.json", "ok", 1);
+    let out_old = dir.path().join("old");
+    assert_eq!(
+        eval(&[old.to_str().unwrap()], &out_old).status.code(),
+        Some(1)
+    );
+    let baseline = out_old.join("results.json");
+    let output = eval(
+        &[
+            new.to_str().unwrap(),
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &dir.path().join("new"),
+    );
+    assert_eq!(output.status.code(), Some(1), "b regressed");
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        report["baseline"],
+        json!({
+            "transitions": [
+                {"from": "finished", "to": "finished", "tasks": 2},
+                {"from": "finished", "to": "max_steps_exceeded", "tasks": 1}
+            ],
+            "regressions": [{"id": "b", "why": "finished before, max_steps_exceeded now"}],
+            "improvements": [{"id": "a", "why": "failed its expectations before, meets them now"}],
+            "added": [],
+            "removed": []
+        })
+    );
+}
+
+#[test]
+fn shards_cover_the_suite_exactly_and_merge_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    eval(&[sample("suite.json").to_str().unwrap()], &full);
+    let mut shard_files: Vec<PathBuf> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for k in 1..=3 {
+        let out = dir.path().join(format!("shard{k}"));
+        let output = eval(
+            &[
+                sample("suite.json").to_str().unwrap(),
+                "--shard",
+                &format!("{k}/3"),
+            ],
+            &out,
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        seen.extend(read_results(&out).tasks.iter().map(|t| t.id.clone()));
+        shard_files.push(out.join("results.json"));
+    }
+    let mut all: Vec<String> = read_results(&full)
+        .tasks
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    seen.sort();
+    all.sort();
+    assert_eq!(seen, all);
+    let merged_path = dir.path().join("merged.json");
+    let mut args = vec!["merge".to_owned()];
+    args.extend(shard_files.iter().map(|p| p.display().to_string()));
+    args.extend(["--out".to_owned(), merged_path.display().to_string()]);
+    let output = looptrace().args(&args).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
+    assert_eq!(stable(&merged.tasks), stable(&read_results(&full).tasks));
+    assert_eq!(merged.totals, read_results(&full).totals);
+
+    // Overlaps and other suites are refused.
+    let twice = looptrace()
+        .args([
+            "merge",
+            shard_files[0].to_str().unwrap(),
+            shard_files[0].to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(
+        stderr(&twice).contains("repeats shard 1/3"),
+        "{}",
+        stderr(&twice)
+    );
+    let other = dir.path().join("other");
+    eval(
+        &[fixture("eval/expectations.json").to_str().unwrap()],
+        &other,
+    );
+    let mixed = looptrace()
+        .args([
+            "merge",
+            shard_files[0].to_str().unwrap(),
+            other.join("results.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(
+        stderr(&mixed).contains("refusing to merge different suites"),
+        "{}",
+        stderr(&mixed)
+    );
+}
+
+#[test]
+fn bad_shards_and_jobs_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for shard in ["0/3", "4/3", "1/0", "x", "1-3"] {
+        let output = eval(
+            &[sample("suite.json").to_str().unwrap(), "--shard", shard],
+            dir.path(),
+        );
+        assert_eq!(output.status.code(), Some(2), "{shard}");
+    }
+    let output = eval(
+        &[sample("suite.json").to_str().unwrap(), "--jobs", "0"],
+        dir.path(),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!dir.path().join("results.json").exists());
+}
+
+#[test]
+fn the_results_file_is_replaced_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let output = eval(&[sample("suite.json").to_str().unwrap()], dir.path());
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(
+        names,
+        ["results.json", "traces"],
+        "no temporary files are left behind"
+    );
+    assert_eq!(read_results(dir.path()).tasks.len(), 9);
+}
+
+#[test]
+fn junit_may_not_overwrite_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::copy(fixture("eval/expectations.json"), &suite).unwrap();
+    let before = std::fs::read(&suite).unwrap();
+    let output = eval(
+        &[suite.to_str().unwrap(), "--junit", suite.to_str().unwrap()],
+        &dir.path().join("out"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--junit would overwrite the input"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(&suite).unwrap(), before);
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_corpus_of_traces_replays_with_recorded_exit_reasons_as_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    for name in [
+        "finished.full.jsonl",
+        "max_steps_exceeded.full.jsonl",
+        "invalid_model_output.full.jsonl",
+        "internal_error.full.jsonl",
+        "multi_run.jsonl",
+        "incomplete.jsonl",
+    ] {
+        std::fs::copy(sample(name), corpus.join(name)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = looptrace()
+        .args(["eval", "--traces"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("incomplete.jsonl#cut-off: incomplete recording"),
+        "{}",
+        stderr(&output)
+    );
+    let results = read_results(&out);
+    let ids: Vec<&str> = results.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "finished.full.finished-full",
+            "internal_error.full.internal_error-full",
+            "invalid_model_output.full.invalid_model_output-full",
+            "max_steps_exceeded.full.max_steps_exceeded-full",
+            "multi_run.multi-a",
+            "multi_run.multi-b",
+            "multi_run.multi-c",
+        ]
+    );
+    assert!(results.tasks.iter().all(|t| t.expectation == Verdict::Met));
+    let summary_only = looptrace()
+        .args(["eval", "--traces"])
+        .arg(sample("finished.summary.jsonl"))
+        .arg("--out")
+        .arg(dir.path().join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(summary_only.status.code(), Some(2));
+    assert!(stderr(&summary_only).contains("--capture full"));
+}
+
+/// A results file with fixed numbers, for the snapshot tests.
+fn snapshot_results() -> ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(fixture("eval/snapshot_results.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn every_report_format_matches_its_snapshot() {
+    let results = snapshot_results();
+    let mut baseline = results.clone();
+    baseline.tasks[0].exit_reason = ExitReason::MaxStepsExceeded;
+    baseline.tasks[1].exit_reason = ExitReason::Finished;
+    let comparison = looptrace::eval::compare(&baseline, &results);
+    let bless = std::env::var_os("LOOPTRACE_BLESS").is_some();
+    for (format, name) in [
+        (ReportFormat::Table, "report.txt"),
+        (ReportFormat::Json, "report.json"),
+        (ReportFormat::Markdown, "report.md"),
+        (ReportFormat::Csv, "report.csv"),
+    ] {
+        let rendered = render_report(&results, Some(&comparison), format);
+        let path = fixture(&format!("eval/{name}"));
+        if bless {
+            std::fs::write(&path, &rendered).unwrap();
+        }
+        assert_eq!(
+            rendered,
+            std::fs::read_to_string(&path).unwrap(),
+            "{name}: run LOOPTRACE_BLESS=1 cargo test snapshot"
+        );
+    }
+}
