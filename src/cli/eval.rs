@@ -182,6 +182,11 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let comparison = baseline.as_ref().map(|b| compare(b, &results));
     print_report(&results, comparison.as_ref(), args.format)?;
+    eprintln!(
+        "results: {} (traces in {})",
+        results_path.display(),
+        out.join("traces").display()
+    );
     if interrupted {
         eprintln!(
             "interrupted: {} of {} tasks ran; results and traces so far are in `{}`",

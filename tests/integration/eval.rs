@@ -675,3 +675,40 @@ fn every_report_format_matches_its_snapshot() {
         );
     }
 }
+
+#[test]
+fn the_sample_suite_matches_the_suite_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("schemas/suite.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for suite in [sample("suite.json"), fixture("eval/expectations.json")] {
+        let value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&suite).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", suite.display());
+    }
+    let broken: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("eval/many_errors.json")).unwrap())
+            .unwrap();
+    assert!(!validator.is_valid(&broken));
+}
+
+#[test]
+fn the_readme_shows_what_the_main_command_prints() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("```\nSuite \"sample\"")
+        .expect("the README shows the sample report")
+        + 4;
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let output = eval(&[sample("suite.json").to_str().unwrap()], dir.path());
+    assert_eq!(stdout(&output), &readme[start..end]);
+}
