@@ -9,6 +9,7 @@ pub mod agent;
 pub mod eval;
 pub mod fault;
 pub mod model;
+pub mod replay;
 pub mod run;
 pub mod tools;
 pub mod trace;

@@ -6,6 +6,7 @@
 mod common;
 mod error;
 mod eval;
+mod replay;
 mod report;
 mod run;
 mod show;
@@ -37,6 +38,8 @@ enum Command {
     Merge(eval::MergeArgs),
     /// Summarize how the runs in trace files ended and why.
     Report(report::ReportArgs),
+    /// Rerun recorded runs and report the first divergence from each recording.
+    Replay(replay::ReplayArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -59,6 +62,7 @@ pub fn main() -> i32 {
         Command::Eval(args) => eval::run(args),
         Command::Merge(args) => eval::merge(args),
         Command::Report(args) => report::run(args),
+        Command::Replay(args) => replay::run(args),
     };
     error::finish(result)
 }

@@ -2,6 +2,7 @@
 
 mod agent_loop;
 mod json_adapter;
+mod replay;
 mod run_cli;
 mod support;
 mod tools;

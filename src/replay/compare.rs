@@ -1,0 +1,315 @@
+//! Divergence detection. `Comparator` observes the rerun as it happens, passes every event on to
+//! the observer it wraps (the trace recorder of `--trace OUT`), and compares it with the recording
+//! step by step: the model turn, the observation (tool name, `is_error`, error kind, summary hash
+//! computed with the recording's hash, and the text with full capture), the end of the recording,
+//! the exit reason and steps used, and recorded turns never reached. `StopGate` ends the rerun
+//! before its next model turn once a divergence is found, when the replay stops at the first one.
+
+use std::cell::Cell;
+use std::io;
+use std::rc::Rc;
+
+use super::recording::{RecordedStep, Recording};
+use super::verdict::{Divergence, DivergenceKind};
+use crate::agent::{RunEvent, RunObserver};
+use crate::model::{InvalidOutput, Model, ModelError, RecordedTurn, end_of_recording};
+use crate::run::{Action, ExitReason, HistoryItem, RunResult, Task};
+use crate::tools::ToolOutcome;
+
+/// The model failure that ends a rerun stopped at its first divergence.
+pub const STOPPED: &str = "replay stopped at the first divergence";
+
+/// A flag the comparator raises and the gate reads: the rerun should take no further turn.
+pub(crate) type StopFlag = Rc<Cell<bool>>;
+
+/// Compares a rerun's events with a recording while passing them on.
+pub(crate) struct Comparator<'a> {
+    recording: &'a Recording,
+    inner: &'a mut dyn RunObserver,
+    stop_at_first: bool,
+    stop: StopFlag,
+    divergences: Vec<Divergence>,
+    turns_taken: u64,
+    recording_end_reported: bool,
+}
+
+impl<'a> Comparator<'a> {
+    /// A comparator against `recording` that passes events on to `inner`. With `stop_at_first`,
+    /// it raises `stop` at the first divergence and compares nothing after it.
+    pub(crate) fn new(
+        recording: &'a Recording,
+        inner: &'a mut dyn RunObserver,
+        stop_at_first: bool,
+        stop: StopFlag,
+    ) -> Self {
+        Comparator {
+            recording,
+            inner,
+            stop_at_first,
+            stop,
+            divergences: Vec::new(),
+            turns_taken: 0,
+            recording_end_reported: false,
+        }
+    }
+
+    /// The divergences found, in the order they showed.
+    pub(crate) fn into_divergences(self) -> Vec<Divergence> {
+        self.divergences
+    }
+
+    fn push(&mut self, divergence: Divergence) {
+        if self.stop.get() {
+            return;
+        }
+        self.divergences.push(divergence);
+        if self.stop_at_first {
+            self.stop.set(true);
+        }
+    }
+
+    fn compare(&mut self, event: &RunEvent<'_>) {
+        match *event {
+            RunEvent::RunStarted { .. } => {}
+            RunEvent::ModelAction { step, action, .. } => {
+                self.turn(step.into(), &RecordedTurn::Action(action.clone()));
+            }
+            RunEvent::ModelFeedback { step, error, .. } => {
+                self.turn(step.into(), &RecordedTurn::Invalid(error.clone()));
+            }
+            RunEvent::Observation { step, outcome, .. } => self.observation(step.into(), outcome),
+            RunEvent::RunFinished { result, error_kind } => self.finished(result, error_kind),
+        }
+    }
+
+    fn turn(&mut self, step: u64, actual: &RecordedTurn) {
+        self.turns_taken = step;
+        let Some(recorded) = self.recording.step(step) else {
+            self.recording_ended(step, format!("a model turn at step {step}"));
+            return;
+        };
+        if recorded.turn != *actual {
+            self.push(Divergence::new(
+                step,
+                DivergenceKind::ModelTurn,
+                describe_turn(&recorded.turn),
+                describe_turn(actual),
+            ));
+        }
+    }
+
+    fn observation(&mut self, step: u64, outcome: &ToolOutcome) {
+        let actual = &outcome.observation;
+        let recorded_step = self.recording.step(step);
+        let Some(recorded) = recorded_step.and_then(|s| s.observation.as_ref()) else {
+            let last = self.recording.steps().len() as u64;
+            if self.recording.ending().is_none() && step == last {
+                self.recording_ended(step, format!("an observation at step {step}"));
+            } else {
+                let mut divergence = Divergence::new(
+                    step,
+                    DivergenceKind::Observation,
+                    "none",
+                    self.recording.summarizer().summarize(&actual.content),
+                );
+                divergence.actual_text = Some(actual.content.clone());
+                self.push(divergence);
+            }
+            return;
+        };
+        if recorded.tool_name != actual.tool_name {
+            self.push(Divergence::new(
+                step,
+                DivergenceKind::ToolName,
+                &recorded.tool_name,
+                &actual.tool_name,
+            ));
+        }
+        if recorded.is_error != actual.is_error {
+            self.push(Divergence::new(
+                step,
+                DivergenceKind::IsError,
+                recorded.is_error.to_string(),
+                actual.is_error.to_string(),
+            ));
+        }
+        if recorded.error_kind != outcome.error_kind {
+            self.push(Divergence::new(
+                step,
+                DivergenceKind::ErrorKind,
+                or_none(recorded.error_kind.as_deref()),
+                or_none(outcome.error_kind.as_deref()),
+            ));
+        }
+        let summary = self.recording.summarizer().summarize(&actual.content);
+        if summary != recorded.output || recorded.content != actual.content {
+            self.push(Divergence {
+                step,
+                what: DivergenceKind::Observation,
+                recorded: recorded.output.clone(),
+                actual: summary,
+                recorded_text: Some(recorded.content.clone()),
+                actual_text: Some(actual.content.clone()),
+            });
+        }
+    }
+
+    fn finished(&mut self, result: &RunResult, error_kind: Option<&str>) {
+        let ending = self.recording.ending();
+        let step = u64::from(result.steps_used);
+        let turns = self.recording.steps().len() as u64;
+        // The replay models fail only when asked past the end of the recording.
+        let past_end = result.exit_reason == ExitReason::InternalError
+            && error_kind == Some("model_failure")
+            && step > turns;
+        if past_end {
+            let recorded_failure_here = ending.is_some_and(|e| {
+                e.exit_reason == ExitReason::InternalError
+                    && e.error_kind.as_deref() == Some("model_failure")
+                    && e.steps_used == Some(result.steps_used)
+            });
+            if !recorded_failure_here {
+                self.recording_ended(step, format!("a model turn at step {step}"));
+            }
+            return;
+        }
+        match ending {
+            None => {
+                let mut divergence = Divergence::new(
+                    step,
+                    DivergenceKind::ExitReason,
+                    "incomplete",
+                    result.exit_reason.as_str(),
+                );
+                divergence.actual_text = result.error.clone();
+                self.push(divergence);
+            }
+            Some(recorded) => {
+                if recorded.exit_reason != result.exit_reason {
+                    self.push(Divergence {
+                        step,
+                        what: DivergenceKind::ExitReason,
+                        recorded: recorded.exit_reason.as_str().to_owned(),
+                        actual: result.exit_reason.as_str().to_owned(),
+                        recorded_text: recorded.error.clone(),
+                        actual_text: result.error.clone(),
+                    });
+                } else if recorded.error_kind.as_deref() != error_kind
+                    && result.exit_reason != ExitReason::Finished
+                {
+                    self.push(Divergence::new(
+                        step,
+                        DivergenceKind::ErrorKind,
+                        or_none(recorded.error_kind.as_deref()),
+                        or_none(error_kind),
+                    ));
+                }
+                if let Some(recorded_steps) = recorded.steps_used
+                    && recorded_steps != result.steps_used
+                {
+                    self.push(Divergence::new(
+                        step,
+                        DivergenceKind::StepsUsed,
+                        recorded_steps.to_string(),
+                        result.steps_used.to_string(),
+                    ));
+                }
+            }
+        }
+        let taken = usize::try_from(self.turns_taken).unwrap_or(usize::MAX);
+        let unreached: Vec<&RecordedStep> = self.recording.steps().iter().skip(taken).collect();
+        for recorded in unreached {
+            self.push(Divergence::new(
+                recorded.step,
+                DivergenceKind::NotReached,
+                describe_turn(&recorded.turn),
+                "not reached",
+            ));
+        }
+    }
+
+    fn recording_ended(&mut self, step: u64, actual: String) {
+        if self.recording_end_reported {
+            return;
+        }
+        self.recording_end_reported = true;
+        let turns = self.recording.steps().len();
+        self.push(Divergence::new(
+            step,
+            DivergenceKind::RecordingEnded,
+            end_of_recording(turns),
+            actual,
+        ));
+    }
+}
+
+impl RunObserver for Comparator<'_> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
+        self.inner.on_event(event)?;
+        if !self.stop.get() {
+            self.compare(event);
+        }
+        Ok(())
+    }
+}
+
+/// Wraps the replay model: once the comparator raises the flag, the next turn fails with
+/// [`STOPPED`], which ends the rerun.
+pub(crate) struct StopGate<'m> {
+    inner: &'m mut dyn Model,
+    stop: StopFlag,
+    refused_at: Option<u32>,
+    turns: u32,
+}
+
+impl<'m> StopGate<'m> {
+    /// A gate over `inner` reading `stop`.
+    pub(crate) fn new(inner: &'m mut dyn Model, stop: StopFlag) -> Self {
+        StopGate {
+            inner,
+            stop,
+            refused_at: None,
+            turns: 0,
+        }
+    }
+
+    /// The step at which the gate ended the rerun, if it did.
+    pub(crate) fn refused_at(&self) -> Option<u32> {
+        self.refused_at
+    }
+}
+
+impl Model for StopGate<'_> {
+    fn next_action(&mut self, task: &Task, history: &[HistoryItem]) -> Result<Action, ModelError> {
+        self.turns += 1;
+        if self.stop.get() {
+            self.refused_at = Some(self.turns);
+            return Err(ModelError::Failure(STOPPED.to_owned()));
+        }
+        self.inner.next_action(task, history)
+    }
+
+    fn last_raw_output(&self) -> Option<&str> {
+        self.inner.last_raw_output()
+    }
+}
+
+/// A model turn as one line: `tool_call NAME ARGS`, `finish "ANSWER"` or
+/// `invalid output (KIND): MESSAGE`.
+fn describe_turn(turn: &RecordedTurn) -> String {
+    match turn {
+        RecordedTurn::Action(Action::ToolCall(call)) => format!(
+            "tool_call {} {}",
+            call.tool_name,
+            serde_json::Value::Object(call.arguments.clone())
+        ),
+        RecordedTurn::Action(Action::Finish(finish)) => format!("finish {:?}", finish.answer),
+        RecordedTurn::Invalid(InvalidOutput { kind, message }) => {
+            format!("invalid output ({kind}): {message}")
+        }
+    }
+}
+
+fn or_none(value: Option<&str>) -> String {
+    value.unwrap_or("none").to_owned()
+}

@@ -1,0 +1,30 @@
+//! Replay: rerun a recorded run and report whether it still comes out the same. The recorded model
+//! turns are fed back through the agent loop ([`crate::model::ReplayModel`]), tools run again
+//! (live) or are served from the recording ([`RecordedTools`]), and every event of the rerun is
+//! compared with the recording as it happens: observations by their summary hash and `is_error`,
+//! tool names, the end of the recording, the exit reason and steps used, and recorded turns never
+//! reached. The verdict is `faithful` or `diverged`, with each divergence shown side by side.
+//! Replay needs full capture; `docs/replay.md` describes the command.
+
+mod compare;
+mod recorded_tools;
+mod recording;
+mod render;
+mod runner;
+mod verdict;
+
+pub use compare::STOPPED;
+pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
+pub use recording::{
+    RecordedEnding, RecordedObservation, RecordedStep, Recording, ReplaySetupError,
+};
+pub use render::{
+    CheckReport, ReplayReport, render_check_json, render_check_text, render_json, render_text,
+};
+pub use runner::{
+    ModelSource, OnDivergence, PreparedReplay, ReplayFailure, ReplayOptions, ReplayRunError,
+    ToolMode, ToolSource, replay_run,
+};
+pub use verdict::{
+    Divergence, DivergenceKind, Ending, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict,
+};

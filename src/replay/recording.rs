@@ -1,0 +1,323 @@
+//! What replay needs from one recorded run: its model turns in order, each with the observation
+//! that answered it, how the run ended, and a summarizer with the hash the recording used. Building
+//! it is the replayability check: a run without full capture fails here, naming the first event
+//! that lacks content.
+
+use thiserror::Error;
+
+use crate::model::{RecordedTurn, ReplayError, ReplayModel};
+use crate::run::{Action, ExitReason, Task};
+use crate::trace::{Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, TraceEvent};
+
+/// Why a recorded run cannot be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ReplaySetupError {
+    /// The run lacks content replay needs, or an event is malformed.
+    #[error(transparent)]
+    Recording(#[from] ReplayError),
+    /// The summaries are keyed and no key is set.
+    #[error(
+        "run {run_id:?} was recorded with hmac-sha256 summaries: set LOOPTRACE_HASH_KEY to the key it was recorded with"
+    )]
+    MissingHashKey {
+        /// The run.
+        run_id: String,
+    },
+    /// The key set is not the one the run was recorded with.
+    #[error(
+        "run {run_id:?} was recorded with another LOOPTRACE_HASH_KEY: line {line}: the summary of the task does not match"
+    )]
+    WrongHashKey {
+        /// The run.
+        run_id: String,
+        /// The `run_started` line.
+        line: u64,
+    },
+    /// The budget is zero.
+    #[error("run {run_id:?} cannot be replayed with max_steps 0: it must be at least 1")]
+    InvalidMaxSteps {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// A recorded observation, as replay compares and serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedObservation {
+    /// The 1-based line it came from.
+    pub line: u64,
+    /// The step of its call.
+    pub step: u64,
+    /// The tool that answered.
+    pub tool_name: String,
+    /// The summary of the content.
+    pub output: String,
+    /// Whether it was an error.
+    pub is_error: bool,
+    /// The error kind, for errors.
+    pub error_kind: Option<String>,
+    /// The content itself.
+    pub content: String,
+}
+
+/// One recorded model turn and the observation that answered it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedStep {
+    /// The 1-based line of the turn.
+    pub line: u64,
+    /// The recorded step.
+    pub step: u64,
+    /// What the model proposed, or the invalid output it gave.
+    pub turn: RecordedTurn,
+    /// The observation of a tool call, if one was recorded.
+    pub observation: Option<RecordedObservation>,
+}
+
+/// How a recorded run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedEnding {
+    /// The exit reason.
+    pub exit_reason: ExitReason,
+    /// Steps used, if recorded.
+    pub steps_used: Option<u32>,
+    /// The error kind of a run that did not finish.
+    pub error_kind: Option<String>,
+    /// The error text of a run that did not finish.
+    pub error: Option<String>,
+}
+
+/// A recorded run, checked and arranged for replay.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    run_id: String,
+    model: ReplayModel,
+    steps: Vec<RecordedStep>,
+    ending: Option<RecordedEnding>,
+    capture: Capture,
+    summarizer: Summarizer,
+}
+
+impl Recording {
+    /// Checks a recorded run and arranges it for replay. Summaries are recomputed with the hash the
+    /// run was recorded with; for `hmac-sha256` that takes `LOOPTRACE_HASH_KEY`.
+    pub fn from_run(run: &RecordedRun) -> Result<Recording, ReplaySetupError> {
+        Recording::with_summarizer(run, Summarizer::from_env())
+    }
+
+    /// Like [`Recording::from_run`], with the summarizer given instead of read from the
+    /// environment; it must use the hash the run was recorded with.
+    pub fn with_summarizer(
+        run: &RecordedRun,
+        summarizer: Summarizer,
+    ) -> Result<Recording, ReplaySetupError> {
+        let model = ReplayModel::from_run(run)?;
+        let started = run
+            .events
+            .iter()
+            .find(|(_, e)| e.event_type == EventType::RunStarted);
+        let algorithm = started
+            .and_then(|(_, e)| e.hash)
+            .unwrap_or(HashAlgorithm::Sha256);
+        let summarizer = match (algorithm, summarizer.algorithm()) {
+            (HashAlgorithm::Sha256, _) => Summarizer::sha256(),
+            (HashAlgorithm::HmacSha256, HashAlgorithm::HmacSha256) => summarizer,
+            (HashAlgorithm::HmacSha256, HashAlgorithm::Sha256) => {
+                return Err(ReplaySetupError::MissingHashKey {
+                    run_id: run.run_id.clone(),
+                });
+            }
+        };
+        if let Some((line, event)) = started
+            && algorithm == HashAlgorithm::HmacSha256
+            && let (Some(task), Some(summary)) = (&event.task, &event.input_summary)
+            && summarizer.summarize(task) != *summary
+        {
+            return Err(ReplaySetupError::WrongHashKey {
+                run_id: run.run_id.clone(),
+                line: *line,
+            });
+        }
+        let steps = arrange_steps(run, &model)?;
+        let ending = run.events.iter().find_map(|(_, e)| {
+            e.ending().map(|exit_reason| RecordedEnding {
+                exit_reason,
+                steps_used: e.steps_used,
+                error_kind: e.error_kind.clone(),
+                error: e.error.clone(),
+            })
+        });
+        Ok(Recording {
+            run_id: run.run_id.clone(),
+            capture: started
+                .and_then(|(_, e)| e.capture)
+                .unwrap_or(Capture::Full),
+            model,
+            steps,
+            ending,
+            summarizer,
+        })
+    }
+
+    /// The recorded run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The recorded task.
+    pub fn task(&self) -> &Task {
+        self.model.task()
+    }
+
+    /// The recorded step budget, if any.
+    pub fn max_steps(&self) -> Option<u32> {
+        self.model.max_steps()
+    }
+
+    /// A fresh model that returns the recorded turns in order.
+    pub fn model(&self) -> ReplayModel {
+        self.model.clone()
+    }
+
+    /// The recorded model turns in order; turn `i` is step `i + 1` of a rerun.
+    pub fn steps(&self) -> &[RecordedStep] {
+        &self.steps
+    }
+
+    /// The recorded turn a rerun takes at `step` (from 1).
+    pub fn step(&self, step: u64) -> Option<&RecordedStep> {
+        let index = usize::try_from(step.checked_sub(1)?).ok()?;
+        self.steps.get(index)
+    }
+
+    /// How the run ended; `None` for an incomplete recording.
+    pub fn ending(&self) -> Option<&RecordedEnding> {
+        self.ending.as_ref()
+    }
+
+    /// The capture mode the run was recorded with.
+    pub fn capture(&self) -> Capture {
+        self.capture
+    }
+
+    /// Summarizes text with the hash the recording used.
+    pub fn summarizer(&self) -> &Summarizer {
+        &self.summarizer
+    }
+
+    /// The recorded observations in order.
+    pub fn observations(&self) -> impl Iterator<Item = &RecordedObservation> {
+        self.steps.iter().filter_map(|s| s.observation.as_ref())
+    }
+
+    /// The budget a replay uses: the one asked for, else the recorded one, else as many steps
+    /// as the recording shows.
+    pub fn budget(&self, requested: Option<u32>) -> Result<u32, ReplaySetupError> {
+        let shown = self
+            .ending
+            .as_ref()
+            .and_then(|e| e.steps_used)
+            .unwrap_or(0)
+            .max(u32::try_from(self.steps.len()).unwrap_or(u32::MAX))
+            .max(1);
+        match requested.or(self.max_steps()).unwrap_or(shown) {
+            0 => Err(ReplaySetupError::InvalidMaxSteps {
+                run_id: self.run_id.clone(),
+            }),
+            n => Ok(n),
+        }
+    }
+}
+
+/// Pairs each recorded turn with the observation that follows it.
+fn arrange_steps(
+    run: &RecordedRun,
+    model: &ReplayModel,
+) -> Result<Vec<RecordedStep>, ReplaySetupError> {
+    let mut turns = model.turns().iter();
+    let mut steps: Vec<RecordedStep> = Vec::new();
+    for (line, event) in &run.events {
+        match event.event_type {
+            EventType::ModelAction | EventType::ModelFeedback => {
+                // `ReplayModel::from_run` made one turn per such event, in this order.
+                let Some((step, turn)) = turns.next() else {
+                    return Err(malformed(run, *line, "a model turn the replay model lacks"));
+                };
+                steps.push(RecordedStep {
+                    line: *line,
+                    step: *step,
+                    turn: turn.clone(),
+                    observation: None,
+                });
+            }
+            EventType::Observation => {
+                let observation = observation_of(run, *line, event)?;
+                let Some(last) = steps.last_mut() else {
+                    return Err(malformed(
+                        run,
+                        *line,
+                        "an observation with no tool call before it",
+                    ));
+                };
+                if !matches!(last.turn, RecordedTurn::Action(Action::ToolCall(_))) {
+                    return Err(malformed(
+                        run,
+                        *line,
+                        &format!(
+                            "an observation after a model turn that is not a tool call (line {})",
+                            last.line
+                        ),
+                    ));
+                }
+                if let Some(first) = &last.observation {
+                    return Err(malformed(
+                        run,
+                        *line,
+                        &format!(
+                            "a second observation for the tool call of line {} (the first is line {})",
+                            last.line, first.line
+                        ),
+                    ));
+                }
+                last.observation = Some(observation);
+            }
+            _ => {}
+        }
+    }
+    Ok(steps)
+}
+
+fn observation_of(
+    run: &RecordedRun,
+    line: u64,
+    event: &TraceEvent,
+) -> Result<RecordedObservation, ReplaySetupError> {
+    let missing = |field: &'static str| {
+        ReplaySetupError::Recording(ReplayError::MissingContent {
+            run_id: run.run_id.clone(),
+            line,
+            event_type: event.event_type.to_string(),
+            step: event.step,
+            field,
+        })
+    };
+    Ok(RecordedObservation {
+        line,
+        step: event.step,
+        tool_name: event
+            .tool_name
+            .clone()
+            .ok_or_else(|| missing("tool_name"))?,
+        output: event.output.clone().ok_or_else(|| missing("output"))?,
+        is_error: event.is_error.unwrap_or(false),
+        error_kind: event.error_kind.clone(),
+        content: event.content.clone().ok_or_else(|| missing("content"))?,
+    })
+}
+
+fn malformed(run: &RecordedRun, line: u64, problem: &str) -> ReplaySetupError {
+    ReplaySetupError::Recording(ReplayError::Malformed {
+        run_id: run.run_id.clone(),
+        line,
+        problem: problem.to_owned(),
+    })
+}

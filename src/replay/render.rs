@@ -1,0 +1,168 @@
+//! Replay output: readable text and JSON, pure functions from results to text.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::runner::{ModelSource, ToolMode};
+use super::verdict::{Divergence, RunCheck, RunReplay, Verdict};
+
+/// What was replayed and how, with every run's result: the JSON document of `--format json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplayReport<'a> {
+    /// The trace's file name.
+    pub source: &'a str,
+    /// `live` or `recorded`.
+    pub tools: ToolMode,
+    /// `parsed` or `raw`.
+    pub model: ModelSource,
+    /// Runs that came out the same.
+    pub faithful: usize,
+    /// Runs that diverged.
+    pub diverged: usize,
+    /// Each run's replay.
+    pub runs: &'a [RunReplay],
+}
+
+impl<'a> ReplayReport<'a> {
+    /// A report of `runs`, counting the verdicts.
+    pub fn new(
+        source: &'a str,
+        tools: ToolMode,
+        model: ModelSource,
+        runs: &'a [RunReplay],
+    ) -> Self {
+        let faithful = runs
+            .iter()
+            .filter(|r| r.verdict == Verdict::Faithful)
+            .count();
+        ReplayReport {
+            source,
+            tools,
+            model,
+            faithful,
+            diverged: runs.len() - faithful,
+            runs,
+        }
+    }
+}
+
+/// The readable report: one block per run, then a count.
+pub fn render_text(report: &ReplayReport<'_>) -> String {
+    let mut out = String::new();
+    for run in report.runs {
+        match run.verdict {
+            Verdict::Faithful => {
+                let _ = writeln!(out, "{}: faithful ({})", run.run_id, run.actual);
+            }
+            Verdict::Diverged => {
+                let _ = writeln!(
+                    out,
+                    "{}: diverged (recorded {}, rerun {})",
+                    run.run_id, run.recorded, run.actual
+                );
+            }
+        }
+        for divergence in &run.divergences {
+            render_divergence(&mut out, divergence);
+        }
+        if run.stopped {
+            let _ = writeln!(out, "  (stopped at the first divergence)");
+        }
+        if let Some(id) = &run.replay_run_id {
+            let _ = writeln!(out, "  rerun recorded as run {id}");
+        }
+    }
+    let model = match report.model {
+        ModelSource::Parsed => "",
+        ModelSource::Raw => " and raw model output",
+    };
+    let _ = writeln!(
+        out,
+        "{} of {} replayed with {} tools{model}: {} faithful, {} diverged",
+        plural(report.runs.len(), "run"),
+        report.source,
+        report.tools.as_str(),
+        report.faithful,
+        report.diverged
+    );
+    out
+}
+
+fn render_divergence(out: &mut String, divergence: &Divergence) {
+    let _ = writeln!(
+        out,
+        "  step {}  {} ({})",
+        divergence.step,
+        divergence.what.describe(),
+        divergence.what
+    );
+    let side = |value: &str, text: &Option<String>| match text {
+        Some(text) => format!("{value}  {text:?}"),
+        None => value.to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "    recorded: {}",
+        side(&divergence.recorded, &divergence.recorded_text)
+    );
+    let _ = writeln!(
+        out,
+        "    actual:   {}",
+        side(&divergence.actual, &divergence.actual_text)
+    );
+}
+
+/// The report as one pretty-printed JSON document.
+pub fn render_json(report: &ReplayReport<'_>) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The JSON document of `--check`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport<'a> {
+    /// The trace's file name.
+    pub source: &'a str,
+    /// Each run's check.
+    pub runs: &'a [RunCheck],
+}
+
+/// The readable `--check` report: one line per run, then a count.
+pub fn render_check_text(report: &CheckReport<'_>) -> String {
+    let mut out = String::new();
+    for run in report.runs {
+        let _ = writeln!(
+            out,
+            "{}: replayable ({}, {}, max_steps {}, recorded {})",
+            run.run_id,
+            plural(run.model_turns, "model turn"),
+            plural(run.observations, "observation"),
+            run.max_steps,
+            run.recorded
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} can be replayed",
+        plural(report.runs.len(), "run"),
+        report.source
+    );
+    out
+}
+
+/// The `--check` report as one pretty-printed JSON document.
+pub fn render_check_json(report: &CheckReport<'_>) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

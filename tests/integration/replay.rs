@@ -1,0 +1,734 @@
+//! Replay: recorded runs rerun through the loop and compared with their recordings, through the
+//! library and the built binary.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value, json};
+
+use looptrace::agent::{NoObserver, RunOptions, run_agent_result};
+use looptrace::model::ScriptedModel;
+use looptrace::replay::{
+    DivergenceKind, OnDivergence, ReplayOptions, ToolSource, Verdict, replay_run,
+};
+use looptrace::run::{Action, ExitReason, Finish, Task, ToolCall};
+use looptrace::tools::{ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+use looptrace::trace::{
+    Capture, RecordedRun, RecorderOptions, Summarizer, TraceEvent, TraceRecorder, read_trace,
+};
+
+use crate::support::{fixture, looptrace, run, sample, stderr, stdout};
+
+const FULL_SAMPLES: [&str; 5] = [
+    "finished.full.jsonl",
+    "max_steps_exceeded.full.jsonl",
+    "invalid_model_output.full.jsonl",
+    "internal_error.full.jsonl",
+    "multi_run.jsonl",
+];
+
+fn replay_fixture(name: &str) -> String {
+    fixture(&format!("replay/{name}")).display().to_string()
+}
+
+fn sample_path(name: &str) -> String {
+    sample(name).display().to_string()
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_str(&stdout(output)).unwrap_or_else(|err| {
+        panic!("stdout is not JSON ({err}):\n{}", stdout(output));
+    })
+}
+
+#[test]
+fn every_full_capture_sample_replays_faithfully_in_both_tool_modes() {
+    for name in FULL_SAMPLES {
+        for tools in ["live", "recorded"] {
+            for raw in [false, true] {
+                let path = sample_path(name);
+                let mut args = vec!["replay", &path, "--tools", tools, "--format", "json"];
+                if raw {
+                    args.push("--raw");
+                }
+                let output = run(&args);
+                let context = format!("{name} --tools {tools} raw={raw}");
+                assert_eq!(
+                    output.status.code(),
+                    Some(0),
+                    "{context}: {}",
+                    stderr(&output)
+                );
+                let report = json_of(&output);
+                assert_eq!(report["tools"], tools, "{context}");
+                assert_eq!(report["model"], if raw { "raw" } else { "parsed" });
+                assert_eq!(report["diverged"], 0, "{context}");
+                for replayed in report["runs"].as_array().unwrap() {
+                    assert_eq!(replayed["verdict"], "faithful", "{context}: {replayed}");
+                    assert_eq!(replayed["divergences"], json!([]), "{context}");
+                    assert_eq!(replayed["actual"], replayed["recorded"], "{context}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_faithful_replay_prints_one_line_per_run_and_exits_0() {
+    let output = run(&["replay", &sample_path("multi_run.jsonl")]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        "multi-a: faithful (finished in 2 steps)\n\
+         multi-b: faithful (max_steps_exceeded in 3 steps)\n\
+         multi-c: faithful (invalid_model_output in 2 steps)\n\
+         3 runs of multi_run.jsonl replayed with live tools: 3 faithful, 0 diverged\n"
+    );
+    assert_eq!(stderr(&output), "");
+}
+
+#[test]
+fn run_selects_one_run_and_an_unknown_one_is_bad_input() {
+    let path = sample_path("multi_run.jsonl");
+    let output = run(&["replay", &path, "--run", "multi-b", "--tools", "recorded"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        "multi-b: faithful (max_steps_exceeded in 3 steps)\n\
+         1 run of multi_run.jsonl replayed with recorded tools: 1 faithful, 0 diverged\n"
+    );
+    let output = run(&["replay", &path, "--run", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: no run \"nope\" in `{path}` (it has \"multi-a\", \"multi-b\", \"multi-c\")\n"
+        )
+    );
+}
+
+#[test]
+fn the_cut_off_sample_diverges_where_the_recording_ends() {
+    for tools in ["live", "recorded"] {
+        let output = run(&["replay", &sample_path("incomplete.jsonl"), "--tools", tools]);
+        assert_eq!(output.status.code(), Some(1), "{tools}");
+        assert_eq!(
+            stdout(&output),
+            format!(
+                "cut-off: diverged (recorded incomplete, rerun internal_error in 2 steps)\n  \
+                 step 2  the recording ended (recording_ended)\n    \
+                 recorded: recording ends at step 1\n    \
+                 actual:   a model turn at step 2\n  \
+                 (stopped at the first divergence)\n\
+                 1 run of incomplete.jsonl replayed with {tools} tools: 0 faithful, 1 diverged\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn summary_only_traces_fail_naming_the_event_and_the_capture_flag() {
+    for (name, run_id) in [
+        ("finished.summary.jsonl", "finished-summary"),
+        (
+            "max_steps_exceeded.summary.jsonl",
+            "max_steps_exceeded-summary",
+        ),
+        (
+            "invalid_model_output.summary.jsonl",
+            "invalid_model_output-summary",
+        ),
+        ("internal_error.summary.jsonl", "internal_error-summary"),
+        ("writeup.jsonl", "r1"),
+    ] {
+        for check in [false, true] {
+            let path = sample_path(name);
+            let mut args = vec!["replay", path.as_str()];
+            if check {
+                args.push("--check");
+            }
+            let output = run(&args);
+            assert_eq!(output.status.code(), Some(2), "{name}");
+            assert_eq!(stdout(&output), "", "{name}");
+            assert_eq!(
+                stderr(&output),
+                format!(
+                    "error: run \"{run_id}\" cannot be replayed: line 1 (run_started at step 0) \
+                     has no `task`; record replayable traces with `--capture full`\n"
+                ),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_edited_observation_diverges_at_exactly_that_step_with_both_values() {
+    let path = replay_fixture("edited_observation.jsonl");
+    let output = run(&["replay", &path]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "edited-observation: diverged (recorded finished in 2 steps, rerun stopped before step 2)\n  \
+         step 1  the observation differs (observation)\n    \
+         recorded: chars=2;sha256=b4944c6ff08dc6f43da2e9c824669b7d927dd1fa976fadc7b456881f51bf5ccc  \"85\"\n    \
+         actual:   chars=2;sha256=44c8031cb036a7350d8b9b8603af662a4b9cdbd2f96e8d5de5af435c9c35da69  \"84\"\n  \
+         (stopped at the first divergence)\n\
+         1 run of edited_observation.jsonl replayed with live tools: 0 faithful, 1 diverged\n"
+    );
+    // Served from the recording, the edited observation is what the model sees again.
+    let output = run(&["replay", &path, "--tools", "recorded"]);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn a_shortened_recording_diverges_with_recording_ends_at_step_n() {
+    let output = run(&[
+        "replay",
+        &replay_fixture("shortened.jsonl"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json_of(&output);
+    assert_eq!(
+        report["runs"][0]["divergences"],
+        json!([{
+            "step": 3,
+            "what": "recording_ended",
+            "recorded": "recording ends at step 2",
+            "actual": "a model turn at step 3",
+        }])
+    );
+}
+
+#[test]
+fn a_larger_budget_diverges_with_recording_ends_at_step_n() {
+    let path = sample_path("max_steps_exceeded.full.jsonl");
+    let output = run(&["replay", &path, "--max-steps", "5"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "max_steps_exceeded-full: diverged (recorded max_steps_exceeded in 3 steps, rerun internal_error in 4 steps)\n  \
+         step 4  the recording ended (recording_ended)\n    \
+         recorded: recording ends at step 3\n    \
+         actual:   a model turn at step 4\n  \
+         (stopped at the first divergence)\n\
+         1 run of max_steps_exceeded.full.jsonl replayed with live tools: 0 faithful, 1 diverged\n"
+    );
+}
+
+#[test]
+fn a_smaller_budget_changes_the_exit_reason() {
+    let path = sample_path("finished.full.jsonl");
+    let output = run(&["replay", &path, "--max-steps", "1"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "finished-full: diverged (recorded finished in 2 steps, rerun max_steps_exceeded in 1 step)\n  \
+         step 1  the exit reason differs (exit_reason)\n    \
+         recorded: finished\n    \
+         actual:   max_steps_exceeded  \"no finish within max_steps=1\"\n  \
+         (stopped at the first divergence)\n\
+         1 run of finished.full.jsonl replayed with live tools: 0 faithful, 1 diverged\n"
+    );
+}
+
+#[test]
+fn continue_reports_every_divergence_and_stop_only_the_first() {
+    let path = sample_path("finished.full.jsonl");
+    let args = [
+        "replay",
+        &path,
+        "--max-steps",
+        "1",
+        "--on-divergence",
+        "continue",
+        "--format",
+        "json",
+    ];
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json_of(&output);
+    let replayed = &report["runs"][0];
+    assert_eq!(replayed["stopped"], false);
+    assert_eq!(
+        replayed["divergences"],
+        json!([
+            {
+                "step": 1,
+                "what": "exit_reason",
+                "recorded": "finished",
+                "actual": "max_steps_exceeded",
+                "actual_text": "no finish within max_steps=1",
+            },
+            {"step": 1, "what": "steps_used", "recorded": "2", "actual": "1"},
+            {
+                "step": 2,
+                "what": "not_reached",
+                "recorded": "finish \"12 * 7 = 84，84大于80。\"",
+                "actual": "not reached",
+            },
+        ])
+    );
+
+    let path = replay_fixture("two_edits.jsonl");
+    let output = run(&[
+        "replay",
+        &path,
+        "--on-divergence",
+        "continue",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json_of(&output);
+    let replayed = &report["runs"][0];
+    let steps: Vec<(u64, &str)> = replayed["divergences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["step"].as_u64().unwrap(), d["what"].as_str().unwrap()))
+        .collect();
+    assert_eq!(steps, [(1, "observation"), (3, "observation")]);
+    assert_eq!(
+        replayed["actual"],
+        json!({"outcome": "max_steps_exceeded", "steps_used": 3})
+    );
+
+    let output = run(&["replay", &path, "--format", "json"]);
+    let report = json_of(&output);
+    let replayed = &report["runs"][0];
+    assert_eq!(replayed["divergences"].as_array().unwrap().len(), 1);
+    assert_eq!(replayed["divergences"][0]["step"], 1);
+    assert_eq!(replayed["stopped"], true);
+    // The rerun ended before its next model turn.
+    assert_eq!(
+        replayed["actual"],
+        json!({"outcome": "stopped", "steps_used": 2})
+    );
+}
+
+#[test]
+fn invalid_output_runs_replay_to_the_same_invalid_model_output() {
+    let extras: [&[&str]; 3] = [&[], &["--raw"], &["--tools", "recorded"]];
+    for extra in extras {
+        let path = sample_path("invalid_model_output.full.jsonl");
+        let mut args = vec!["replay", path.as_str(), "--format", "json"];
+        args.extend_from_slice(extra);
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{extra:?}");
+        let report = json_of(&output);
+        let replayed = &report["runs"][0];
+        assert_eq!(replayed["verdict"], "faithful");
+        assert_eq!(
+            replayed["actual"],
+            json!({"outcome": "invalid_model_output", "steps_used": 2})
+        );
+    }
+}
+
+#[test]
+fn another_tool_name_than_the_recorded_one_diverges_in_both_modes() {
+    let path = replay_fixture("renamed_tool.jsonl");
+    for tools in ["live", "recorded"] {
+        let output = run(&["replay", &path, "--tools", tools, "--format", "json"]);
+        assert_eq!(output.status.code(), Some(1), "{tools}");
+        let report = json_of(&output);
+        assert_eq!(
+            report["runs"][0]["divergences"],
+            json!([{"step": 2, "what": "tool_name", "recorded": "web_search", "actual": "search"}]),
+            "{tools}"
+        );
+    }
+}
+
+#[test]
+fn raw_replay_parses_the_recorded_text_with_todays_adapter() {
+    let path = replay_fixture("raw_changed.jsonl");
+    let output = run(&["replay", &path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let output = run(&["replay", &path, "--raw", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json_of(&output);
+    assert_eq!(report["model"], "raw");
+    assert_eq!(
+        report["runs"][0]["divergences"],
+        json!([{
+            "step": 2,
+            "what": "model_turn",
+            "recorded": "finish \"12 * 7 = 84，84大于80。\"",
+            "actual": "invalid output (unexpected_field): unexpected field \"confidence\" in a finish action",
+        }])
+    );
+}
+
+#[test]
+fn check_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let out_arg = out.display().to_string();
+    let output = run(&[
+        "replay",
+        &sample_path("multi_run.jsonl"),
+        "--check",
+        "--trace",
+        &out_arg,
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        "multi-a: replayable (2 model turns, 1 observation, max_steps 5, recorded finished in 2 steps)\n\
+         multi-b: replayable (3 model turns, 3 observations, max_steps 3, recorded max_steps_exceeded in 3 steps)\n\
+         multi-c: replayable (2 model turns, 0 observations, max_steps 2, recorded invalid_model_output in 2 steps)\n\
+         3 runs of multi_run.jsonl can be replayed\n"
+    );
+    assert!(!out.exists(), "--check wrote {}", out.display());
+
+    // A run that would diverge is still replayable; the edited observation is not even run.
+    let output = run(&[
+        "replay",
+        &replay_fixture("edited_observation.jsonl"),
+        "--check",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        json_of(&output),
+        json!({
+            "source": "edited_observation.jsonl",
+            "runs": [{
+                "run_id": "edited-observation",
+                "replayable": true,
+                "model_turns": 2,
+                "observations": 1,
+                "max_steps": 5,
+                "recorded": {"outcome": "finished", "steps_used": 2},
+            }],
+        })
+    );
+
+    let output = run(&[
+        "replay",
+        &sample_path("finished.summary.jsonl"),
+        "--check",
+        "--trace",
+        &out_arg,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!out.exists());
+}
+
+/// A copy of a sample in a fresh directory, with an old modification time to compare against.
+fn copied_sample(dir: &Path, name: &str) -> (Vec<u8>, SystemTime) {
+    let path = dir.join("trace.jsonl");
+    std::fs::copy(sample(name), &path).unwrap();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    (std::fs::read(&path).unwrap(), old)
+}
+
+fn assert_unchanged(path: &Path, bytes: &[u8], mtime: SystemTime) {
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        bytes,
+        "{} changed",
+        path.display()
+    );
+    assert_eq!(
+        std::fs::metadata(path).unwrap().modified().unwrap(),
+        mtime,
+        "{} was touched",
+        path.display()
+    );
+}
+
+#[test]
+fn the_output_must_not_be_the_input_however_it_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, mtime) = copied_sample(dir.path(), "finished.full.jsonl");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("trace.jsonl", dir.path().join("link.jsonl")).unwrap();
+    std::fs::hard_link(
+        dir.path().join("trace.jsonl"),
+        dir.path().join("hard.jsonl"),
+    )
+    .unwrap();
+    let absolute = dir.path().join("trace.jsonl").display().to_string();
+    for (input, out) in [
+        ("trace.jsonl", "trace.jsonl"),
+        ("trace.jsonl", "./trace.jsonl"),
+        ("trace.jsonl", "sub/../trace.jsonl"),
+        ("trace.jsonl", absolute.as_str()),
+        ("trace.jsonl", "link.jsonl"),
+        ("link.jsonl", "trace.jsonl"),
+        ("trace.jsonl", "hard.jsonl"),
+    ] {
+        let output = looptrace()
+            .current_dir(dir.path())
+            .args(["replay", input, "--trace", out])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{input} -> {out}");
+        assert_eq!(stdout(&output), "");
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: --trace `{out}` is the input trace `{input}`: replay never writes to its \
+                 input; choose another file\n"
+            )
+        );
+        assert_unchanged(&dir.path().join("trace.jsonl"), &bytes, mtime);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hard.jsonl", "link.jsonl", "sub", "trace.jsonl"]);
+}
+
+#[test]
+fn the_rerun_is_recorded_with_replay_of_and_the_input_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, mtime) = copied_sample(dir.path(), "max_steps_exceeded.full.jsonl");
+    let input = dir.path().join("trace.jsonl");
+    let out = dir.path().join("rerun.jsonl");
+    let output = run(&[
+        "replay",
+        &input.display().to_string(),
+        "--trace",
+        &out.display().to_string(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_unchanged(&input, &bytes, mtime);
+    let replay_run_id = json_of(&output)["runs"][0]["replay_run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let contents = read_trace(&out, Default::default()).unwrap();
+    assert_eq!(contents.runs.len(), 1);
+    let rerun = &contents.runs[0];
+    assert_eq!(rerun.run_id, replay_run_id);
+    let started = rerun.started().unwrap();
+    let replay_of = started.replay_of.as_ref().unwrap();
+    assert_eq!(replay_of.source, "trace.jsonl");
+    assert_eq!(replay_of.run_id, "max_steps_exceeded-full");
+    assert_eq!(started.capture, Some(Capture::Full));
+    let recorded = read_trace(&input, Default::default()).unwrap();
+    let kinds = |run: &RecordedRun| -> Vec<(u64, String)> {
+        run.events
+            .iter()
+            .map(|(_, e)| (e.step, e.event_type.to_string()))
+            .collect()
+    };
+    assert_eq!(kinds(rerun), kinds(&recorded.runs[0]));
+
+    // The rerun is itself a replayable recording, but has no raw model text to parse again.
+    let out_arg = out.display().to_string();
+    let output = run(&["replay", &out_arg]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let output = run(&["replay", &out_arg, "--raw"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: run \"{replay_run_id}\" cannot be replayed: line 2 (model_action at step 1) \
+             has no `raw_output`; record replayable traces with `--capture full`\n"
+        )
+    );
+}
+
+#[test]
+fn hmac_summaries_are_compared_with_the_key_they_were_recorded_with() {
+    let path = replay_fixture("hmac.jsonl");
+    let with_key = |key: Option<&str>| {
+        let mut command = looptrace();
+        command.args(["replay", &path]);
+        match key {
+            Some(key) => command.env("LOOPTRACE_HASH_KEY", key),
+            None => command.env_remove("LOOPTRACE_HASH_KEY"),
+        };
+        command.output().unwrap()
+    };
+    let output = with_key(None);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "error: run \"hmac-full\" was recorded with hmac-sha256 summaries: set \
+         LOOPTRACE_HASH_KEY to the key it was recorded with\n"
+    );
+    let output = with_key(Some("another key"));
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "error: run \"hmac-full\" was recorded with another LOOPTRACE_HASH_KEY: line 1: the \
+         summary of the task does not match\n"
+    );
+    let output = with_key(Some("replay-fixture-key"));
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(
+        stdout(&output),
+        "hmac-full: faithful (finished in 4 steps)\n\
+         1 run of hmac.jsonl replayed with live tools: 1 faithful, 0 diverged\n"
+    );
+}
+
+#[test]
+fn bad_budgets_and_missing_files_are_bad_input() {
+    let output = run(&[
+        "replay",
+        &sample_path("finished.full.jsonl"),
+        "--max-steps",
+        "0",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output), "error: --max-steps must be at least 1\n");
+    let output = run(&["replay", "no/such/trace.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with("error: failed to read `no/such/trace.jsonl`: "),
+        "{}",
+        stderr(&output)
+    );
+}
+
+// The library, as a user's regression test would use it.
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.to_owned(),
+        description: "a test tool".to_owned(),
+        input_schema: json!({"type": "object"}),
+        output_description: "text".to_owned(),
+        error_description: "none".to_owned(),
+    }
+}
+
+fn registry(lookup_answer: &'static str) -> ToolRegistry {
+    let mut tools = ToolRegistry::builtin();
+    tools
+        .register(ToolDefinition::new(spec("lookup"), move |_| {
+            Ok(lookup_answer.to_owned())
+        }))
+        .unwrap();
+    tools
+        .register(ToolDefinition::new(spec("explode"), |_| {
+            panic!("boom in handler")
+        }))
+        .unwrap();
+    tools
+        .register(ToolDefinition::new(spec("refuse"), |_| {
+            Err(ToolError::new("refused", "not today"))
+        }))
+        .unwrap();
+    tools
+}
+
+fn call(name: &str) -> Action {
+    Action::ToolCall(ToolCall::new(name, Map::new()))
+}
+
+/// Records a scripted run with full capture, as a user's agent would have.
+fn record(actions: Vec<Action>, tools: &ToolRegistry) -> RecordedRun {
+    let mut events: Vec<TraceEvent> = Vec::new();
+    let options = RecorderOptions {
+        capture: Capture::Full,
+        summarizer: Summarizer::sha256(),
+        durations: false,
+        replay_of: None,
+    };
+    let mut recorder = TraceRecorder::new("user-run", options, &mut events);
+    let _ = run_agent_result(
+        &Task::new("look it up"),
+        &mut ScriptedModel::new(actions),
+        tools,
+        RunOptions { max_steps: 5 },
+        &mut recorder,
+    );
+    RecordedRun {
+        run_id: "user-run".to_owned(),
+        events: (1..).zip(events).collect(),
+    }
+}
+
+#[test]
+fn a_users_tools_are_regression_tested_on_a_recorded_run() {
+    let recorded = record(
+        vec![
+            call("lookup"),
+            call("refuse"),
+            Action::Finish(Finish {
+                answer: "done".to_owned(),
+            }),
+        ],
+        &registry("42"),
+    );
+    let options = ReplayOptions::default();
+    let same = registry("42");
+    let replay = replay_run(&recorded, ToolSource::Live(&same), options, &mut NoObserver).unwrap();
+    assert_eq!(replay.verdict, Verdict::Faithful, "{replay:?}");
+
+    let changed = registry("43");
+    let replay = replay_run(
+        &recorded,
+        ToolSource::Live(&changed),
+        options,
+        &mut NoObserver,
+    )
+    .unwrap();
+    assert_eq!(replay.verdict, Verdict::Diverged);
+    assert_eq!(replay.divergences.len(), 1);
+    let divergence = &replay.divergences[0];
+    assert_eq!(divergence.step, 1);
+    assert_eq!(divergence.what, DivergenceKind::Observation);
+    assert_eq!(divergence.recorded_text.as_deref(), Some("42"));
+    assert_eq!(divergence.actual_text.as_deref(), Some("43"));
+    assert_eq!(divergence.recorded, Summarizer::sha256().summarize("42"));
+    assert_eq!(divergence.actual, Summarizer::sha256().summarize("43"));
+
+    // Tools the replaying program does not have are served from the recording.
+    let replay = replay_run(&recorded, ToolSource::Recorded, options, &mut NoObserver).unwrap();
+    assert_eq!(replay.verdict, Verdict::Faithful);
+}
+
+#[test]
+fn a_recorded_tool_panic_replays_as_the_same_internal_error() {
+    let tools = registry("42");
+    let recorded = record(vec![call("lookup"), call("explode")], &tools);
+    assert_eq!(
+        recorded.finished().unwrap().exit_reason,
+        Some(ExitReason::InternalError)
+    );
+    let options = ReplayOptions {
+        on_divergence: OnDivergence::Continue,
+        ..ReplayOptions::default()
+    };
+    for source in [ToolSource::Live(&tools), ToolSource::Recorded] {
+        let replay = replay_run(&recorded, source, options, &mut NoObserver).unwrap();
+        assert_eq!(replay.verdict, Verdict::Faithful, "{replay:?}");
+        assert_eq!(replay.actual.outcome, "internal_error");
+        assert_eq!(replay.actual.steps_used, Some(2));
+    }
+    // A calculator-only runtime has no `lookup`: the unknown tool shows at step 1.
+    let calculator_only = ToolRegistry::builtin();
+    let replay = replay_run(
+        &recorded,
+        ToolSource::Live(&calculator_only),
+        ReplayOptions::default(),
+        &mut NoObserver,
+    )
+    .unwrap();
+    assert_eq!(replay.divergences[0].step, 1);
+    assert_eq!(replay.divergences[0].what, DivergenceKind::IsError);
+}
