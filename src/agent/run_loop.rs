@@ -99,6 +99,7 @@ pub fn run_agent(
         ExitReason::MaxStepsExceeded => Err(RunError::MaxStepsExceeded {
             steps_used: result.steps_used,
         }),
+        // `run_agent_result` returns internal errors as `Err`, so only invalid output is left.
         ExitReason::InvalidModelOutput | ExitReason::InternalError => {
             Err(RunError::InvalidModelOutput {
                 message: result.error.unwrap_or_default(),

@@ -282,16 +282,7 @@ fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.
 fn folder_name(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let clean = looptrace::eval::TaskId::sanitize(name);
     match clean.trim_matches('.') {
         "" => "suite".to_owned(),
         _ => clean,

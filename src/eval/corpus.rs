@@ -123,16 +123,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
 
 /// A valid task id from a file stem and run id: other characters become `_`, repeats get `-2`, ...
 fn unique_id(raw: &str, seen: &mut HashSet<TaskId>) -> TaskId {
-    let clean: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let clean = TaskId::sanitize(raw);
     let mut n = 1;
     loop {
         let candidate = if n == 1 {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::model::{ReplayModel, parse_json_action};
+use crate::model::{ReplayModel, json_type_name as type_name, parse_json_action};
 use crate::run::{Action, ExitReason};
 use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
 
@@ -54,6 +54,20 @@ impl TaskId {
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Text made safe for an id or a file name: characters other than letters, digits, `.`, `_`
+    /// and `-` become `_`.
+    pub fn sanitize(raw: &str) -> String {
+        raw.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
     }
 }
 
@@ -603,16 +617,5 @@ impl Checker<'_> {
             }
         }
         expect
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

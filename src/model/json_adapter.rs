@@ -130,7 +130,7 @@ fn wrong_type(field: &str, expected: &str, got: &Value) -> InvalidOutput {
 }
 
 /// The JSON type of a value, as a user would name it.
-pub(crate) fn json_type_name(value: &Value) -> &'static str {
+pub fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -63,7 +63,7 @@ impl ToolRuntime for RecordedTools {
                     message: panic_message(error, &call.tool_name),
                 });
             }
-            return Ok(error_outcome(
+            return Ok(ToolOutcome::error(
                 call,
                 NOT_RECORDED,
                 format!(
@@ -74,7 +74,7 @@ impl ToolRuntime for RecordedTools {
         };
         self.next.set(index + 1);
         if recorded.tool_name != call.tool_name {
-            return Ok(error_outcome(
+            return Ok(ToolOutcome::error(
                 call,
                 TOOL_MISMATCH,
                 format!(
@@ -99,15 +99,4 @@ impl ToolRuntime for RecordedTools {
 fn panic_message(error: &str, tool_name: &str) -> String {
     let prefix = format!("tool {tool_name:?} panicked: ");
     error.strip_prefix(&prefix).unwrap_or(error).to_owned()
-}
-
-fn error_outcome(call: &ToolCall, kind: &str, content: String) -> ToolOutcome {
-    ToolOutcome {
-        observation: Observation {
-            tool_name: call.tool_name.clone(),
-            content,
-            is_error: true,
-        },
-        error_kind: Some(kind.to_owned()),
-    }
 }

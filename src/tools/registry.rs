@@ -112,7 +112,7 @@ impl ToolRuntime for ToolRegistry {
     /// handler; the handler's `ToolError`s become error observations; a panic is a `ToolPanic`.
     fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic> {
         let Some(tool) = self.tools.get(&call.tool_name) else {
-            return Ok(error_outcome(
+            return Ok(ToolOutcome::error(
                 call,
                 "unknown_tool",
                 format!("unknown tool: {}", call.tool_name),
@@ -133,7 +133,7 @@ impl ToolRuntime for ToolRegistry {
             })
             .collect();
         if !violations.is_empty() {
-            return Ok(error_outcome(
+            return Ok(ToolOutcome::error(
                 call,
                 "invalid_arguments",
                 format!(
@@ -153,7 +153,7 @@ impl ToolRuntime for ToolRegistry {
                 },
                 error_kind: None,
             }),
-            Ok(Err(err)) => Ok(error_outcome(call, &err.kind, err.message)),
+            Ok(Err(err)) => Ok(ToolOutcome::error(call, &err.kind, err.message)),
             Err(payload) => Err(ToolPanic {
                 tool_name: call.tool_name.clone(),
                 message: panic_text(payload.as_ref()),
@@ -162,14 +162,17 @@ impl ToolRuntime for ToolRegistry {
     }
 }
 
-fn error_outcome(call: &ToolCall, kind: &str, content: String) -> ToolOutcome {
-    ToolOutcome {
-        observation: Observation {
-            tool_name: call.tool_name.clone(),
-            content,
-            is_error: true,
-        },
-        error_kind: Some(kind.to_owned()),
+impl ToolOutcome {
+    /// An expected failure of `call`: an error observation with this kind and text.
+    pub fn error(call: &ToolCall, kind: &str, content: String) -> ToolOutcome {
+        ToolOutcome {
+            observation: Observation {
+                tool_name: call.tool_name.clone(),
+                content,
+                is_error: true,
+            },
+            error_kind: Some(kind.to_owned()),
+        }
     }
 }
 
