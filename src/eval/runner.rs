@@ -17,7 +17,7 @@ use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_resu
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptedModel, ScriptedRawModel};
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
-use crate::trace::{Capture, RecorderOptions, Summarizer, TraceRecorder, TraceWriter};
+use crate::trace::{Capture, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter};
 
 /// How to run a batch.
 pub struct RunnerOptions<'a> {
@@ -134,7 +134,7 @@ fn run_one(
                     capture: options.capture,
                     summarizer: options.summarizer.clone(),
                     durations: true,
-                    replay_of: None,
+                    replay_of: replay_of(&task.model),
                 };
                 let mut observer = Counting {
                     counts: &mut counts,
@@ -181,6 +181,20 @@ fn run_one(
     };
     let kind = kind.clone();
     finish(task, options, result, kind.as_deref(), counts, started)
+}
+
+/// For replay tasks, which recording the run replays (the file name only: paths are not recorded).
+fn replay_of(model: &TaskModel) -> Option<ReplayOf> {
+    match model {
+        TaskModel::Replay { path, run } => Some(ReplayOf {
+            source: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            run_id: run.run_id.clone(),
+        }),
+        _ => None,
+    }
 }
 
 fn internal(message: String) -> RunResult {
