@@ -20,9 +20,12 @@ pub fn configured() -> Result<Option<u64>, String> {
     value
         .strip_prefix("abort_after_events:")
         .and_then(|n| n.parse::<u64>().ok())
+        .filter(|n| *n >= 1)
         .map(Some)
         .ok_or_else(|| {
-            format!("{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N")
+            format!(
+                "{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N with N >= 1"
+            )
         })
 }
 

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod fault;
 pub mod model;
 pub mod replay;
+pub mod report;
 pub mod run;
 pub mod tools;
 pub mod trace;

@@ -1,8 +1,15 @@
 //! `looptrace report`: exit-reason and failure analysis over trace files.
+//!
+//! The report is analysis: runs that failed are data, so it exits 0 whenever it was produced,
+//! and 2 on bad input (a missing file, a malformed line without `--lenient`).
 
-use clap::Args;
+use std::io::Write;
 
-use super::{CliError, CliResult};
+use clap::{Args, ValueEnum};
+
+use looptrace::report::{self, Format, Options, RenderOptions};
+
+use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace report`.
 #[derive(Debug, Args)]
@@ -10,9 +17,60 @@ pub struct ReportArgs {
     /// Trace files, folders (searched recursively for `*.jsonl`) or `-` for standard input.
     #[arg(required = true)]
     pub paths: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+    /// Also break the exit reasons down per input file.
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+    /// Skip malformed lines (counted in the warnings) instead of failing on the first.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Text tables.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Markdown tables.
+    Markdown,
+    /// Long-form CSV: section,key,subkey,metric,value.
+    Csv,
+}
+
+/// `--by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// One exit-reason table per input file.
+    File,
 }
 
 /// Runs `looptrace report`.
-pub fn run(_args: ReportArgs) -> CliResult {
-    Err(CliError::internal("report is not built yet"))
+pub fn run(args: ReportArgs) -> CliResult {
+    let (inputs, warnings) = report::collect_inputs(&args.paths).map_err(CliError::input)?;
+    let options = Options {
+        lenient: args.lenient,
+        ..Options::default()
+    };
+    let report = report::analyze(&inputs, &options, warnings).map_err(CliError::input)?;
+    let format = match args.format {
+        FormatArg::Table => Format::Table,
+        FormatArg::Json => Format::Json,
+        FormatArg::Markdown => Format::Markdown,
+        FormatArg::Csv => Format::Csv,
+    };
+    let bytes = report::render(
+        &report,
+        format,
+        RenderOptions {
+            by_file: args.by == Some(ByArg::File),
+        },
+    );
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&bytes)?;
+    stdout.flush()?;
+    Ok(Outcome::Success)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{CaptureArg, open_trace_writer, read_responses};
+use super::common::{CaptureArg, open_trace_writer, read_responses, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::{AgentError, run_agent_result};
 use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
@@ -59,6 +59,14 @@ pub fn run(args: RunArgs) -> CliResult {
     let options = looptrace::agent::RunOptions {
         max_steps: args.max_steps,
     };
+    if let Some(trace) = &args.trace
+        && same_file(trace, &args.responses)
+    {
+        return Err(CliError::input(format!(
+            "--trace would overwrite the input `{}`",
+            args.responses.display()
+        )));
+    }
     let outcome = match &args.trace {
         Some(path) => {
             let writer: TraceWriter = open_trace_writer(path, args.fsync)?;

@@ -1,9 +1,15 @@
 //! Integration tests: the library's public API and the built `looptrace` binary.
 
 mod agent_loop;
+mod bad_inputs;
+mod content_safety;
 mod eval;
+mod eval_load;
+mod faults;
 mod json_adapter;
+mod properties;
 mod replay;
+mod report;
 mod run_cli;
 mod samples;
 mod support;

@@ -1,0 +1,678 @@
+//! Per-run state and the report's totals, built per chunk of input and merged in input order.
+//!
+//! Runs are keyed by `run_id` across all inputs. A chunk keeps, per run id, the run now open for
+//! it. A run whose whole life lies in the chunk (it began there, with `run_started` or after an
+//! earlier ending of the same id) is folded into the chunk's totals when it ends and forgotten.
+//! Two kinds of partial runs leave the chunk as [`Piece`]s: the first part of an id that may
+//! continue a run from earlier input, and every run still open at the end of the chunk. An id
+//! whose first event in the chunk was `run_started` and that left no piece leaves a barrier: a
+//! run of that id still open from earlier input ended there, incomplete. [`Merger`] takes chunk
+//! results in input order and joins pieces by the same rules, so one file or many, one chunk or
+//! many, give the same numbers.
+//!
+//! The rules, as if all inputs were one stream: `run_started` begins a new run (an open run of
+//! the same id is then incomplete); an ending closes the run, and a later event of that id
+//! begins a new one; a run never closed is `incomplete`. An observation without `tool_name`
+//! belongs to the run's latest tool call.
+
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+
+use super::event::{Event, EventKind};
+use super::hash::{FastMap, fingerprint};
+use super::histogram::Histogram;
+use super::model::{BudgetExhaustion, Ending, EndingCounts};
+
+/// A string taken from a trace: borrowed from the chunk while scanning, owned in pieces.
+pub(crate) type Text<'a> = Cow<'a, [u8]>;
+
+/// Counts keyed by a string.
+pub(crate) type Counter<'a> = FastMap<Text<'a>, u64>;
+
+/// The `error_kind` of an error recorded without one (older writers).
+pub(crate) const UNCLASSIFIED: &[u8] = b"unclassified";
+
+/// The tool of an observation with no `tool_name` and no earlier tool call in its run.
+pub(crate) const UNKNOWN_TOOL: &[u8] = b"(unknown)";
+
+/// Distinct unknown event types named one by one; the rest count as `(other)`.
+const MAX_EVENT_TYPES: usize = 32;
+
+fn bump<'a>(counter: &mut Counter<'a>, key: &Text<'a>, by: u64) {
+    match counter.get_mut(key.as_ref()) {
+        Some(count) => *count += by,
+        None => {
+            counter.insert(key.clone(), by);
+        }
+    }
+}
+
+fn counter_into_owned(counter: Counter<'_>) -> Counter<'static> {
+    counter
+        .into_iter()
+        .map(|(key, count)| (Cow::Owned(key.into_owned()), count))
+        .collect()
+}
+
+fn merge_counter(into: &mut Counter<'static>, from: Counter<'static>) {
+    for (key, count) in from {
+        *into.entry(key).or_default() += count;
+    }
+}
+
+fn text_into_owned(text: Option<Text<'_>>) -> Option<Text<'static>> {
+    text.map(|text| Cow::Owned(text.into_owned()))
+}
+
+/// Calls and error observations of one tool.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ToolTotals<'a> {
+    /// `tool_call` model actions.
+    pub calls: u64,
+    /// Error observations.
+    pub errors: u64,
+    /// Error observations by `error_kind`.
+    pub errors_by_kind: Counter<'a>,
+}
+
+/// Everything the report adds up; every part is a sum, so totals merge in any order.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Totals<'a> {
+    /// Events read.
+    pub events: u64,
+    /// Runs per ending.
+    pub endings: EndingCounts,
+    /// Runs per ending per input index.
+    pub by_file: FastMap<u32, EndingCounts>,
+    /// Steps used per ending.
+    pub steps: [Histogram; 5],
+    /// The `max_steps_exceeded` runs.
+    pub budget: BudgetExhaustion,
+    /// Feedback events by `error_kind`.
+    pub feedback_by_kind: Counter<'a>,
+    /// `invalid_model_output` endings by `error_kind`.
+    pub invalid_by_kind: Counter<'a>,
+    /// `internal_error` endings by `error_kind`.
+    pub internal_by_kind: Counter<'a>,
+    /// Runs with at least one feedback event.
+    pub runs_with_feedback: u64,
+    /// Of those, the ones that ended `finished`.
+    pub recovered: u64,
+    /// Per tool.
+    pub tools: FastMap<Text<'a>, ToolTotals<'a>>,
+    /// Events of unknown types by `event_type`.
+    pub unknown_types: Counter<'a>,
+}
+
+impl<'a> Totals<'a> {
+    fn tool(&mut self, name: &Text<'a>) -> &mut ToolTotals<'a> {
+        self.tools.entry(name.clone()).or_default()
+    }
+
+    fn observation(&mut self, tool: &Text<'a>, is_error: bool, kind: &Text<'a>, count: u64) {
+        if is_error {
+            let totals = self.tool(tool);
+            totals.errors += count;
+            bump(&mut totals.errors_by_kind, kind, count);
+        }
+    }
+
+    fn unknown_type(&mut self, event_type: Text<'a>) {
+        if self.unknown_types.len() >= MAX_EVENT_TYPES
+            && !self.unknown_types.contains_key(event_type.as_ref())
+        {
+            bump(&mut self.unknown_types, &Cow::Borrowed(&b"(other)"[..]), 1);
+        } else {
+            bump(&mut self.unknown_types, &event_type, 1);
+        }
+    }
+
+    /// Credits observations that waited for their tool name to `tool`.
+    fn resolve_pending(&mut self, pending: &mut Pending<'a>, tool: &Text<'a>) {
+        for (kind, count) in pending.errors.drain(..) {
+            self.observation(tool, true, &kind, count);
+        }
+    }
+
+    /// Adds a run that is over (ended, or known to be incomplete).
+    fn fold(&mut self, run: &RunState<'a>) {
+        let closing = run.closing.as_ref();
+        let ending = closing.map_or(Ending::Incomplete, |closing| closing.ending);
+        let steps = closing
+            .and_then(|closing| closing.steps_used)
+            .or(run.max_step)
+            .unwrap_or(0);
+        self.endings.add(ending, 1);
+        self.by_file.entry(run.file).or_default().add(ending, 1);
+        self.steps[ending.index()].record(steps);
+        let kind = || {
+            closing
+                .and_then(|closing| closing.error_kind.clone())
+                .unwrap_or(Cow::Borrowed(UNCLASSIFIED))
+        };
+        match ending {
+            Ending::MaxStepsExceeded => {
+                self.budget.runs += 1;
+                self.budget.tool_successes += run.successes;
+                self.budget.tool_errors += run.tool_errors;
+                self.budget.feedback += run.feedback;
+            }
+            Ending::InvalidModelOutput => bump(&mut self.invalid_by_kind, &kind(), 1),
+            Ending::InternalError => bump(&mut self.internal_by_kind, &kind(), 1),
+            Ending::Finished | Ending::Incomplete => {}
+        }
+        if run.feedback > 0 {
+            self.runs_with_feedback += 1;
+            if ending == Ending::Finished {
+                self.recovered += 1;
+            }
+        }
+    }
+
+    /// The same totals owning their strings.
+    pub(crate) fn into_owned(self) -> Totals<'static> {
+        Totals {
+            events: self.events,
+            endings: self.endings,
+            by_file: self.by_file,
+            steps: self.steps,
+            budget: self.budget,
+            feedback_by_kind: counter_into_owned(self.feedback_by_kind),
+            invalid_by_kind: counter_into_owned(self.invalid_by_kind),
+            internal_by_kind: counter_into_owned(self.internal_by_kind),
+            runs_with_feedback: self.runs_with_feedback,
+            recovered: self.recovered,
+            tools: self
+                .tools
+                .into_iter()
+                .map(|(name, tool)| {
+                    let tool = ToolTotals {
+                        calls: tool.calls,
+                        errors: tool.errors,
+                        errors_by_kind: counter_into_owned(tool.errors_by_kind),
+                    };
+                    (Cow::Owned(name.into_owned()), tool)
+                })
+                .collect(),
+            unknown_types: counter_into_owned(self.unknown_types),
+        }
+    }
+}
+
+impl Totals<'static> {
+    /// Adds every total of `other`.
+    pub(crate) fn merge(&mut self, other: Totals<'static>) {
+        self.events += other.events;
+        self.endings.merge(&other.endings);
+        for (file, counts) in other.by_file {
+            self.by_file.entry(file).or_default().merge(&counts);
+        }
+        for (mine, theirs) in self.steps.iter_mut().zip(&other.steps) {
+            mine.merge(theirs);
+        }
+        self.budget.runs += other.budget.runs;
+        self.budget.tool_successes += other.budget.tool_successes;
+        self.budget.tool_errors += other.budget.tool_errors;
+        self.budget.feedback += other.budget.feedback;
+        merge_counter(&mut self.feedback_by_kind, other.feedback_by_kind);
+        merge_counter(&mut self.invalid_by_kind, other.invalid_by_kind);
+        merge_counter(&mut self.internal_by_kind, other.internal_by_kind);
+        self.runs_with_feedback += other.runs_with_feedback;
+        self.recovered += other.recovered;
+        for (name, tool) in other.tools {
+            let mine = self.tools.entry(name).or_default();
+            mine.calls += tool.calls;
+            mine.errors += tool.errors;
+            merge_counter(&mut mine.errors_by_kind, tool.errors_by_kind);
+        }
+        for (event_type, count) in other.unknown_types {
+            if self.unknown_types.len() >= MAX_EVENT_TYPES
+                && !self.unknown_types.contains_key(&event_type)
+            {
+                bump(
+                    &mut self.unknown_types,
+                    &Cow::Borrowed(&b"(other)"[..]),
+                    count,
+                );
+            } else {
+                bump(&mut self.unknown_types, &event_type, count);
+            }
+        }
+    }
+}
+
+/// How a run was closed.
+#[derive(Debug, Clone)]
+pub(crate) struct Closing<'a> {
+    ending: Ending,
+    error_kind: Option<Text<'a>>,
+    steps_used: Option<u64>,
+}
+
+/// Error observations waiting for the tool name of a tool call in earlier input.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pending<'a> {
+    /// Error counts by `error_kind` (few kinds, and rarely any: a list is smaller than a map).
+    errors: Vec<(Text<'a>, u64)>,
+}
+
+impl<'a> Pending<'a> {
+    fn add_error(&mut self, kind: Text<'a>) {
+        match self.errors.iter_mut().find(|(known, _)| *known == kind) {
+            Some((_, count)) => *count += 1,
+            None => self.errors.push((kind, 1)),
+        }
+    }
+}
+
+/// What the report needs of one run, or of a part of one.
+#[derive(Debug, Clone)]
+pub(crate) struct RunState<'a> {
+    /// Whether this part may continue a run from earlier input (no `run_started`, and the
+    /// first part of its id in its chunk).
+    continues: bool,
+    /// The input of its latest event.
+    file: u32,
+    max_step: Option<u64>,
+    successes: u64,
+    tool_errors: u64,
+    feedback: u64,
+    last_tool: Option<Text<'a>>,
+    pending: Pending<'a>,
+    closing: Option<Closing<'a>>,
+}
+
+impl<'a> RunState<'a> {
+    fn new(continues: bool, file: u32) -> Self {
+        RunState {
+            continues,
+            file,
+            max_step: None,
+            successes: 0,
+            tool_errors: 0,
+            feedback: 0,
+            last_tool: None,
+            pending: Pending::default(),
+            closing: None,
+        }
+    }
+
+    fn into_owned(self) -> RunState<'static> {
+        RunState {
+            continues: self.continues,
+            file: self.file,
+            max_step: self.max_step,
+            successes: self.successes,
+            tool_errors: self.tool_errors,
+            feedback: self.feedback,
+            last_tool: text_into_owned(self.last_tool),
+            pending: Pending {
+                errors: self
+                    .pending
+                    .errors
+                    .into_iter()
+                    .map(|(kind, n)| (Cow::Owned(kind.into_owned()), n))
+                    .collect(),
+            },
+            closing: self.closing.map(|closing| Closing {
+                ending: closing.ending,
+                error_kind: text_into_owned(closing.error_kind),
+                steps_used: closing.steps_used,
+            }),
+        }
+    }
+
+    /// Applies one event; returns whether it closed the run.
+    fn apply(&mut self, step: u64, kind: EventKind<'a>, totals: &mut Totals<'a>) -> bool {
+        self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
+        match kind {
+            EventKind::RunStarted | EventKind::OtherAction => {}
+            EventKind::ToolCall { tool_name } => {
+                let name = tool_name.unwrap_or(Cow::Borrowed(UNKNOWN_TOOL));
+                totals.tool(&name).calls += 1;
+                self.last_tool = Some(name);
+            }
+            EventKind::Observation {
+                tool_name,
+                is_error,
+                error_kind,
+            } => {
+                if is_error {
+                    self.tool_errors += 1;
+                } else {
+                    self.successes += 1;
+                }
+                let kind = error_kind.unwrap_or(Cow::Borrowed(UNCLASSIFIED));
+                match tool_name.as_ref().or(self.last_tool.as_ref()) {
+                    Some(tool) => totals.observation(tool, is_error, &kind, 1),
+                    None if self.continues => {
+                        if is_error {
+                            self.pending.add_error(kind);
+                        }
+                    }
+                    None => totals.observation(&Cow::Borrowed(UNKNOWN_TOOL), is_error, &kind, 1),
+                }
+            }
+            EventKind::Feedback { error_kind } => {
+                self.feedback += 1;
+                bump(
+                    &mut totals.feedback_by_kind,
+                    &error_kind.unwrap_or(Cow::Borrowed(UNCLASSIFIED)),
+                    1,
+                );
+            }
+            EventKind::Ended {
+                ending,
+                error_kind,
+                steps_used,
+            } => {
+                self.closing = Some(Closing {
+                    ending,
+                    error_kind,
+                    steps_used,
+                });
+                return true;
+            }
+            EventKind::Unknown { event_type } => totals.unknown_type(event_type),
+        }
+        false
+    }
+}
+
+/// A partial run that leaves its chunk, to be joined with the rest of its run by [`Merger`].
+#[derive(Debug, Clone)]
+pub(crate) struct Piece {
+    /// The fingerprint of its run id.
+    key: u64,
+    state: RunState<'static>,
+}
+
+/// The runs of one id within a chunk.
+#[derive(Debug)]
+struct Slot<'a> {
+    run_id: Text<'a>,
+    /// The run now open, if any.
+    open: Option<RunState<'a>>,
+    /// Whether the id's first event in the chunk was `run_started`: then whatever run of the id
+    /// earlier input left open ended there, incomplete.
+    fresh: bool,
+}
+
+/// The state of one chunk: its open runs and its totals.
+#[derive(Debug)]
+pub(crate) struct ChunkState<'a> {
+    file: u32,
+    /// The slot of each run id seen in the chunk.
+    index: FastMap<Text<'a>, usize>,
+    /// One per run id, in the order first seen.
+    slots: Vec<Slot<'a>>,
+    /// The first part of an id in the chunk that may continue earlier input, once closed, with
+    /// its slot (at most one per id).
+    heads: Vec<(usize, RunState<'a>)>,
+    /// The slot of the latest event: most events follow one of their own run.
+    last: Option<usize>,
+    totals: Totals<'a>,
+}
+
+/// Bytes of trace per run, roughly, to size a chunk's map of runs up front (low, so that small
+/// chunks do not pay for large tables).
+const BYTES_PER_RUN: usize = 8192;
+
+/// What a chunk leaves for the merge.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkParts {
+    /// The totals of the runs whose whole life lay in the chunk, and of its events.
+    pub totals: Totals<'static>,
+    /// Fingerprints of the run ids whose first event in the chunk was `run_started` and that
+    /// left no piece: a run of theirs still open from earlier input is incomplete.
+    pub barriers: Vec<u64>,
+    /// The partial runs, in the order they must be merged per id.
+    pub pieces: Vec<Piece>,
+    /// Fingerprints and names of the run ids seen, when duplicates across files are looked for.
+    pub run_ids: Vec<(u64, Vec<u8>)>,
+}
+
+impl<'a> ChunkState<'a> {
+    /// An empty state for a chunk of `len` bytes of input number `file`.
+    pub(crate) fn new(file: u32, len: usize) -> Self {
+        let runs = (len / BYTES_PER_RUN).clamp(4, 1 << 16);
+        ChunkState {
+            file,
+            index: FastMap::with_capacity_and_hasher(runs, Default::default()),
+            slots: Vec::with_capacity(runs),
+            heads: Vec::new(),
+            last: None,
+            totals: Totals::default(),
+        }
+    }
+
+    /// Applies one event of the chunk, in order.
+    pub(crate) fn apply(&mut self, event: Event<'a>) {
+        let ChunkState {
+            file,
+            index,
+            slots,
+            heads,
+            last,
+            totals,
+        } = self;
+        totals.events += 1;
+        let (at, first_in_chunk) = match *last {
+            Some(at) if same_bytes(&slots[at].run_id, &event.run_id) => (at, false),
+            _ => match index.entry(event.run_id) {
+                Entry::Occupied(entry) => (*entry.get(), false),
+                Entry::Vacant(entry) => {
+                    let fresh = event.kind == EventKind::RunStarted;
+                    slots.push(Slot {
+                        run_id: entry.key().clone(),
+                        open: None,
+                        fresh,
+                    });
+                    entry.insert(slots.len() - 1);
+                    (slots.len() - 1, true)
+                }
+            },
+        };
+        *last = Some(at);
+        let open = &mut slots[at].open;
+        if event.kind == EventKind::RunStarted {
+            if let Some(mut previous) = open.take() {
+                // Closed, as incomplete: a head piece must not be taken for an open run.
+                previous.closing = Some(Closing {
+                    ending: Ending::Incomplete,
+                    error_kind: None,
+                    steps_used: None,
+                });
+                close(at, previous, heads, totals);
+            }
+            *open = Some(RunState::new(false, *file));
+        }
+        let run = open.get_or_insert_with(|| RunState::new(first_in_chunk, *file));
+        if run.apply(event.step, event.kind, totals)
+            && let Some(run) = open.take()
+        {
+            close(at, run, heads, totals);
+        }
+    }
+
+    /// The chunk's totals, barriers and pieces; with `collect_ids`, also its distinct run ids.
+    pub(crate) fn finish(self, collect_ids: bool) -> ChunkParts {
+        let keys: Vec<u64> = self
+            .slots
+            .iter()
+            .map(|slot| fingerprint(&slot.run_id))
+            .collect();
+        let mut pieces = Vec::new();
+        // A head goes before the open run of its id; pieces of different ids are independent.
+        for (at, state) in self.heads {
+            pieces.push(Piece {
+                key: keys[at],
+                state: state.into_owned(),
+            });
+        }
+        let mut barriers = Vec::new();
+        let mut run_ids = Vec::new();
+        for (slot, &key) in self.slots.into_iter().zip(&keys) {
+            if collect_ids {
+                run_ids.push((key, slot.run_id.to_vec()));
+            }
+            match slot.open {
+                Some(state) => pieces.push(Piece {
+                    key,
+                    state: state.into_owned(),
+                }),
+                None if slot.fresh => barriers.push(key),
+                None => {}
+            }
+        }
+        ChunkParts {
+            totals: self.totals.into_owned(),
+            barriers,
+            pieces,
+            run_ids,
+        }
+    }
+}
+
+/// Byte equality without a call into `memcmp`, for the short run ids compared once per event.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut at = 0;
+    while let (Some(x), Some(y)) = (a[at..].first_chunk::<8>(), b[at..].first_chunk::<8>()) {
+        if x != y {
+            return false;
+        }
+        at += 8;
+    }
+    a[at..].iter().zip(&b[at..]).all(|(x, y)| x == y)
+}
+
+/// A run that is over within its chunk: folded, or kept as the head piece if it may continue
+/// earlier input.
+fn close<'a>(
+    at: usize,
+    run: RunState<'a>,
+    heads: &mut Vec<(usize, RunState<'a>)>,
+    totals: &mut Totals<'a>,
+) {
+    if run.continues {
+        heads.push((at, run));
+    } else {
+        totals.fold(&run);
+    }
+}
+
+/// A run left open between chunks, kept small: a run that never ends stays open until the end
+/// of the input, since only then is it known to be incomplete.
+#[derive(Debug, Clone, Copy)]
+struct OpenRun {
+    file: u32,
+    /// An index into [`Merger::tool_names`].
+    last_tool: Option<u32>,
+    max_step: Option<u64>,
+    successes: u64,
+    tool_errors: u64,
+    feedback: u64,
+}
+
+impl OpenRun {
+    /// The run as a state to fold (as incomplete).
+    fn state(&self) -> RunState<'static> {
+        RunState {
+            max_step: self.max_step,
+            successes: self.successes,
+            tool_errors: self.tool_errors,
+            feedback: self.feedback,
+            ..RunState::new(false, self.file)
+        }
+    }
+}
+
+/// Joins chunk results in input order.
+#[derive(Debug, Default)]
+pub(crate) struct Merger {
+    /// The runs open so far, by fingerprint of their run id (two ids sharing a 64-bit
+    /// fingerprint while both open is too unlikely to matter).
+    open: FastMap<u64, OpenRun>,
+    /// The tools named by open runs' latest calls.
+    tool_names: Vec<Vec<u8>>,
+    tool_index: FastMap<Vec<u8>, u32>,
+    totals: Totals<'static>,
+}
+
+impl Merger {
+    /// Adds the next chunk's results.
+    pub(crate) fn add(&mut self, parts: ChunkParts) {
+        self.totals.merge(parts.totals);
+        for key in parts.barriers {
+            if let Some(previous) = self.open.remove(&key) {
+                self.totals.fold(&previous.state());
+            }
+        }
+        for piece in parts.pieces {
+            self.add_piece(piece);
+        }
+    }
+
+    fn add_piece(&mut self, piece: Piece) {
+        let Piece { key, mut state } = piece;
+        let previous = self.open.remove(&key);
+        if state.continues {
+            let tool = match previous.and_then(|previous| previous.last_tool) {
+                Some(at) => Cow::Owned(self.tool_names[at as usize].clone()),
+                None => Cow::Borrowed(UNKNOWN_TOOL),
+            };
+            self.totals.resolve_pending(&mut state.pending, &tool);
+            if let Some(previous) = previous {
+                state.max_step = match (previous.max_step, state.max_step) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                state.successes += previous.successes;
+                state.tool_errors += previous.tool_errors;
+                state.feedback += previous.feedback;
+                if state.last_tool.is_none() && previous.last_tool.is_some() {
+                    state.last_tool = Some(tool);
+                }
+            }
+            state.continues = false;
+        } else if let Some(previous) = previous {
+            self.totals.fold(&previous.state());
+        }
+        if state.closing.is_some() {
+            self.totals.fold(&state);
+            return;
+        }
+        let last_tool = state
+            .last_tool
+            .map(|name| match self.tool_index.get(name.as_ref()) {
+                Some(&at) => at,
+                None => {
+                    let at = self.tool_names.len() as u32;
+                    self.tool_names.push(name.to_vec());
+                    self.tool_index.insert(name.into_owned(), at);
+                    at
+                }
+            });
+        let open = OpenRun {
+            file: state.file,
+            last_tool,
+            max_step: state.max_step,
+            successes: state.successes,
+            tool_errors: state.tool_errors,
+            feedback: state.feedback,
+        };
+        self.open.insert(key, open);
+    }
+
+    /// The totals, with every run still open counted as incomplete.
+    pub(crate) fn finish(mut self) -> Totals<'static> {
+        for (_, run) in std::mem::take(&mut self.open) {
+            self.totals.fold(&run.state());
+        }
+        self.totals
+    }
+}

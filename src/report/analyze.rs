@@ -1,0 +1,457 @@
+//! Producing a report: split the inputs into chunks, scan them on worker threads, merge the
+//! results in input order, and turn the totals into a [`Report`].
+//!
+//! Workers take chunks of regular files in order from a shared counter and read them at their
+//! offsets; the calling thread merges each chunk's result as soon as all chunks before it are
+//! merged (results that arrive early wait in a small reorder buffer), and reads streams
+//! (standard input, pipes) itself when their turn comes. Memory is a chunk buffer per worker,
+//! the runs open across chunk boundaries, and the totals (tools, error kinds, step histograms);
+//! with more than one input, also one fingerprint per distinct run id (about 24 bytes each)
+//! to find run ids that appear in two inputs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use super::aggregate::{Merger, Totals};
+use super::chunk::{ChunkReport, ScanSettings, scan_chunk};
+use super::error::ReportError;
+use super::hash::FastMap;
+use super::input::{Input, Source, for_each_stream_block, read_chunk};
+use super::model::{
+    Ending, FileEndings, InputTotals, InvalidOutput, Report, StepStats, ToolReport, Warning,
+};
+
+/// Run ids found in more than one input that are named one by one.
+const MAX_LISTED_DUPLICATES: usize = 20;
+
+/// How to read the inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Skip and count malformed lines instead of failing on the first.
+    pub lenient: bool,
+    /// Bytes per chunk of a file (each chunk is read and scanned by one thread).
+    pub chunk_size: usize,
+    /// The longest line accepted, in bytes.
+    pub max_line: usize,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+impl Default for Options {
+    /// Strict, 8 MiB chunks, 16 MiB lines, one worker per core.
+    fn default() -> Self {
+        Options {
+            lenient: false,
+            chunk_size: 8 << 20,
+            max_line: 16 << 20,
+            threads: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
+        }
+    }
+}
+
+/// One piece of work: a chunk of a regular file, or a whole stream.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Chunk { input: u32, index: u64 },
+    Stream { input: u32 },
+}
+
+/// Reads every input and computes the report; `warnings` (from collecting the inputs) come first.
+pub fn analyze(
+    inputs: &[Input],
+    options: &Options,
+    warnings: Vec<Warning>,
+) -> Result<Report, ReportError> {
+    let options = Options {
+        chunk_size: options.chunk_size.max(1),
+        max_line: options.max_line.max(1),
+        threads: options.threads.max(1),
+        ..*options
+    };
+    let units = plan(inputs, options.chunk_size)?;
+    let settings = ScanSettings {
+        lenient: options.lenient,
+        max_line: options.max_line,
+        collect_ids: inputs.len() > 1,
+    };
+    let mut merge = Merge::new(inputs, warnings);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let workers = options.threads.min(
+        units
+            .iter()
+            .filter(|unit| matches!(unit, Unit::Chunk { .. }))
+            .count(),
+    );
+    std::thread::scope(|scope| {
+        let (sender, receiver) = mpsc::channel::<(usize, Result<ChunkReport, ReportError>)>();
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let (units, next, stop) = (&units, &next, &stop);
+            scope.spawn(move || {
+                let mut buf = Vec::new();
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&unit) = units.get(at) else { break };
+                    let Unit::Chunk { input, index } = unit else {
+                        continue;
+                    };
+                    let result = scan_file_chunk(
+                        &inputs[input as usize],
+                        input,
+                        index,
+                        options,
+                        settings,
+                        &mut buf,
+                    );
+                    if result
+                        .as_ref()
+                        .map_or(true, |report| report.error.is_some())
+                    {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    if sender.send((at, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let result = merge_in_order(&units, inputs, options, settings, &receiver, &mut merge);
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        result
+    })?;
+    Ok(merge.into_report())
+}
+
+/// The units of work, in input order.
+fn plan(inputs: &[Input], chunk_size: usize) -> Result<Vec<Unit>, ReportError> {
+    let mut units = Vec::new();
+    for (input, item) in (0u32..).zip(inputs) {
+        match &item.source {
+            Source::Stdin => units.push(Unit::Stream { input }),
+            Source::Path(path) => {
+                let metadata = std::fs::metadata(path).map_err(|source| ReportError::Read {
+                    path: item.name.clone(),
+                    source,
+                })?;
+                if metadata.is_file() {
+                    let chunks = metadata.len().div_ceil(chunk_size as u64).max(1);
+                    units.extend((0..chunks).map(|index| Unit::Chunk { input, index }));
+                } else {
+                    units.push(Unit::Stream { input });
+                }
+            }
+        }
+    }
+    Ok(units)
+}
+
+fn scan_file_chunk(
+    item: &Input,
+    input: u32,
+    index: u64,
+    options: Options,
+    settings: ScanSettings,
+    buf: &mut Vec<u8>,
+) -> Result<ChunkReport, ReportError> {
+    let read_error = |source| ReportError::Read {
+        path: item.name.clone(),
+        source,
+    };
+    let Source::Path(path) = &item.source else {
+        return Err(read_error(io::Error::other("not a file")));
+    };
+    let file = File::open(path).map_err(read_error)?;
+    let block =
+        read_chunk(&file, index, options.chunk_size, options.max_line, buf).map_err(read_error)?;
+    Ok(scan_chunk(
+        &buf[block.start..block.end],
+        input,
+        block.at_eof,
+        settings,
+    ))
+}
+
+/// Merges the unit results in order, reading streams on this thread when their turn comes.
+fn merge_in_order(
+    units: &[Unit],
+    inputs: &[Input],
+    options: Options,
+    settings: ScanSettings,
+    receiver: &mpsc::Receiver<(usize, Result<ChunkReport, ReportError>)>,
+    merge: &mut Merge,
+) -> Result<(), ReportError> {
+    let mut early: BTreeMap<usize, Result<ChunkReport, ReportError>> = BTreeMap::new();
+    for (at, unit) in units.iter().enumerate() {
+        match *unit {
+            Unit::Stream { input } => {
+                scan_stream(&inputs[input as usize], input, options, settings, merge)?
+            }
+            Unit::Chunk { input, .. } => {
+                let result = loop {
+                    if let Some(result) = early.remove(&at) {
+                        break result;
+                    }
+                    match receiver.recv() {
+                        Ok((done, result)) => {
+                            early.insert(done, result);
+                        }
+                        Err(_) => {
+                            let source = io::Error::other("a worker stopped early");
+                            return Err(ReportError::Read {
+                                path: inputs[input as usize].name.clone(),
+                                source,
+                            });
+                        }
+                    }
+                };
+                merge.add(input, result?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scan_stream(
+    item: &Input,
+    input: u32,
+    options: Options,
+    settings: ScanSettings,
+    merge: &mut Merge,
+) -> Result<(), ReportError> {
+    let read_error = |source| ReportError::Read {
+        path: item.name.clone(),
+        source,
+    };
+    let mut outcome = Ok(());
+    let mut scan = |block: &[u8], at_eof: bool| {
+        outcome = merge.add(input, scan_chunk(block, input, at_eof, settings));
+        outcome.is_ok()
+    };
+    match &item.source {
+        Source::Stdin => for_each_stream_block(
+            io::stdin().lock(),
+            options.chunk_size,
+            options.max_line,
+            &mut scan,
+        ),
+        Source::Path(path) => {
+            let file = File::open(path).map_err(read_error)?;
+            for_each_stream_block(file, options.chunk_size, options.max_line, &mut scan)
+        }
+    }
+    .map_err(read_error)?;
+    outcome
+}
+
+/// Per input: lines so far, and lines skipped under `--lenient`.
+#[derive(Debug, Default)]
+struct InputProgress {
+    lines: u64,
+    skipped: u64,
+    first_skipped: Option<(u64, String)>,
+}
+
+/// The merge of all chunk results so far.
+struct Merge<'i> {
+    inputs: &'i [Input],
+    progress: Vec<InputProgress>,
+    merger: Merger,
+    warnings: Vec<Warning>,
+    /// The first input of each run id fingerprint seen (only with more than one input).
+    first_input: FastMap<u64, u32>,
+    /// Run ids found in more than one input: name and inputs, in the order found.
+    duplicates: Vec<(u64, String, Vec<u32>)>,
+    duplicate_index: HashMap<u64, usize>,
+    more_duplicates: u64,
+}
+
+impl<'i> Merge<'i> {
+    fn new(inputs: &'i [Input], warnings: Vec<Warning>) -> Self {
+        Merge {
+            inputs,
+            progress: inputs.iter().map(|_| InputProgress::default()).collect(),
+            merger: Merger::default(),
+            warnings,
+            first_input: FastMap::default(),
+            duplicates: Vec::new(),
+            duplicate_index: HashMap::new(),
+            more_duplicates: 0,
+        }
+    }
+
+    /// Adds the next chunk of input number `input`.
+    fn add(&mut self, input: u32, report: ChunkReport) -> Result<(), ReportError> {
+        let name = &self.inputs[input as usize].name;
+        let progress = &mut self.progress[input as usize];
+        let base = progress.lines;
+        if let Some((line, problem)) = report.error {
+            return Err(ReportError::Line {
+                path: name.clone(),
+                line: base + line,
+                problem,
+            });
+        }
+        progress.lines += report.lines;
+        progress.skipped += report.skipped;
+        if let (None, Some((line, problem))) = (&progress.first_skipped, report.first_skipped) {
+            progress.first_skipped = Some((base + line, problem.to_string()));
+        }
+        if let Some(line) = report.truncated {
+            self.warnings.push(Warning::TruncatedTail {
+                file: name.clone(),
+                line: base + line,
+            });
+        }
+        for (fingerprint, run_id) in report.parts.run_ids.iter() {
+            self.note_run_id(*fingerprint, run_id, input);
+        }
+        self.merger.add(report.parts);
+        Ok(())
+    }
+
+    fn note_run_id(&mut self, fingerprint: u64, run_id: &[u8], input: u32) {
+        let first = *self.first_input.entry(fingerprint).or_insert(input);
+        if first == input {
+            return;
+        }
+        match self.duplicate_index.get(&fingerprint) {
+            Some(&at) => {
+                let files = &mut self.duplicates[at].2;
+                if files.last() != Some(&input) {
+                    files.push(input);
+                }
+            }
+            None if self.duplicates.len() < MAX_LISTED_DUPLICATES => {
+                self.duplicate_index
+                    .insert(fingerprint, self.duplicates.len());
+                self.duplicates.push((
+                    fingerprint,
+                    String::from_utf8_lossy(run_id).into_owned(),
+                    vec![first, input],
+                ));
+            }
+            None => {
+                self.duplicate_index.insert(fingerprint, usize::MAX);
+                self.more_duplicates += 1;
+            }
+        }
+    }
+
+    fn into_report(self) -> Report {
+        let Merge {
+            inputs,
+            progress,
+            merger,
+            mut warnings,
+            duplicates,
+            more_duplicates,
+            ..
+        } = self;
+        let totals = merger.finish();
+        for (item, progress) in inputs.iter().zip(&progress) {
+            if let Some((first_line, first_problem)) = &progress.first_skipped {
+                warnings.push(Warning::SkippedLines {
+                    file: item.name.clone(),
+                    count: progress.skipped,
+                    first_line: *first_line,
+                    first_problem: first_problem.clone(),
+                });
+            }
+        }
+        let mut unknown: Vec<(String, u64)> = totals
+            .unknown_types
+            .iter()
+            .map(|(name, count)| (text(name), *count))
+            .collect();
+        unknown.sort();
+        for (event_type, count) in unknown {
+            warnings.push(Warning::UnknownEventType { event_type, count });
+        }
+        for (_, run_id, files) in duplicates {
+            let files = files
+                .iter()
+                .map(|&input| inputs[input as usize].name.clone())
+                .collect();
+            warnings.push(Warning::DuplicateRunId { run_id, files });
+        }
+        if more_duplicates > 0 {
+            warnings.push(Warning::MoreDuplicateRunIds {
+                count: more_duplicates,
+            });
+        }
+        build_report(inputs, &progress, totals, warnings)
+    }
+}
+
+/// A string from a trace (checked UTF-8 when scanned) for the report.
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn sorted(counter: &FastMap<std::borrow::Cow<'static, [u8]>, u64>) -> BTreeMap<String, u64> {
+    counter
+        .iter()
+        .map(|(key, count)| (text(key), *count))
+        .collect()
+}
+
+fn build_report(
+    inputs: &[Input],
+    progress: &[InputProgress],
+    totals: Totals<'static>,
+    warnings: Vec<Warning>,
+) -> Report {
+    let by_file = (0u32..)
+        .zip(inputs)
+        .map(|(input, item)| FileEndings {
+            file: item.name.clone(),
+            exit_reasons: totals.by_file.get(&input).copied().unwrap_or_default(),
+        })
+        .collect();
+    let mut tools: Vec<ToolReport> = totals
+        .tools
+        .iter()
+        .map(|(name, tool)| ToolReport {
+            name: text(name),
+            calls: tool.calls,
+            errors: tool.errors,
+            errors_by_kind: sorted(&tool.errors_by_kind),
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut steps = [StepStats::default(); 5];
+    for ending in Ending::ALL {
+        steps[ending.index()] = totals.steps[ending.index()].stats();
+    }
+    Report {
+        input: InputTotals {
+            files: inputs.len() as u64,
+            lines: progress.iter().map(|p| p.lines).sum(),
+            events: totals.events,
+            skipped_lines: progress.iter().map(|p| p.skipped).sum(),
+        },
+        exit_reasons: totals.endings,
+        by_file,
+        budget: totals.budget,
+        invalid_output: InvalidOutput {
+            feedback_by_kind: sorted(&totals.feedback_by_kind),
+            endings_by_kind: sorted(&totals.invalid_by_kind),
+            runs_with_feedback: totals.runs_with_feedback,
+            recovered: totals.recovered,
+        },
+        tools,
+        steps,
+        internal_errors: sorted(&totals.internal_by_kind),
+        warnings,
+    }
+}

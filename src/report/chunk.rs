@@ -1,0 +1,94 @@
+//! Scanning one line-aligned chunk of an input: split it into lines, read each as an event and
+//! apply it to the chunk's runs, tolerating what the trace format allows.
+//!
+//! Line numbers here count from the chunk's first line; the merge adds the lines of the chunks
+//! before it. A chunk ends at a newline except the last one of an input (which may hold a
+//! cut-off line) and one stopped inside a line longer than the limit.
+
+use memchr::memchr;
+
+use super::aggregate::{ChunkParts, ChunkState};
+use super::error::LineError;
+use super::event::parse_event;
+
+/// How to scan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScanSettings {
+    /// Skip and count malformed lines instead of failing.
+    pub lenient: bool,
+    /// The longest line accepted, in bytes.
+    pub max_line: usize,
+    /// Collect the chunk's run ids to find ids appearing in two inputs.
+    pub collect_ids: bool,
+}
+
+/// What scanning one chunk found.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkReport {
+    /// The runs and totals, for the merge.
+    pub parts: ChunkParts,
+    /// Lines that start in the chunk.
+    pub lines: u64,
+    /// Lines skipped under `--lenient`.
+    pub skipped: u64,
+    /// The first skipped line and what is wrong with it.
+    pub first_skipped: Option<(u64, LineError)>,
+    /// The cut-off last line of the input, if this chunk ends the input with one.
+    pub truncated: Option<u64>,
+    /// The first malformed line, if not lenient: the chunk stopped there.
+    pub error: Option<(u64, LineError)>,
+}
+
+/// Scans `data`, a line-aligned chunk of input number `file`; `at_eof` says it ends the input.
+pub(crate) fn scan_chunk(
+    data: &[u8],
+    file: u32,
+    at_eof: bool,
+    settings: ScanSettings,
+) -> ChunkReport {
+    let mut report = ChunkReport::default();
+    let mut state = ChunkState::new(file, data.len());
+    let mut start = 0;
+    while start < data.len() {
+        let (end, terminated) = match memchr(b'\n', &data[start..]) {
+            Some(offset) => (start + offset, true),
+            None => (data.len(), false),
+        };
+        let line = &data[start..end];
+        start = end + usize::from(terminated);
+        report.lines += 1;
+        let problem = if line.len() > settings.max_line {
+            LineError::TooLong {
+                limit: settings.max_line,
+            }
+        } else if is_blank(line) {
+            continue;
+        } else {
+            match parse_event(line) {
+                Ok(event) => {
+                    state.apply(event);
+                    continue;
+                }
+                Err(problem) => problem,
+            }
+        };
+        if !terminated && at_eof && !matches!(problem, LineError::TooLong { .. }) {
+            report.truncated = Some(report.lines);
+        } else if settings.lenient {
+            report.skipped += 1;
+            if report.first_skipped.is_none() {
+                report.first_skipped = Some((report.lines, problem));
+            }
+        } else {
+            report.error = Some((report.lines, problem));
+            return report;
+        }
+    }
+    report.parts = state.finish(settings.collect_ids);
+    report
+}
+
+/// Whether a line holds only whitespace (a `\r` of a `\r\n` line end included).
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
+}

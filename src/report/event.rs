@@ -1,0 +1,172 @@
+//! One trace event as the report sees it: the scanned fields sorted into the event kinds of the
+//! trace format, with the fallbacks for older writers.
+
+use std::borrow::Cow;
+
+use super::error::LineError;
+use super::model::Ending;
+use super::scan::{key_number, name, scan_line};
+
+const RUN_STARTED: u128 = name(b"run_started");
+const MODEL_ACTION: u128 = name(b"model_action");
+const TOOL_CALL: u128 = name(b"tool_call");
+const OBSERVATION: u128 = name(b"observation");
+const MODEL_FEEDBACK: u128 = name(b"model_feedback");
+const RUN_FINISHED: u128 = name(b"run_finished");
+const INTERNAL_ERROR: u128 = name(b"internal_error");
+
+/// An event of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Event<'a> {
+    /// The run it belongs to.
+    pub run_id: Cow<'a, [u8]>,
+    /// Its step.
+    pub step: u64,
+    /// What happened.
+    pub kind: EventKind<'a>,
+}
+
+/// What an event records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EventKind<'a> {
+    /// `run_started`.
+    RunStarted,
+    /// A `model_action` calling a tool.
+    ToolCall {
+        /// The tool, if named.
+        tool_name: Option<Cow<'a, [u8]>>,
+    },
+    /// Any other `model_action` (`finish`).
+    OtherAction,
+    /// An `observation`.
+    Observation {
+        /// The tool, if named (older writers leave it out).
+        tool_name: Option<Cow<'a, [u8]>>,
+        /// Whether the tool call failed (missing: whether there is an `error_kind`).
+        is_error: bool,
+        /// Why, if it did.
+        error_kind: Option<Cow<'a, [u8]>>,
+    },
+    /// A `model_feedback` on invalid model output.
+    Feedback {
+        /// The adapter's kind, if recorded.
+        error_kind: Option<Cow<'a, [u8]>>,
+    },
+    /// `run_finished`, or a bare `internal_error` event of writers following the write-up.
+    Ended {
+        /// How the run ended.
+        ending: Ending,
+        /// Why, if recorded.
+        error_kind: Option<Cow<'a, [u8]>>,
+        /// `steps_used`, if recorded.
+        steps_used: Option<u64>,
+    },
+    /// An event type this version does not know.
+    Unknown {
+        /// Its `event_type`.
+        event_type: Cow<'a, [u8]>,
+    },
+}
+
+/// Reads one non-blank line (without its `\n`) as an event.
+pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
+    let fields = scan_line(line)?;
+    let run_id = fields.run_id.ok_or(LineError::MissingField("run_id"))?;
+    let event_type = fields
+        .event_type
+        .ok_or(LineError::MissingField("event_type"))?;
+    let step = fields.step.ok_or(LineError::MissingField("step"))?;
+    let ending = match fields.exit_reason {
+        Some(name) => {
+            let name = String::from_utf8_lossy(&name);
+            let ending = Ending::from_exit_reason(&name);
+            Some(ending.ok_or_else(|| LineError::UnknownExitReason(name.into_owned()))?)
+        }
+        None => None,
+    };
+    let kind = match key_number(&event_type) {
+        RUN_STARTED => EventKind::RunStarted,
+        MODEL_ACTION => match fields.action_type.as_deref().map(key_number) {
+            Some(TOOL_CALL) => EventKind::ToolCall {
+                tool_name: fields.tool_name,
+            },
+            _ => EventKind::OtherAction,
+        },
+        OBSERVATION => EventKind::Observation {
+            tool_name: fields.tool_name,
+            is_error: fields.is_error.unwrap_or(fields.error_kind.is_some()),
+            error_kind: fields.error_kind,
+        },
+        MODEL_FEEDBACK => EventKind::Feedback {
+            error_kind: fields.error_kind,
+        },
+        RUN_FINISHED => EventKind::Ended {
+            ending: ending.ok_or(LineError::MissingField("exit_reason"))?,
+            error_kind: fields.error_kind,
+            steps_used: fields.steps_used,
+        },
+        INTERNAL_ERROR => EventKind::Ended {
+            ending: Ending::InternalError,
+            error_kind: fields.error_kind,
+            steps_used: fields.steps_used,
+        },
+        _ => EventKind::Unknown { event_type },
+    };
+    Ok(Event { run_id, step, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_write_up_lines() {
+        let event = parse_event(br#"{"run_id":"r1","step":1,"event_type":"observation","output":"chars=2;sha256=...","is_error":false}"#).unwrap();
+        assert_eq!(
+            event.kind,
+            EventKind::Observation {
+                tool_name: None,
+                is_error: false,
+                error_kind: None
+            }
+        );
+        let event = parse_event(
+            br#"{"run_id":"r1","step":2,"event_type":"run_finished","exit_reason":"finished"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            event.kind,
+            EventKind::Ended {
+                ending: Ending::Finished,
+                error_kind: None,
+                steps_used: None
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_events_without_their_required_fields() {
+        assert_eq!(
+            parse_event(br#"{"step":0,"event_type":"run_started"}"#),
+            Err(LineError::MissingField("run_id"))
+        );
+        assert_eq!(
+            parse_event(br#"{"run_id":"r","step":0}"#),
+            Err(LineError::MissingField("event_type"))
+        );
+        assert_eq!(
+            parse_event(br#"{"run_id":"r","event_type":"x"}"#),
+            Err(LineError::MissingField("step"))
+        );
+        assert_eq!(
+            parse_event(br#"{"run_id":"r","step":1,"event_type":"run_finished"}"#),
+            Err(LineError::MissingField("exit_reason"))
+        );
+        assert_eq!(
+            parse_event(
+                br#"{"run_id":"r","step":1,"event_type":"run_finished","exit_reason":"timeout"}"#
+            ),
+            Err(LineError::UnknownExitReason("timeout".to_owned()))
+        );
+    }
+}

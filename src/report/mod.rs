@@ -1,0 +1,28 @@
+//! `looptrace report`: how the runs in any number of trace files ended and why.
+//!
+//! [`collect_inputs`] turns paths into [`Input`]s, [`analyze`] reads them (in parallel, in
+//! line-aligned chunks, keeping only the fields the report needs) into a [`Report`], and
+//! [`render`] turns the report into a table, JSON, Markdown or CSV. Runs are keyed by `run_id`
+//! across all inputs, so the numbers do not depend on how the lines are split into files.
+
+mod aggregate;
+mod analyze;
+mod chunk;
+mod error;
+mod event;
+mod hash;
+mod histogram;
+mod input;
+mod model;
+mod render;
+mod scan;
+
+pub use analyze::{Options, analyze};
+pub use error::{LineError, ReportError};
+pub use input::{Input, Source, collect_inputs};
+pub use model::{
+    BudgetExhaustion, Ending, EndingCounts, FileEndings, InputTotals, InvalidOutput, Report,
+    StepStats, StepSummary, ToolReport, Warning,
+};
+pub use render::{Format, RenderOptions, render};
+pub use scan::{Fields, scan_line};

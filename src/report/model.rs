@@ -1,0 +1,297 @@
+//! The report's data: what every renderer shows, computed once from all inputs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// How a run ended, as the report counts it: the four exit reasons of the trace format, and
+/// `incomplete` for a run with no ending at all (the process died), never folded into another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ending {
+    /// `finished`: the model gave an answer.
+    Finished,
+    /// `max_steps_exceeded`: the step budget ran out.
+    MaxStepsExceeded,
+    /// `invalid_model_output`: the model kept producing output the adapter could not read.
+    InvalidModelOutput,
+    /// `internal_error`: a bug or a broken dependency stopped the run.
+    InternalError,
+    /// No `run_finished` (nor bare `internal_error`) event.
+    Incomplete,
+}
+
+impl Ending {
+    /// Every ending, in the order the report shows them.
+    pub const ALL: [Ending; 5] = [
+        Ending::Finished,
+        Ending::MaxStepsExceeded,
+        Ending::InvalidModelOutput,
+        Ending::InternalError,
+        Ending::Incomplete,
+    ];
+
+    /// The name used in traces and in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Finished => "finished",
+            Ending::MaxStepsExceeded => "max_steps_exceeded",
+            Ending::InvalidModelOutput => "invalid_model_output",
+            Ending::InternalError => "internal_error",
+            Ending::Incomplete => "incomplete",
+        }
+    }
+
+    /// The exit reason named `name` in a trace (`incomplete` is never written, so it is not one).
+    pub fn from_exit_reason(name: &str) -> Option<Ending> {
+        match name {
+            "finished" => Some(Ending::Finished),
+            "max_steps_exceeded" => Some(Ending::MaxStepsExceeded),
+            "invalid_model_output" => Some(Ending::InvalidModelOutput),
+            "internal_error" => Some(Ending::InternalError),
+            _ => None,
+        }
+    }
+
+    /// The position of this ending in [`Ending::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A number of runs per ending.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EndingCounts([u64; 5]);
+
+impl EndingCounts {
+    /// The runs that ended with `ending`.
+    pub fn get(&self, ending: Ending) -> u64 {
+        self.0[ending.index()]
+    }
+
+    /// Counts `runs` more runs ending with `ending`.
+    pub fn add(&mut self, ending: Ending, runs: u64) {
+        self.0[ending.index()] += runs;
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &EndingCounts) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+    }
+
+    /// All runs.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Report {
+    /// How much input was read.
+    pub input: InputTotals,
+    /// Runs per ending over all inputs.
+    pub exit_reasons: EndingCounts,
+    /// Runs per ending for each input, in input order.
+    pub by_file: Vec<FileEndings>,
+    /// How the runs that hit the step budget spent their steps.
+    pub budget: BudgetExhaustion,
+    /// Feedback on invalid model output and `invalid_model_output` endings.
+    pub invalid_output: InvalidOutput,
+    /// Per tool, sorted by name.
+    pub tools: Vec<ToolReport>,
+    /// Steps used per ending, in the order of [`Ending::ALL`].
+    pub steps: [StepStats; 5],
+    /// `internal_error` endings by `error_kind`.
+    pub internal_errors: BTreeMap<String, u64>,
+    /// Everything the reader tolerated, in input order.
+    pub warnings: Vec<Warning>,
+}
+
+/// How much input was read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct InputTotals {
+    /// Input files (standard input counts as one).
+    pub files: u64,
+    /// Lines, blank and skipped ones included.
+    pub lines: u64,
+    /// Events read.
+    pub events: u64,
+    /// Malformed lines skipped under `--lenient`.
+    pub skipped_lines: u64,
+}
+
+/// Runs per ending of one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEndings {
+    /// The input's name.
+    pub file: String,
+    /// Its runs: a run belongs to the file holding its ending, or its last event if incomplete.
+    pub exit_reasons: EndingCounts,
+}
+
+/// Totals over the runs that ended `max_steps_exceeded`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetExhaustion {
+    /// Runs that ended `max_steps_exceeded`.
+    pub runs: u64,
+    /// Their observations that were not errors.
+    pub tool_successes: u64,
+    /// Their error observations.
+    pub tool_errors: u64,
+    /// Their `model_feedback` events.
+    pub feedback: u64,
+}
+
+/// Feedback on invalid model output, and how those runs ended.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct InvalidOutput {
+    /// `model_feedback` events by `error_kind`.
+    pub feedback_by_kind: BTreeMap<String, u64>,
+    /// `invalid_model_output` endings by `error_kind`.
+    pub endings_by_kind: BTreeMap<String, u64>,
+    /// Runs with at least one `model_feedback` event.
+    pub runs_with_feedback: u64,
+    /// Of those, the runs that still ended `finished`.
+    pub recovered: u64,
+}
+
+/// Calls and errors of one tool.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ToolReport {
+    /// The tool's name (`(unknown)` for observations of older writers with no earlier call).
+    pub name: String,
+    /// `tool_call` model actions naming the tool.
+    pub calls: u64,
+    /// Error observations of the tool.
+    pub errors: u64,
+    /// Error observations by `error_kind`.
+    pub errors_by_kind: BTreeMap<String, u64>,
+}
+
+/// The distribution of steps used by the runs with one ending.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StepStats {
+    /// Runs counted.
+    pub runs: u64,
+    /// Fewest steps, median, 90th percentile (nearest rank) and most steps; `None` with no runs.
+    pub summary: Option<StepSummary>,
+}
+
+/// Order statistics of steps used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSummary {
+    /// Fewest steps.
+    pub min: u64,
+    /// Nearest-rank median: the smallest value with at least half the runs at or below it.
+    pub median: u64,
+    /// Nearest-rank 90th percentile.
+    pub p90: u64,
+    /// Most steps.
+    pub max: u64,
+}
+
+/// Something the reader tolerated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The last line of a file has no newline and does not parse (a crash mid-write).
+    TruncatedTail {
+        /// The input.
+        file: String,
+        /// The line's number.
+        line: u64,
+    },
+    /// Malformed lines skipped under `--lenient`.
+    SkippedLines {
+        /// The input.
+        file: String,
+        /// How many lines.
+        count: u64,
+        /// The first one's number.
+        first_line: u64,
+        /// What is wrong with the first one.
+        first_problem: String,
+    },
+    /// Events of a type this version does not know (counted, otherwise ignored).
+    UnknownEventType {
+        /// The `event_type` (`(other)` past the first 32 distinct ones).
+        event_type: String,
+        /// How many events.
+        count: u64,
+    },
+    /// A run id found in more than one input.
+    DuplicateRunId {
+        /// The run id.
+        run_id: String,
+        /// The inputs holding it, in input order.
+        files: Vec<String>,
+    },
+    /// More run ids found in more than one input than are listed one by one.
+    MoreDuplicateRunIds {
+        /// How many more.
+        count: u64,
+    },
+    /// A folder holds no `*.jsonl` file.
+    NoTraceFiles {
+        /// The folder.
+        folder: String,
+    },
+}
+
+impl Warning {
+    /// A short machine-readable name of the warning's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Warning::TruncatedTail { .. } => "truncated_tail",
+            Warning::SkippedLines { .. } => "skipped_lines",
+            Warning::UnknownEventType { .. } => "unknown_event_type",
+            Warning::DuplicateRunId { .. } | Warning::MoreDuplicateRunIds { .. } => {
+                "duplicate_run_id"
+            }
+            Warning::NoTraceFiles { .. } => "no_trace_files",
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::TruncatedTail { file, line } => {
+                write!(
+                    f,
+                    "{file}:{line}: cut-off last line (a write cut short) skipped"
+                )
+            }
+            Warning::SkippedLines {
+                file,
+                count,
+                first_line,
+                first_problem,
+            } => {
+                let lines = if *count == 1 { "line" } else { "lines" };
+                write!(
+                    f,
+                    "{file}: skipped {count} malformed {lines}, the first at line {first_line}: {first_problem}"
+                )
+            }
+            Warning::UnknownEventType { event_type, count } => {
+                let events = if *count == 1 { "event" } else { "events" };
+                write!(f, "{count} {events} of unknown type `{event_type}` ignored")
+            }
+            Warning::DuplicateRunId { run_id, files } => {
+                let files: Vec<String> = files.iter().map(|file| format!("`{file}`")).collect();
+                write!(f, "run id `{run_id}` appears in {}", files.join(", "))
+            }
+            Warning::MoreDuplicateRunIds { count } => {
+                write!(f, "{count} more run ids appear in more than one file")
+            }
+            Warning::NoTraceFiles { folder } => write!(f, "{folder}: no `*.jsonl` files found"),
+        }
+    }
+}

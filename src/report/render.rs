@@ -1,0 +1,550 @@
+//! Renderers: pure functions from a [`Report`] to bytes, one per output format.
+//!
+//! The table, Markdown and CSV formats render the same list of sections (a title, a header and
+//! rows of typed cells), so they always hold the same content; JSON renders the report's
+//! structure directly. Shares and rates are printed as percentages with one decimal in the
+//! table and Markdown formats and as fractions with four decimals in CSV and JSON.
+
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, Table, presets};
+use serde_json::{Map, Value, json};
+
+use super::model::{Ending, EndingCounts, Report, StepStats};
+
+/// An output format of `looptrace report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Text tables for a terminal.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Markdown headings and tables.
+    Markdown,
+    /// One CSV table in long form: `section,key,subkey,metric,value`.
+    Csv,
+}
+
+/// What to include besides the sections every report has.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// The exit-reason table per input file as well.
+    pub by_file: bool,
+}
+
+/// Renders `report` in `format`.
+pub fn render(report: &Report, format: Format, options: RenderOptions) -> Vec<u8> {
+    match format {
+        Format::Table => render_table(report, options),
+        Format::Json => render_json(report, options),
+        Format::Markdown => render_markdown(report, options),
+        Format::Csv => render_csv(report, options),
+    }
+}
+
+/// One cell of a section.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    /// A name.
+    Text(String),
+    /// A count.
+    Count(u64),
+    /// A fraction of a whole; `None` when the whole is zero.
+    Share(Option<f64>),
+    /// A mean; `None` over no runs.
+    Mean(Option<f64>),
+    /// A number of steps; `None` over no runs.
+    Steps(Option<u64>),
+}
+
+impl Cell {
+    fn is_numeric(&self) -> bool {
+        !matches!(self, Cell::Text(_))
+    }
+
+    /// The cell for people: percentages, `-` for no value.
+    fn human(&self) -> String {
+        match self {
+            Cell::Text(text) => text.clone(),
+            Cell::Count(count) => count.to_string(),
+            Cell::Share(Some(share)) => format!("{:.1}%", share * 100.0),
+            Cell::Mean(Some(mean)) => format!("{mean:.2}"),
+            Cell::Steps(Some(steps)) => steps.to_string(),
+            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) => "-".to_owned(),
+        }
+    }
+
+    /// The cell for programs: fractions, empty for no value.
+    fn machine(&self) -> String {
+        match self {
+            Cell::Text(text) => text.clone(),
+            Cell::Count(count) => count.to_string(),
+            Cell::Share(Some(share)) => format!("{share:.4}"),
+            Cell::Mean(Some(mean)) => format!("{mean:.4}"),
+            Cell::Steps(Some(steps)) => steps.to_string(),
+            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) => String::new(),
+        }
+    }
+}
+
+/// One section of the report as a table.
+#[derive(Debug, Clone, PartialEq)]
+struct Section {
+    /// The section's name in CSV.
+    id: &'static str,
+    /// The title, saying what shares are shares of.
+    title: String,
+    /// Column names; the first `keys` columns name the row.
+    header: Vec<&'static str>,
+    keys: usize,
+    rows: Vec<Vec<Cell>>,
+}
+
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+fn plural(count: u64, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+fn ending_rows(counts: &EndingCounts) -> Vec<Vec<Cell>> {
+    let total = counts.total();
+    Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let runs = counts.get(ending);
+            vec![
+                Cell::Text(ending.to_string()),
+                Cell::Count(runs),
+                Cell::Share(share(runs, total)),
+            ]
+        })
+        .collect()
+}
+
+fn steps_cells(stats: &StepStats) -> [Cell; 4] {
+    let summary = stats.summary;
+    [
+        Cell::Steps(summary.map(|s| s.min)),
+        Cell::Steps(summary.map(|s| s.median)),
+        Cell::Steps(summary.map(|s| s.p90)),
+        Cell::Steps(summary.map(|s| s.max)),
+    ]
+}
+
+/// The report as sections, in the order every text format shows them.
+fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
+    let runs = report.exit_reasons.total();
+    let mut sections = Vec::new();
+    let input = report.input;
+    sections.push(Section {
+        id: "input",
+        title: "Input".to_owned(),
+        header: vec!["measure", "count"],
+        keys: 1,
+        rows: [
+            ("files", input.files),
+            ("lines", input.lines),
+            ("events", input.events),
+            ("runs", runs),
+            ("skipped_lines", input.skipped_lines),
+        ]
+        .into_iter()
+        .map(|(name, count)| vec![Cell::Text(name.to_owned()), Cell::Count(count)])
+        .collect(),
+    });
+    sections.push(Section {
+        id: "exit_reasons",
+        title: format!(
+            "Exit reasons (share of all {})",
+            plural(runs, "run", "runs")
+        ),
+        header: vec!["exit reason", "runs", "share"],
+        keys: 1,
+        rows: ending_rows(&report.exit_reasons),
+    });
+    if options.by_file {
+        let mut rows = Vec::new();
+        for file in &report.by_file {
+            for mut row in ending_rows(&file.exit_reasons) {
+                row.insert(0, Cell::Text(file.file.clone()));
+                rows.push(row);
+            }
+        }
+        sections.push(Section {
+            id: "exit_reasons_by_file",
+            title: "Exit reasons by file (share of each file's runs; a run belongs to the file with its ending, or its last event if incomplete)".to_owned(),
+            header: vec!["file", "exit reason", "runs", "share"],
+            keys: 2,
+            rows,
+        });
+    }
+    let budget = report.budget;
+    let mean = |total: u64| (budget.runs > 0).then(|| total as f64 / budget.runs as f64);
+    sections.push(Section {
+        id: "budget_exhaustion",
+        title: format!(
+            "Budget exhaustion: the steps of the {} that ended max_steps_exceeded",
+            plural(budget.runs, "run", "runs")
+        ),
+        header: vec!["spent on", "total", "mean per run"],
+        keys: 1,
+        rows: [
+            ("tool calls that succeeded", budget.tool_successes),
+            ("tool errors", budget.tool_errors),
+            ("model feedback", budget.feedback),
+        ]
+        .into_iter()
+        .map(|(name, total)| {
+            vec![
+                Cell::Text(name.to_owned()),
+                Cell::Count(total),
+                Cell::Mean(mean(total)),
+            ]
+        })
+        .collect(),
+    });
+    let invalid = &report.invalid_output;
+    let mut kinds: Vec<&String> = invalid
+        .feedback_by_kind
+        .keys()
+        .chain(invalid.endings_by_kind.keys())
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    sections.push(Section {
+        id: "invalid_output",
+        title: "Invalid model output by error_kind".to_owned(),
+        header: vec![
+            "error kind",
+            "feedback events",
+            "invalid_model_output endings",
+        ],
+        keys: 1,
+        rows: kinds
+            .into_iter()
+            .map(|kind| {
+                vec![
+                    Cell::Text(kind.clone()),
+                    Cell::Count(invalid.feedback_by_kind.get(kind).copied().unwrap_or(0)),
+                    Cell::Count(invalid.endings_by_kind.get(kind).copied().unwrap_or(0)),
+                ]
+            })
+            .collect(),
+    });
+    sections.push(Section {
+        id: "feedback_recovery",
+        title: "Recovery after feedback (share of runs with feedback)".to_owned(),
+        header: vec!["runs", "count", "share"],
+        keys: 1,
+        rows: vec![
+            vec![
+                Cell::Text("with feedback".to_owned()),
+                Cell::Count(invalid.runs_with_feedback),
+                Cell::Share(share(
+                    invalid.runs_with_feedback,
+                    invalid.runs_with_feedback,
+                )),
+            ],
+            vec![
+                Cell::Text("recovered (still finished)".to_owned()),
+                Cell::Count(invalid.recovered),
+                Cell::Share(share(invalid.recovered, invalid.runs_with_feedback)),
+            ],
+        ],
+    });
+    sections.push(Section {
+        id: "tools",
+        title: "Tools (error rate: error observations per call)".to_owned(),
+        header: vec!["tool", "calls", "errors", "error rate"],
+        keys: 1,
+        rows: report
+            .tools
+            .iter()
+            .map(|tool| {
+                vec![
+                    Cell::Text(tool.name.clone()),
+                    Cell::Count(tool.calls),
+                    Cell::Count(tool.errors),
+                    Cell::Share(share(tool.errors, tool.calls)),
+                ]
+            })
+            .collect(),
+    });
+    sections.push(Section {
+        id: "tool_errors",
+        title: "Tool errors by error_kind".to_owned(),
+        header: vec!["tool", "error kind", "errors"],
+        keys: 2,
+        rows: report
+            .tools
+            .iter()
+            .flat_map(|tool| {
+                tool.errors_by_kind.iter().map(|(kind, &count)| {
+                    vec![
+                        Cell::Text(tool.name.clone()),
+                        Cell::Text(kind.clone()),
+                        Cell::Count(count),
+                    ]
+                })
+            })
+            .collect(),
+    });
+    sections.push(Section {
+        id: "steps",
+        title: "Steps used per exit reason (median and p90 by nearest rank)".to_owned(),
+        header: vec!["exit reason", "runs", "min", "median", "p90", "max"],
+        keys: 1,
+        rows: Ending::ALL
+            .iter()
+            .map(|&ending| {
+                let stats = &report.steps[ending.index()];
+                let mut row = vec![Cell::Text(ending.to_string()), Cell::Count(stats.runs)];
+                row.extend(steps_cells(stats));
+                row
+            })
+            .collect(),
+    });
+    let internal = report.exit_reasons.get(Ending::InternalError);
+    sections.push(Section {
+        id: "internal_errors",
+        title: format!(
+            "Internal errors by error_kind (share of {})",
+            plural(internal, "internal_error run", "internal_error runs")
+        ),
+        header: vec!["error kind", "runs", "share"],
+        keys: 1,
+        rows: report
+            .internal_errors
+            .iter()
+            .map(|(kind, &count)| {
+                vec![
+                    Cell::Text(kind.clone()),
+                    Cell::Count(count),
+                    Cell::Share(share(count, internal)),
+                ]
+            })
+            .collect(),
+    });
+    sections.push(Section {
+        id: "warnings",
+        title: format!("Warnings ({})", report.warnings.len()),
+        header: vec!["kind", "message"],
+        keys: 1,
+        rows: report
+            .warnings
+            .iter()
+            .map(|warning| {
+                vec![
+                    Cell::Text(warning.kind().to_owned()),
+                    Cell::Text(warning.to_string()),
+                ]
+            })
+            .collect(),
+    });
+    sections
+}
+
+fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
+    let mut out = String::new();
+    for (at, section) in sections(report, options).iter().enumerate() {
+        if at > 0 {
+            out.push('\n');
+        }
+        out.push_str(&section.title);
+        out.push('\n');
+        if section.rows.is_empty() {
+            out.push_str("  none\n");
+            continue;
+        }
+        let mut table = Table::new();
+        table.load_style(presets::UTF8_FULL_CONDENSED);
+        table.set_header(section.header.clone());
+        for row in &section.rows {
+            table.add_row(row.iter().map(Cell::human).collect::<Vec<_>>());
+        }
+        for (index, cell) in section.rows[0].iter().enumerate() {
+            if let (true, Some(column)) = (cell.is_numeric(), table.column_mut(index)) {
+                column.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        let _ = writeln!(out, "{table}");
+    }
+    out.into_bytes()
+}
+
+fn markdown_escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+fn render_markdown(report: &Report, options: RenderOptions) -> Vec<u8> {
+    let mut out = String::from("# looptrace report\n");
+    for section in sections(report, options) {
+        let _ = write!(out, "\n## {}\n\n", markdown_escape(&section.title));
+        if section.rows.is_empty() {
+            out.push_str("None.\n");
+            continue;
+        }
+        let header: Vec<String> = section
+            .header
+            .iter()
+            .map(|name| markdown_escape(name))
+            .collect();
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let rule: Vec<&str> = section.rows[0]
+            .iter()
+            .map(|cell| if cell.is_numeric() { "---:" } else { "---" })
+            .collect();
+        let _ = writeln!(out, "| {} |", rule.join(" | "));
+        for row in &section.rows {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|cell| markdown_escape(&cell.human()))
+                .collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+    out.into_bytes()
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+fn render_csv(report: &Report, options: RenderOptions) -> Vec<u8> {
+    let mut out = String::from("section,key,subkey,metric,value\n");
+    for section in sections(report, options) {
+        for row in &section.rows {
+            let key = row.first().map(Cell::machine).unwrap_or_default();
+            let subkey = if section.keys > 1 {
+                row.get(1).map(Cell::machine).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            for (metric, cell) in section.header.iter().zip(row).skip(section.keys) {
+                let fields = [
+                    section.id.to_owned(),
+                    key.clone(),
+                    subkey.clone(),
+                    metric.to_string(),
+                    cell.machine(),
+                ];
+                let fields: Vec<String> = fields.iter().map(|field| csv_field(field)).collect();
+                let _ = writeln!(out, "{}", fields.join(","));
+            }
+        }
+    }
+    out.into_bytes()
+}
+
+fn round4(value: f64) -> f64 {
+    (value * 10_000.0).round() / 10_000.0
+}
+
+fn share_value(part: u64, whole: u64) -> Value {
+    share(part, whole).map_or(Value::Null, |share| json!(round4(share)))
+}
+
+fn endings_json(counts: &EndingCounts) -> Value {
+    let total = counts.total();
+    let rows: Vec<Value> = Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let runs = counts.get(ending);
+            json!({ "exit_reason": ending.as_str(), "runs": runs, "share": share_value(runs, total) })
+        })
+        .collect();
+    json!({ "runs": total, "rows": rows })
+}
+
+fn counts_json(counts: &std::collections::BTreeMap<String, u64>) -> Value {
+    Value::Object(
+        counts
+            .iter()
+            .map(|(key, &count)| (key.clone(), json!(count)))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
+    let budget = report.budget;
+    let mean = |total: u64| {
+        if budget.runs > 0 {
+            json!(round4(total as f64 / budget.runs as f64))
+        } else {
+            Value::Null
+        }
+    };
+    let invalid = &report.invalid_output;
+    let internal = report.exit_reasons.get(Ending::InternalError);
+    let mut document = json!({
+        "input": {
+            "files": report.input.files,
+            "lines": report.input.lines,
+            "events": report.input.events,
+            "runs": report.exit_reasons.total(),
+            "skipped_lines": report.input.skipped_lines,
+        },
+        "exit_reasons": endings_json(&report.exit_reasons),
+        "budget_exhaustion": {
+            "runs": budget.runs,
+            "tool_successes": { "total": budget.tool_successes, "mean_per_run": mean(budget.tool_successes) },
+            "tool_errors": { "total": budget.tool_errors, "mean_per_run": mean(budget.tool_errors) },
+            "model_feedback": { "total": budget.feedback, "mean_per_run": mean(budget.feedback) },
+        },
+        "invalid_output": {
+            "feedback_by_kind": counts_json(&invalid.feedback_by_kind),
+            "endings_by_kind": counts_json(&invalid.endings_by_kind),
+            "runs_with_feedback": invalid.runs_with_feedback,
+            "recovered": invalid.recovered,
+            "recovered_share": share_value(invalid.recovered, invalid.runs_with_feedback),
+        },
+        "tools": report.tools.iter().map(|tool| json!({
+            "tool": tool.name,
+            "calls": tool.calls,
+            "errors": tool.errors,
+            "error_rate": share_value(tool.errors, tool.calls),
+            "errors_by_kind": counts_json(&tool.errors_by_kind),
+        })).collect::<Vec<_>>(),
+        "steps": Ending::ALL.iter().map(|&ending| {
+            let stats = &report.steps[ending.index()];
+            let summary = stats.summary;
+            json!({
+                "exit_reason": ending.as_str(),
+                "runs": stats.runs,
+                "min": summary.map(|s| s.min),
+                "median": summary.map(|s| s.median),
+                "p90": summary.map(|s| s.p90),
+                "max": summary.map(|s| s.max),
+            })
+        }).collect::<Vec<_>>(),
+        "internal_errors": {
+            "runs": internal,
+            "by_kind": counts_json(&report.internal_errors),
+        },
+        "warnings": report.warnings.iter().map(|warning| json!({
+            "kind": warning.kind(),
+            "message": warning.to_string(),
+        })).collect::<Vec<_>>(),
+    });
+    if options.by_file
+        && let Value::Object(map) = &mut document
+    {
+        let by_file: Vec<Value> = report
+            .by_file
+            .iter()
+            .map(|file| json!({ "file": file.file, "exit_reasons": endings_json(&file.exit_reasons) }))
+            .collect();
+        map.insert("exit_reasons_by_file".to_owned(), Value::Array(by_file));
+    }
+    let mut bytes = serde_json::to_vec_pretty(&document).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}

@@ -1,0 +1,980 @@
+//! A fast field extractor for one JSONL trace line.
+//!
+//! It walks the top-level object once and checks its syntax as strictly as `serde_json` does
+//! (string escapes, control characters, number grammar, nesting up to 128 levels, nothing after
+//! the object), but it builds nothing for the values it does not need: strings are skipped eight
+//! bytes at a time (stopping only to check the UTF-8 of non-ASCII bytes), and the few string
+//! fields the report reads are borrowed from the line as bytes unless they contain escapes. Every
+//! byte outside strings must be ASCII JSON syntax, so a line that scans is valid UTF-8.
+//!
+//! The fields of the trace format are checked as the trace reader (`trace::TraceEvent`) checks
+//! them, types, enum values and duplicates included, so that `report` refuses the lines `show`
+//! refuses; fields outside the format are skipped (their syntax still checked).
+
+use std::borrow::Cow;
+
+use super::error::LineError;
+
+/// The deepest nesting of arrays and objects accepted (the limit `serde_json` uses).
+const MAX_DEPTH: usize = 128;
+
+/// The fields of one trace line that the report reads; each is `None` when absent or null.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Fields<'a> {
+    /// `run_id`.
+    pub run_id: Option<Cow<'a, [u8]>>,
+    /// `step`.
+    pub step: Option<u64>,
+    /// `event_type`.
+    pub event_type: Option<Cow<'a, [u8]>>,
+    /// `action_type` of a `model_action`.
+    pub action_type: Option<Cow<'a, [u8]>>,
+    /// `tool_name` of a tool call or an observation.
+    pub tool_name: Option<Cow<'a, [u8]>>,
+    /// `is_error` of an observation or feedback.
+    pub is_error: Option<bool>,
+    /// `error_kind` of an error observation, feedback or ending.
+    pub error_kind: Option<Cow<'a, [u8]>>,
+    /// `exit_reason` of `run_finished`.
+    pub exit_reason: Option<Cow<'a, [u8]>>,
+    /// `steps_used` of `run_finished`.
+    pub steps_used: Option<u64>,
+}
+
+/// Extracts the report's fields from one line (without its `\n`).
+pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
+    scan_fields(line).map_err(|err| match err {
+        // A syntax error on a line that is not UTF-8 is better said as that.
+        LineError::Syntax { .. } if std::str::from_utf8(line).is_err() => LineError::InvalidUtf8,
+        err => err,
+    })
+}
+
+/// A name of up to 15 bytes as a number, for matching names without comparing bytes.
+pub(crate) const fn name(text: &[u8]) -> u128 {
+    let mut value = 0u128;
+    let mut at = 0;
+    while at < text.len() {
+        value |= (text[at] as u128) << (8 * at);
+        at += 1;
+    }
+    value
+}
+
+/// How the value of a field of the trace format is checked.
+#[derive(Clone, Copy)]
+enum Check {
+    /// A string or null.
+    Text,
+    /// One of these strings, or null.
+    OneOf(&'static [&'static [u8]], &'static str),
+    /// A non-negative integer up to this bound, or null.
+    Count(u64, &'static str),
+    /// A finite number, or null.
+    Number,
+    /// A boolean or null.
+    Bool,
+    /// An array of strings, or null.
+    Strings,
+    /// An object, or null.
+    Object,
+    /// An object with string `source` and `run_id`, or null.
+    ReplayOf,
+}
+
+const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
+
+/// Every field of the trace format (`trace::TraceEvent`), with its check. The report keeps
+/// the first nine; the rest are checked and dropped, so that a line the trace reader refuses is
+/// refused here too. Other fields are ignored.
+const KNOWN: [(&str, Check); 24] = [
+    ("run_id", Check::Text),
+    ("step", Check::Count(u64::MAX, "a non-negative integer")),
+    ("event_type", Check::Text),
+    ("action_type", Check::Text),
+    ("tool_name", Check::Text),
+    ("is_error", Check::Bool),
+    ("error_kind", Check::Text),
+    ("exit_reason", Check::Text),
+    ("steps_used", Check::Count(U32.0, U32.1)),
+    ("schema", Check::Text),
+    (
+        "capture",
+        Check::OneOf(&[b"summary", b"full"], "`summary` or `full`"),
+    ),
+    (
+        "hash",
+        Check::OneOf(&[b"sha256", b"hmac-sha256"], "`sha256` or `hmac-sha256`"),
+    ),
+    ("max_steps", Check::Count(U32.0, U32.1)),
+    ("input_summary", Check::Text),
+    ("task", Check::Text),
+    ("replay_of", Check::ReplayOf),
+    ("argument_keys", Check::Strings),
+    ("arguments", Check::Object),
+    ("output", Check::Text),
+    ("answer", Check::Text),
+    ("content", Check::Text),
+    ("raw_output", Check::Text),
+    ("error", Check::Text),
+    ("duration_ms", Check::Number),
+];
+
+// The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
+const RUN_ID: u128 = name(b"run_id");
+const STEP: u128 = name(b"step");
+const EVENT_TYPE: u128 = name(b"event_type");
+const ACTION_TYPE: u128 = name(b"action_type");
+const TOOL_NAME: u128 = name(b"tool_name");
+const IS_ERROR: u128 = name(b"is_error");
+const ERROR_KIND: u128 = name(b"error_kind");
+const EXIT_REASON: u128 = name(b"exit_reason");
+const STEPS_USED: u128 = name(b"steps_used");
+const SCHEMA: u128 = name(b"schema");
+const CAPTURE: u128 = name(b"capture");
+const HASH: u128 = name(b"hash");
+const MAX_STEPS: u128 = name(b"max_steps");
+const INPUT_SUMMARY: u128 = name(b"input_summary");
+const TASK: u128 = name(b"task");
+const REPLAY_OF: u128 = name(b"replay_of");
+const ARGUMENT_KEYS: u128 = name(b"argument_keys");
+const ARGUMENTS: u128 = name(b"arguments");
+const OUTPUT: u128 = name(b"output");
+const ANSWER: u128 = name(b"answer");
+const CONTENT: u128 = name(b"content");
+const RAW_OUTPUT: u128 = name(b"raw_output");
+const ERROR: u128 = name(b"error");
+const DURATION_MS: u128 = name(b"duration_ms");
+
+/// The position of a field name in [`KNOWN`].
+#[inline]
+fn known_field(key: &[u8]) -> Option<usize> {
+    match key_number(key) {
+        RUN_ID => Some(0),
+        STEP => Some(1),
+        EVENT_TYPE => Some(2),
+        ACTION_TYPE => Some(3),
+        TOOL_NAME => Some(4),
+        IS_ERROR => Some(5),
+        ERROR_KIND => Some(6),
+        EXIT_REASON => Some(7),
+        STEPS_USED => Some(8),
+        SCHEMA => Some(9),
+        CAPTURE => Some(10),
+        HASH => Some(11),
+        MAX_STEPS => Some(12),
+        INPUT_SUMMARY => Some(13),
+        TASK => Some(14),
+        REPLAY_OF => Some(15),
+        ARGUMENT_KEYS => Some(16),
+        ARGUMENTS => Some(17),
+        OUTPUT => Some(18),
+        ANSWER => Some(19),
+        CONTENT => Some(20),
+        RAW_OUTPUT => Some(21),
+        ERROR => Some(22),
+        DURATION_MS => Some(23),
+        _ => None,
+    }
+}
+
+/// [`name`] of a string from a line; `u128::MAX` for one longer than 15 bytes (no name the
+/// report matches is that long).
+#[inline]
+pub(crate) fn key_number(key: &[u8]) -> u128 {
+    // Two overlapping loads instead of a copy into a buffer: a copy of a variable length goes
+    // through `memcpy` and stalls the load that follows it.
+    let len = key.len();
+    let (low, high) = match (key.first_chunk::<8>(), key.last_chunk::<8>()) {
+        _ if len > 15 => return u128::MAX,
+        (Some(first), Some(last)) => {
+            let high = if len == 8 {
+                0
+            } else {
+                u64::from_le_bytes(*last) >> (8 * (16 - len))
+            };
+            (u64::from_le_bytes(*first), high)
+        }
+        _ => match (key.first_chunk::<4>(), key.last_chunk::<4>()) {
+            (Some(first), Some(last)) => {
+                let rest = u64::from(u32::from_le_bytes(*last)) >> (8 * (8 - len));
+                (u64::from(u32::from_le_bytes(*first)) | rest << 32, 0)
+            }
+            _ => (
+                key.iter()
+                    .rev()
+                    .fold(0u64, |value, &byte| value << 8 | u64::from(byte)),
+                0,
+            ),
+        },
+    };
+    u128::from(low) | u128::from(high) << 64
+}
+
+#[inline]
+fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
+    let mut cursor = Cursor {
+        bytes: line,
+        pos: 0,
+    };
+    let mut fields = Fields::default();
+    // The known fields seen so far: a second one is an error, as it is for the trace reader.
+    let mut seen = 0u32;
+    cursor.skip_ws();
+    if cursor.peek() != Some(b'{') {
+        return Err(cursor.syntax("expected a JSON object"));
+    }
+    cursor.object(|cursor, key| {
+        let Some(field) = known_field(&key) else {
+            return cursor.skip_value(1);
+        };
+        let (field_name, check) = KNOWN[field];
+        if seen & (1 << field) != 0 {
+            return Err(LineError::DuplicateField(field_name));
+        }
+        seen |= 1 << field;
+        match field {
+            0 => fields.run_id = cursor.opt_string(field_name)?,
+            1 => fields.step = cursor.opt_count(field_name, check)?,
+            2 => fields.event_type = cursor.opt_string(field_name)?,
+            3 => fields.action_type = cursor.opt_string(field_name)?,
+            4 => fields.tool_name = cursor.opt_string(field_name)?,
+            5 => fields.is_error = cursor.opt_bool(field_name)?,
+            6 => fields.error_kind = cursor.opt_string(field_name)?,
+            7 => fields.exit_reason = cursor.opt_string(field_name)?,
+            8 => fields.steps_used = cursor.opt_count(field_name, check)?,
+            _ => cursor.check_value(field_name, check)?,
+        }
+        Ok(())
+    })?;
+    cursor.skip_ws();
+    if cursor.pos < line.len() {
+        return Err(cursor.syntax("unexpected characters after the object"));
+    }
+    Ok(fields)
+}
+
+/// A position in one line.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn bump(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.pos += 1;
+        Some(byte)
+    }
+
+    #[inline]
+    fn eat(&mut self, byte: u8) -> bool {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// A syntax error at the current position, or "unexpected end of line" past the end.
+    fn syntax(&self, message: &'static str) -> LineError {
+        if self.pos >= self.bytes.len() {
+            LineError::Syntax {
+                message: "unexpected end of line",
+                column: self.bytes.len() + 1,
+            }
+        } else {
+            LineError::Syntax {
+                message,
+                column: self.pos + 1,
+            }
+        }
+    }
+
+    /// A syntax error at the byte just consumed.
+    fn syntax_back(&mut self, message: &'static str) -> LineError {
+        if self.pos > 0 && self.pos <= self.bytes.len() {
+            self.pos -= 1;
+        }
+        self.syntax(message)
+    }
+
+    /// Scans a string whose opening quote was consumed; returns its raw content and whether
+    /// that content holds escapes.
+    fn raw_string(&mut self) -> Result<(&'a [u8], bool), LineError> {
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            let at = find_special(self.bytes, self.pos);
+            self.pos = at;
+            match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok((&self.bytes[start..at], escaped));
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    self.pos += 1;
+                    self.skip_escape()?;
+                }
+                Some(0x80..) => {
+                    self.pos += utf8_width(self.bytes, at).ok_or(LineError::InvalidUtf8)?
+                }
+                Some(_) => return Err(self.syntax("control character in a string")),
+                None => return Err(self.syntax("unterminated string")),
+            }
+        }
+    }
+
+    /// Checks one escape after its backslash; a `\\u` surrogate must come in a pair.
+    fn skip_escape(&mut self) -> Result<(), LineError> {
+        match self.bump() {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(()),
+            Some(b'u') => {
+                let code = self.hex4()?;
+                if (0xDC00..0xE000).contains(&code) {
+                    return Err(self.syntax("lone surrogate in a `\\u` escape"));
+                }
+                if (0xD800..0xDC00).contains(&code) {
+                    let low = if self.eat(b'\\') && self.eat(b'u') {
+                        Some(self.hex4()?)
+                    } else {
+                        None
+                    };
+                    if !low.is_some_and(|low| (0xDC00..0xE000).contains(&low)) {
+                        return Err(self.syntax("lone surrogate in a `\\u` escape"));
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(self.syntax_back("invalid escape in a string")),
+        }
+    }
+
+    /// Four hex digits of a `\\u` escape.
+    fn hex4(&mut self) -> Result<u32, LineError> {
+        let mut code = 0;
+        for _ in 0..4 {
+            match self.peek().and_then(|byte| char::from(byte).to_digit(16)) {
+                Some(digit) => {
+                    code = code * 16 + digit;
+                    self.pos += 1;
+                }
+                None => return Err(self.syntax("invalid `\\u` escape")),
+            }
+        }
+        Ok(code)
+    }
+
+    /// A string (a field name or value) whose opening quote was consumed, as UTF-8 bytes.
+    #[inline]
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, LineError> {
+        let column = self.pos;
+        let (raw, escaped) = self.raw_string()?;
+        if escaped {
+            Ok(Cow::Owned(unescape(raw, column)?.into_bytes()))
+        } else {
+            Ok(Cow::Borrowed(raw))
+        }
+    }
+
+    #[inline]
+    fn opt_string(&mut self, field: &'static str) -> Result<Option<Cow<'a, [u8]>>, LineError> {
+        match self.peek() {
+            Some(b'"') => {
+                self.pos += 1;
+                self.string().map(Some)
+            }
+            Some(b'n') => self.literal(b"null").map(|()| None),
+            _ => self.wrong_type(field, "a string"),
+        }
+    }
+
+    fn opt_count(&mut self, field: &'static str, check: Check) -> Result<Option<u64>, LineError> {
+        let (bound, expected) = match check {
+            Check::Count(bound, expected) => (bound, expected),
+            _ => (u64::MAX, "a non-negative integer"),
+        };
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => match self.number()?.0 {
+                Some(value) if value <= bound => Ok(Some(value)),
+                _ => Err(LineError::WrongType { field, expected }),
+            },
+            Some(b'n') => self.literal(b"null").map(|()| None),
+            _ => self.wrong_type(field, expected),
+        }
+    }
+
+    /// Checks the value of a field the report does not keep.
+    fn check_value(&mut self, field: &'static str, check: Check) -> Result<(), LineError> {
+        if self.peek() == Some(b'n') {
+            return self.literal(b"null");
+        }
+        match check {
+            Check::Text => self.opt_string(field).map(drop),
+            Check::OneOf(allowed, expected) => match self.opt_string(field)? {
+                Some(value) if !allowed.contains(&&*value) => {
+                    Err(LineError::WrongType { field, expected })
+                }
+                _ => Ok(()),
+            },
+            Check::Count(..) => self.opt_count(field, check).map(drop),
+            Check::Bool => self.opt_bool(field).map(drop),
+            Check::Number => match self.peek() {
+                Some(b'-' | b'0'..=b'9') => {
+                    let start = self.pos;
+                    let (_, may_overflow) = self.number()?;
+                    let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
+                    if may_overflow && !text.parse::<f64>().is_ok_and(f64::is_finite) {
+                        return Err(LineError::WrongType {
+                            field,
+                            expected: "a finite number",
+                        });
+                    }
+                    Ok(())
+                }
+                _ => self.wrong_type(field, "a number"),
+            },
+            Check::Strings => {
+                let expected = "an array of strings";
+                if !self.eat(b'[') {
+                    return self.wrong_type(field, expected);
+                }
+                self.skip_ws();
+                if self.eat(b']') {
+                    return Ok(());
+                }
+                loop {
+                    if self.peek() != Some(b'"') {
+                        return self.wrong_type(field, expected);
+                    }
+                    self.pos += 1;
+                    self.raw_string()?;
+                    self.skip_ws();
+                    match self.bump() {
+                        Some(b',') => self.skip_ws(),
+                        Some(b']') => return Ok(()),
+                        _ => return Err(self.syntax_back("expected `,` or `]` after a value")),
+                    }
+                }
+            }
+            Check::Object => match self.peek() {
+                Some(b'{') => self.skip_value(1),
+                _ => self.wrong_type(field, "an object"),
+            },
+            Check::ReplayOf => self.replay_of(field),
+        }
+    }
+
+    /// `replay_of`: an object with string `source` and `run_id` (others ignored).
+    fn replay_of(&mut self, field: &'static str) -> Result<(), LineError> {
+        let expected = "an object with string `source` and `run_id`";
+        if self.peek() != Some(b'{') {
+            return self.wrong_type(field, expected);
+        }
+        let mut seen = [false; 2];
+        self.object(|cursor, key| match &*key {
+            b"source" | b"run_id" => {
+                let at = usize::from(&*key == b"run_id");
+                if seen[at] || cursor.peek() != Some(b'"') {
+                    return cursor.wrong_type(field, expected);
+                }
+                seen[at] = true;
+                cursor.pos += 1;
+                cursor.raw_string().map(drop)
+            }
+            _ => cursor.skip_value(2),
+        })?;
+        if seen == [true, true] {
+            Ok(())
+        } else {
+            Err(LineError::WrongType { field, expected })
+        }
+    }
+
+    fn opt_bool(&mut self, field: &'static str) -> Result<Option<bool>, LineError> {
+        match self.peek() {
+            Some(b't') => self.literal(b"true").map(|()| Some(true)),
+            Some(b'f') => self.literal(b"false").map(|()| Some(false)),
+            Some(b'n') => self.literal(b"null").map(|()| None),
+            _ => self.wrong_type(field, "true or false"),
+        }
+    }
+
+    /// A type error if the value is well-formed JSON, else the syntax error.
+    fn wrong_type<T>(
+        &mut self,
+        field: &'static str,
+        expected: &'static str,
+    ) -> Result<T, LineError> {
+        self.skip_value(1)?;
+        Err(LineError::WrongType { field, expected })
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), LineError> {
+        let rest = &self.bytes[self.pos..];
+        // Byte by byte: a slice comparison would be a call into `memcmp` for four bytes.
+        if rest.len() >= word.len() && word.iter().zip(rest).all(|(a, b)| a == b) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.syntax("expected a value"))
+        }
+    }
+
+    /// Scans a number; returns its value if it is a non-negative integer that fits in `u64`, and
+    /// whether it might not fit in an `f64` (it has an exponent or over 300 digits).
+    fn number(&mut self) -> Result<(Option<u64>, bool), LineError> {
+        let start = self.pos;
+        let negative = self.eat(b'-');
+        let mut value: Option<u64> = Some(0);
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(digit @ b'0'..=b'9') = self.peek() {
+                    value = value
+                        .and_then(|v| v.checked_mul(10))
+                        .and_then(|v| v.checked_add(u64::from(digit - b'0')));
+                    self.pos += 1;
+                }
+            }
+            _ => return Err(self.syntax("invalid number")),
+        }
+        let mut integer = !negative;
+        if self.eat(b'.') {
+            integer = false;
+            self.digits()?;
+        }
+        let mut may_overflow = self.pos - start > 300;
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            integer = false;
+            may_overflow = true;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        Ok((if integer { value } else { None }, may_overflow))
+    }
+
+    fn digits(&mut self) -> Result<(), LineError> {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        if self.pos == start {
+            Err(self.syntax("invalid number"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Walks an object at `{`, handing each field name to `field`, which must consume the value.
+    fn object(
+        &mut self,
+        mut field: impl FnMut(&mut Self, Cow<'a, [u8]>) -> Result<(), LineError>,
+    ) -> Result<(), LineError> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.eat(b'}') {
+            return Ok(());
+        }
+        loop {
+            if !self.eat(b'"') {
+                return Err(self.syntax("expected a field name"));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if !self.eat(b':') {
+                return Err(self.syntax("expected `:` after a field name"));
+            }
+            self.skip_ws();
+            field(self, key)?;
+            self.skip_ws();
+            match self.bump() {
+                Some(b',') => self.skip_ws(),
+                Some(b'}') => return Ok(()),
+                _ => return Err(self.syntax_back("expected `,` or `}` after a value")),
+            }
+        }
+    }
+
+    /// Skips one value, checking its syntax; `depth` counts the containers around it.
+    fn skip_value(&mut self, depth: usize) -> Result<(), LineError> {
+        match self.peek() {
+            Some(b'"') => {
+                self.pos += 1;
+                self.raw_string().map(|_| ())
+            }
+            Some(b'{') => {
+                if depth >= MAX_DEPTH {
+                    return Err(self.syntax("nesting too deep"));
+                }
+                self.object(|cursor, _| cursor.skip_value(depth + 1))
+            }
+            Some(b'[') => {
+                if depth >= MAX_DEPTH {
+                    return Err(self.syntax("nesting too deep"));
+                }
+                self.pos += 1;
+                self.skip_ws();
+                if self.eat(b']') {
+                    return Ok(());
+                }
+                loop {
+                    self.skip_value(depth + 1)?;
+                    self.skip_ws();
+                    match self.bump() {
+                        Some(b',') => self.skip_ws(),
+                        Some(b']') => return Ok(()),
+                        _ => return Err(self.syntax_back("expected `,` or `]` after a value")),
+                    }
+                }
+            }
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            _ => Err(self.syntax("expected a value")),
+        }
+    }
+}
+
+/// The index of the first `"`, `\`, control or non-ASCII byte at or after `from`, or the length.
+#[inline]
+fn find_special(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = ONES * b'"' as u64;
+    const BACKSLASHES: u64 = ONES * b'\\' as u64;
+    const SPACES: u64 = ONES * 0x20;
+    let mut at = from;
+    // Eight bytes at a time: each term flags its lowest matching byte exactly (false positives
+    // can only sit above a true one), so the lowest flag of the union is the first special byte.
+    while let Some(word) = bytes.get(at..).and_then(|rest| rest.first_chunk::<8>()) {
+        let word = u64::from_le_bytes(*word);
+        let quotes = word ^ QUOTES;
+        let backslashes = word ^ BACKSLASHES;
+        let flags = ((quotes.wrapping_sub(ONES) & !quotes)
+            | (backslashes.wrapping_sub(ONES) & !backslashes)
+            | (word.wrapping_sub(SPACES) & !word)
+            | word)
+            & HIGHS;
+        if flags != 0 {
+            return at + (flags.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'"' || byte == b'\\' || !(0x20..0x80).contains(&byte) {
+            return at;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// The width of the UTF-8 sequence starting at `at`, if it is a valid one (the rules of
+/// `std::str::from_utf8`: no overlong forms, no surrogates, nothing past U+10FFFF).
+fn utf8_width(bytes: &[u8], at: usize) -> Option<usize> {
+    let (width, second) = match bytes[at] {
+        0xC2..=0xDF => (2, 0x80..=0xBF),
+        0xE0 => (3, 0xA0..=0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
+        0xED => (3, 0x80..=0x9F),
+        0xF0 => (4, 0x90..=0xBF),
+        0xF1..=0xF3 => (4, 0x80..=0xBF),
+        0xF4 => (4, 0x80..=0x8F),
+        _ => return None,
+    };
+    let sequence = bytes.get(at..at + width)?;
+    let rest_ok = sequence[2..]
+        .iter()
+        .all(|byte| (0x80..=0xBF).contains(byte));
+    (second.contains(&sequence[1]) && rest_ok).then_some(width)
+}
+
+/// Decodes the content of a string that holds escapes (already checked by `raw_string`).
+fn unescape(raw: &[u8], column: usize) -> Result<String, LineError> {
+    let invalid = |message| LineError::Syntax {
+        message,
+        column: column + 1,
+    };
+    let mut out: Vec<u8> = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let byte = raw[i];
+        if byte != b'\\' {
+            out.push(byte);
+            i += 1;
+            continue;
+        }
+        let escape = raw
+            .get(i + 1)
+            .copied()
+            .ok_or_else(|| invalid("invalid escape in a string"))?;
+        i += 2;
+        let decoded = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(raw, i).ok_or_else(|| invalid("invalid `\\u` escape"))?;
+                i += 4;
+                let code = if (0xD800..0xDC00).contains(&high) {
+                    let low = match (raw.get(i), raw.get(i + 1)) {
+                        (Some(b'\\'), Some(b'u')) => hex4(raw, i + 2),
+                        _ => None,
+                    }
+                    .filter(|low| (0xDC00..0xE000).contains(low))
+                    .ok_or_else(|| invalid("lone surrogate in a `\\u` escape"))?;
+                    i += 6;
+                    0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    high
+                };
+                char::from_u32(code).ok_or_else(|| invalid("lone surrogate in a `\\u` escape"))?
+            }
+            _ => return Err(invalid("invalid escape in a string")),
+        };
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(decoded.encode_utf8(&mut buf).as_bytes());
+    }
+    String::from_utf8(out).map_err(|_| LineError::InvalidUtf8)
+}
+
+/// Four hex digits at `at`, if they are there.
+fn hex4(raw: &[u8], at: usize) -> Option<u32> {
+    let digits = raw.get(at..at + 4)?;
+    let text = std::str::from_utf8(digits).ok()?;
+    u32::from_str_radix(text, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn syntax_message(line: &str) -> String {
+        match scan_line(line.as_bytes()) {
+            Err(err) => err.to_string(),
+            Ok(fields) => panic!("expected an error for {line}, got {fields:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_the_fields_and_skips_the_rest() {
+        let line = br#"{"run_id":"r1","step":3,"event_type":"observation","output":"a\"b","nested":{"a":[1,2.5e3,{"b":null}]},"is_error":true,"error_kind":"division_by_zero","tool_name":"calculator"}"#;
+        let fields = scan_line(line).unwrap();
+        assert_eq!(fields.run_id.as_deref(), Some(&b"r1"[..]));
+        assert_eq!(fields.step, Some(3));
+        assert_eq!(fields.event_type.as_deref(), Some(&b"observation"[..]));
+        assert_eq!(fields.is_error, Some(true));
+        assert_eq!(fields.error_kind.as_deref(), Some(&b"division_by_zero"[..]));
+        assert_eq!(fields.tool_name.as_deref(), Some(&b"calculator"[..]));
+        assert!(matches!(fields.run_id, Some(Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn decodes_escapes_in_kept_strings_and_keys() {
+        let line = br#"{"run\u005fid":"a\u00e9\ud83d\ude00\n","event_type":"x"}"#;
+        let fields = scan_line(line).unwrap();
+        assert_eq!(
+            fields.run_id.as_deref(),
+            Some("a\u{e9}\u{1F600}\n".as_bytes())
+        );
+    }
+
+    #[test]
+    fn finds_special_bytes_at_every_offset() {
+        for len in 0..20 {
+            let mut bytes = vec![b'a'; len];
+            assert_eq!(find_special(&bytes, 0), len);
+            for special in [b'"', b'\\', 0x1f, 0] {
+                for at in 0..len {
+                    bytes[at] = special;
+                    assert_eq!(find_special(&bytes, 0), at, "len {len} at {at}");
+                    bytes[at] = 0xc3;
+                    assert_eq!(find_special(&bytes, 0), at);
+                    bytes[at] = b'a';
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_json_with_a_column() {
+        assert_eq!(
+            syntax_message(r#"{"run_id":"r1" "step":1}"#),
+            "expected `,` or `}` after a value at column 16"
+        );
+        assert_eq!(
+            syntax_message(r#"{"run_id":"r1","#),
+            "unexpected end of line at column 16"
+        );
+        assert_eq!(
+            syntax_message(r#"{"a":01}"#),
+            "expected `,` or `}` after a value at column 7"
+        );
+        assert_eq!(
+            syntax_message(r#"{"a":"x	y"}"#),
+            "control character in a string at column 8"
+        );
+        assert_eq!(
+            syntax_message(r#"{"a":"\x"}"#),
+            "invalid escape in a string at column 8"
+        );
+        assert_eq!(syntax_message(r#"{"a":1.}"#), "invalid number at column 8");
+        assert_eq!(
+            syntax_message(r#"{"a":tru}"#),
+            "expected a value at column 6"
+        );
+        assert_eq!(
+            syntax_message(r#"{"a":1} x"#),
+            "unexpected characters after the object at column 9"
+        );
+        assert_eq!(
+            syntax_message(r#"[1]"#),
+            "expected a JSON object at column 1"
+        );
+        assert_eq!(
+            syntax_message(r#"{"run_id":"\ud800"}"#),
+            "lone surrogate in a `\\u` escape at column 18"
+        );
+        assert_eq!(
+            syntax_message(r#"{"step":-1}"#),
+            "`step` must be a non-negative integer"
+        );
+        assert_eq!(
+            syntax_message(r#"{"step":"1"}"#),
+            "`step` must be a non-negative integer"
+        );
+        assert_eq!(
+            syntax_message(r#"{"is_error":1}"#),
+            "`is_error` must be true or false"
+        );
+        assert_eq!(
+            syntax_message(r#"{"run_id":7}"#),
+            "`run_id` must be a string"
+        );
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(syntax_message(&deep), "nesting too deep at column 133");
+    }
+
+    #[test]
+    fn checks_utf8_inside_strings() {
+        let fields =
+            scan_line("{\"run_id\":\"h\u{e9}llo \u{1F600}\",\"event_type\":\"x\"}".as_bytes())
+                .unwrap();
+        assert_eq!(
+            fields.run_id.as_deref(),
+            Some("h\u{e9}llo \u{1F600}".as_bytes())
+        );
+        for bad in [
+            &b"{\"a\":\"\xff\"}"[..],
+            b"{\"a\":\"\xc3\"}",
+            b"{\"a\":\"\xed\xa0\x80\"}",
+            b"{\"a\":\"\xc0\xaf\"}",
+            b"{\xff:1}",
+        ] {
+            assert_eq!(scan_line(bad), Err(LineError::InvalidUtf8), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn known_fields_are_found_by_name() {
+        for (at, (name, _)) in KNOWN.iter().enumerate() {
+            assert_eq!(known_field(name.as_bytes()), Some(at), "{name}");
+        }
+        assert_eq!(known_field(b"run_ids"), None);
+    }
+
+    #[test]
+    fn key_numbers_match_names_of_every_length() {
+        let text = b"abcdefghijklmnopq";
+        for len in 0..=15 {
+            assert_eq!(key_number(&text[..len]), name(&text[..len]), "length {len}");
+        }
+        assert_eq!(key_number(&text[..16]), u128::MAX);
+    }
+
+    #[test]
+    fn checks_the_other_fields_of_the_format_as_the_trace_reader_does() {
+        let cases = [
+            (
+                r#"{"argument_keys":"left"}"#,
+                "`argument_keys` must be an array of strings",
+            ),
+            (
+                r#"{"argument_keys":["a",1]}"#,
+                "`argument_keys` must be an array of strings",
+            ),
+            (r#"{"arguments":[1]}"#, "`arguments` must be an object"),
+            (
+                r#"{"capture":"everything"}"#,
+                "`capture` must be `summary` or `full`",
+            ),
+            (
+                r#"{"hash":"md5"}"#,
+                "`hash` must be `sha256` or `hmac-sha256`",
+            ),
+            (
+                r#"{"max_steps":4294967296}"#,
+                "`max_steps` must be an integer from 0 to 4294967295",
+            ),
+            (
+                r#"{"steps_used":"5"}"#,
+                "`steps_used` must be an integer from 0 to 4294967295",
+            ),
+            (
+                r#"{"duration_ms":1e400}"#,
+                "`duration_ms` must be a finite number",
+            ),
+            (r#"{"duration_ms":"5"}"#, "`duration_ms` must be a number"),
+            (
+                r#"{"replay_of":"x.jsonl"}"#,
+                "`replay_of` must be an object with string `source` and `run_id`",
+            ),
+            (
+                r#"{"replay_of":{"source":"x.jsonl"}}"#,
+                "`replay_of` must be an object with string `source` and `run_id`",
+            ),
+            (r#"{"output":5}"#, "`output` must be a string"),
+            (r#"{"run_id":"r","run_id":"s"}"#, "duplicate field `run_id`"),
+            (
+                r#"{"content":"\udc00"}"#,
+                "lone surrogate in a `\\u` escape at column 19",
+            ),
+        ];
+        for (line, message) in cases {
+            assert_eq!(syntax_message(line), message, "{line}");
+        }
+        let fine = r#"{"capture":"full","hash":null,"max_steps":4294967295,"duration_ms":-1.5e3,"argument_keys":[],"arguments":{"a":[1]},"replay_of":{"source":"a","run_id":"b","x":1},"unknown":{"u":1},"unknown":2,"content":"\ud83d\ude00"}"#;
+        assert_eq!(scan_line(fine.as_bytes()), Ok(Fields::default()));
+    }
+
+    #[test]
+    fn null_reads_as_absent() {
+        let fields = scan_line(br#"{"run_id":null,"error_kind":null,"step":null}"#).unwrap();
+        assert_eq!(fields, Fields::default());
+    }
+}

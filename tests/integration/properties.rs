@@ -1,0 +1,444 @@
+//! Properties over generated inputs: every action and every event survives the writer and the
+//! reader unchanged, the parsers never panic on arbitrary bytes, a trace cut at any byte still
+//! reads (the cut line at most a warning), and summaries are deterministic, count characters as
+//! Python's `len` does and survive re-serialization byte for byte.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::{Map, Number, Value};
+
+use looptrace::agent::{RunEvent, RunObserver};
+use looptrace::model::{RecordedTurn, ReplayModel, parse_json_action};
+use looptrace::run::{Action, ExitReason, Finish, Task, ToolCall};
+use looptrace::trace::{
+    Capture, EventType, HashAlgorithm, ReadOptions, RecorderOptions, ReplayOf, Summarizer,
+    TraceEvent, TraceReader, TraceRecorder, TraceWriter, parse_line, read_trace,
+};
+
+/// Few enough cases to keep the suite quick on two cores, enough to explore; no regression
+/// files are written into the source tree.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Any text, weighted towards what breaks naive code: quotes, escapes, control characters,
+/// non-ASCII and characters outside the Basic Multilingual Plane.
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[a-z0-9 ]{0,12}",
+        "[\"\\\\\n\r\t\u{0}\u{7f}\u{2028}é×大😀]{0,8}",
+    ]
+}
+
+/// Any JSON value the writer can be handed: finite numbers of every representation, nested
+/// arrays and objects.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| Value::Number(n.into())),
+        any::<u64>().prop_map(|n| Value::Number(n.into())),
+        any::<f64>()
+            .prop_filter_map("finite", Number::from_f64)
+            .prop_map(Value::Number),
+        text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(text(), inner, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+fn json_object() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map(text(), json_value(), 0..5).prop_map(|m| m.into_iter().collect())
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        (text(), json_object()).prop_map(|(tool_name, arguments)| Action::ToolCall(ToolCall::new(
+            tool_name, arguments
+        ))),
+        text().prop_map(|answer| Action::Finish(Finish { answer })),
+    ]
+}
+
+fn event_type() -> impl Strategy<Value = EventType> {
+    prop_oneof![
+        Just(EventType::RunStarted),
+        Just(EventType::ModelAction),
+        Just(EventType::Observation),
+        Just(EventType::ModelFeedback),
+        Just(EventType::RunFinished),
+        Just(EventType::InternalError),
+        // A name a newer writer might use; a known name would read back as its own variant.
+        text()
+            .prop_filter("unknown names only", |name| {
+                matches!(EventType::from_name(name), EventType::Other(_))
+            })
+            .prop_map(EventType::Other),
+    ]
+}
+
+fn exit_reason() -> impl Strategy<Value = ExitReason> {
+    prop::sample::select(ExitReason::ALL.to_vec())
+}
+
+/// Any event, every optional field present or not. `duration_ms` is finite: the writer only
+/// records measured durations.
+fn trace_event() -> impl Strategy<Value = TraceEvent> {
+    let head = (text(), any::<u64>(), event_type());
+    let started = (
+        prop::option::of(text()),
+        prop::option::of(prop::sample::select(vec![Capture::Summary, Capture::Full])),
+        prop::option::of(prop::sample::select(vec![
+            HashAlgorithm::Sha256,
+            HashAlgorithm::HmacSha256,
+        ])),
+        prop::option::of(any::<u32>()),
+        prop::option::of(text()),
+        prop::option::of(text()),
+        prop::option::of((text(), text()).prop_map(|(source, run_id)| ReplayOf { source, run_id })),
+    );
+    let action = (
+        prop::option::of(text()),
+        prop::option::of(text()),
+        prop::option::of(prop::collection::vec(text(), 0..4)),
+        prop::option::of(json_object()),
+        prop::option::of(text()),
+        prop::option::of(text()),
+    );
+    let rest = (
+        prop::option::of(any::<bool>()),
+        prop::option::of(text()),
+        prop::option::of(text()),
+        prop::option::of(text()),
+        prop::option::of(exit_reason()),
+        prop::option::of(any::<u32>()),
+        prop::option::of(text()),
+        prop::option::of(any::<f64>().prop_filter("finite", |d| d.is_finite())),
+    );
+    (head, started, action, rest).prop_map(|(head, started, action, rest)| {
+        let mut e = TraceEvent::new(head.0, head.1, head.2);
+        (
+            e.schema,
+            e.capture,
+            e.hash,
+            e.max_steps,
+            e.input_summary,
+            e.task,
+            e.replay_of,
+        ) = started;
+        (
+            e.action_type,
+            e.tool_name,
+            e.argument_keys,
+            e.arguments,
+            e.output,
+            e.answer,
+        ) = action;
+        (
+            e.is_error,
+            e.error_kind,
+            e.content,
+            e.raw_output,
+            e.exit_reason,
+            e.steps_used,
+            e.error,
+            e.duration_ms,
+        ) = rest;
+        e
+    })
+}
+
+/// Writes events with the real writer to a fresh file and returns its bytes.
+fn write_events(events: &[TraceEvent]) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let mut writer = TraceWriter::append(&path, false).unwrap();
+    for event in events {
+        writer.write_event(event).unwrap();
+    }
+    drop(writer);
+    let bytes = std::fs::read(&path).unwrap();
+    (dir, path, bytes)
+}
+
+/// Reads every event strictly; panics on any error.
+fn read_all(bytes: &[u8]) -> Vec<(u64, TraceEvent)> {
+    TraceReader::new(bytes, "t.jsonl", ReadOptions::default())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn recorder_options(summarizer: Summarizer) -> RecorderOptions {
+    RecorderOptions {
+        capture: Capture::Full,
+        summarizer,
+        durations: false,
+        replay_of: None,
+    }
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// A recorded action reads back as the same action, and replay rebuilds it exactly.
+    #[test]
+    fn any_action_round_trips_through_writer_and_reader(
+        task in text(),
+        action in action(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        let writer = TraceWriter::append(&path, false).unwrap();
+        let mut recorder = TraceRecorder::new("r", recorder_options(Summarizer::sha256()), writer);
+        let task = Task::new(task);
+        let started = RunEvent::RunStarted { task: &task, max_steps: 3 };
+        let acted = RunEvent::ModelAction {
+            step: 1,
+            action: &action,
+            raw_output: None,
+            duration: Duration::ZERO,
+        };
+        let expected = vec![recorder.trace_event(&started), recorder.trace_event(&acted)];
+        recorder.on_event(&started).unwrap();
+        recorder.on_event(&acted).unwrap();
+        drop(recorder);
+
+        let contents = read_trace(&path, ReadOptions::default()).unwrap();
+        prop_assert_eq!(contents.runs.len(), 1);
+        let run = &contents.runs[0];
+        let events: Vec<TraceEvent> = run.events.iter().map(|(_, e)| e.clone()).collect();
+        prop_assert_eq!(events, expected);
+        let model = ReplayModel::from_run(run).unwrap();
+        prop_assert_eq!(model.task(), &task);
+        prop_assert_eq!(model.turns(), &[(1, RecordedTurn::Action(action))][..]);
+    }
+
+    /// Any sequence of events is read back equal, one per line, numbered from 1, and writing
+    /// what was read gives the same bytes again.
+    #[test]
+    fn any_events_round_trip_through_writer_and_reader(
+        events in prop::collection::vec(trace_event(), 1..6),
+    ) {
+        let (_dir, _path, bytes) = write_events(&events);
+        prop_assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), events.len());
+        let read = read_all(&bytes);
+        let lines: Vec<u64> = read.iter().map(|(line, _)| *line).collect();
+        prop_assert_eq!(lines, (1..=events.len() as u64).collect::<Vec<_>>());
+        let read: Vec<TraceEvent> = read.into_iter().map(|(_, e)| e).collect();
+        prop_assert_eq!(&read, &events);
+        let (_dir, _path, again) = write_events(&read);
+        prop_assert_eq!(again, bytes);
+    }
+
+    /// A crash can cut the file at any byte: the complete lines before the cut still read, in
+    /// order, and the cut line is at most a warning, never an error.
+    #[test]
+    fn a_trace_cut_at_any_byte_reads_its_complete_lines(
+        events in prop::collection::vec(trace_event(), 1..5),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let (_dir, _path, bytes) = write_events(&events);
+        let cut = cut.index(bytes.len() + 1);
+        let prefix = &bytes[..cut];
+        let complete = prefix.iter().filter(|b| **b == b'\n').count();
+        let mut reader = TraceReader::new(prefix, "t.jsonl", ReadOptions::default());
+        let read: Vec<TraceEvent> = reader
+            .by_ref()
+            .map(|item| item.map(|(_, e)| e))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let stats = reader.into_stats();
+        // A cut that leaves a still-valid object (only the newline lost) reads as one more event.
+        let tail_parsed = read.len() == complete + 1;
+        prop_assert!(read.len() == complete || tail_parsed);
+        prop_assert_eq!(&read[..], &events[..read.len()]);
+        let cut_mid_line = cut > 0 && bytes[cut - 1] != b'\n';
+        prop_assert_eq!(
+            stats.truncated_tail.is_some(),
+            cut_mid_line && !tail_parsed,
+        );
+    }
+
+    /// The adapter answers any text with an action or a typed error, never a panic.
+    #[test]
+    fn parse_json_action_never_panics_on_arbitrary_text(raw in text()) {
+        if let Err(err) = parse_json_action(&raw) {
+            prop_assert!(!err.message.is_empty());
+        }
+    }
+
+    /// Text that is almost an action: the accepted shapes with a field dropped, retyped or
+    /// added, spliced from JSON fragments.
+    #[test]
+    fn parse_json_action_never_panics_on_json_fragments(
+        parts in prop::collection::vec(
+            prop::sample::select(vec![
+                "{", "}", "[", "]", ":", ",", "\"type\"", "\"tool_call\"", "\"finish\"",
+                "\"tool_name\"", "\"arguments\"", "\"answer\"", "\"calculator\"", "null",
+                "true", "1e400", "-0", "18446744073709551616", "\"\\ud800\"", "\"\\u0000\"",
+                "\"x\"", " ",
+            ]),
+            0..24,
+        ),
+    ) {
+        let raw = parts.concat();
+        if let Err(err) = parse_json_action(&raw) {
+            prop_assert!(!err.message.is_empty());
+        }
+    }
+
+    /// `parse_line` and the reader, strict and lenient, give events or line-numbered errors
+    /// on arbitrary bytes, never a panic; lenient reading never fails on content.
+    #[test]
+    fn trace_parsers_never_panic_on_arbitrary_bytes(
+        bytes in prop::collection::vec(any::<u8>(), 0..512),
+    ) {
+        for line in bytes.split(|b| *b == b'\n') {
+            let _ = parse_line(line);
+        }
+        let options = ReadOptions { lenient: false, max_line_bytes: 64 };
+        for item in TraceReader::new(&bytes[..], "t.jsonl", options) {
+            if let Err(err) = item {
+                prop_assert!(err.to_string().starts_with("t.jsonl:"), "{}", err);
+            }
+        }
+        let options = ReadOptions { lenient: true, max_line_bytes: 64 };
+        let mut reader = TraceReader::new(&bytes[..], "t.jsonl", options);
+        prop_assert!(reader.by_ref().all(|item| item.is_ok()));
+        let stats = reader.into_stats();
+        prop_assert!(stats.skipped.len() as u64 <= stats.skipped_count);
+    }
+
+    /// A valid line with one byte changed, dropped or inserted still gives an event or an
+    /// error, never a panic.
+    #[test]
+    fn trace_parsers_never_panic_on_mutated_lines(
+        event in trace_event(),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+        how in 0..3u8,
+    ) {
+        let mut line = serde_json::to_vec(&event).unwrap();
+        let i = at.index(line.len());
+        match how {
+            0 => line[i] = byte,
+            1 => {
+                line.remove(i);
+            }
+            _ => line.insert(i, byte),
+        }
+        let _ = parse_line(&line);
+        line.push(b'\n');
+        let _ = TraceReader::new(&line[..], "t.jsonl", ReadOptions::default()).count();
+    }
+}
+
+/// Counts characters as Python's `len` does, without `str::chars`: every byte that does not
+/// continue a UTF-8 sequence starts a code point.
+fn python_len(text: &str) -> usize {
+    text.bytes().filter(|b| b & 0xC0 != 0x80).count()
+}
+
+/// `chars=N;ALGO=HEX` split into its parts.
+fn summary_parts(summary: &str) -> (usize, String, String) {
+    let (chars, hash) = summary.split_once(';').unwrap();
+    let chars = chars.strip_prefix("chars=").unwrap().parse().unwrap();
+    let (algorithm, hex) = hash.split_once('=').unwrap();
+    (chars, algorithm.to_owned(), hex.to_owned())
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A summary is the same every time, counts code points, and is 64 lowercase hex digits.
+    #[test]
+    fn summaries_are_deterministic_and_count_like_python(
+        content in text(),
+        key in prop::collection::vec(any::<u8>(), 1..40),
+    ) {
+        for (summarizer, algorithm) in [
+            (Summarizer::sha256(), "sha256"),
+            (Summarizer::hmac(key.clone()), "hmac-sha256"),
+        ] {
+            let summary = summarizer.summarize(&content);
+            prop_assert_eq!(&summary, &summarizer.clone().summarize(&content));
+            let (chars, found, hex) = summary_parts(&summary);
+            prop_assert_eq!(chars, python_len(&content));
+            prop_assert_eq!(found, algorithm);
+            prop_assert_eq!(hex.len(), 64);
+            prop_assert!(hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        }
+    }
+
+    /// The summaries a recorder writes read back unchanged, and re-serializing the event read
+    /// gives the line written, byte for byte.
+    #[test]
+    fn summaries_survive_write_and_read_unchanged(
+        task in text(),
+        answer in text(),
+        key in prop::option::of(prop::collection::vec(any::<u8>(), 1..40)),
+    ) {
+        let summarizer = key.map_or_else(Summarizer::sha256, Summarizer::hmac);
+        let mut options = recorder_options(summarizer.clone());
+        options.capture = Capture::Summary;
+        let mut recorder = TraceRecorder::new("r", options, Vec::new());
+        let task = Task::new(task);
+        let finish = Action::Finish(Finish { answer: answer.clone() });
+        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1 }).unwrap();
+        recorder
+            .on_event(&RunEvent::ModelAction {
+                step: 1,
+                action: &finish,
+                raw_output: None,
+                duration: Duration::ZERO,
+            })
+            .unwrap();
+        let events = recorder.into_sink();
+        let (_dir, _path, bytes) = write_events(&events);
+        let read: Vec<TraceEvent> = read_all(&bytes).into_iter().map(|(_, e)| e).collect();
+        prop_assert_eq!(&read[0].input_summary, &Some(summarizer.summarize(&task.prompt)));
+        prop_assert_eq!(&read[1].output, &Some(summarizer.summarize(&answer)));
+        prop_assert_eq!(read[0].task.as_ref(), None);
+        prop_assert_eq!(read[1].answer.as_ref(), None);
+        let rewritten: Vec<u8> = read
+            .iter()
+            .flat_map(|e| {
+                let mut line = serde_json::to_vec(e).unwrap();
+                line.push(b'\n');
+                line
+            })
+            .collect();
+        prop_assert_eq!(rewritten, bytes);
+    }
+}
+
+#[test]
+fn summaries_match_published_digests() {
+    assert_eq!(
+        Summarizer::sha256().summarize(""),
+        "chars=0;sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    // Python: len("é×大😀") == 4 although it is 11 bytes of UTF-8.
+    assert_eq!(python_len("é×大😀"), 4);
+    assert!(
+        Summarizer::sha256()
+            .summarize("é×大😀")
+            .starts_with("chars=4;")
+    );
+    // RFC 4231, test case 2.
+    assert_eq!(
+        Summarizer::hmac(b"Jefe".to_vec()).summarize("what do ya want for nothing?"),
+        "chars=28;hmac-sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    );
+}

@@ -1,0 +1,694 @@
+//! `looptrace report`: every section on hand-made traces with known answers, the inputs it
+//! accepts, its tolerance of imperfect files, its errors, and snapshots of each format.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use looptrace::report::{self, Ending, Input, Options, Report, StepStats, StepSummary};
+use serde_json::{Value, json};
+
+use crate::support::{fixture, looptrace, stderr, stdout};
+
+/// Fixtures are named relative to the crate so that the names in reports do not depend on
+/// where the checkout is.
+const DIR: &str = "tests/fixtures/report";
+
+fn run_in_crate(args: &[&str]) -> Output {
+    looptrace()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("failed to start looptrace")
+}
+
+fn path(name: &str) -> String {
+    format!("{DIR}/{name}")
+}
+
+/// The JSON report of `args`, which must succeed.
+fn report_json(args: &[&str]) -> Value {
+    let mut all = vec!["report", "--format", "json"];
+    all.extend_from_slice(args);
+    let output = run_in_crate(&all);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    serde_json::from_str(&stdout(&output)).expect("the json format is JSON")
+}
+
+/// `[finished, max_steps_exceeded, invalid_model_output, internal_error, incomplete]` runs.
+fn exit_counts(exit_reasons: &Value) -> Vec<u64> {
+    let rows = exit_reasons["rows"].as_array().expect("rows");
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|row| row["exit_reason"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "finished",
+            "max_steps_exceeded",
+            "invalid_model_output",
+            "internal_error",
+            "incomplete"
+        ]
+    );
+    rows.iter()
+        .map(|row| row["runs"].as_u64().expect("runs"))
+        .collect()
+}
+
+fn warning_messages(report: &Value) -> Vec<String> {
+    let warnings = report["warnings"].as_array().expect("warnings");
+    warnings
+        .iter()
+        .map(|warning| warning["message"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn analyze(paths: &[&Path], options: &Options) -> Report {
+    let inputs: Vec<Input> = paths.iter().map(|path| Input::path(*path)).collect();
+    report::analyze(&inputs, options, Vec::new()).expect("the report is produced")
+}
+
+/// The parts of a report that must not depend on how the input is split.
+fn numbers(report: &Report) -> impl PartialEq + std::fmt::Debug + '_ {
+    (
+        report.input.lines,
+        report.input.events,
+        report.exit_reasons,
+        report.budget,
+        &report.invalid_output,
+        &report.tools,
+        report.steps,
+        &report.internal_errors,
+    )
+}
+
+#[test]
+fn the_write_up_lines_read_as_one_finished_run() {
+    let report = report_json(&[&path("write_up.jsonl")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 0]);
+    assert_eq!(
+        report["tools"],
+        json!([{ "tool": "calculator", "calls": 1, "errors": 0, "error_rate": 0.0, "errors_by_kind": {} }])
+    );
+    // No `steps_used`: the largest step of the run.
+    assert_eq!(
+        report["steps"][0],
+        json!({ "exit_reason": "finished", "runs": 1, "min": 2, "median": 2, "p90": 2, "max": 2 })
+    );
+    assert_eq!(report["warnings"], json!([]));
+}
+
+#[test]
+fn every_section_of_a_mixed_trace_has_the_known_answer() {
+    let report = report_json(&[&path("mixed.jsonl")]);
+    assert_eq!(
+        report["input"],
+        json!({ "files": 1, "lines": 35, "events": 34, "runs": 7, "skipped_lines": 0 })
+    );
+    let exit = &report["exit_reasons"];
+    assert_eq!(exit_counts(exit), [2, 1, 1, 2, 1]);
+    assert_eq!(exit["runs"], 7);
+    assert_eq!(exit["rows"][0]["share"], 0.2857);
+    assert_eq!(exit["rows"][4]["share"], 0.1429);
+    assert_eq!(
+        report["budget_exhaustion"],
+        json!({
+            "runs": 1,
+            "tool_successes": { "total": 1, "mean_per_run": 1.0 },
+            "tool_errors": { "total": 1, "mean_per_run": 1.0 },
+            "model_feedback": { "total": 1, "mean_per_run": 1.0 },
+        })
+    );
+    assert_eq!(
+        report["invalid_output"],
+        json!({
+            "feedback_by_kind": { "invalid_json": 2, "missing_field": 2, "unclassified": 1 },
+            "endings_by_kind": { "missing_field": 1 },
+            "runs_with_feedback": 4,
+            "recovered": 2,
+            "recovered_share": 0.5,
+        })
+    );
+    // The observation of run `e` names no tool: it belongs to the run's latest call, `search`,
+    // and has no `error_kind`.
+    assert_eq!(
+        report["tools"],
+        json!([
+            { "tool": "calculator", "calls": 4, "errors": 1, "error_rate": 0.25, "errors_by_kind": { "division_by_zero": 1 } },
+            { "tool": "search", "calls": 2, "errors": 1, "error_rate": 0.5, "errors_by_kind": { "unclassified": 1 } },
+            { "tool": "serach", "calls": 1, "errors": 1, "error_rate": 1.0, "errors_by_kind": { "unknown_tool": 1 } },
+        ])
+    );
+    assert_eq!(
+        report["steps"],
+        json!([
+            { "exit_reason": "finished", "runs": 2, "min": 2, "median": 2, "p90": 4, "max": 4 },
+            { "exit_reason": "max_steps_exceeded", "runs": 1, "min": 3, "median": 3, "p90": 3, "max": 3 },
+            { "exit_reason": "invalid_model_output", "runs": 1, "min": 2, "median": 2, "p90": 2, "max": 2 },
+            { "exit_reason": "internal_error", "runs": 2, "min": 1, "median": 1, "p90": 2, "max": 2 },
+            { "exit_reason": "incomplete", "runs": 1, "min": 1, "median": 1, "p90": 1, "max": 1 },
+        ])
+    );
+    // The bare `internal_error` event of run `e` ends it, with no kind recorded.
+    assert_eq!(
+        report["internal_errors"],
+        json!({ "runs": 2, "by_kind": { "model_connection": 1, "unclassified": 1 } })
+    );
+    assert_eq!(
+        warning_messages(&report),
+        ["1 event of unknown type `heartbeat` ignored"]
+    );
+}
+
+#[test]
+fn zero_rows_are_shown_and_an_empty_input_is_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    fs::write(&empty, "\n\n").unwrap();
+    let output = looptrace().args(["report"]).arg(&empty).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(
+        text.contains("Exit reasons (share of all 0 runs)"),
+        "{text}"
+    );
+    for ending in Ending::ALL {
+        assert!(
+            text.contains(&format!("│ {:<20} ┆    0 ┆     - │", ending.as_str())),
+            "{ending}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_cut_off_last_line_is_a_warning_and_its_run_is_incomplete() {
+    let report = report_json(&[&path("cut_off.jsonl")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 1]);
+    assert_eq!(report["steps"][4]["max"], 1);
+    assert_eq!(
+        warning_messages(&report),
+        [format!(
+            "{DIR}/cut_off.jsonl:6: cut-off last line (a write cut short) skipped"
+        )]
+    );
+}
+
+#[test]
+fn folders_are_searched_recursively_in_sorted_order_for_jsonl_files() {
+    let report = report_json(&["--by", "file", &path("split")]);
+    let by_file = report["exit_reasons_by_file"].as_array().expect("by file");
+    let files: Vec<&str> = by_file
+        .iter()
+        .map(|file| file["file"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            path("split/1.jsonl"),
+            path("split/2.jsonl"),
+            path("split/more/3.jsonl")
+        ]
+    );
+    // A run belongs to the file with its ending, or with its last event if incomplete.
+    let counts: Vec<Vec<u64>> = by_file
+        .iter()
+        .map(|file| exit_counts(&file["exit_reasons"]))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            vec![0, 0, 0, 0, 0],
+            vec![1, 1, 1, 1, 0],
+            vec![1, 0, 0, 1, 1]
+        ]
+    );
+    assert_eq!(report["input"]["files"], 3);
+}
+
+#[test]
+fn lines_split_across_files_mid_run_give_the_numbers_of_one_file() {
+    let mut one = report_json(&[&path("mixed.jsonl")]);
+    let mut split = report_json(&[&path("split")]);
+    assert_eq!(
+        warning_messages(&split)[1..],
+        [
+            format!("run id `b` appears in `{DIR}/split/1.jsonl`, `{DIR}/split/2.jsonl`"),
+            format!("run id `a` appears in `{DIR}/split/1.jsonl`, `{DIR}/split/2.jsonl`"),
+            format!("run id `e` appears in `{DIR}/split/2.jsonl`, `{DIR}/split/more/3.jsonl`"),
+        ]
+    );
+    for report in [&mut one, &mut split] {
+        report["input"]["files"] = json!(null);
+        report["warnings"] = json!(null);
+    }
+    assert_eq!(one, split);
+}
+
+#[test]
+fn a_reused_run_id_begins_a_new_run_at_each_start_and_after_each_ending() {
+    let report = report_json(&[&path("reused_ids.jsonl")]);
+    // The first run is cut short by the second start; the observation after the first ending
+    // begins a run of its own that the third start cuts short.
+    assert_eq!(exit_counts(&report["exit_reasons"]), [2, 0, 0, 0, 2]);
+    assert_eq!(
+        report["steps"][4],
+        json!({ "exit_reason": "incomplete", "runs": 2, "min": 1, "median": 1, "p90": 3, "max": 3 })
+    );
+    // That observation had no tool call in its run.
+    assert_eq!(report["tools"][0]["tool"], "(unknown)");
+    assert_eq!(
+        report["tools"][0]["errors_by_kind"],
+        json!({ "timeout": 1 })
+    );
+}
+
+#[test]
+fn every_chunk_size_and_every_two_way_split_give_the_same_numbers() {
+    for name in ["mixed.jsonl", "reused_ids.jsonl"] {
+        let trace = fixture(&format!("report/{name}"));
+        let whole = analyze(&[&trace], &Options::default());
+        for chunk_size in (1..=64).chain([100, 150, 333, 1000]) {
+            for threads in [1, 2] {
+                let options = Options {
+                    chunk_size,
+                    threads,
+                    ..Options::default()
+                };
+                let chunked = analyze(&[&trace], &options);
+                assert_eq!(
+                    numbers(&chunked),
+                    numbers(&whole),
+                    "{name}: chunk size {chunk_size}, {threads} threads"
+                );
+                assert_eq!(
+                    chunked.warnings, whole.warnings,
+                    "{name}: chunk size {chunk_size}"
+                );
+            }
+        }
+        let content = fs::read(&trace).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
+        let line_ends = (0..content.len())
+            .filter(|&at| content[at] == b'\n')
+            .map(|at| at + 1);
+        for cut in line_ends {
+            fs::write(&first, &content[..cut]).unwrap();
+            fs::write(&second, &content[cut..]).unwrap();
+            let options = Options {
+                chunk_size: 200,
+                ..Options::default()
+            };
+            let split = analyze(&[&first, &second], &options);
+            assert_eq!(
+                numbers(&split),
+                numbers(&whole),
+                "{name}: split after byte {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn standard_input_reads_like_a_file() {
+    let mut child = looptrace()
+        .args(["report", "--format", "json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let content = fs::read(fixture("report/mixed.jsonl")).unwrap();
+    child.stdin.take().unwrap().write_all(&content).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let from_stdin: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(from_stdin, report_json(&[&path("mixed.jsonl")]));
+}
+
+#[test]
+fn run_ids_in_two_files_are_a_warning_and_still_two_runs() {
+    let report = report_json(&[&path("dup")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [2, 1, 0, 0, 0]);
+    assert_eq!(
+        warning_messages(&report),
+        [format!(
+            "run id `same` appears in `{DIR}/dup/one.jsonl`, `{DIR}/dup/two.jsonl`"
+        )]
+    );
+    // The same file named twice is read once.
+    let twice = report_json(&[&path("dup/one.jsonl"), &path("dup")]);
+    assert_eq!(twice["input"]["files"], 2);
+}
+
+#[test]
+fn a_malformed_line_is_an_error_with_its_place_unless_lenient() {
+    let output = run_in_crate(&["report", &path("bad/middle.jsonl")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: {DIR}/bad/middle.jsonl:2: expected `,` or `}}` after a value at column 52\n"
+        )
+    );
+    assert_eq!(stdout(&output), "");
+
+    let report = report_json(&["--lenient", &path("bad/middle.jsonl")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 0]);
+    assert_eq!(report["input"]["skipped_lines"], 1);
+    assert_eq!(
+        warning_messages(&report),
+        [format!(
+            "{DIR}/bad/middle.jsonl: skipped 1 malformed line, the first at line 2: expected `,` or `}}` after a value at column 52"
+        )]
+    );
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_file_and_line() {
+    let cases = [
+        ("bad/utf8.jsonl", "2: invalid UTF-8"),
+        ("bad/no_run_id.jsonl", "1: missing `run_id`"),
+        ("bad/exit_reason.jsonl", "2: unknown exit reason `timeout`"),
+    ];
+    for (name, problem) in cases {
+        let output = run_in_crate(&["report", &path(name)]);
+        assert_eq!(output.status.code(), Some(2), "{name}");
+        assert_eq!(stderr(&output), format!("error: {DIR}/{name}:{problem}\n"));
+    }
+    let output = run_in_crate(&["report", &path("missing.jsonl")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!("error: failed to read `{DIR}/missing.jsonl`: ")),
+        "{}",
+        stderr(&output)
+    );
+    let output = run_in_crate(&["report", "-", "-"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "error: `-` (standard input) given more than once\n"
+    );
+}
+
+#[test]
+fn a_line_over_16_mib_is_an_error_not_an_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    let mut file = fs::File::create(&big).unwrap();
+    writeln!(
+        file,
+        r#"{{"run_id":"r","step":0,"event_type":"run_started","input_summary":"x"}}"#
+    )
+    .unwrap();
+    write!(
+        file,
+        r#"{{"run_id":"r","step":1,"event_type":"model_action","output":""#
+    )
+    .unwrap();
+    file.write_all(&vec![b'a'; 17 << 20]).unwrap();
+    writeln!(file, r#""}}"#).unwrap();
+    drop(file);
+    let output = looptrace().arg("report").arg(&big).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: {}:2: line is longer than 16777216 bytes\n",
+            big.display()
+        )
+    );
+
+    // The limit is a parameter of the library, and chunks of every size find the same line.
+    for chunk_size in [64, 1000, 1 << 20] {
+        let options = Options {
+            max_line: 4096,
+            chunk_size,
+            ..Options::default()
+        };
+        let inputs = [Input::path(&big)];
+        match report::analyze(&inputs, &options, Vec::new()) {
+            Err(err) => assert_eq!(
+                err.to_string(),
+                format!("{}:2: line is longer than 4096 bytes", big.display())
+            ),
+            Ok(_) => panic!("a line over the limit must fail"),
+        }
+    }
+}
+
+/// Compares `actual` with the checked-in snapshot, or rewrites it with `LOOPTRACE_BLESS=1`.
+fn check_snapshot(name: &str, actual: &str) {
+    let file = fixture(&format!("report/snapshots/{name}"));
+    if std::env::var_os("LOOPTRACE_BLESS").is_some_and(|value| value == "1") {
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, actual).unwrap();
+        return;
+    }
+    let expected = fs::read_to_string(&file).unwrap_or_else(|err| {
+        panic!(
+            "missing snapshot {} ({err}); run with LOOPTRACE_BLESS=1",
+            file.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{name} differs from its snapshot; rerun with LOOPTRACE_BLESS=1 to update\n{actual}"
+    );
+}
+
+#[test]
+fn every_format_matches_its_snapshot() {
+    for (format, extension) in [
+        ("table", "txt"),
+        ("json", "json"),
+        ("markdown", "md"),
+        ("csv", "csv"),
+    ] {
+        let output = run_in_crate(&[
+            "report",
+            "--by",
+            "file",
+            "--format",
+            format,
+            &path("split"),
+            &path("cut_off.jsonl"),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        check_snapshot(&format!("split.{extension}"), &stdout(&output));
+    }
+}
+
+/// One generated event: run id, step, and what it is.
+#[derive(Debug, Clone)]
+enum Gen {
+    Start,
+    Call(&'static str),
+    Observation(Option<&'static str>, bool),
+    Feedback,
+    End(Ending),
+    BareInternalError,
+}
+
+fn gen_line(run_id: &str, step: u64, event: &Gen) -> String {
+    let head = format!(r#"{{"run_id":"{run_id}","step":{step},"event_type":"#);
+    match event {
+        Gen::Start => format!(r#"{head}"run_started","input_summary":"chars=1;sha256=aa"}}"#),
+        Gen::Call(tool) => format!(
+            r#"{head}"model_action","action_type":"tool_call","tool_name":"{tool}","argument_keys":[]}}"#
+        ),
+        Gen::Observation(tool, is_error) => {
+            let tool = tool
+                .map(|tool| format!(r#""tool_name":"{tool}","#))
+                .unwrap_or_default();
+            format!(
+                r#"{head}"observation",{tool}"output":"chars=1;sha256=bb","is_error":{is_error}}}"#
+            )
+        }
+        Gen::Feedback => {
+            format!(r#"{head}"model_feedback","output":"chars=1;sha256=cc","is_error":true}}"#)
+        }
+        Gen::End(ending) => format!(r#"{head}"run_finished","exit_reason":"{ending}"}}"#),
+        Gen::BareInternalError => {
+            format!(r#"{head}"internal_error","error":"chars=1;sha256=dd"}}"#)
+        }
+    }
+}
+
+/// Exit counts, (tool, calls, errors), budget exhaustion (runs, successes, errors, feedback),
+/// (runs with feedback, recovered), and the steps of each ending.
+type Summary = (
+    Vec<u64>,
+    Vec<(String, u64, u64)>,
+    (u64, u64, u64, u64),
+    (u64, u64),
+    Vec<StepStats>,
+);
+
+/// Nearest-rank statistics of a list of steps.
+fn step_stats(mut steps: Vec<u64>) -> StepStats {
+    steps.sort_unstable();
+    let rank = |percent: usize| steps[(percent * steps.len()).div_ceil(100).max(1) - 1];
+    let summary = (!steps.is_empty()).then(|| StepSummary {
+        min: steps[0],
+        median: rank(50),
+        p90: rank(90),
+        max: steps[steps.len() - 1],
+    });
+    StepStats {
+        runs: steps.len() as u64,
+        summary,
+    }
+}
+
+/// What the report must find, computed the obvious way: one pass, one map of open runs.
+fn expected(events: &[(usize, u64, Gen)]) -> Summary {
+    #[derive(Default)]
+    struct Run {
+        successes: u64,
+        errors: u64,
+        feedback: u64,
+        last_tool: Option<&'static str>,
+        max_step: u64,
+    }
+    let mut exits = vec![0u64; 5];
+    let mut steps: Vec<Vec<u64>> = vec![Vec::new(); 5];
+    let mut tools: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    let mut budget = (0, 0, 0, 0);
+    let mut recovery = (0, 0);
+    let mut open: std::collections::HashMap<usize, Run> = Default::default();
+    let mut fold = |run: Run, ending: Ending| {
+        exits[ending.index()] += 1;
+        steps[ending.index()].push(run.max_step);
+        if ending == Ending::MaxStepsExceeded {
+            budget = (
+                budget.0 + 1,
+                budget.1 + run.successes,
+                budget.2 + run.errors,
+                budget.3 + run.feedback,
+            );
+        }
+        if run.feedback > 0 {
+            recovery.0 += 1;
+            recovery.1 += u64::from(ending == Ending::Finished);
+        }
+    };
+    for (id, step, event) in events {
+        if let Gen::Start = event {
+            if let Some(run) = open.remove(id) {
+                fold(run, Ending::Incomplete);
+            }
+            open.insert(*id, Run::default());
+        }
+        let run = open.entry(*id).or_default();
+        run.max_step = run.max_step.max(*step);
+        match event {
+            Gen::Start => {}
+            Gen::Call(tool) => {
+                tools.entry(tool.to_string()).or_default().0 += 1;
+                run.last_tool = Some(tool);
+            }
+            Gen::Observation(tool, is_error) => {
+                if *is_error {
+                    run.errors += 1;
+                    let tool = tool.or(run.last_tool).unwrap_or("(unknown)");
+                    tools.entry(tool.to_owned()).or_default().1 += 1;
+                } else {
+                    run.successes += 1;
+                }
+            }
+            Gen::Feedback => run.feedback += 1,
+            Gen::End(ending) => {
+                if let Some(run) = open.remove(id) {
+                    fold(run, *ending);
+                }
+            }
+            Gen::BareInternalError => {
+                if let Some(run) = open.remove(id) {
+                    fold(run, Ending::InternalError);
+                }
+            }
+        }
+    }
+    for (_, run) in open {
+        fold(run, Ending::Incomplete);
+    }
+    let tools = tools
+        .into_iter()
+        .map(|(name, (calls, errors))| (name, calls, errors))
+        .collect();
+    let steps = steps.into_iter().map(step_stats).collect();
+    (exits, tools, budget, recovery, steps)
+}
+
+fn found(report: &Report) -> Summary {
+    let exits = Ending::ALL
+        .iter()
+        .map(|&ending| report.exit_reasons.get(ending))
+        .collect();
+    let tools = report
+        .tools
+        .iter()
+        .map(|tool| (tool.name.clone(), tool.calls, tool.errors))
+        .collect();
+    let budget = report.budget;
+    let budget = (
+        budget.runs,
+        budget.tool_successes,
+        budget.tool_errors,
+        budget.feedback,
+    );
+    let recovery = (
+        report.invalid_output.runs_with_feedback,
+        report.invalid_output.recovered,
+    );
+    (exits, tools, budget, recovery, report.steps.to_vec())
+}
+
+fn gen_event() -> impl proptest::strategy::Strategy<Value = (usize, u64, Gen)> {
+    use proptest::prelude::*;
+    let tool = prop_oneof![Just("calculator"), Just("search")];
+    let event = prop_oneof![
+        3 => Just(Gen::Start),
+        3 => tool.clone().prop_map(Gen::Call),
+        4 => (proptest::option::of(tool), any::<bool>()).prop_map(|(tool, is_error)| Gen::Observation(tool, is_error)),
+        1 => Just(Gen::Feedback),
+        2 => proptest::sample::select(&Ending::ALL[..4]).prop_map(Gen::End),
+        1 => Just(Gen::BareInternalError),
+    ];
+    (0usize..3, 0u64..6, event)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Any sequence of events, in any chunks and split into any files, reads as one stream.
+    #[test]
+    fn any_split_of_any_trace_reads_as_one_stream(
+        events in proptest::collection::vec(gen_event(), 0..60),
+        cuts in proptest::collection::vec(0usize..60, 0..4),
+        chunk_size in 1usize..400,
+    ) {
+        let ids = ["a", "b", "c"];
+        let lines: Vec<String> = events.iter().map(|(id, step, event)| gen_line(ids[*id], *step, event)).collect();
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut.min(lines.len())).collect();
+        cuts.sort_unstable();
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        let mut from = 0;
+        for (at, &to) in cuts.iter().chain([lines.len()].iter()).enumerate() {
+            let path = dir.path().join(format!("{at}.jsonl"));
+            let text: String = lines[from..to].iter().map(|line| format!("{line}\n")).collect();
+            fs::write(&path, text).unwrap();
+            paths.push(path);
+            from = to;
+        }
+        let paths: Vec<&Path> = paths.iter().map(|path| path.as_path()).collect();
+        let options = Options { chunk_size, ..Options::default() };
+        let report = analyze(&paths, &options);
+        proptest::prop_assert_eq!(found(&report), expected(&events));
+    }
+}
