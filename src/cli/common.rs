@@ -61,6 +61,13 @@ pub fn open_trace_writer(path: &Path, fsync: bool) -> Result<TraceWriter, CliErr
     })
 }
 
+/// The device and inode of an existing file (following symlinks), which identify it whatever
+/// path names it.
+pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// Whether two paths name the same file: the same path after resolving symlinks and `..`, or the
 /// same device and inode. A path that does not exist yet is resolved through its folder.
 pub fn same_file(a: &Path, b: &Path) -> bool {

@@ -1,6 +1,7 @@
 //! `looptrace eval` and `looptrace merge`: run a suite (or a corpus of recorded runs), write
 //! traces, `results.json` and JUnit, and print the exit-reason report.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, same_file};
+use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
@@ -104,25 +105,47 @@ pub fn run(args: EvalArgs) -> CliResult {
         .clone()
         .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
     let results_path = out.join("results.json");
-    for input in &inputs {
-        for (flag, output) in [
-            ("--junit", args.junit.as_deref()),
-            ("--out", Some(results_path.as_path())),
-        ] {
-            if let Some(output) = output
-                && same_file(input, output)
-            {
-                return Err(CliError::input(format!(
-                    "{flag} would overwrite the input `{}`",
-                    input.display()
-                )));
-            }
-        }
-    }
     let selected = match args.shard {
         Some(shard) => shard.select(&suite.tasks),
         None => suite.tasks.clone(),
     };
+    // Nothing eval writes may be one of its inputs: the suite, the baseline, a replayed recording.
+    let inputs: HashMap<_, &PathBuf> = inputs
+        .iter()
+        .filter_map(|path| file_identity(path).map(|id| (id, path)))
+        .collect();
+    let task_traces = selected.iter().map(|task| {
+        (
+            "--out",
+            out.join("traces").join(format!("{}.jsonl", task.id)),
+        )
+    });
+    let outputs = [
+        ("--out", Some(results_path.clone())),
+        ("--junit", args.junit.clone()),
+    ];
+    for (flag, output) in outputs
+        .into_iter()
+        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
+        .chain(task_traces)
+    {
+        if let Some(input) = file_identity(&output).and_then(|id| inputs.get(&id)) {
+            return Err(CliError::input(format!(
+                "{flag} would overwrite the input `{}` (with `{}`)",
+                input.display(),
+                output.display()
+            )));
+        }
+    }
+    if let Some(junit) = &args.junit {
+        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) {
+            return Err(CliError::input(format!(
+                "--junit `{}`: the folder does not exist",
+                junit.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     let tools = ToolRegistry::builtin();
     let stop = Arc::new(AtomicBool::new(false));
@@ -177,8 +200,16 @@ pub fn run(args: EvalArgs) -> CliResult {
     })?;
     if let Some(junit) = &args.junit {
         write_atomically(junit, render_junit(&results).as_bytes()).map_err(|err| {
-            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
+            CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
         })?;
+    }
+    if let Some(b) = &baseline
+        && b.suite.name != results.suite.name
+    {
+        eprintln!(
+            "warning: the baseline is from suite {:?}, this run is suite {:?}",
+            b.suite.name, results.suite.name
+        );
     }
     let comparison = baseline.as_ref().map(|b| compare(b, &results));
     print_report(&results, comparison.as_ref(), args.format)?;

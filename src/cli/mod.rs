@@ -55,7 +55,22 @@ pub fn main() -> i32 {
     if let Err(message) = looptrace::fault::configured() {
         return error::finish(Err(CliError::Input(message)));
     }
-    let result = match cli.command {
+    // Panics are caught where they happen (tool handlers, eval tasks) or below, and reported once
+    // as internal errors; the default hook would also print their messages, which may quote content.
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(|| dispatch(cli.command));
+    let result = outcome.unwrap_or_else(|payload| {
+        Err(CliError::Internal(format!(
+            "looptrace panicked: {} (this is a bug)",
+            looptrace::tools::panic_text(payload.as_ref())
+        )))
+    });
+    error::finish(result)
+}
+
+/// Runs one subcommand.
+fn dispatch(command: Command) -> CliResult {
+    match command {
         Command::Run(args) => run::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Show(args) => show::run(args),
@@ -63,6 +78,5 @@ pub fn main() -> i32 {
         Command::Merge(args) => eval::merge(args),
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
-    };
-    error::finish(result)
+    }
 }

@@ -123,7 +123,10 @@ pub fn run(args: ReplayArgs) -> CliResult {
     // Every run is checked before any runs, so bad input writes nothing.
     let prepared = runs
         .iter()
-        .map(|run| PreparedReplay::new(run, options).map_err(CliError::input))
+        .map(|run| {
+            PreparedReplay::new(run, options)
+                .map_err(|err| CliError::input(format!("{}: {err}", args.trace.display())))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let source = file_name(&args.trace);
     let mut out = std::io::stdout().lock();

@@ -32,6 +32,12 @@ pub fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             files.push(path.clone());
         }
     }
+    // The same file named twice (or through a link) is read once.
+    let mut seen = HashSet::new();
+    files.retain(|file| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(file).map_or(true, |m| seen.insert((m.dev(), m.ino())))
+    });
     Ok(files)
 }
 
@@ -42,7 +48,9 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
         .collect();
     entries.sort();
     for entry in entries {
-        if entry.is_dir() {
+        // Symlinked folders are not followed: a link back up the tree would loop.
+        let is_link = std::fs::symlink_metadata(&entry).is_ok_and(|m| m.is_symlink());
+        if entry.is_dir() && !is_link {
             walk(&entry, files)?;
         } else if entry.extension().is_some_and(|e| e == "jsonl") {
             files.push(entry);

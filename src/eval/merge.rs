@@ -25,6 +25,14 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
             ));
         }
         if let Some(shard) = results.shard
+            && !shard.is_valid()
+        {
+            return Err(format!(
+                "`{name}` names the impossible shard {}/{}",
+                shard.index, shard.count
+            ));
+        }
+        if let Some(shard) = results.shard
             && !seen_shards.insert((shard.index, shard.count))
         {
             return Err(format!(
@@ -83,6 +91,6 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     Ok(merged)
 }
 
-fn short(fingerprint: &str) -> &str {
-    &fingerprint[..fingerprint.len().min(12)]
+fn short(fingerprint: &str) -> String {
+    fingerprint.chars().take(12).collect()
 }

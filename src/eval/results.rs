@@ -155,6 +155,17 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
             path.display()
         )
     })?;
+    if let Some(shard) = results.shard
+        && !shard.is_valid()
+    {
+        return Err(format!(
+            "`{}`: shard {}/{} is not a valid shard (1 <= K <= N <= {})",
+            path.display(),
+            shard.index,
+            shard.count,
+            Shard::MAX_COUNT
+        ));
+    }
     if results.format != RESULTS_FORMAT {
         return Err(format!(
             "`{}` has format {:?}; this looptrace reads {RESULTS_FORMAT:?}",

@@ -11,18 +11,32 @@ impl FromStr for Shard {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Shard, String> {
-        let bad = || format!("--shard takes K/N with 1 <= K <= N, got {text:?}");
+        let bad = || {
+            format!(
+                "--shard takes K/N with 1 <= K <= N <= {}, got {text:?}",
+                Shard::MAX_COUNT
+            )
+        };
         let (k, n) = text.split_once('/').ok_or_else(bad)?;
         let index: usize = k.trim().parse().map_err(|_| bad())?;
         let count: usize = n.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index == 0 || index > count {
+        let shard = Shard { index, count };
+        if !shard.is_valid() {
             return Err(bad());
         }
-        Ok(Shard { index, count })
+        Ok(shard)
     }
 }
 
 impl Shard {
+    /// The most shards a suite may be split into.
+    pub const MAX_COUNT: usize = 1_000_000;
+
+    /// Whether `1 <= index <= count <= MAX_COUNT`.
+    pub fn is_valid(self) -> bool {
+        self.index >= 1 && self.index <= self.count && self.count <= Shard::MAX_COUNT
+    }
+
     /// Whether the task at `position` (0-based) belongs to this shard.
     pub fn contains(self, position: usize) -> bool {
         position % self.count + 1 == self.index

@@ -243,9 +243,27 @@ impl<'a> Comparator<'a> {
     }
 }
 
+/// The error kind a rerun stopped at its first divergence is recorded with, so reports never count
+/// it as a real model failure.
+pub const STOPPED_KIND: &str = "replay_stopped";
+
 impl RunObserver for Comparator<'_> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
-        self.inner.on_event(event)?;
+        match event {
+            RunEvent::RunFinished { result, .. }
+                if self.stop.get()
+                    && result
+                        .error
+                        .as_deref()
+                        .is_some_and(|e| e.ends_with(STOPPED)) =>
+            {
+                self.inner.on_event(&RunEvent::RunFinished {
+                    result,
+                    error_kind: Some(STOPPED_KIND),
+                })?
+            }
+            _ => self.inner.on_event(event)?,
+        }
         if !self.stop.get() {
             self.compare(event);
         }

@@ -13,7 +13,7 @@ mod render;
 mod runner;
 mod verdict;
 
-pub use compare::STOPPED;
+pub use compare::{STOPPED, STOPPED_KIND};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
 pub use recording::{
     RecordedEnding, RecordedObservation, RecordedStep, Recording, ReplaySetupError,

@@ -281,9 +281,12 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
     if !trimmed.starts_with('{') {
         return Err("expected a JSON object".to_owned());
     }
-    serde_json::from_str::<TraceEvent>(trimmed)
-        .map(Some)
-        .map_err(|err| describe_json_error(&err))
+    let event =
+        serde_json::from_str::<TraceEvent>(trimmed).map_err(|err| describe_json_error(&err))?;
+    if event.event_type == EventType::RunFinished && event.exit_reason.is_none() {
+        return Err("run_finished without `exit_reason`".to_owned());
+    }
+    Ok(Some(event))
 }
 
 /// serde_json's message without its "at line 1 column N" (the line is ours to name).

@@ -1,5 +1,5 @@
 //! Grouping a trace's events into runs by `run_id`, in order of first appearance. One file may hold
-//! many runs, interleaved. A run without an ending event is `incomplete`: the process died.
+//! many runs, interleaved; a run id reused after its run ended (or restarted) starts a new run. A run without an ending event is `incomplete`: the process died.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -75,15 +75,24 @@ pub struct TraceContents {
 impl TraceContents {
     /// Groups events from any reader.
     pub fn from_reader<R: std::io::Read>(reader: TraceReader<R>) -> Result<Self, TraceError> {
-        let mut index: HashMap<String, usize> = HashMap::new();
+        // Per run id: the slot of its latest run, and whether that run has started and ended.
+        let mut index: HashMap<String, (usize, bool, bool)> = HashMap::new();
         let mut runs: Vec<RecordedRun> = Vec::new();
         let mut reader = reader;
         for item in reader.by_ref() {
             let (line, event) = item?;
-            let slot = match index.get(&event.run_id) {
-                Some(&slot) => slot,
-                None => {
-                    index.insert(event.run_id.clone(), runs.len());
+            let starts = event.event_type == EventType::RunStarted;
+            let ends = event.ending().is_some();
+            // A reused run id starts a new run once the old one has ended or when a second
+            // run_started arrives, the same rule `looptrace report` uses.
+            let slot = match index.get_mut(&event.run_id) {
+                Some((slot, started, ended)) if !(*ended || starts && *started) => {
+                    *started |= starts;
+                    *ended |= ends;
+                    *slot
+                }
+                _ => {
+                    index.insert(event.run_id.clone(), (runs.len(), starts, ends));
                     runs.push(RecordedRun {
                         run_id: event.run_id.clone(),
                         events: Vec::new(),

@@ -32,7 +32,7 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
         let steps = run
             .finished()
             .and_then(|e| e.steps_used.map(u64::from).or(Some(e.step)))
-            .map(|s| format!(" after {s} steps"))
+            .map(|s| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
             .unwrap_or_default();
         let _ = writeln!(
             out,

@@ -23,12 +23,15 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_inputs")
 }
 
-/// Whether this build has the subcommand (`looptrace help NAME` exits 0).
+/// Checks this build has the subcommand (`looptrace help NAME` exits 0); every command the
+/// corpus exercises must exist, so a missing one fails instead of skipping its checks.
 pub fn has_command(name: &str) -> bool {
-    looptrace()
+    let present = looptrace()
         .args(["help", name])
         .output()
-        .is_ok_and(|output| output.status.success())
+        .is_ok_and(|output| output.status.success());
+    assert!(present, "looptrace has no `{name}` command");
+    present
 }
 
 /// Which optional commands exist.

@@ -714,3 +714,86 @@ fn the_readme_shows_what_the_main_command_prints() {
     let output = eval(&[sample("suite.json").to_str().unwrap()], dir.path());
     assert_eq!(stdout(&output), &readme[start..end]);
 }
+
+#[test]
+fn eval_refuses_to_overwrite_a_recording_it_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    std::fs::copy(sample("finished.full.jsonl"), traces.join("t1.jsonl")).unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "s", "tasks": [{"id": "t1", "model": {"replay": "traces/t1.jsonl"}}]})
+            .to_string(),
+    )
+    .unwrap();
+    let before = std::fs::read(traces.join("t1.jsonl")).unwrap();
+    let output = eval(&[suite.to_str().unwrap()], dir.path());
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--out would overwrite the input"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(traces.join("t1.jsonl")).unwrap(), before);
+    assert!(!dir.path().join("results.json").exists());
+}
+
+#[test]
+fn a_junit_path_in_a_missing_folder_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let junit = dir.path().join("no/such/dir/junit.xml");
+    let output = eval(
+        &[
+            sample("suite.json").to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &out,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("the folder does not exist"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn merge_refuses_impossible_shards_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    eval(
+        &[sample("suite.json").to_str().unwrap(), "--shard", "1/2"],
+        &out,
+    );
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    for shard in [
+        json!({"index": 5, "count": 2}),
+        json!({"index": 0, "count": 2}),
+        json!({"index": 1, "count": 1_000_000_000_000u64}),
+    ] {
+        results["shard"] = shard.clone();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, results.to_string()).unwrap();
+        let output = looptrace()
+            .args(["merge", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{shard}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("is not a valid shard"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}

@@ -92,7 +92,7 @@ fn exit_reason() -> impl Strategy<Value = ExitReason> {
     prop::sample::select(ExitReason::ALL.to_vec())
 }
 
-/// Any event, every optional field present or not. `duration_ms` is finite: the writer only
+/// Any event, every optional field present or not (a run_finished always has its exit reason). `duration_ms` is finite: the writer only
 /// records measured durations.
 fn trace_event() -> impl Strategy<Value = TraceEvent> {
     let head = (text(), any::<u64>(), event_type());
@@ -155,6 +155,10 @@ fn trace_event() -> impl Strategy<Value = TraceEvent> {
             e.error,
             e.duration_ms,
         ) = rest;
+        // Readers refuse a run_finished without its exit reason, so written ones always have one.
+        if e.event_type == EventType::RunFinished && e.exit_reason.is_none() {
+            e.exit_reason = Some(ExitReason::Finished);
+        }
         e
     })
 }

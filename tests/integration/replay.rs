@@ -154,7 +154,7 @@ fn summary_only_traces_fail_naming_the_event_and_the_capture_flag() {
             assert_eq!(
                 stderr(&output),
                 format!(
-                    "error: run \"{run_id}\" cannot be replayed: line 1 (run_started at step 0) \
+                    "error: {path}: run \"{run_id}\" cannot be replayed: line 1 (run_started at step 0) \
                      has no `task`; record replayable traces with `--capture full`\n"
                 ),
                 "{name}"
@@ -543,7 +543,7 @@ fn the_rerun_is_recorded_with_replay_of_and_the_input_is_untouched() {
     assert_eq!(
         stderr(&output),
         format!(
-            "error: run \"{replay_run_id}\" cannot be replayed: line 2 (model_action at step 1) \
+            "error: {out_arg}: run \"{replay_run_id}\" cannot be replayed: line 2 (model_action at step 1) \
              has no `raw_output`; record replayable traces with `--capture full`\n"
         )
     );
@@ -565,15 +565,19 @@ fn hmac_summaries_are_compared_with_the_key_they_were_recorded_with() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
-        "error: run \"hmac-full\" was recorded with hmac-sha256 summaries: set \
-         LOOPTRACE_HASH_KEY to the key it was recorded with\n"
+        format!(
+            "error: {path}: run \"hmac-full\" was recorded with hmac-sha256 summaries: set \
+             LOOPTRACE_HASH_KEY to the key it was recorded with\n"
+        )
     );
     let output = with_key(Some("another key"));
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
-        "error: run \"hmac-full\" was recorded with another LOOPTRACE_HASH_KEY: line 1: the \
-         summary of the task does not match\n"
+        format!(
+            "error: {path}: run \"hmac-full\" was recorded with another LOOPTRACE_HASH_KEY: line \
+             1: the summary of the task does not match\n"
+        )
     );
     let output = with_key(Some("replay-fixture-key"));
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));

@@ -513,3 +513,39 @@ fn every_sample_trace_matches_the_schema() {
     }
     assert!(checked > 40, "only {checked} lines checked");
 }
+
+#[test]
+fn a_reused_run_id_starts_a_new_run_after_the_old_one_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    for _ in 0..2 {
+        let output = run(&[
+            "run",
+            "--task",
+            "t",
+            "--responses",
+            fixture("responses/finish.txt").to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--run-id",
+            "same",
+        ]);
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let contents = read_trace(&trace, ReadOptions::default()).unwrap();
+    let runs: Vec<(&str, usize)> = contents
+        .runs
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.events.len()))
+        .collect();
+    assert_eq!(runs, [("same", 5), ("same", 5)]);
+}
+
+#[test]
+fn a_run_finished_without_an_exit_reason_is_malformed() {
+    let text = "{\"run_id\":\"a\",\"step\":0,\"event_type\":\"run_started\"}\n{\"run_id\":\"a\",\"step\":1,\"event_type\":\"run_finished\"}\n";
+    assert_eq!(
+        read_str(text, ReadOptions::default()).unwrap_err(),
+        "t.jsonl:2: run_finished without `exit_reason`"
+    );
+}
