@@ -17,14 +17,19 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
         if i > 0 {
             out.push('\n');
         }
-        let _ = writeln!(out, "run {} ({} events)", run.run_id, run.events.len());
+        let _ = writeln!(
+            out,
+            "run {} ({} events)",
+            safe(&run.run_id),
+            run.events.len()
+        );
         for (line, event) in &run.events {
             let _ = writeln!(
                 out,
                 "  {:>4}  step {:<3} {:<15} {}",
                 format!("L{line}"),
                 event.step,
-                event.event_type.as_str(),
+                safe(event.event_type.as_str()),
                 describe(event, color)
             );
         }
@@ -69,7 +74,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
     let text_or_summary = |text: &Option<String>, summary: &Option<String>| -> Option<String> {
         text.as_deref()
             .map(|t| format!("{:?}", shorten(t)))
-            .or_else(|| summary.clone())
+            .or_else(|| summary.as_deref().map(safe))
     };
     match &event.event_type {
         EventType::RunStarted => {
@@ -80,7 +85,11 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("max_steps={max}"));
             }
             if let Some(replay) = &event.replay_of {
-                parts.push(format!("replay_of={}#{}", replay.source, replay.run_id));
+                parts.push(format!(
+                    "replay_of={}#{}",
+                    safe(&replay.source),
+                    safe(&replay.run_id)
+                ));
             }
             if let Some(task) = text_or_summary(&event.task, &event.input_summary) {
                 parts.push(format!("task={task}"));
@@ -98,10 +107,10 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                         (None, Some(keys)) => format!("({})", keys.join(", ")),
                         (None, None) => String::new(),
                     };
-                    parts.push(format!("tool_call {tool}{}", shorten(&args)));
+                    parts.push(format!("tool_call {}{}", safe(tool), safe(&shorten(&args))));
                 }
                 other => {
-                    parts.push(other.to_owned());
+                    parts.push(safe(other));
                     if let Some(answer) = text_or_summary(&event.answer, &event.output) {
                         parts.push(format!("answer={answer}"));
                     }
@@ -110,13 +119,13 @@ fn describe(event: &TraceEvent, color: bool) -> String {
         }
         EventType::Observation => {
             if let Some(tool) = &event.tool_name {
-                parts.push(tool.clone());
+                parts.push(safe(tool));
             }
             let status = if event.is_error == Some(true) {
                 paint(
                     &format!(
                         "error {}",
-                        event.error_kind.as_deref().unwrap_or("unclassified")
+                        safe(event.error_kind.as_deref().unwrap_or("unclassified"))
                     ),
                     RED,
                     color,
@@ -131,7 +140,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
         }
         EventType::ModelFeedback => {
             parts.push(paint(
-                event.error_kind.as_deref().unwrap_or("unclassified"),
+                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
                 YELLOW,
                 color,
             ));
@@ -150,7 +159,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("error_kind={kind}"));
             }
             if let Some(error) = &event.error {
-                parts.push(format!("error={}", shorten(error)));
+                parts.push(format!("error={}", safe(&shorten(error))));
             }
         }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),
@@ -159,6 +168,20 @@ fn describe(event: &TraceEvent, color: bool) -> String {
         parts.push(format!("{ms}ms"));
     }
     parts.join(" ")
+}
+
+/// Escapes control characters, so a trace cannot send escape sequences to the terminal.
+fn safe(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_debug().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 fn shorten(text: &str) -> String {

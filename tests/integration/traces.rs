@@ -549,3 +549,26 @@ fn a_run_finished_without_an_exit_reason_is_malformed() {
         "t.jsonl:2: run_finished without `exit_reason`"
     );
 }
+
+#[test]
+fn show_never_sends_control_characters_from_a_trace_to_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("esc.jsonl");
+    std::fs::write(
+        &path,
+        "{\"run_id\":\"a\\u001b[31m\",\"step\":1,\"event_type\":\"observation\",\"tool_name\":\"t\\u0007\",\"is_error\":true,\"error_kind\":\"k\\u001b\"}\n",
+    )
+    .unwrap();
+    let output = run(&["show", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        !output.stdout.iter().any(|b| *b == 0x1b || *b == 0x07),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).starts_with("run a\\u{1b}[31m (1 events)\n"),
+        "{}",
+        stdout(&output)
+    );
+}
