@@ -12,10 +12,11 @@ use std::process::Output;
 use crate::support::{looptrace, sample, stderr, stdout};
 
 /// Name prefixes and extensions of the corpus, and what each is fed to.
-const KINDS: [(&str, &str); 3] = [
+const KINDS: [(&str, &str); 4] = [
     ("trace_", ".jsonl"),
     ("responses_", ".txt"),
     ("suite_", ".json"),
+    ("results_", ".json"),
 ];
 
 /// The corpus folder.
@@ -164,7 +165,9 @@ fn the_corpus_holds_only_case_files_and_at_least_40() {
             .iter()
             .find(|(prefix, ext)| name.starts_with(prefix) && name.ends_with(ext));
         let Some((prefix, _)) = kind else {
-            panic!("{name}: not a case name (trace_*.jsonl, responses_*.txt, suite_*.json)");
+            panic!(
+                "{name}: not a case name (trace_*.jsonl, responses_*.txt, suite_*.json, results_*.json)"
+            );
         };
         *counts.entry(prefix).or_default() += 1;
     }
@@ -190,6 +193,44 @@ fn report_refuses_every_bad_trace() {
     walk("trace_", |file, _| {
         let mut args = os(&["report"]);
         args.push(file.into());
+        args
+    });
+}
+
+#[test]
+fn replay_refuses_every_bad_trace() {
+    walk("trace_", |file, _| {
+        let mut args = os(&["replay"]);
+        args.push(file.into());
+        args
+    });
+}
+
+#[test]
+fn eval_refuses_every_bad_trace_as_a_corpus() {
+    walk("trace_", |file, out| {
+        let mut args = os(&["eval", "--traces"]);
+        args.extend([file.into(), "--out".into(), out.join("out").into()]);
+        args
+    });
+}
+
+#[test]
+fn merge_and_baselines_refuse_every_bad_results_file() {
+    walk("results_", |file, out| {
+        let mut args = os(&["merge"]);
+        args.extend([file.into(), "--out".into(), out.join("merged.json").into()]);
+        args
+    });
+    walk("results_", |file, out| {
+        let mut args = os(&["eval"]);
+        args.extend([
+            sample("suite.json").into(),
+            "--baseline".into(),
+            file.into(),
+            "--out".into(),
+            out.join("out").into(),
+        ]);
         args
     });
 }
