@@ -3,6 +3,7 @@
 //! Exit codes are the same for every command: 0 success, 1 the work ran and found failures,
 //! 2 bad input or usage, 3 internal error.
 
+mod app;
 mod common;
 mod error;
 mod eval;
@@ -12,71 +13,5 @@ mod run;
 mod show;
 mod tools;
 
-use clap::{Parser, Subcommand};
-
+pub use app::main;
 pub use error::{CliError, CliResult, Outcome};
-
-/// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
-#[derive(Debug, Parser)]
-#[command(name = "looptrace", version, about, max_term_width = 100)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run one task against a file of raw model responses.
-    Run(run::RunArgs),
-    /// Print the registered tool specs as JSON.
-    Tools(tools::ToolsArgs),
-    /// Print a trace's events, run by run.
-    Show(show::ShowArgs),
-    /// Run a suite of tasks (or replay a corpus of traces) and report how they ended.
-    Eval(eval::EvalArgs),
-    /// Combine shard results into one results file and report.
-    Merge(eval::MergeArgs),
-    /// Summarize how the runs in trace files ended and why.
-    Report(report::ReportArgs),
-    /// Rerun recorded runs and report the first divergence from each recording.
-    Replay(replay::ReplayArgs),
-}
-
-/// Runs the command line and returns the process exit code.
-pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
-            return code;
-        }
-    };
-    if let Err(message) = looptrace::fault::configured() {
-        return error::finish(Err(CliError::Input(message)));
-    }
-    // Panics are caught where they happen (tool handlers, eval tasks) or below, and reported once
-    // as internal errors; the default hook would also print their messages, which may quote content.
-    std::panic::set_hook(Box::new(|_| {}));
-    let outcome = std::panic::catch_unwind(|| dispatch(cli.command));
-    let result = outcome.unwrap_or_else(|payload| {
-        Err(CliError::Internal(format!(
-            "looptrace panicked: {} (this is a bug)",
-            looptrace::tools::panic_text(payload.as_ref())
-        )))
-    });
-    error::finish(result)
-}
-
-/// Runs one subcommand.
-fn dispatch(command: Command) -> CliResult {
-    match command {
-        Command::Run(args) => run::run(args),
-        Command::Tools(args) => tools::run(args),
-        Command::Show(args) => show::run(args),
-        Command::Eval(args) => eval::run(args),
-        Command::Merge(args) => eval::merge(args),
-        Command::Report(args) => report::run(args),
-        Command::Replay(args) => replay::run(args),
-    }
-}

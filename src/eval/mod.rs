@@ -20,27 +20,10 @@ pub use merge::merge_results;
 pub use render::{ReportFormat, reason_label, render_report};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
-    now_rfc3339, read_results, write_atomically,
+    now_rfc3339, read_results, suite_info, write_atomically,
 };
 pub use runner::{RunnerOptions, prepare_traces_dir, run_tasks};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel, load_suite,
     load_suite_from_str,
 };
-
-/// The identity of a suite for results files: name, size and a fingerprint of its task ids.
-pub fn suite_info(suite: &Suite) -> SuiteInfo {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    hasher.update(suite.name.as_bytes());
-    for task in &suite.tasks {
-        hasher.update([0]);
-        hasher.update(task.id.as_str().as_bytes());
-    }
-    let digest = hasher.finalize();
-    SuiteInfo {
-        name: suite.name.clone(),
-        tasks: suite.tasks.len(),
-        fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
-    }
-}

@@ -225,3 +225,20 @@ pub fn now_rfc3339() -> String {
         rem % 60
     )
 }
+
+/// The identity of a suite for results files: name, size and a fingerprint of its task ids.
+pub fn suite_info(suite: &super::suite::Suite) -> SuiteInfo {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(suite.name.as_bytes());
+    for task in &suite.tasks {
+        hasher.update([0]);
+        hasher.update(task.id.as_str().as_bytes());
+    }
+    let digest = hasher.finalize();
+    SuiteInfo {
+        name: suite.name.clone(),
+        tasks: suite.tasks.len(),
+        fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}

@@ -797,3 +797,30 @@ fn merge_refuses_impossible_shards_without_panicking() {
         );
     }
 }
+
+#[test]
+fn results_files_match_the_results_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("schemas/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    eval(
+        &[sample("suite.json").to_str().unwrap(), "--shard", "2/3"],
+        dir.path(),
+    );
+    for path in [
+        dir.path().join("results.json"),
+        fixture("eval/snapshot_results.json"),
+    ] {
+        let value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+    }
+}

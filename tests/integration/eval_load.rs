@@ -36,7 +36,7 @@ fn ten_thousand_tasks_at_two_jobs_give_a_correct_table() {
     let dir = tempfile::tempdir().unwrap();
     let suite = write_suite(dir.path(), 10_000);
     let out = dir.path().join("out");
-    let output = looptrace()
+    let child = looptrace()
         .args([
             "eval",
             suite.to_str().unwrap(),
@@ -47,8 +47,30 @@ fn ten_thousand_tasks_at_two_jobs_give_a_correct_table() {
             "--out",
             out.to_str().unwrap(),
         ])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // The kernel's high-water mark of the process's resident memory, read while it runs.
+    let status = format!("/proc/{}/status", child.id());
+    let peak_kib = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        while let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        peak
+    });
+    let output = child.wait_with_output().unwrap();
+    let peak_kib = peak_kib.join().unwrap();
+    // The suite itself is held in memory (a few MB for 10,000 tasks); results are small per task.
+    assert!(peak_kib < 200 * 1024, "peak memory {peak_kib} KiB");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let rows: Vec<(String, u64)> = report["exit_reasons"]
