@@ -736,3 +736,15 @@ fn a_recorded_tool_panic_replays_as_the_same_internal_error() {
     assert_eq!(replay.divergences[0].step, 1);
     assert_eq!(replay.divergences[0].what, DivergenceKind::IsError);
 }
+
+#[test]
+fn a_rerun_stopped_at_its_divergence_is_recorded_as_replay_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let input = replay_fixture("edited_observation.jsonl");
+    let output = run(&["replay", &input, "--trace", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let contents = looptrace::trace::read_trace(&out, Default::default()).unwrap();
+    let ending = contents.runs[0].finished().unwrap();
+    assert_eq!(ending.error_kind.as_deref(), Some("replay_stopped"));
+}
