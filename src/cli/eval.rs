@@ -95,6 +95,8 @@ pub fn run(args: EvalArgs) -> CliResult {
     if args.jobs == Some(0) {
         return Err(CliError::input("--jobs must be at least 1"));
     }
+    // Built before the suite is loaded: the registry's allocations would otherwise first pay for
+    // consolidating the freed parse tree of a large suite.
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
         Some(path) => Some(read_results(path).map_err(CliError::Input)?),
@@ -106,8 +108,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
     let results_path = out.join("results.json");
     let selected = match args.shard {
-        Some(shard) => shard.select(&suite.tasks),
-        None => suite.tasks.clone(),
+        Some(shard) => std::borrow::Cow::Owned(shard.select(&suite.tasks)),
+        None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
     };
     // Nothing eval writes may be one of its inputs: the suite, the baseline, a replayed recording.
     let inputs: HashMap<_, &PathBuf> = inputs

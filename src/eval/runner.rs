@@ -14,7 +14,7 @@ use super::expect::check;
 use super::results::TaskResult;
 use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_result};
-use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptedModel, ScriptedRawModel};
+use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
 use crate::trace::{Capture, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter};
@@ -104,10 +104,10 @@ fn run_one(
 ) -> TaskResult {
     let prompt = Task::new(task.prompt.clone());
     let mut model: Box<dyn Model> = match &task.model {
-        TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptedRawModel::new(
-            responses.clone(),
+        TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptPlayer::new(
+            responses.as_slice(),
         ))),
-        TaskModel::Actions(actions) => Box::new(ScriptedModel::new(actions.clone())),
+        TaskModel::Actions(actions) => Box::new(ScriptPlayer::new(actions.as_slice())),
         TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
             Ok(model) => Box::new(model),
             Err(err) => {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::model::{ReplayModel, json_type_name as type_name, parse_json_action};
+use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
 use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
 
@@ -476,7 +476,7 @@ impl Checker<'_> {
                 let list = self.array(&map["actions"], &path)?;
                 let mut actions = Vec::new();
                 for (i, item) in list.iter().enumerate() {
-                    match parse_json_action(&item.to_string()) {
+                    match action_from_value(item.clone()) {
                         Ok(action) => actions.push(action),
                         Err(err) => self.problem(&format!("{path}[{i}]"), err.message),
                     }

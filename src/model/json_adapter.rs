@@ -51,6 +51,12 @@ pub fn parse_json_action(raw: &str) -> Result<Action, InvalidOutput> {
             format!("model output is not valid JSON: {err}"),
         )
     })?;
+    action_from_value(value)
+}
+
+/// Turns already parsed JSON into an action with the same rules as [`parse_json_action`] (suites
+/// hold scripted actions as JSON values).
+pub fn action_from_value(value: Value) -> Result<Action, InvalidOutput> {
     let Value::Object(object) = value else {
         return Err(InvalidOutput::new(
             InvalidOutputKind::NotAnObject,

@@ -8,6 +8,6 @@ mod replay;
 mod scripted;
 
 pub use contract::{InvalidOutput, InvalidOutputKind, Model, ModelError, RawModel};
-pub use json_adapter::{JsonModelAdapter, json_type_name, parse_json_action};
+pub use json_adapter::{JsonModelAdapter, action_from_value, json_type_name, parse_json_action};
 pub use replay::{RecordedResponses, RecordedTurn, ReplayError, ReplayModel, end_of_recording};
-pub use scripted::{ModelCall, ScriptedModel, ScriptedRawModel};
+pub use scripted::{ModelCall, ScriptPlayer, ScriptedModel, ScriptedRawModel};

@@ -75,6 +75,41 @@ impl RawModel for ScriptedRawModel {
     }
 }
 
+/// Plays a borrowed script without recording the calls: what batch evaluation uses, where nobody
+/// reads the history back and copying every script would cost more than running it.
+#[derive(Clone, Debug)]
+pub struct ScriptPlayer<'a, T> {
+    items: &'a [T],
+    next: usize,
+}
+
+impl<'a, T> ScriptPlayer<'a, T> {
+    /// A player of `items`, from the first.
+    pub fn new(items: &'a [T]) -> Self {
+        ScriptPlayer { items, next: 0 }
+    }
+}
+
+impl Model for ScriptPlayer<'_, Action> {
+    fn next_action(
+        &mut self,
+        _task: &Task,
+        _history: &[HistoryItem],
+    ) -> Result<Action, ModelError> {
+        next_scripted(self.items, &mut self.next, "actions").cloned()
+    }
+}
+
+impl RawModel for ScriptPlayer<'_, String> {
+    fn next_response(
+        &mut self,
+        _task: &Task,
+        _history: &[HistoryItem],
+    ) -> Result<String, ModelError> {
+        next_scripted(self.items, &mut self.next, "responses").cloned()
+    }
+}
+
 /// The next scripted item, or the failure that makes too little test data visible.
 fn next_scripted<'a, T>(items: &'a [T], next: &mut usize, what: &str) -> Result<&'a T, ModelError> {
     let item = items.get(*next).ok_or_else(|| {
