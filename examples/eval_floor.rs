@@ -1,0 +1,218 @@
+//! The floor for the `looptrace eval` benchmark: the time it takes simply to create and write the
+//! trace files an evaluation writes, with no agent loop, no JSON and no hashing.
+//!
+//! `cargo run --release --example eval_floor -- TRACES_DIR OUT_DIR [--reps N] [--jobs N]`
+//!
+//! Every `*.jsonl` file in TRACES_DIR (the `traces/` folder of an earlier `looptrace eval --out`)
+//! is read into memory first. Then, in a fresh folder under OUT_DIR for each repetition, only this
+//! is timed: creating each file and writing its bytes, once with one `write` per line (the calls
+//! looptrace's trace writer makes, so the honest floor for the same syscalls) and once with one
+//! `write` per file. The median of the repetitions is printed as tasks (files) per second.
+//!
+//! The folders are left in place: deleting thousands of files right before creating thousands more
+//! slows ext4 down (see `bench/eval.sh`), so the caller removes OUT_DIR when it is done.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// One trace file held in memory, with its lines already split so splitting is not timed.
+struct TraceFile {
+    name: String,
+    bytes: Vec<u8>,
+    /// End offsets (exclusive) of each line, newline included.
+    line_ends: Vec<usize>,
+}
+
+/// How each file's bytes are written.
+#[derive(Clone, Copy)]
+enum Writes {
+    PerLine,
+    PerFile,
+}
+
+impl Writes {
+    fn label(self) -> &'static str {
+        match self {
+            Writes::PerLine => "one write per line",
+            Writes::PerFile => "one write per file",
+        }
+    }
+
+    fn folder(self) -> &'static str {
+        match self {
+            Writes::PerLine => "lines",
+            Writes::PerFile => "files",
+        }
+    }
+}
+
+struct Args {
+    traces: PathBuf,
+    out: PathBuf,
+    reps: usize,
+    jobs: usize,
+}
+
+const USAGE: &str = "usage: eval_floor TRACES_DIR OUT_DIR [--reps N] [--jobs N]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut positional = Vec::new();
+    let mut reps = 5;
+    let mut jobs = 1;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--reps" | "--jobs" => {
+                let value = args
+                    .next()
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("{arg} needs a whole number of at least 1"))?;
+                if arg == "--reps" {
+                    reps = value;
+                } else {
+                    jobs = value;
+                }
+            }
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            _ => positional.push(PathBuf::from(arg)),
+        }
+    }
+    match <[PathBuf; 2]>::try_from(positional) {
+        Ok([traces, out]) => Ok(Args {
+            traces,
+            out,
+            reps,
+            jobs,
+        }),
+        Err(_) => Err(USAGE.to_owned()),
+    }
+}
+
+fn load(dir: &Path) -> Result<Vec<TraceFile>, String> {
+    let entries =
+        fs::read_dir(dir).map_err(|err| format!("failed to read `{}`: {err}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| format!("failed to read `{}`: {err}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".jsonl") {
+            continue;
+        }
+        let path = entry.path();
+        let bytes =
+            fs::read(&path).map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
+        let mut line_ends: Vec<usize> = memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1).collect();
+        if line_ends.last() != Some(&bytes.len()) && !bytes.is_empty() {
+            line_ends.push(bytes.len());
+        }
+        files.push(TraceFile {
+            name,
+            bytes,
+            line_ends,
+        });
+    }
+    if files.is_empty() {
+        return Err(format!("no `.jsonl` files in `{}`", dir.display()));
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+fn write_files(dir: &Path, files: &[TraceFile], writes: Writes) -> std::io::Result<()> {
+    for file in files {
+        let mut out = File::create(dir.join(&file.name))?;
+        match writes {
+            Writes::PerFile => out.write_all(&file.bytes)?,
+            Writes::PerLine => {
+                let mut start = 0;
+                for &end in &file.line_ends {
+                    out.write_all(&file.bytes[start..end])?;
+                    start = end;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Times one repetition in a fresh folder, the files split among `jobs` threads.
+fn time_once(
+    dir: &Path,
+    files: &[TraceFile],
+    writes: Writes,
+    jobs: usize,
+) -> Result<Duration, String> {
+    if dir.exists() {
+        return Err(format!(
+            "`{}` exists already: give a new OUT_DIR",
+            dir.display()
+        ));
+    }
+    fs::create_dir_all(dir)
+        .map_err(|err| format!("failed to create `{}`: {err}", dir.display()))?;
+    let chunk = files.len().div_ceil(jobs);
+    let started = Instant::now();
+    let outcome: std::io::Result<()> = std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || write_files(dir, part, writes)))
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a writer thread panicked")))?;
+        }
+        Ok(())
+    });
+    let elapsed = started.elapsed();
+    outcome.map_err(|err| format!("failed to write under `{}`: {err}", dir.display()))?;
+    Ok(elapsed)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let files = load(&args.traces)?;
+    let bytes: usize = files.iter().map(|f| f.bytes.len()).sum();
+    let lines: usize = files.iter().map(|f| f.line_ends.len()).sum();
+    println!(
+        "floor: {} files, {lines} lines, {bytes} bytes; {} threads; median of {} repetitions",
+        files.len(),
+        args.jobs,
+        args.reps
+    );
+    for writes in [Writes::PerLine, Writes::PerFile] {
+        let mut times = Vec::with_capacity(args.reps);
+        for rep in 0..args.reps {
+            let dir = args
+                .out
+                .join(format!("{}-{}-threads-{rep}", writes.folder(), args.jobs));
+            times.push(time_once(&dir, &files, writes, args.jobs)?);
+        }
+        let time = median(times);
+        println!(
+            "{:<20} {:>10.0} tasks/s  ({:.3} s)",
+            writes.label(),
+            files.len() as f64 / time.as_secs_f64(),
+            time.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match parse_args().and_then(|args| run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("eval_floor: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
