@@ -11,6 +11,7 @@ mod results;
 mod runner;
 mod shard;
 mod suite;
+mod suite_fast;
 
 pub use baseline::{Comparison, compare};
 pub use corpus::{Corpus, corpus_suite, trace_files};
@@ -24,6 +25,6 @@ pub use results::{
 };
 pub use runner::{RunnerOptions, prepare_traces_dir, run_tasks};
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel, load_suite,
-    load_suite_from_str,
+    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
+    check_suite_from_str, load_suite, load_suite_from_str,
 };

@@ -197,6 +197,15 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 
 /// Loads a suite from text; `base_dir` is the folder replay paths are relative to.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    match super::suite_fast::load_fast(text) {
+        Some(suite) => Ok(suite),
+        None => check_suite_from_str(text, base_dir),
+    }
+}
+
+/// Loads a suite with the full checker only, never the typed fast path: the same result as
+/// [`load_suite_from_str`], slower; every problem is reported with its JSON path.
+pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
     let mut checker = Checker {
         problems: Vec::new(),
         base_dir,

@@ -824,3 +824,54 @@ fn results_files_match_the_results_schema() {
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
     }
 }
+
+#[test]
+fn the_fast_suite_path_and_the_checker_agree_on_every_suite() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut suites: Vec<PathBuf> = vec![
+        sample("suite.json"),
+        fixture("eval/expectations.json"),
+        fixture("eval/many_errors.json"),
+    ];
+    for entry in std::fs::read_dir(root.join("tests/bad_inputs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("suite_")
+        {
+            suites.push(path);
+        }
+    }
+    let edge_cases = [
+        r#"{"name": "n", "tasks": [{"id": "a", "prompt": null, "model": {"actions": []}}]}"#,
+        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x", "extra": 1}]}}]}"#,
+        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "max_steps": 5.0, "model": {"responses": []}}]}"#,
+        r#"{"name": "n", "defaults": {"capture": "full"}, "tasks": [{"id": "a", "prompt": "p", "model": {"responses": ["x"]}, "expect": {"exit_reason": "finished", "max_steps_used": 2}}]}"#,
+        r#"{"$schema": 7, "name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"responses": []}}]}"#,
+        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"responses": [], "actions": []}}]}"#,
+    ];
+    let mut texts: Vec<(String, String, PathBuf)> = suites
+        .iter()
+        .filter_map(|p| {
+            std::fs::read_to_string(p).ok().map(|t| {
+                (
+                    p.display().to_string(),
+                    t,
+                    p.parent().unwrap().to_path_buf(),
+                )
+            })
+        })
+        .collect();
+    texts.extend(
+        edge_cases
+            .iter()
+            .map(|t| (t.to_string(), t.to_string(), PathBuf::from("."))),
+    );
+    for (name, text, base) in texts {
+        let fast = load_suite_from_str(&text, &base).map(|s| format!("{s:?}"));
+        let checked = looptrace::eval::check_suite_from_str(&text, &base).map(|s| format!("{s:?}"));
+        assert_eq!(fast, checked, "{name}");
+    }
+}
