@@ -46,6 +46,8 @@ fi
 # Moves a folder out of the way without deleting it (see the header).
 aside() { if [[ -e $1 ]]; then mv "$1" "$TRASH/$(basename "$1")-$(date +%s%N)"; fi; }
 
+# Other work on the machine takes cores from everything measured here: say how busy it was.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== generating $SUITE" >&2
 python3 bench/gen_suite.py --tasks "$TASKS" "$SUITE"
 
@@ -111,13 +113,15 @@ for folder in "${folders[@]}"; do aside "$folder"; done
 echo "== floor, after ($RUNS repetitions each)" >&2
 mapfile -t floor_after < <(floor)
 
-python3 - "$TASKS" "$(nproc)" "$(df --output=fstype "$OUT" | tail -1)" "${medians[@]}" \
+python3 - "$TASKS" "$(nproc)" "$(df --output=fstype "$OUT" | tail -1)" \
+  "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" "${medians[@]}" \
   "${floor_before[@]}" "${floor_after[@]}" <<'EOF'
 import sys
 
-tasks, cores, fs = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-j1, j2, py = map(float, sys.argv[4:7])
-before, after = list(map(float, sys.argv[7:11])), list(map(float, sys.argv[11:15]))
+tasks, cores, fs, load_before, load_after = sys.argv[1:6]
+tasks = int(tasks)
+j1, j2, py = map(float, sys.argv[6:9])
+before, after = list(map(float, sys.argv[9:13])), list(map(float, sys.argv[13:17]))
 # Per variant, the faster of the two windows.
 line1, file1, line2, file2 = (max(b, a) for b, a in zip(before, after))
 rate = lambda seconds: tasks / seconds
@@ -131,6 +135,7 @@ rows = [
     ("floor, 2 threads, write per file", file2),
 ]
 print(f"\n{tasks} tasks, traces on, {cores} cores, output on {fs}; medians")
+print(f"load average before: {load_before}; after: {load_after}")
 print(f"{'':34} {'tasks/s':>10} {'seconds':>9}")
 for name, per_second in rows:
     print(f"{name:34} {per_second:>10.0f} {tasks / per_second:>9.3f}")
@@ -150,5 +155,6 @@ print(f"looptrace --jobs 1 vs python loop: {rate(j1) / rate(py):.1f}x; "
 EOF
 
 echo "== removing the outputs in $TRASH" >&2
+aside "$OUT/reference"
 rm -rf "$TRASH"
 date +%s >"$OUT/cleaned-at"
