@@ -97,6 +97,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
+    let tools = ToolRegistry::builtin();
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
         Some(path) => Some(read_results(path).map_err(CliError::Input)?),
@@ -111,17 +112,23 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(shard) => std::borrow::Cow::Owned(shard.select(&suite.tasks)),
         None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
     };
-    // Nothing eval writes may be one of its inputs: the suite, the baseline, a replayed recording.
+    // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
+    // whatever path or link leads there. Task traces are checked by listing `DIR/traces` once:
+    // only files already there under a selected task's name can clash.
     let inputs: HashMap<_, &PathBuf> = inputs
         .iter()
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
         .collect();
-    let task_traces = selected.iter().map(|task| {
-        (
-            "--out",
-            out.join("traces").join(format!("{}.jsonl", task.id)),
-        )
-    });
+    let trace_names: std::collections::HashSet<String> = selected
+        .iter()
+        .map(|task| format!("{}.jsonl", task.id))
+        .collect();
+    let existing_traces = std::fs::read_dir(out.join("traces"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| trace_names.contains(entry.file_name().to_string_lossy().as_ref()))
+        .map(|entry| ("--out", entry.path()));
     let outputs = [
         ("--out", Some(results_path.clone())),
         ("--junit", args.junit.clone()),
@@ -129,7 +136,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     for (flag, output) in outputs
         .into_iter()
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
-        .chain(task_traces)
+        .chain(existing_traces)
     {
         if let Some(input) = file_identity(&output).and_then(|id| inputs.get(&id)) {
             return Err(CliError::input(format!(
@@ -149,7 +156,6 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
     }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
-    let tools = ToolRegistry::builtin();
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C stops scheduling; a second one ends the process at once.
     let _ = signal_hook::flag::register_conditional_shutdown(

@@ -875,3 +875,22 @@ fn the_fast_suite_path_and_the_checker_agree_on_every_suite() {
         assert_eq!(fast, checked, "{name}");
     }
 }
+
+#[test]
+fn eval_refuses_to_write_a_task_trace_through_a_link_to_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(sample("finished.full.jsonl"), dir.path().join("rec.jsonl")).unwrap();
+    let traces = dir.path().join("out/traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("rec.jsonl"), traces.join("t1.jsonl")).unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "s", "tasks": [{"id": "t1", "model": {"replay": "rec.jsonl"}}]}).to_string(),
+    )
+    .unwrap();
+    let before = std::fs::read(dir.path().join("rec.jsonl")).unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(std::fs::read(dir.path().join("rec.jsonl")).unwrap(), before);
+}
