@@ -338,18 +338,7 @@ fn appending_never_truncates() {
     )
     .unwrap();
     for id in ["one", "two"] {
-        let output = run(&[
-            "run",
-            "--task",
-            "t",
-            "--responses",
-            fixture("responses/finish.txt").to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-            "--run-id",
-            id,
-        ]);
-        assert_eq!(output.status.code(), Some(0));
+        record_finished_run(&trace, id);
     }
     let contents = read_trace(&trace, ReadOptions::default()).unwrap();
     let ids: Vec<&str> = contents.runs.iter().map(|r| r.run_id.as_str()).collect();
@@ -519,18 +508,7 @@ fn a_reused_run_id_starts_a_new_run_after_the_old_one_ended() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.jsonl");
     for _ in 0..2 {
-        let output = run(&[
-            "run",
-            "--task",
-            "t",
-            "--responses",
-            fixture("responses/finish.txt").to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-            "--run-id",
-            "same",
-        ]);
-        assert_eq!(output.status.code(), Some(0));
+        record_finished_run(&trace, "same");
     }
     let contents = read_trace(&trace, ReadOptions::default()).unwrap();
     let runs: Vec<(&str, usize)> = contents
@@ -571,4 +549,20 @@ fn show_never_sends_control_characters_from_a_trace_to_the_terminal() {
         "{}",
         stdout(&output)
     );
+}
+
+/// Appends a finished run (the `finish.txt` responses) with this run id to `trace`.
+fn record_finished_run(trace: &Path, run_id: &str) {
+    let output = run(&[
+        "run",
+        "--task",
+        "t",
+        "--responses",
+        fixture("responses/finish.txt").to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--run-id",
+        run_id,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
