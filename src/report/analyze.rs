@@ -271,7 +271,9 @@ struct Merge<'i> {
     first_input: FastMap<u64, u32>,
     /// Run ids found in more than one input: name and inputs, in the order found.
     duplicates: Vec<(u64, String, Vec<u32>)>,
-    duplicate_index: HashMap<u64, usize>,
+    /// Per run id found in more than one input, its place in `duplicates` (`None` past the
+    /// ones listed, which are only counted).
+    duplicate_index: HashMap<u64, Option<usize>>,
     more_duplicates: u64,
 }
 
@@ -325,15 +327,17 @@ impl<'i> Merge<'i> {
             return;
         }
         match self.duplicate_index.get(&fingerprint) {
-            Some(&at) => {
+            Some(&Some(at)) => {
                 let files = &mut self.duplicates[at].2;
                 if files.last() != Some(&input) {
                     files.push(input);
                 }
             }
+            // Counted once already; its later files are not listed.
+            Some(None) => {}
             None if self.duplicates.len() < MAX_LISTED_DUPLICATES => {
                 self.duplicate_index
-                    .insert(fingerprint, self.duplicates.len());
+                    .insert(fingerprint, Some(self.duplicates.len()));
                 self.duplicates.push((
                     fingerprint,
                     String::from_utf8_lossy(run_id).into_owned(),
@@ -341,7 +345,7 @@ impl<'i> Merge<'i> {
                 ));
             }
             None => {
-                self.duplicate_index.insert(fingerprint, usize::MAX);
+                self.duplicate_index.insert(fingerprint, None);
                 self.more_duplicates += 1;
             }
         }

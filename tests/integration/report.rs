@@ -692,3 +692,106 @@ proptest::proptest! {
         proptest::prop_assert_eq!(found(&report), expected(&events));
     }
 }
+
+/// One finished run of `run_id` as trace lines.
+fn finished_run(run_id: &str) -> String {
+    format!(
+        "{{\"run_id\":\"{run_id}\",\"step\":0,\"event_type\":\"run_started\"}}\n\
+         {{\"run_id\":\"{run_id}\",\"step\":1,\"event_type\":\"run_finished\",\"exit_reason\":\"finished\",\"steps_used\":1}}\n"
+    )
+}
+
+#[test]
+fn more_than_twenty_run_ids_in_three_files_are_listed_then_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (0..21).map(|n| format!("task-{n:02}")).collect();
+    for eval in ["a", "b", "c"] {
+        let folder = dir.path().join(eval);
+        fs::create_dir(&folder).unwrap();
+        let lines: String = ids.iter().map(|id| finished_run(id)).collect();
+        fs::write(folder.join("trace.jsonl"), lines).unwrap();
+    }
+    let output = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(exit_counts(&report["exit_reasons"]), [63, 0, 0, 0, 0]);
+    let messages = warning_messages(&report);
+    let listed: Vec<&String> = messages
+        .iter()
+        .filter(|message| message.starts_with("run id `"))
+        .collect();
+    assert_eq!(listed.len(), 20, "{messages:?}");
+    // Each listed id names all three files.
+    assert!(
+        listed
+            .iter()
+            .all(|message| message.matches(".jsonl`").count() == 3)
+    );
+    assert!(
+        messages.contains(&"1 more run ids appear in more than one file".to_owned()),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn a_hard_linked_trace_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("a.jsonl");
+    fs::write(&first, finished_run("only")).unwrap();
+    fs::hard_link(&first, dir.path().join("b.jsonl")).unwrap();
+    for args in [
+        vec![dir.path().to_path_buf()],
+        vec![first.clone(), dir.path().join("b.jsonl")],
+    ] {
+        let output = looptrace()
+            .args(["report", "--format", "json"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["input"]["files"], 1, "{args:?}");
+        assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 0]);
+        assert_eq!(warning_messages(&report), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn an_unknown_event_type_is_counted_in_every_chunk_whatever_came_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = |run: &str, event_type: &str| {
+        format!("{{\"run_id\":\"{run}\",\"step\":1,\"event_type\":\"{event_type}\"}}\n")
+    };
+    let first = dir.path().join("1.jsonl");
+    fs::write(&first, unknown("r0", "listed")).unwrap();
+    // A second input (so a second chunk) that meets 32 other types before `listed` again.
+    let mut lines: String = (0..32)
+        .map(|n| unknown(&format!("r{n}"), &format!("other_{n:02}")))
+        .collect();
+    lines.push_str(&unknown("r0", "listed"));
+    let second = dir.path().join("2.jsonl");
+    fs::write(&second, lines).unwrap();
+    let report = analyze(&[&first, &second], &Options::default());
+    let listed: Vec<(String, u64)> = report
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            report::Warning::UnknownEventType { event_type, count } => {
+                Some((event_type.clone(), *count))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(listed.contains(&("listed".to_owned(), 2)), "{listed:?}");
+    // 33 distinct types: the first 32 in input order are named, the last is `(other)`.
+    assert_eq!(listed.len(), 33, "{listed:?}");
+    assert!(listed.contains(&("(other)".to_owned(), 1)), "{listed:?}");
+    assert!(
+        !listed.iter().any(|(name, _)| name == "other_31"),
+        "{listed:?}"
+    );
+}
