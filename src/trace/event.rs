@@ -32,6 +32,10 @@ pub struct TraceEvent {
     /// The step budget (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// The suite task this run is an attempt at; the run id is unique per attempt (run_started
+    /// written by `eval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// Summary of the task text (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_summary: Option<String>,
@@ -96,6 +100,7 @@ impl TraceEvent {
             capture: None,
             hash: None,
             max_steps: None,
+            task_id: None,
             input_summary: None,
             task: None,
             replay_of: None,
