@@ -6,6 +6,7 @@ mod content_safety;
 mod eval;
 mod eval_load;
 mod faults;
+mod finish_gate;
 mod json_adapter;
 mod properties;
 mod replay;
