@@ -362,3 +362,86 @@ fn a_gate_past_its_timeout_fails_and_its_process_group_is_killed() {
     });
     assert!(gone, "the gate's child {pid} outlived the gate");
 }
+
+/// Records the calculator run checked by `says_whether_it_exceeds_80.sh`, with full capture.
+fn recorded_gated_run(dir: &Path) -> String {
+    let trace = dir.join("recorded.jsonl");
+    let output = gated_run(
+        &trace,
+        "says_whether_it_exceeds_80.sh",
+        &["--capture", "full", "--run-id", "r1"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    trace.display().to_string()
+}
+
+#[test]
+fn replay_with_recorded_tools_serves_the_recorded_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = recorded_gated_run(dir.path());
+    let output = run(&["replay", &trace, "--tools", "recorded"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("r1: faithful (finished in 3 steps)"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(!stderr(&output).contains("note:"), "{}", stderr(&output));
+}
+
+/// `looptrace replay --tools live` of `trace`, rerunning the `sh` gate `script`.
+fn live_replay(trace: &str, script: &str, extra: &[&str]) -> Output {
+    let script = gate_script(script);
+    let mut args = vec![
+        "replay",
+        trace,
+        "--tools",
+        "live",
+        "--finish-gate",
+        "sh",
+        "--finish-gate-arg",
+        &script,
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn live_replay_reruns_the_given_gate_and_a_different_verdict_diverges() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = recorded_gated_run(dir.path());
+    let output = live_replay(&trace, "says_whether_it_exceeds_80.sh", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("r1: faithful"),
+        "{}",
+        stdout(&output)
+    );
+
+    let output = live_replay(&trace, "always_rejects.sh", &["--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let divergence = &report["runs"][0]["divergences"][0];
+    assert_eq!(divergence["what"], "gate_verdict", "{report}");
+    assert_eq!(divergence["step"], 3);
+    assert_eq!(divergence["recorded"], "accepted");
+    assert_eq!(divergence["actual"], "rejected");
+}
+
+#[test]
+fn live_replay_without_a_gate_says_it_serves_the_recorded_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = recorded_gated_run(dir.path());
+    let output = run(&["replay", &trace, "--tools", "live"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("r1: faithful"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stderr(&output).contains("serving the recorded finish gate verdicts"),
+        "{}",
+        stderr(&output)
+    );
+}
