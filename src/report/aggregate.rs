@@ -337,7 +337,7 @@ impl<'a> RunState<'a> {
     fn apply(&mut self, step: u64, kind: EventKind<'a>, totals: &mut Totals<'a>) -> bool {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
         match kind {
-            EventKind::RunStarted | EventKind::OtherAction => {}
+            EventKind::RunStarted | EventKind::OtherAction | EventKind::GateVerdict { .. } => {}
             EventKind::ToolCall { tool_name } => {
                 let name = tool_name.unwrap_or(Cow::Borrowed(UNKNOWN_TOOL));
                 totals.tool(&name).calls += 1;

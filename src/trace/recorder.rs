@@ -76,7 +76,11 @@ impl<S: EventSink> TraceRecorder<S> {
     pub fn trace_event(&self, event: &RunEvent<'_>) -> TraceEvent {
         let full = self.full();
         match *event {
-            RunEvent::RunStarted { task, max_steps } => {
+            RunEvent::RunStarted {
+                task,
+                max_steps,
+                finish_gate_hash,
+            } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
                 e.capture = Some(self.options.capture);
@@ -86,6 +90,19 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.input_summary = Some(self.summary(&task.prompt));
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
+                e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                e
+            }
+            RunEvent::FinishGate {
+                step,
+                verdict,
+                duration,
+            } => {
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::FinishGate);
+                e.accepted = Some(verdict.accepted);
+                e.output = Some(self.summary(&verdict.output));
+                e.content = full.then(|| verdict.output.clone());
+                e.duration_ms = self.duration(duration);
                 e
             }
             RunEvent::ModelAction {

@@ -7,6 +7,7 @@ mod disk_full;
 mod eval;
 mod eval_load;
 mod faults;
+mod finish_gate;
 mod json_adapter;
 mod properties;
 mod replay;
