@@ -133,6 +133,24 @@ pub fn analyze(
     Ok(merge.into_report())
 }
 
+/// Computes the report of one trace held in memory (named `name` in warnings and errors), on
+/// this thread, by the same rules as [`analyze`].
+pub fn analyze_slice(data: &[u8], name: &str, lenient: bool) -> Result<Report, ReportError> {
+    let inputs = [Input {
+        name: name.to_owned(),
+        source: Source::Stdin,
+    }];
+    let settings = ScanSettings {
+        lenient,
+        max_line: Options::default().max_line,
+        collect_ids: false,
+    };
+    let mut merge = Merge::new(&inputs, Vec::new(), lenient);
+    merge.add(0, scan_chunk(data, 0, true, settings))?;
+    merge.finish_inputs()?;
+    Ok(merge.into_report())
+}
+
 /// The units of work, in input order.
 fn plan(inputs: &[Input], chunk_size: usize) -> Result<Vec<Unit>, ReportError> {
     let mut units = Vec::new();

@@ -17,7 +17,7 @@ mod model;
 mod render;
 mod scan;
 
-pub use analyze::{Options, analyze};
+pub use analyze::{Options, analyze, analyze_slice};
 pub use error::{LineError, ReportError};
 pub use event::{check_line, is_run_started};
 pub use input::{Input, Source, collect_inputs};
