@@ -303,7 +303,7 @@ fn print_report(
     comparison: Option<&Comparison>,
     format: FormatArg,
 ) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
     out.flush()?;
     Ok(())
