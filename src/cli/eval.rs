@@ -13,7 +13,7 @@ use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
-    Totals, Verdict, compare, corpus_suite, load_suite, merge_results, now_rfc3339,
+    Totals, Verdict, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
@@ -64,6 +64,10 @@ pub struct MergeArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
+    /// missing shards, and the exit code is 1.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// `--format table|json|markdown|csv`.
@@ -100,7 +104,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let tools = ToolRegistry::builtin();
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
-        Some(path) => Some(read_results(path).map_err(CliError::Input)?),
+        Some(path) => Some(read_baseline(path)?),
         None => None,
     };
     let out = args
@@ -199,6 +203,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         shard: args.shard,
         capture: suite.capture,
         interrupted,
+        partial: false,
+        missing_shards: Vec::new(),
         totals: Totals::of(&tasks),
         tasks,
     };
@@ -259,6 +265,12 @@ pub fn merge(args: MergeArgs) -> CliResult {
         ));
     }
     let merged = merge_results(&inputs).map_err(CliError::Input)?;
+    if merged.partial && !args.allow_partial {
+        return Err(CliError::input(format!(
+            "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
+            list_shards(&merged.missing_shards)
+        )));
+    }
     if let Some(out) = &args.out {
         let json = serde_json::to_string_pretty(&merged).map_err(CliError::internal)?;
         write_atomically(out, format!("{json}\n").as_bytes()).map_err(|err| {
@@ -266,7 +278,27 @@ pub fn merge(args: MergeArgs) -> CliResult {
         })?;
     }
     print_report(&merged, None, args.format)?;
+    if merged.partial {
+        eprintln!(
+            "partial: shards {} are missing",
+            list_shards(&merged.missing_shards)
+        );
+        return Ok(Outcome::Failures);
+    }
     Ok(verdict(&merged, None))
+}
+
+/// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.
+fn read_baseline(path: &Path) -> Result<ResultsFile, CliError> {
+    let baseline = read_results(path).map_err(CliError::Input)?;
+    if baseline.partial {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is a partial merge (shards {} missing): compare with complete results",
+            path.display(),
+            list_shards(&baseline.missing_shards)
+        )));
+    }
+    Ok(baseline)
 }
 
 /// The suite and every file it reads (for output-path guards).

@@ -39,6 +39,12 @@ pub struct ResultsFile {
     /// Whether the evaluation was interrupted before every task ran.
     #[serde(default)]
     pub interrupted: bool,
+    /// Whether this is a merge that lacks some shards (`merge --allow-partial`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The shards a partial merge lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<Shard>,
     /// Per-task results, in suite order.
     pub tasks: Vec<TaskResult>,
     /// Counts over `tasks`.

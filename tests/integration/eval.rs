@@ -932,3 +932,108 @@ fn evals_of_one_suite_never_share_a_run_id() {
     assert_eq!(report["input"]["runs"], 63);
     assert_eq!(report["warnings"], json!([]), "{}", stderr(&output));
 }
+
+/// Runs `looptrace merge ARGS`.
+fn merge(args: &[&Path]) -> std::process::Output {
+    looptrace().arg("merge").args(args).output().unwrap()
+}
+
+#[test]
+fn merge_refuses_missing_shards_unless_told_and_marks_the_file_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let shard = |k: usize, capture: &str| {
+        let out = dir.path().join(format!("shard{k}-{capture}"));
+        let output = eval(
+            &[
+                suite.to_str().unwrap(),
+                "--shard",
+                &format!("{k}/3"),
+                "--capture",
+                capture,
+            ],
+            &out,
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out.join("results.json")
+    };
+    let (one, two, three) = (
+        shard(1, "summary"),
+        shard(2, "summary"),
+        shard(3, "summary"),
+    );
+    let merged = dir.path().join("merged.json");
+    let out = Path::new("--out");
+
+    for (inputs, missing) in [
+        (
+            vec![one.as_path()],
+            "shards 2/3, 3/3 of the split are missing",
+        ),
+        (
+            vec![one.as_path(), three.as_path()],
+            "shards 2/3 of the split are missing",
+        ),
+    ] {
+        let mut args = inputs.clone();
+        args.extend([out, merged.as_path()]);
+        let output = merge(&args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(missing), "{}", stderr(&output));
+        assert!(!merged.exists());
+    }
+
+    let output = merge(&[&one, &three, out, &merged, Path::new("--allow-partial")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let partial: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(partial["partial"], true);
+    assert_eq!(partial["missing_shards"], json!([{"index": 2, "count": 3}]));
+    let validator = jsonschema::validator_for(
+        &serde_json::from_str(
+            &std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(validator.is_valid(&partial));
+
+    // A partial file is no baseline.
+    let output = eval(
+        &[
+            suite.to_str().unwrap(),
+            "--baseline",
+            merged.to_str().unwrap(),
+        ],
+        &dir.path().join("against-partial"),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("partial merge"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Every shard: a complete file, exit 0.
+    let complete = dir.path().join("complete.json");
+    let output = merge(&[&one, &two, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !std::fs::read_to_string(&complete)
+            .unwrap()
+            .contains("partial")
+    );
+
+    // Shards recorded with different capture modes are refused.
+    let two_full = shard(2, "full");
+    let output = merge(&[&one, &two_full, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("different capture modes"),
+        "{}",
+        stderr(&output)
+    );
+}
