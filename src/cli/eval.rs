@@ -161,13 +161,16 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     let stop = Arc::new(AtomicBool::new(false));
-    // A first Ctrl-C stops scheduling; a second one ends the process at once.
-    let _ = signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        Arc::clone(&stop),
-    );
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop));
+    // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
+    // signal ends the process at once. The shutdown hook is registered first so that it sees
+    // the flag as the previous signal left it.
+    for (signal, code) in [
+        (signal_hook::consts::SIGINT, 130),
+        (signal_hook::consts::SIGTERM, 143),
+    ] {
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
     let progress = progress_bar(selected.len());
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
