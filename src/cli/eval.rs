@@ -13,7 +13,7 @@ use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
-    Totals, Verdict, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
+    Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
@@ -345,10 +345,7 @@ fn print_report(
 }
 
 fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
-    let failed = results
-        .tasks
-        .iter()
-        .any(|t| t.expectation == Verdict::Failed);
+    let failed = results.tasks.iter().any(|t| t.fails());
     let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
     if failed || regressed {
         Outcome::Failures

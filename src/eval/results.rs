@@ -114,6 +114,20 @@ pub struct TaskResult {
     pub trace: Option<String>,
 }
 
+impl TaskResult {
+    /// An internal error in a task without expectations: it fails the evaluation like a failed
+    /// expectation. (A task with expectations fails them on an internal error it does not
+    /// expect; see `expect::check`.)
+    pub fn is_unexpected_internal_error(&self) -> bool {
+        self.exit_reason == ExitReason::InternalError && self.expectation == Verdict::None
+    }
+
+    /// Whether this task fails the evaluation: a failed expectation or an unexpected internal error.
+    pub fn fails(&self) -> bool {
+        self.expectation == Verdict::Failed || self.is_unexpected_internal_error()
+    }
+}
+
 /// Counts over the tasks of a results file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {

@@ -1037,3 +1037,46 @@ fn merge_refuses_missing_shards_unless_told_and_marks_the_file_partial() {
         stderr(&output)
     );
 }
+
+#[test]
+fn an_internal_error_fails_the_eval_unless_the_task_expects_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    let crash = json!({"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]});
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-silently", "prompt": "p", "model": crash},
+            {"id": "crashes-within-budget", "prompt": "p", "model": crash, "expect": {"max_steps_used": 5}},
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("crashes-silently"), "{text}");
+    assert!(
+        text.contains("internal error (model_failure) in a task without expectations"),
+        "{text}"
+    );
+    assert!(text.contains("crashes-within-budget"), "{text}");
+    assert!(
+        text.contains("an internal error was not expected"),
+        "{text}"
+    );
+    assert!(!text.contains("crashes-as-expected"), "{text}");
+
+    // Expected, it passes.
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
