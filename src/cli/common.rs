@@ -49,6 +49,12 @@ pub fn read_responses(path: &Path) -> Result<Vec<String>, CliError> {
             responses.push(text.to_owned());
         }
     }
+    if responses.is_empty() {
+        return Err(CliError::input(format!(
+            "responses file `{}` holds no responses (one raw model response per line)",
+            path.display()
+        )));
+    }
     Ok(responses)
 }
 

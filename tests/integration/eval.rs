@@ -176,6 +176,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
   $.tasks[5].model: give exactly one model kind, not responses and actions
   $.tasks[6].model.actions[0]: missing field \"answer\"
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
+  $.tasks[8].model.actions: expected at least one item, got an empty array
   $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used)
   $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
   $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
@@ -350,8 +351,8 @@ fn junit_has_one_testcase_per_task_with_failures_and_errors() {
         json!({"name": "ci & <friends>", "tasks": [
             {"id": "pass", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}, "expect": {"answer": "a"}},
             {"id": "fail", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "b"}]}, "expect": {"answer": "a"}},
-            {"id": "crash", "prompt": "p", "model": {"actions": []}},
-            {"id": "expected-crash", "prompt": "p", "model": {"actions": []}, "expect": {"exit_reason": "internal_error"}}
+            {"id": "crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}},
+            {"id": "expected-crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}, "expect": {"exit_reason": "internal_error"}}
         ]})
         .to_string(),
     )
