@@ -10,10 +10,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::expect::check;
+use super::expect::{Verdict, check};
 use super::results::TaskResult;
 use super::suite::{SuiteTask, TaskModel};
-use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_result};
+use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with_gate};
+use crate::gate::FinishGate;
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
@@ -127,6 +128,8 @@ fn run_one(
         max_steps: task.max_steps,
     };
     let mut counts = Counts::default();
+    let mut gate = task.finish_gate.clone();
+    let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
     let outcome = match &options.traces_dir {
         Some(dir) => match open_task_trace(dir, task) {
             Ok(writer) => {
@@ -140,10 +143,11 @@ fn run_one(
                     counts: &mut counts,
                     inner: TraceRecorder::new(task.id.as_str(), recorder_options, writer),
                 };
-                run_agent_result(
+                run_agent_with_gate(
                     &prompt,
                     model.as_mut(),
                     tools as &dyn ToolRuntime,
+                    gate,
                     run_options,
                     &mut observer,
                 )
@@ -165,7 +169,14 @@ fn run_one(
                 counts: &mut counts,
                 inner: crate::agent::NoObserver,
             };
-            run_agent_result(&prompt, model.as_mut(), tools, run_options, &mut observer)
+            run_agent_with_gate(
+                &prompt,
+                model.as_mut(),
+                tools,
+                gate,
+                run_options,
+                &mut observer,
+            )
         }
     };
     let (result, kind) = match outcome {
@@ -218,6 +229,7 @@ struct Counts {
     tool_calls: u32,
     tool_errors: u32,
     feedback: u32,
+    gate_rejections: u32,
     error_kind: Option<String>,
 }
 
@@ -237,6 +249,9 @@ impl<O: RunObserver> RunObserver for Counting<'_, O> {
                 }
             }
             RunEvent::ModelFeedback { .. } => self.counts.feedback += 1,
+            RunEvent::FinishGate { verdict, .. } if !verdict.accepted => {
+                self.counts.gate_rejections += 1;
+            }
             RunEvent::RunFinished { error_kind, .. } => {
                 self.counts.error_kind = error_kind.map(str::to_owned);
             }
@@ -254,8 +269,17 @@ fn finish(
     counts: Counts,
     started: Instant,
 ) -> TaskResult {
-    let (expectation, failures) =
+    let (mut expectation, mut failures) =
         check(&task.expect, &result, options.capture, &options.summarizer);
+    if let Some(limit) = task.expect.max_gate_rejections
+        && counts.gate_rejections > limit
+    {
+        failures.push(format!(
+            "expected at most {limit} gate rejections, got {}",
+            counts.gate_rejections
+        ));
+        expectation = Verdict::Failed;
+    }
     let shown = |text: &str| match options.capture {
         Capture::Full => text.to_owned(),
         Capture::Summary => options.summarizer.summarize(text),
@@ -271,6 +295,7 @@ fn finish(
         tool_calls: counts.tool_calls,
         tool_errors: counts.tool_errors,
         feedback: counts.feedback,
+        gate_rejections: task.finish_gate.as_ref().map(|_| counts.gate_rejections),
         duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
         error_kind: if finished {
             None

@@ -445,3 +445,73 @@ fn live_replay_without_a_gate_says_it_serves_the_recorded_verdicts() {
         stderr(&output)
     );
 }
+
+#[test]
+fn eval_counts_rejections_runs_gates_in_the_suite_folder_and_kills_timed_out_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite_dir = dir.path().join("suite");
+    std::fs::create_dir_all(suite_dir.join("gates")).unwrap();
+    for name in ["says_whether_it_exceeds_80.sh", "hangs.sh"] {
+        std::fs::copy(gate_script(name), suite_dir.join(name)).unwrap();
+    }
+    let accept = suite_dir.join("gates/accept");
+    std::fs::write(&accept, "#!/bin/sh\ncat > /dev/null\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&accept, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let responses: Vec<String> = std::fs::read_to_string(responses("gate_two_answers.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let suite = json!({
+        "name": "gates",
+        "defaults": {"finish_gate": {"command": ["sh", "says_whether_it_exceeds_80.sh"]}},
+        "tasks": [
+            {"id": "two-tries", "prompt": TASK, "model": {"responses": responses},
+             "expect": {"exit_reason": "finished", "max_gate_rejections": 0}},
+            {"id": "own-program", "prompt": TASK, "model": {"responses": responses},
+             "finish_gate": {"command": ["gates/accept"]},
+             "expect": {"exit_reason": "finished", "max_steps_used": 2}},
+            {"id": "hangs", "prompt": TASK, "model": {"responses": responses},
+             "finish_gate": {"command": ["sh", "hangs.sh", "child.pid"], "timeout_s": 1},
+             "expect": {"exit_reason": "internal_error"}},
+            {"id": "default-gate", "prompt": TASK, "model": {"actions": [{"type": "finish", "answer": SECOND}]}}
+        ]
+    });
+    let suite_file = suite_dir.join("suite.json");
+    std::fs::write(&suite_file, suite.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        suite_file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let tasks = results["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["gate_rejections"], 1);
+    assert_eq!(tasks[0]["exit_reason"], "finished");
+    assert_eq!(tasks[0]["expectation"], "failed");
+    assert_eq!(
+        tasks[0]["failures"],
+        json!(["expected at most 0 gate rejections, got 1"])
+    );
+    assert_eq!(tasks[1]["gate_rejections"], 0);
+    assert_eq!(tasks[1]["expectation"], "met");
+    assert_eq!(tasks[2]["exit_reason"], "internal_error");
+    assert_eq!(tasks[2]["error_kind"], "finish_gate_failed");
+    assert_eq!(
+        tasks[3]["gate_rejections"], 0,
+        "the defaults' gate checks it"
+    );
+    assert_eq!(tasks[3]["exit_reason"], "finished");
+    // The gate ran in the suite's folder, so its child's pid file is there.
+    let pid = std::fs::read_to_string(suite_dir.join("child.pid")).unwrap();
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !alive(pid.trim())
+    });
+    assert!(gone, "the gate's child {pid} outlived the gate");
+}
