@@ -21,8 +21,8 @@ pub use analyze::{Options, analyze};
 pub use error::{LineError, ReportError};
 pub use input::{Input, Source, collect_inputs};
 pub use model::{
-    BudgetExhaustion, Ending, EndingCounts, FileEndings, InputTotals, InvalidOutput, Report,
-    StepStats, StepSummary, ToolReport, Warning,
+    BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
+    InvalidOutput, Report, StepStats, StepSummary, ToolReport, Warning,
 };
 pub use render::{Format, RenderOptions, render};
 pub use scan::{Fields, scan_line};

@@ -515,3 +515,42 @@ fn eval_counts_rejections_runs_gates_in_the_suite_folder_and_kills_timed_out_gro
     });
     assert!(gone, "the gate's child {pid} outlived the gate");
 }
+
+#[test]
+fn report_counts_rejections_in_their_own_section_never_as_invalid_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("runs.jsonl");
+    let output = gated_run(&trace, "says_whether_it_exceeds_80.sh", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = gated_run(&trace, "always_rejects.sh", &["--max-steps", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let output = run(&["report", trace.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let gate = &report["finish_gate"];
+    assert_eq!(gate["runs"], 2, "{gate}");
+    assert_eq!(gate["rejections"], 3, "{gate}");
+    assert_eq!(
+        gate["by_exit_reason"][0],
+        json!({"exit_reason": "finished", "runs": 1, "rejections": 1})
+    );
+    assert_eq!(
+        gate["by_exit_reason"][1],
+        json!({"exit_reason": "max_steps_exceeded", "runs": 1, "rejections": 2})
+    );
+    assert_eq!(gate["runs_by_attempts"], json!({"2": 2}));
+    assert_eq!(report["invalid_output"]["feedback_by_kind"], json!({}));
+    assert_eq!(report["invalid_output"]["runs_with_feedback"], 0);
+    assert!(
+        report["warnings"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+
+    let output = run(&["report", trace.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert!(
+        text.contains("Finish gate rejections per exit reason (2 runs with a gate)"),
+        "{text}"
+    );
+    assert!(text.contains("Gated runs by finish attempts"), "{text}");
+}
