@@ -16,9 +16,12 @@ use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with_gate};
 use crate::gate::FinishGate;
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
+use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
-use crate::trace::{Capture, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter};
+use crate::trace::{
+    Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
+};
 
 /// How to run a batch.
 pub struct RunnerOptions<'a> {
@@ -128,8 +131,15 @@ fn run_one(
         max_steps: task.max_steps,
     };
     let mut counts = Counts::default();
-    let mut gate = task.finish_gate.clone();
-    let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
+    let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
+        (Some(gate), _) => Some(Box::new(gate.clone())),
+        (None, TaskModel::Replay { run, .. }) => recorded_gate(run),
+        (None, _) => None,
+    };
+    let gated = gate.is_some();
+    let gate = gate
+        .as_mut()
+        .map(|gate| gate.as_mut() as &mut dyn FinishGate);
     let outcome = match &options.traces_dir {
         Some(dir) => match open_task_trace(dir, task) {
             Ok(writer) => {
@@ -191,7 +201,17 @@ fn run_one(
         ),
     };
     let kind = kind.clone();
+    counts.gated = gated;
     finish(task, options, result, kind.as_deref(), counts, started)
+}
+
+/// A replayed recording that was checked by a finish gate gets its recorded verdicts, unless the
+/// task names a gate to run.
+fn recorded_gate(run: &RecordedRun) -> Option<Box<dyn FinishGate>> {
+    let recording = Recording::from_run(run).ok()?;
+    recording
+        .has_gate()
+        .then(|| Box::new(recording.recorded_gate()) as Box<dyn FinishGate>)
 }
 
 /// For replay tasks, which recording the run replays (the file name only: paths are not recorded).
@@ -230,6 +250,7 @@ struct Counts {
     tool_errors: u32,
     feedback: u32,
     gate_rejections: u32,
+    gated: bool,
     error_kind: Option<String>,
 }
 
@@ -295,7 +316,7 @@ fn finish(
         tool_calls: counts.tool_calls,
         tool_errors: counts.tool_errors,
         feedback: counts.feedback,
-        gate_rejections: task.finish_gate.as_ref().map(|_| counts.gate_rejections),
+        gate_rejections: counts.gated.then_some(counts.gate_rejections),
         duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
         error_kind: if finished {
             None

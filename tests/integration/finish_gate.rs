@@ -554,3 +554,32 @@ fn report_counts_rejections_in_their_own_section_never_as_invalid_output() {
     );
     assert!(text.contains("Gated runs by finish attempts"), "{text}");
 }
+
+#[test]
+fn eval_replays_a_gated_recording_with_its_recorded_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        crate::support::sample("finish_gate.full.jsonl"),
+        dir.path().join("gated.jsonl"),
+    )
+    .unwrap();
+    let suite = json!({
+        "name": "replays",
+        "tasks": [{"id": "gated", "model": {"replay": "gated.jsonl"},
+                   "expect": {"exit_reason": "finished", "answer_contains": "greater than 80",
+                              "max_gate_rejections": 1}}]
+    });
+    std::fs::write(dir.path().join("suite.json"), suite.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        dir.path().join("suite.json").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["tasks"][0]["steps_used"], 3);
+    assert_eq!(results["tasks"][0]["gate_rejections"], 1);
+}
