@@ -96,6 +96,9 @@ pub struct TaskResult {
     pub tool_errors: u32,
     /// Invalid model outputs turned into feedback.
     pub feedback: u32,
+    /// Finishes the task's finish gate rejected; absent when the task has no gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_rejections: Option<u32>,
     /// Wall time of the run in milliseconds.
     pub duration_ms: f64,
     /// A stable kind when the run did not finish.

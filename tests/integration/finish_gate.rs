@@ -445,3 +445,141 @@ fn live_replay_without_a_gate_says_it_serves_the_recorded_verdicts() {
         stderr(&output)
     );
 }
+
+#[test]
+fn eval_counts_rejections_runs_gates_in_the_suite_folder_and_kills_timed_out_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite_dir = dir.path().join("suite");
+    std::fs::create_dir_all(suite_dir.join("gates")).unwrap();
+    for name in ["says_whether_it_exceeds_80.sh", "hangs.sh"] {
+        std::fs::copy(gate_script(name), suite_dir.join(name)).unwrap();
+    }
+    let accept = suite_dir.join("gates/accept");
+    std::fs::write(&accept, "#!/bin/sh\ncat > /dev/null\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&accept, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let responses: Vec<String> = std::fs::read_to_string(responses("gate_two_answers.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let suite = json!({
+        "name": "gates",
+        "defaults": {"finish_gate": {"command": ["sh", "says_whether_it_exceeds_80.sh"]}},
+        "tasks": [
+            {"id": "two-tries", "prompt": TASK, "model": {"responses": responses},
+             "expect": {"exit_reason": "finished", "max_gate_rejections": 0}},
+            {"id": "own-program", "prompt": TASK, "model": {"responses": responses},
+             "finish_gate": {"command": ["gates/accept"]},
+             "expect": {"exit_reason": "finished", "max_steps_used": 2}},
+            {"id": "hangs", "prompt": TASK, "model": {"responses": responses},
+             "finish_gate": {"command": ["sh", "hangs.sh", "child.pid"], "timeout_s": 1},
+             "expect": {"exit_reason": "internal_error"}},
+            {"id": "default-gate", "prompt": TASK, "model": {"actions": [{"type": "finish", "answer": SECOND}]}}
+        ]
+    });
+    let suite_file = suite_dir.join("suite.json");
+    std::fs::write(&suite_file, suite.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        suite_file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let tasks = results["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["gate_rejections"], 1);
+    assert_eq!(tasks[0]["exit_reason"], "finished");
+    assert_eq!(tasks[0]["expectation"], "failed");
+    assert_eq!(
+        tasks[0]["failures"],
+        json!(["expected at most 0 gate rejections, got 1"])
+    );
+    assert_eq!(tasks[1]["gate_rejections"], 0);
+    assert_eq!(tasks[1]["expectation"], "met");
+    assert_eq!(tasks[2]["exit_reason"], "internal_error");
+    assert_eq!(tasks[2]["error_kind"], "finish_gate_failed");
+    assert_eq!(
+        tasks[3]["gate_rejections"], 0,
+        "the defaults' gate checks it"
+    );
+    assert_eq!(tasks[3]["exit_reason"], "finished");
+    // The gate ran in the suite's folder, so its child's pid file is there.
+    let pid = std::fs::read_to_string(suite_dir.join("child.pid")).unwrap();
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !alive(pid.trim())
+    });
+    assert!(gone, "the gate's child {pid} outlived the gate");
+}
+
+#[test]
+fn report_counts_rejections_in_their_own_section_never_as_invalid_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("runs.jsonl");
+    let output = gated_run(&trace, "says_whether_it_exceeds_80.sh", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = gated_run(&trace, "always_rejects.sh", &["--max-steps", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let output = run(&["report", trace.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let gate = &report["finish_gate"];
+    assert_eq!(gate["runs"], 2, "{gate}");
+    assert_eq!(gate["rejections"], 3, "{gate}");
+    assert_eq!(
+        gate["by_exit_reason"][0],
+        json!({"exit_reason": "finished", "runs": 1, "rejections": 1})
+    );
+    assert_eq!(
+        gate["by_exit_reason"][1],
+        json!({"exit_reason": "max_steps_exceeded", "runs": 1, "rejections": 2})
+    );
+    assert_eq!(gate["runs_by_attempts"], json!({"2": 2}));
+    assert_eq!(report["invalid_output"]["feedback_by_kind"], json!({}));
+    assert_eq!(report["invalid_output"]["runs_with_feedback"], 0);
+    assert!(
+        report["warnings"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+
+    let output = run(&["report", trace.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert!(
+        text.contains("Finish gate rejections per exit reason (2 runs with a gate)"),
+        "{text}"
+    );
+    assert!(text.contains("Gated runs by finish attempts"), "{text}");
+}
+
+#[test]
+fn eval_replays_a_gated_recording_with_its_recorded_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        crate::support::sample("finish_gate.full.jsonl"),
+        dir.path().join("gated.jsonl"),
+    )
+    .unwrap();
+    let suite = json!({
+        "name": "replays",
+        "tasks": [{"id": "gated", "model": {"replay": "gated.jsonl"},
+                   "expect": {"exit_reason": "finished", "answer_contains": "greater than 80",
+                              "max_gate_rejections": 1}}]
+    });
+    std::fs::write(dir.path().join("suite.json"), suite.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        dir.path().join("suite.json").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["tasks"][0]["steps_used"], 3);
+    assert_eq!(results["tasks"][0]["gate_rejections"], 1);
+}
