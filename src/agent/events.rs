@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Duration;
 
-use crate::model::InvalidOutput;
+use crate::model::{CallRecord, InvalidOutput, LiveIdentity, RetriedAttempt};
 use crate::run::{Action, ModelFeedback, RunResult, Task};
 use crate::tools::ToolOutcome;
 
@@ -17,6 +17,15 @@ pub enum RunEvent<'a> {
         task: &'a Task,
         /// The step budget.
         max_steps: u32,
+        /// The wire format and model of a live model.
+        live: Option<&'a LiveIdentity>,
+    },
+    /// A model call failed and will be tried again (same step as the turn it belongs to).
+    ModelRetry {
+        /// The step of the turn.
+        step: u32,
+        /// The failed attempt.
+        attempt: &'a RetriedAttempt,
     },
     /// The model proposed a valid action.
     ModelAction {
@@ -28,6 +37,10 @@ pub enum RunEvent<'a> {
         raw_output: Option<&'a str>,
         /// How long the model took.
         duration: Duration,
+        /// The provider's id for this call.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
     },
     /// The runtime answered a tool call (same step as the call).
     Observation {
@@ -37,6 +50,8 @@ pub enum RunEvent<'a> {
         outcome: &'a ToolOutcome,
         /// How long the tool took.
         duration: Duration,
+        /// The provider's id of the call this answers.
+        call_id: Option<&'a str>,
     },
     /// The model's output was invalid and feedback was added to the history.
     ModelFeedback {
@@ -50,6 +65,10 @@ pub enum RunEvent<'a> {
         raw_output: Option<&'a str>,
         /// How long the model took.
         duration: Duration,
+        /// The provider's id of the rejected tool call, when it had one.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
     },
     /// The run ended; for an internal error this comes before the error reaches the caller.
     RunFinished {

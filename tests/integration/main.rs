@@ -7,6 +7,8 @@ mod eval;
 mod eval_load;
 mod faults;
 mod json_adapter;
+mod live_model;
+mod live_model_server;
 mod properties;
 mod replay;
 mod report;
