@@ -4,6 +4,7 @@
 use std::io;
 use std::time::Duration;
 
+use crate::gate::GateVerdict;
 use crate::model::{CallRecord, InvalidOutput, LiveIdentity, RetriedAttempt};
 use crate::run::{Action, ModelFeedback, RunResult, Task};
 use crate::tools::ToolOutcome;
@@ -17,6 +18,8 @@ pub enum RunEvent<'a> {
         task: &'a Task,
         /// The step budget.
         max_steps: u32,
+        /// The finish gate's configuration hash, when a gate checks finishes.
+        finish_gate_hash: Option<&'a str>,
         /// The wire format and model of a live model.
         live: Option<&'a LiveIdentity>,
     },
@@ -69,6 +72,15 @@ pub enum RunEvent<'a> {
         call_id: Option<&'a str>,
         /// Usage, request hash and response of the turn, on its first event only.
         record: Option<&'a CallRecord>,
+    },
+    /// The finish gate checked a proposed answer (same step as the finish).
+    FinishGate {
+        /// The step of the finish.
+        step: u32,
+        /// The gate's decision and output.
+        verdict: &'a GateVerdict,
+        /// How long the gate took.
+        duration: Duration,
     },
     /// The run ended; for an internal error this comes before the error reaches the caller.
     RunFinished {

@@ -7,8 +7,11 @@ use std::time::Instant;
 use thiserror::Error;
 
 use super::events::{RunEvent, RunObserver};
+use crate::gate::{FinishGate, GateFailure};
 use crate::model::{InvalidOutput, Model, ModelError, ProviderError, ProviderErrorKind, TurnItem};
-use crate::run::{Action, ExitReason, HistoryItem, ModelFeedback, RunResult, Task};
+use crate::run::{
+    Action, ExitReason, FinishRejection, HistoryItem, ModelFeedback, RunResult, Task,
+};
 use crate::tools::{ToolPanic, ToolRuntime};
 
 /// How a run is allowed to go.
@@ -39,6 +42,9 @@ pub enum InternalError {
     /// An observer (the trace writer) could not record an event.
     #[error("failed to record the run: {0}")]
     Observer(#[source] io::Error),
+    /// The finish gate could not run or could not decide.
+    #[error(transparent)]
+    FinishGate(#[from] GateFailure),
 }
 
 impl InternalError {
@@ -49,6 +55,7 @@ impl InternalError {
             InternalError::Provider(error) => error.kind.as_str(),
             InternalError::ToolPanic(_) => "tool_panic",
             InternalError::Observer(_) => "trace_write_failed",
+            InternalError::FinishGate(_) => "finish_gate_failed",
         }
     }
 }
@@ -122,7 +129,50 @@ pub fn run_agent_result(
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {
-    run_agent_with_limits(task, model, tools, options, Limits::default(), observer)
+    run_agent_with(
+        task,
+        model,
+        tools,
+        None,
+        options,
+        Limits::default(),
+        observer,
+    )
+}
+
+/// [`run_agent_result`] with a finish gate: a `Finish` ends the run only when `gate` accepts it;
+/// a rejection goes back to the model as [`HistoryItem::FinishRejected`] and the run goes on
+/// while budget remains. A rejection on the last step ends the run `max_steps_exceeded` with
+/// `error_kind: finish_rejected` and no answer.
+pub fn run_agent_with_gate(
+    task: &Task,
+    model: &mut dyn Model,
+    tools: &dyn ToolRuntime,
+    gate: Option<&mut dyn FinishGate>,
+    options: RunOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunResult, AgentError> {
+    run_agent_with(
+        task,
+        model,
+        tools,
+        gate,
+        options,
+        Limits::default(),
+        observer,
+    )
+}
+
+/// [`run_agent_result`] with token and time budgets.
+pub fn run_agent_with_limits(
+    task: &Task,
+    model: &mut dyn Model,
+    tools: &dyn ToolRuntime,
+    options: RunOptions,
+    limits: Limits,
+    observer: &mut dyn RunObserver,
+) -> Result<RunResult, AgentError> {
+    run_agent_with(task, model, tools, None, options, limits, observer)
 }
 
 /// Budgets beside the step budget; each one that runs out ends the run as `max_steps_exceeded`
@@ -144,13 +194,14 @@ pub const TOKENS_EXHAUSTED: &str = "token_budget_exhausted";
 /// The `error_kind` of a run that used up `max_seconds`.
 pub const TIME_EXHAUSTED: &str = "time_budget_exhausted";
 
-/// [`run_agent_result`] with token and time budgets. One model turn is one step: every tool call
-/// of a turn runs in order within that step, and an invalid call among them is answered with
-/// feedback for its call id while the others still run.
-pub fn run_agent_with_limits(
+/// The loop with every option: a finish gate and budgets beside the step budget. One model turn
+/// is one step: every tool call of a turn runs in order within that step, and an invalid call
+/// among them is answered with feedback for its call id while the others still run.
+pub fn run_agent_with(
     task: &Task,
     model: &mut dyn Model,
     tools: &dyn ToolRuntime,
+    mut gate: Option<&mut dyn FinishGate>,
     options: RunOptions,
     limits: Limits,
     observer: &mut dyn RunObserver,
@@ -163,10 +214,12 @@ pub fn run_agent_with_limits(
         observer,
         steps_used: 0,
     };
+    let finish_gate_hash = gate.as_ref().map(|gate| gate.config_hash());
     let live = model.live_identity();
     run.emit(RunEvent::RunStarted {
         task,
         max_steps: options.max_steps,
+        finish_gate_hash: finish_gate_hash.as_deref(),
         live: live.as_ref(),
     })?;
     let mut history: Vec<HistoryItem> = Vec::new();
@@ -239,6 +292,31 @@ pub fn run_agent_with_limits(
                     })?;
                     let call = match action {
                         Action::Finish(finish) => {
+                            if let Some(gate) = gate.as_deref_mut() {
+                                let started = Instant::now();
+                                let verdict = gate
+                                    .check(&finish.answer)
+                                    .map_err(|failure| run.internal(failure.into()))?;
+                                run.emit(RunEvent::FinishGate {
+                                    step,
+                                    verdict: &verdict,
+                                    duration: started.elapsed(),
+                                })?;
+                                if !verdict.accepted {
+                                    history.push(HistoryItem::FinishRejected(FinishRejection {
+                                        answer: finish.answer,
+                                        feedback: verdict.feedback().to_owned(),
+                                    }));
+                                    if step == options.max_steps {
+                                        return run.finish(
+                                            rejected_result(step),
+                                            Some("finish_rejected"),
+                                        );
+                                    }
+                                    // A finish is its turn's only item: the turn is over.
+                                    continue;
+                                }
+                            }
                             let result = RunResult {
                                 exit_reason: ExitReason::Finished,
                                 answer: Some(finish.answer),
@@ -296,6 +374,19 @@ fn budget_result(steps_used: u32, error: String) -> RunResult {
         answer: None,
         steps_used,
         error: Some(error),
+    }
+}
+
+/// A rejection on the last step: the budget is spent without an accepted answer. The rejected
+/// answer stays in its `model_action` and `finish_gate` events, never in the result.
+fn rejected_result(step: u32) -> RunResult {
+    RunResult {
+        exit_reason: ExitReason::MaxStepsExceeded,
+        answer: None,
+        steps_used: step,
+        error: Some(format!(
+            "the finish gate rejected the answer on the last step (max_steps={step})"
+        )),
     }
 }
 

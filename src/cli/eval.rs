@@ -174,11 +174,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let created_at = now_rfc3339();
+    let eval_id = looptrace::run::unique_token();
     let summarizer = Summarizer::from_env();
     let options = RunnerOptions {
         jobs,
         capture: suite.capture,
         summarizer,
+        eval_id: eval_id.clone(),
         traces_dir: Some(traces_dir),
         stop: &stop,
         on_done: &on_done,
@@ -192,6 +194,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         format: RESULTS_FORMAT.to_owned(),
         looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
         created_at,
+        eval_id: Some(eval_id),
         suite: suite_info(&suite),
         shard: args.shard,
         capture: suite.capture,

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{CaptureArg, open_trace_writer, read_responses, same_file};
+use super::common::{CaptureArg, GateArgs, open_trace_writer, read_responses, same_file};
 use super::{CliError, CliResult, Outcome};
 use std::time::Duration;
 
-use looptrace::agent::{AgentError, Limits, run_agent_with_limits};
+use looptrace::agent::{AgentError, Limits, run_agent_with};
+use looptrace::gate::FinishGate;
 use looptrace::model::live::{Api, LiveConfig, LiveModel, api_key_from_env};
 use looptrace::model::{JsonModelAdapter, Model, ScriptedRawModel};
 use looptrace::run::{ExitReason, RunId, RunResult, Task};
@@ -48,6 +49,9 @@ pub struct RunArgs {
     /// Sync the trace to disk after every event.
     #[arg(long)]
     pub fsync: bool,
+    /// Check every finish with this program before the run may end.
+    #[command(flatten)]
+    pub gate: GateArgs,
     #[command(flatten)]
     pub live: LiveArgs,
 }
@@ -181,6 +185,8 @@ pub fn run(args: RunArgs) -> CliResult {
             responses.display()
         )));
     }
+    let mut gate = args.gate.command_gate();
+    let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
     let outcome = match &args.trace {
         Some(path) => {
             let writer: TraceWriter = open_trace_writer(path, args.fsync)?;
@@ -189,19 +195,21 @@ pub fn run(args: RunArgs) -> CliResult {
                 ..RecorderOptions::default()
             };
             let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer);
-            run_agent_with_limits(
+            run_agent_with(
                 &task,
                 model.as_mut(),
                 &tools,
+                gate,
                 options,
                 limits,
                 &mut recorder,
             )
         }
-        None => run_agent_with_limits(
+        None => run_agent_with(
             &task,
             model.as_mut(),
             &tools,
+            gate,
             options,
             limits,
             &mut looptrace::agent::NoObserver,

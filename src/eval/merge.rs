@@ -80,6 +80,11 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     }
     let mut merged = first.clone();
     merged.shard = None;
+    let eval_ids: HashSet<Option<&String>> =
+        inputs.iter().map(|(_, r)| r.eval_id.as_ref()).collect();
+    if eval_ids.len() > 1 {
+        merged.eval_id = None;
+    }
     merged.interrupted = inputs.iter().any(|(_, r)| r.interrupted);
     merged.created_at = inputs
         .iter()

@@ -25,6 +25,10 @@ pub struct ResultsFile {
     pub looptrace_version: String,
     /// When the evaluation started, UTC, RFC 3339.
     pub created_at: String,
+    /// The evaluation's id, part of every run id it wrote (absent in merged files whose shards
+    /// came from different evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
     /// Which suite ran.
     pub suite: SuiteInfo,
     /// The shard this file covers, if the run was sharded.
@@ -66,6 +70,9 @@ pub struct Shard {
 pub struct TaskResult {
     /// The task id.
     pub id: String,
+    /// The run id in the task's trace: `<task-id>.<eval-id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// `responses`, `actions` or `replay`.
     pub model: String,
     /// How the run ended.

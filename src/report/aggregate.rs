@@ -102,6 +102,9 @@ pub(crate) struct Totals<'a> {
     pub tools: FastMap<Text<'a>, ToolTotals<'a>>,
     /// Events of unknown types by `event_type`.
     pub unknown_types: Counter<'a>,
+    /// The keys of `unknown_types` in the order first seen, so that the types named one by one
+    /// are the first ones in input order.
+    unknown_order: Vec<Text<'a>>,
 }
 
 impl<'a> Totals<'a> {
@@ -118,12 +121,14 @@ impl<'a> Totals<'a> {
     }
 
     fn unknown_type(&mut self, event_type: Text<'a>) {
-        if self.unknown_types.len() >= MAX_EVENT_TYPES
-            && !self.unknown_types.contains_key(event_type.as_ref())
-        {
-            bump(&mut self.unknown_types, &Cow::Borrowed(&b"(other)"[..]), 1);
-        } else {
-            bump(&mut self.unknown_types, &event_type, 1);
+        // Every type is counted in the chunk (at most one per line); the cap applies when the
+        // chunks are merged in input order, so a named type is counted in every chunk.
+        match self.unknown_types.get_mut(event_type.as_ref()) {
+            Some(count) => *count += 1,
+            None => {
+                self.unknown_order.push(event_type.clone());
+                self.unknown_types.insert(event_type, 1);
+            }
         }
     }
 
@@ -195,6 +200,11 @@ impl<'a> Totals<'a> {
                 })
                 .collect(),
             unknown_types: counter_into_owned(self.unknown_types),
+            unknown_order: self
+                .unknown_order
+                .into_iter()
+                .map(|name| Cow::Owned(name.into_owned()))
+                .collect(),
         }
     }
 }
@@ -225,18 +235,19 @@ impl Totals<'static> {
             mine.errors += tool.errors;
             merge_counter(&mut mine.errors_by_kind, tool.errors_by_kind);
         }
-        for (event_type, count) in other.unknown_types {
-            if self.unknown_types.len() >= MAX_EVENT_TYPES
-                && !self.unknown_types.contains_key(&event_type)
-            {
-                bump(
-                    &mut self.unknown_types,
-                    &Cow::Borrowed(&b"(other)"[..]),
-                    count,
-                );
+        for event_type in other.unknown_order {
+            let count = other.unknown_types.get(&event_type).copied().unwrap_or(0);
+            let named = self.unknown_order.len() < MAX_EVENT_TYPES
+                || self.unknown_types.contains_key(&event_type);
+            let key = if named {
+                event_type
             } else {
-                bump(&mut self.unknown_types, &event_type, count);
+                Cow::Borrowed(&b"(other)"[..])
+            };
+            if !self.unknown_types.contains_key(&key) {
+                self.unknown_order.push(key.clone());
             }
+            bump(&mut self.unknown_types, &key, count);
         }
     }
 }
@@ -326,7 +337,7 @@ impl<'a> RunState<'a> {
     fn apply(&mut self, step: u64, kind: EventKind<'a>, totals: &mut Totals<'a>) -> bool {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
         match kind {
-            EventKind::RunStarted | EventKind::OtherAction => {}
+            EventKind::RunStarted | EventKind::OtherAction | EventKind::GateVerdict { .. } => {}
             EventKind::ToolCall { tool_name } => {
                 let name = tool_name.unwrap_or(Cow::Borrowed(UNKNOWN_TOOL));
                 totals.tool(&name).calls += 1;

@@ -33,6 +33,10 @@ pub struct TraceEvent {
     /// The step budget (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// The suite task this run is an attempt at; the run id is unique per attempt (run_started
+    /// written by `eval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// Summary of the task text (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_summary: Option<String>,
@@ -42,6 +46,9 @@ pub struct TraceEvent {
     /// The recorded run this one replays (run_started of a replay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// The hash of the finish gate's configuration, when a gate checks finishes (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_gate_hash: Option<String>,
     /// `tool_call` or `finish` (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_type: Option<String>,
@@ -60,6 +67,9 @@ pub struct TraceEvent {
     /// The answer, full capture only (model_action finish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Whether the finish gate accepted the answer (finish_gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
     /// Whether an observation is an error; always true for feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
@@ -140,15 +150,18 @@ impl TraceEvent {
             capture: None,
             hash: None,
             max_steps: None,
+            task_id: None,
             input_summary: None,
             task: None,
             replay_of: None,
+            finish_gate_hash: None,
             action_type: None,
             tool_name: None,
             argument_keys: None,
             arguments: None,
             output: None,
             answer: None,
+            accepted: None,
             is_error: None,
             error_kind: None,
             content: None,
@@ -193,6 +206,8 @@ pub enum EventType {
     Observation,
     /// Invalid model output was turned into feedback.
     ModelFeedback,
+    /// The finish gate checked a proposed answer.
+    FinishGate,
     /// The run ended.
     RunFinished,
     /// A crashed run's end, as writers following the write-up record it.
@@ -211,6 +226,7 @@ impl EventType {
             EventType::ModelAction => "model_action",
             EventType::Observation => "observation",
             EventType::ModelFeedback => "model_feedback",
+            EventType::FinishGate => "finish_gate",
             EventType::RunFinished => "run_finished",
             EventType::InternalError => "internal_error",
             EventType::ModelRetry => "model_retry",
@@ -225,6 +241,7 @@ impl EventType {
             "model_action" => EventType::ModelAction,
             "observation" => EventType::Observation,
             "model_feedback" => EventType::ModelFeedback,
+            "finish_gate" => EventType::FinishGate,
             "run_finished" => EventType::RunFinished,
             "internal_error" => EventType::InternalError,
             "model_retry" => EventType::ModelRetry,

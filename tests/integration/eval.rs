@@ -35,6 +35,7 @@ fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
         .iter()
         .map(|t| TaskResult {
             duration_ms: 0.0,
+            run_id: None,
             ..t.clone()
         })
         .collect()
@@ -282,6 +283,7 @@ fn a_panicking_task_is_isolated() {
         jobs: 2,
         capture: Capture::Full,
         summarizer: Summarizer::sha256(),
+        eval_id: "e1".to_owned(),
         traces_dir: None,
         stop: &stop,
         on_done: &|_| {},
@@ -893,4 +895,40 @@ fn eval_refuses_to_write_a_task_trace_through_a_link_to_an_input() {
     let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(std::fs::read(dir.path().join("rec.jsonl")).unwrap(), before);
+}
+
+#[test]
+fn evals_of_one_suite_never_share_a_run_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_load::write_suite(dir.path(), 21);
+    let runs = dir.path().join("runs");
+    let mut run_ids = std::collections::HashSet::new();
+    let mut eval_ids = std::collections::HashSet::new();
+    for name in ["a", "b", "c"] {
+        let out = runs.join(name);
+        let output = eval(&[suite.to_str().unwrap()], &out);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let results = read_results(&out);
+        let eval_id = results.eval_id.clone().expect("eval_id");
+        assert!(eval_ids.insert(eval_id.clone()));
+        for task in &results.tasks {
+            let run_id = task.run_id.clone().expect("run_id");
+            assert_eq!(run_id, format!("{}.{eval_id}", task.id));
+            assert!(run_ids.insert(run_id.clone()), "{run_id} reused");
+            let trace = out.join(task.trace.as_ref().unwrap());
+            let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+            let started = contents.runs[0].started().unwrap();
+            assert_eq!(started.run_id, run_id);
+            assert_eq!(started.task_id.as_deref(), Some(task.id.as_str()));
+        }
+    }
+    let output = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["runs"], 63);
+    assert_eq!(report["warnings"], json!([]), "{}", stderr(&output));
 }

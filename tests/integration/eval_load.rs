@@ -13,7 +13,7 @@ use crate::support::{looptrace, stderr};
 
 /// A suite of `n` tasks cycling through four outcomes: finished, budget exhausted, invalid output
 /// and internal error.
-fn write_suite(dir: &Path, n: usize) -> std::path::PathBuf {
+pub fn write_suite(dir: &Path, n: usize) -> std::path::PathBuf {
     let call = json!({"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 6, "operation": "multiply", "right": 7}});
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {

@@ -3,9 +3,11 @@
 mod agent_loop;
 mod bad_inputs;
 mod content_safety;
+mod disk_full;
 mod eval;
 mod eval_load;
 mod faults;
+mod finish_gate;
 mod json_adapter;
 mod live_model;
 mod live_model_server;

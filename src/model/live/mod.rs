@@ -277,6 +277,8 @@ impl LiveModel {
                     }
                 },
                 HistoryItem::ModelFeedback(item) => (item.content.clone(), true),
+                // A finish is its turn's only item and has no call id: a user message answers it.
+                HistoryItem::FinishRejected(rejection) => (rejection.feedback.clone(), true),
                 HistoryItem::Observation(_) => {
                     return Err(ModelError::Failure(
                         "an observation in the history follows no tool call".to_owned(),
