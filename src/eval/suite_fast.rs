@@ -127,6 +127,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
             expect,
+            limits: crate::agent::Limits::default(),
         });
     }
     Some(Suite {

@@ -589,3 +589,89 @@ fn live_traces_follow_the_trace_schema() {
         assert!(errors.is_empty(), "{event}: {errors:?}");
     }
 }
+
+/// Writes a suite with one chat task against `base_url` and evaluates it.
+fn eval_chat_suite(dir: &Path, chat: Value, task_extra: Value) -> Output {
+    let mut task = json!({"id": "live", "prompt": "compute 12 × 7", "model": {"chat": chat}});
+    for (key, value) in task_extra.as_object().unwrap() {
+        task[key] = value.clone();
+    }
+    let suite = json!({"name": "live", "tasks": [task]});
+    let path = dir.join("suite.json");
+    std::fs::write(&path, suite.to_string()).unwrap();
+    looptrace()
+        .arg("eval")
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .env(KEY_VAR, KEY)
+        .env_remove("LOOPTRACE_TEST_UNSET_KEY")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_suite_chat_task_runs_against_the_server_and_results_name_its_model() {
+    let server = Server::start(vec![
+        Reply::ok(openai::tool_calls(&[("call_1", "calculator", MULTIPLY)])),
+        Reply::ok(openai::answer("84", "stop")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let chat = json!({"api": "openai-chat", "base_url": format!("{}/v1", server.url),
+                      "model": "test-model", "api_key_env": KEY_VAR, "temperature": 0});
+    let output = eval_chat_suite(dir.path(), chat, json!({"expect": {"answer": "84"}}));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.finish();
+    assert_eq!(
+        requests[0].headers["authorization"],
+        format!("Bearer {KEY}")
+    );
+    assert_eq!(requests[0].body["temperature"], 0.0);
+    let results = std::fs::read_to_string(dir.path().join("out/results.json")).unwrap();
+    assert!(!results.contains(KEY));
+    let results: Value = serde_json::from_str(&results).unwrap();
+    let task = &results["tasks"][0];
+    assert_eq!(task["model"], "chat");
+    assert_eq!(
+        task["chat"],
+        json!({"api": "openai-chat", "model": "test-model"})
+    );
+    assert_eq!(task["tool_calls"], 1);
+}
+
+#[test]
+fn a_suite_token_budget_ends_a_chat_task_with_budget_tokens() {
+    let server = Server::start(vec![Reply::ok(openai::tool_calls(&[(
+        "call_1",
+        "calculator",
+        MULTIPLY,
+    )]))]);
+    let dir = tempfile::tempdir().unwrap();
+    let chat = json!({"api": "openai-chat", "base_url": server.url, "model": "m"});
+    let extra = json!({"max_total_tokens": 50, "expect": {"exit_reason": "max_steps_exceeded"}});
+    let output = eval_chat_suite(dir.path(), chat, extra);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/results.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(results["tasks"][0]["exit_reason"], "max_steps_exceeded");
+    assert_eq!(results["tasks"][0]["error_kind"], "token_budget_exhausted");
+}
+
+#[test]
+fn a_suite_naming_an_unset_key_variable_is_rejected_before_any_request() {
+    let server = Server::start(vec![Reply::ok(openai::answer("84", "stop"))]);
+    let dir = tempfile::tempdir().unwrap();
+    let chat = json!({"api": "openai-chat", "base_url": server.url, "model": "m",
+                      "api_key_env": "LOOPTRACE_TEST_UNSET_KEY"});
+    let output = eval_chat_suite(dir.path(), chat, json!({}));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("$.tasks[0].model.chat.api_key_env"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(server.received().is_empty());
+    assert!(!dir.path().join("out/results.json").exists());
+}
