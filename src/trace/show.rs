@@ -171,6 +171,19 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("error={}", safe(&shorten(error))));
             }
         }
+        EventType::ModelRetry => {
+            parts.push(paint(
+                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                YELLOW,
+                color,
+            ));
+            if let Some(status) = event.http_status {
+                parts.push(format!("http_status={status}"));
+            }
+            if let Some(wait) = event.wait_ms {
+                parts.push(format!("wait_ms={wait}"));
+            }
+        }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),
     }
     if let Some(ms) = event.duration_ms {

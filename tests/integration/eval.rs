@@ -168,7 +168,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
         "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate)
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds)
   $.defaults.max_steps: must be at least 1
   $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
   $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
