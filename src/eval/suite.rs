@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::gate::{CommandGate, CommandGateConfig};
 use crate::agent::Limits;
+use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
@@ -405,7 +405,13 @@ impl Checker<'_> {
         };
         self.only_keys(
             map,
-            &["max_steps", "capture", "finish_gate", "max_total_tokens", "max_seconds"],
+            &[
+                "max_steps",
+                "capture",
+                "finish_gate",
+                "max_total_tokens",
+                "max_seconds",
+            ],
             "$.defaults",
         );
         if let Some(v) = map.get("finish_gate") {
