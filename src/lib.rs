@@ -9,8 +9,11 @@ pub mod agent;
 pub mod eval;
 pub mod fault;
 pub mod model;
+mod plural;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod tools;
 pub mod trace;
+
+pub use plural::plural;

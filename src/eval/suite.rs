@@ -153,9 +153,9 @@ impl fmt::Display for SuiteErrors {
         let n = self.problems.len();
         write!(
             f,
-            "suite `{}` has {n} problem{}:",
+            "suite `{}` has {}:",
             self.file,
-            if n == 1 { "" } else { "s" }
+            crate::plural(n as u64, "problem", "problems")
         )?;
         for (path, message) in &self.problems {
             write!(f, "\n  {path}: {message}")?;
