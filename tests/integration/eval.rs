@@ -1132,3 +1132,57 @@ fn counts_of_one_are_singular() {
         stderr(&output)
     );
 }
+
+#[test]
+fn the_calculator_reads_a_json_minus_zero_as_python_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // Python: json.loads("-0") is the integer 0, json.loads("-0.0") the float -0.0.
+    let cases = [
+        (r#"{"left":-0,"operation":"add","right":5}"#, "5"),
+        (r#"{"left":-0,"operation":"multiply","right":1}"#, "0"),
+        (r#"{"left":-0.0,"operation":"add","right":5}"#, "5.0"),
+        (r#"{"left":-0.0,"operation":"multiply","right":1}"#, "-0.0"),
+    ];
+    // Each case twice: raw model text through the adapter, and a scripted action in the suite,
+    // written by hand so that the literals stay as they are.
+    let finish = r#"{"type":"finish","answer":"done"}"#;
+    let mut tasks = Vec::new();
+    for (i, (arguments, _)) in cases.iter().enumerate() {
+        let call =
+            format!(r#"{{"type":"tool_call","tool_name":"calculator","arguments":{arguments}}}"#);
+        let raw = json!([call, finish]);
+        tasks.push(format!(
+            r#"{{"id":"raw{i}","prompt":"p","model":{{"responses":{raw}}}}}"#
+        ));
+        tasks.push(format!(
+            r#"{{"id":"scripted{i}","prompt":"p","model":{{"actions":[{call},{finish}]}}}}"#
+        ));
+    }
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        format!(r#"{{"name":"zero","tasks":[{}]}}"#, tasks.join(",")),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = eval(&[suite.to_str().unwrap(), "--capture", "full"], &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&out);
+    assert_eq!(results.tasks.len(), 8);
+    for task in results.tasks {
+        let trace = out.join(task.trace.unwrap());
+        let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+        let observation = contents.runs[0]
+            .events
+            .iter()
+            .find(|(_, e)| e.event_type == looptrace::trace::EventType::Observation)
+            .and_then(|(_, e)| e.content.clone())
+            .unwrap();
+        let i: usize = task
+            .id
+            .trim_start_matches(char::is_alphabetic)
+            .parse()
+            .unwrap();
+        assert_eq!(observation, cases[i].1, "{}", task.id);
+    }
+}
