@@ -80,7 +80,7 @@ pub enum AgentError {
 #[derive(Debug, Error)]
 pub enum RunError {
     /// The budget ran out before a finish.
-    #[error("no finish within {steps_used} steps")]
+    #[error("no finish within {}", crate::plural(*steps_used, "step", "steps"))]
     MaxStepsExceeded {
         /// Steps used, equal to the budget.
         steps_used: u32,

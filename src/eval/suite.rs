@@ -171,9 +171,9 @@ impl fmt::Display for SuiteErrors {
         let n = self.problems.len();
         write!(
             f,
-            "suite `{}` has {n} problem{}:",
+            "suite `{}` has {}:",
             self.file,
-            if n == 1 { "" } else { "s" }
+            crate::plural(n as u64, "problem", "problems")
         )?;
         for (path, message) in &self.problems {
             write!(f, "\n  {path}: {message}")?;
@@ -215,6 +215,8 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 
 /// Loads a suite from text; `base_dir` is the folder replay paths are relative to.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    // Scripted arguments read numbers as Python does: `-0` is the integer 0.
+    let text = &crate::tools::integer_negative_zero_as_zero(text);
     match super::suite_fast::load_fast(text) {
         Some(suite) => Ok(suite),
         None => check_suite_from_str(text, base_dir),
@@ -229,6 +231,7 @@ pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteE
         base_dir,
         canonical_base: base_dir.canonicalize().ok(),
     };
+    let text = &crate::tools::integer_negative_zero_as_zero(text);
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(err) => {

@@ -19,9 +19,9 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "run {} ({} events)",
+            "run {} ({})",
             safe(&run.run_id),
-            run.events.len()
+            crate::plural(run.events.len() as u64, "event", "events")
         );
         for (line, event) in &run.events {
             let _ = writeln!(
