@@ -12,5 +12,6 @@ pub mod model;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod text;
 pub mod tools;
 pub mod trace;

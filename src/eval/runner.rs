@@ -14,7 +14,7 @@ use super::expect::check;
 use super::results::TaskResult;
 use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_result};
-use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
+use crate::model::{JsonModelAdapter, Model, ScriptPlayer};
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
 use crate::trace::{Capture, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter};
@@ -102,16 +102,21 @@ fn run_one(
     options: &RunnerOptions<'_>,
     started: Instant,
 ) -> TaskResult {
-    let prompt = Task::new(task.prompt.clone());
+    let mut prompt = Task::new(task.prompt.clone());
     let mut model: Box<dyn Model> = match &task.model {
         TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptPlayer::new(
             responses.as_slice(),
         ))),
         TaskModel::Actions(actions) => Box::new(ScriptPlayer::new(actions.as_slice())),
-        TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
-            Ok(model) => Box::new(model),
+        TaskModel::Replay { run, path } => match run.model(path) {
+            Ok(model) => {
+                if run.prompt_from_recording() {
+                    prompt = model.task().clone();
+                }
+                Box::new(model)
+            }
             Err(err) => {
-                let result = internal(err.to_string());
+                let result = internal(err);
                 return finish(
                     task,
                     options,
@@ -191,7 +196,7 @@ fn replay_of(model: &TaskModel) -> Option<ReplayOf> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            run_id: run.run_id.clone(),
+            run_id: run.run_id().to_owned(),
         }),
         _ => None,
     }

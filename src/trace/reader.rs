@@ -108,6 +108,10 @@ pub struct TraceReader<R> {
     stats: ReadStats,
     line: Vec<u8>,
     failed: bool,
+    /// Bytes consumed from the input so far.
+    position: u64,
+    /// Where the line last read starts, and its length without the `\n`.
+    line_span: (u64, u64),
 }
 
 /// One raw line: its bytes, whether it ended with `\n`, whether it was too long.
@@ -126,6 +130,8 @@ impl<R: Read> TraceReader<R> {
             stats: ReadStats::default(),
             line: Vec::new(),
             failed: false,
+            position: 0,
+            line_span: (0, 0),
         }
     }
 
@@ -144,9 +150,16 @@ impl<R: Read> TraceReader<R> {
         &self.path
     }
 
+    /// The byte offset of the line of the event returned last, and its length without the `\n`,
+    /// so the line can be read again from a seekable file.
+    pub fn last_line_span(&self) -> (u64, u64) {
+        self.line_span
+    }
+
     /// Reads the next line into `self.line`, never holding more than the limit.
     fn read_line(&mut self) -> io::Result<Option<RawLine>> {
         self.line.clear();
+        let start = self.position;
         let mut too_long = false;
         let mut any = false;
         loop {
@@ -177,6 +190,8 @@ impl<R: Read> TraceReader<R> {
             match found {
                 Some(i) => {
                     self.input.consume(i + 1);
+                    self.position += i as u64 + 1;
+                    self.line_span = (start, self.position - start - 1);
                     return Ok(Some(RawLine {
                         terminated: true,
                         too_long,
@@ -185,6 +200,8 @@ impl<R: Read> TraceReader<R> {
                 None => {
                     let n = available.len();
                     self.input.consume(n);
+                    self.position += n as u64;
+                    self.line_span = (start, self.position - start);
                 }
             }
         }
