@@ -83,6 +83,73 @@ pub struct TraceEvent {
     /// How long the model call or tool call took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
+    /// RFC 3339 time the event was written or recorded (any event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The suite task this run ran (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Where an imported run came from (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RunSource>,
+    /// The agent that ran (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model that ran (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// The wire format of a live model (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The tools offered to the model (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolRef>>,
+    /// False where the source records no tool-error flag (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_errors_recorded: Option<bool>,
+    /// Hash of the finish gate's definition (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_gate_hash: Option<String>,
+    /// The model's id for a tool call (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Tokens used (model_action: the turn; run_finished: the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Cost in US dollars (model_action: the turn; run_finished: the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Hash of the request sent to a live model (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
+    /// Which attempt failed (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The HTTP status of a failed model call (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// How long the loop waited before retrying (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// Whether the finish gate accepted the answer (finish_gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
+    /// Which budget ran out: `steps` (also when absent), `tokens`, `cost`, `time`, `context`,
+    /// `other` (run_finished with max_steps_exceeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// The source's own short ending value (run_finished of an imported run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_ending: Option<String>,
+    /// The source submitted on its own after an error exit (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autosubmitted: Option<bool>,
+    /// The source records no ending; this one was inferred (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending_inferred: Option<bool>,
+    /// A live model's HTTP response body, full capture only (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_response: Option<String>,
 }
 
 impl TraceEvent {
@@ -113,6 +180,28 @@ impl TraceEvent {
             steps_used: None,
             error: None,
             duration_ms: None,
+            ts: None,
+            task_id: None,
+            source: None,
+            agent: None,
+            model: None,
+            api: None,
+            tools: None,
+            tool_errors_recorded: None,
+            finish_gate_hash: None,
+            call_id: None,
+            usage: None,
+            cost_usd: None,
+            request_hash: None,
+            attempt: None,
+            http_status: None,
+            wait_ms: None,
+            accepted: None,
+            budget: None,
+            native_ending: None,
+            autosubmitted: None,
+            ending_inferred: None,
+            raw_response: None,
         }
     }
 
@@ -242,4 +331,56 @@ pub struct ReplayOf {
     pub source: String,
     /// The recorded run id.
     pub run_id: String,
+}
+
+/// Where an imported run came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSource {
+    /// The `--from` format name.
+    pub format: String,
+    /// The file name (never a path).
+    pub file: String,
+    /// The source's own id of the run, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
+}
+
+/// A model by provider and name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// Who serves it, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Its name.
+    pub name: String,
+}
+
+/// A tool offered to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRef {
+    /// The registered name.
+    pub name: String,
+    /// Hash of its spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
+}
+
+/// Token counts; each is optional because sources record different ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Completion tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Prompt tokens read from a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// Reasoning tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
