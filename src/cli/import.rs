@@ -40,6 +40,15 @@ pub enum CaptureArg {
     Full,
 }
 
+impl From<CaptureArg> for Capture {
+    fn from(arg: CaptureArg) -> Capture {
+        match arg {
+            CaptureArg::Summary => Capture::Summary,
+            CaptureArg::Full => Capture::Full,
+        }
+    }
+}
+
 /// Runs `looptrace import`.
 pub fn run(args: ImportArgs) -> CliResult {
     let from = match args.from.as_str() {
@@ -53,10 +62,7 @@ pub fn run(args: ImportArgs) -> CliResult {
         })?),
     };
     let options = EmitOptions {
-        capture: match args.capture {
-            CaptureArg::Summary => Capture::Summary,
-            CaptureArg::Full => Capture::Full,
-        },
+        capture: args.capture.into(),
         summarizer: Summarizer::from_env(),
     };
     let (files, skipped) = collect(&args.paths, from)?;
@@ -199,4 +205,172 @@ fn write_atomically(
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// A foreign file imported to a temporary trace v1 file, removed when dropped.
+#[derive(Debug)]
+pub struct TempTrace {
+    /// The temporary trace.
+    pub path: PathBuf,
+    /// The format it was imported from.
+    pub format: &'static str,
+}
+
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// What a file given to `report` or `show` is.
+#[derive(Debug)]
+pub enum Detected {
+    /// A looptrace trace.
+    Trace,
+    /// Nothing a probe recognises and not JSON: left to the trace reader to judge.
+    Unknown,
+    /// A foreign trace, imported.
+    Foreign(TempTrace),
+    /// A well-formed JSON file of no known trace format (a suite, predictions).
+    NotATrace,
+}
+
+/// Detects `path` and imports it to a temporary trace when it is of a foreign format.
+pub fn detect_and_import(
+    path: &Path,
+    capture: Capture,
+    ids: &mut RunIds,
+) -> Result<Detected, CliError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut head = vec![0u8; import::HEAD_BYTES];
+    // An unreadable file is left to the trace reader, whose messages say why.
+    let Ok(read) = fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+    else {
+        return Ok(Detected::Unknown);
+    };
+    let head = &head[..read];
+    let importer = match import::detect(&name, head) {
+        Some(found) if found.importer.name() != "looptrace" => found.importer,
+        Some(_) => return Ok(Detected::Trace),
+        None => {
+            let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+            let json = serde_json::from_slice::<serde_json::Value>(first).is_ok()
+                && !first.trim_ascii().is_empty();
+            return Ok(if json {
+                Detected::NotATrace
+            } else {
+                Detected::Unknown
+            });
+        }
+    };
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = TempTrace {
+        path: std::env::temp_dir()
+            .join(format!("looptrace-import-{}-{n}.jsonl", std::process::id())),
+        format: importer.name(),
+    };
+    let file = fs::File::create(&temp.path).map_err(CliError::internal)?;
+    let mut out = BufWriter::new(file);
+    let options = EmitOptions {
+        capture,
+        summarizer: Summarizer::from_env(),
+    };
+    import::convert(path, Some(importer), &options, ids, &mut out).map_err(import_error)?;
+    out.flush()?;
+    Ok(Detected::Foreign(temp))
+}
+
+/// The paths `report` reads after foreign files were imported to temporary traces.
+#[derive(Debug, Default)]
+pub struct ReportInputs {
+    /// What to hand to the report's input collection.
+    pub paths: Vec<String>,
+    /// Walked files skipped as of no known trace format.
+    pub skipped: u64,
+    temps: Vec<(String, TempTrace)>,
+}
+
+impl ReportInputs {
+    /// Points the inputs of foreign files at their imported traces; returns each input's format.
+    pub fn substitute(&self, inputs: &mut [looptrace::report::Input]) -> Vec<&'static str> {
+        use looptrace::report::Source;
+        inputs
+            .iter_mut()
+            .map(|input| {
+                let Source::Path(path) = &input.source else {
+                    return "looptrace";
+                };
+                let shown = path.display().to_string();
+                match self.temps.iter().find(|(name, _)| *name == shown) {
+                    Some((_, temp)) => {
+                        input.source = Source::Path(temp.path.clone());
+                        temp.format
+                    }
+                    None => "looptrace",
+                }
+            })
+            .collect()
+    }
+}
+
+/// Walks folders for every importable file and imports the foreign ones (summary capture).
+pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    let mut inputs = ReportInputs::default();
+    // One set of run ids for every imported file, as `import` of several paths has.
+    let mut ids = RunIds::default();
+    for arg in paths {
+        let path = Path::new(arg);
+        if arg == "-" || !path.exists() {
+            inputs.paths.push(arg.clone());
+            continue;
+        }
+        if !path.is_dir() {
+            if let Detected::Foreign(temp) = detect_and_import(path, Capture::Summary, &mut ids)? {
+                inputs.temps.push((arg.clone(), temp));
+            }
+            inputs.paths.push(arg.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        walk(path, &mut found)?;
+        if found.is_empty() {
+            inputs.paths.push(arg.clone());
+        }
+        for file in found {
+            let shown = file.display().to_string();
+            let jsonl = shown.ends_with(".jsonl");
+            match detect_and_import(&file, Capture::Summary, &mut ids)? {
+                Detected::Trace => inputs.paths.push(shown),
+                Detected::Unknown if jsonl => inputs.paths.push(shown),
+                Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
+                Detected::Foreign(temp) => {
+                    inputs.temps.push((shown.clone(), temp));
+                    inputs.paths.push(shown);
+                }
+            }
+        }
+    }
+    Ok(inputs)
+}
+
+/// The per-input exit-reason counts regrouped per source format, in order of first appearance.
+pub fn group_by_source(
+    by_file: &[looptrace::report::FileEndings],
+    formats: &[&'static str],
+) -> Vec<looptrace::report::FileEndings> {
+    let mut groups: Vec<looptrace::report::FileEndings> = Vec::new();
+    for (file, format) in by_file.iter().zip(formats) {
+        match groups.iter_mut().find(|group| group.file == *format) {
+            Some(group) => group.exit_reasons.merge(&file.exit_reasons),
+            None => groups.push(looptrace::report::FileEndings {
+                file: (*format).to_owned(),
+                exit_reasons: file.exit_reasons,
+            }),
+        }
+    }
+    groups
 }

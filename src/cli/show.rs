@@ -22,6 +22,9 @@ pub struct ShowArgs {
     /// Skip malformed lines (counted and reported) instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// How a foreign trace is imported for showing: `summary` or `full`.
+    #[arg(long, value_enum, default_value_t = super::import::CaptureArg::Summary)]
+    pub capture: super::import::CaptureArg,
 }
 
 /// Output formats of `show`.
@@ -39,7 +42,16 @@ pub fn run(args: ShowArgs) -> CliResult {
         lenient: args.lenient,
         ..ReadOptions::default()
     };
-    let contents = read_trace(&args.trace, options).map_err(CliError::input)?;
+    let imported = super::import::detect_and_import(
+        &args.trace,
+        args.capture.into(),
+        &mut Default::default(),
+    )?;
+    let trace = match &imported {
+        super::import::Detected::Foreign(temp) => temp.path.clone(),
+        _ => args.trace.clone(),
+    };
+    let contents = read_trace(&trace, options).map_err(CliError::input)?;
     let runs: Vec<_> = match &args.run {
         Some(id) => match contents.run(id) {
             Some(run) => vec![run],

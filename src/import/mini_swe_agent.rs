@@ -38,7 +38,9 @@ impl Importer for MiniSweAgent {
         if name.ends_with(".traj.json") && matches!(first_byte(head), Some(b'{' | b'[')) {
             return 95;
         }
-        if first_byte(head) == Some(b'{') && text.contains("\"mini-swe-agent") {
+        if first_byte(head) == Some(b'{')
+            && text.contains("\"trajectory_format\": \"mini-swe-agent")
+        {
             return 90;
         }
         0

@@ -386,3 +386,111 @@ fn no_runs_is_a_warning_with_an_empty_output() {
     assert!(stderr(&output).contains("warning: no runs"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
 }
+
+#[test]
+fn report_reads_foreign_files_and_folders_by_source() {
+    let folder = fixture("import");
+    let codex = fixture(
+        "import/codex/rollout-2026-01-01T00-00-00-11111111-2222-3333-4444-555555555555.jsonl",
+    );
+    let output = run(&[
+        "report",
+        "--format",
+        "json",
+        "--by",
+        "source",
+        folder.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let by_source = report["exit_reasons_by_source"].as_array().unwrap();
+    let sources: Vec<&str> = by_source
+        .iter()
+        .map(|s| s["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            "claude-code",
+            "code-agent",
+            "codex",
+            "gemini-cli",
+            "inspect",
+            "mini-swe-agent",
+            "openhands",
+            "otel-genai",
+            "swe-agent"
+        ]
+    );
+    let codex_runs: Vec<(&str, u64)> = by_source[2]["exit_reasons"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["exit_reason"].as_str().unwrap(),
+                row["runs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codex_runs,
+        [
+            ("finished", 1),
+            ("max_steps_exceeded", 1),
+            ("invalid_model_output", 0),
+            ("internal_error", 0),
+            ("incomplete", 1)
+        ]
+    );
+    // A named foreign file mixes with looptrace files in one report.
+    let sample = crate::support::sample("finished.summary.jsonl");
+    let output = run(&[
+        "report",
+        "--format",
+        "json",
+        codex.to_str().unwrap(),
+        sample.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["files"], 2);
+}
+
+#[test]
+fn report_skips_unknown_json_in_folders_but_not_named_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("suite.json"), "{\"tasks\": []}\n").unwrap();
+    std::fs::copy(
+        fixture("import/gemini-cli/chat.json"),
+        dir.path().join("chat.json"),
+    )
+    .unwrap();
+    let output = run(&["report", "--format", "json", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("skipped 1 file(s)"));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["files"], 1);
+    let named = dir.path().join("suite.json");
+    let output = run(&["report", named.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn show_displays_a_foreign_file_as_imported() {
+    let path = fixture("import/openhands/export.json");
+    let output = run(&["show", "--format", "json", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("\"run_finished\""));
+    assert!(!text.contains("touch a.txt"));
+    let output = run(&[
+        "show",
+        "--capture",
+        "full",
+        "--format",
+        "json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(stdout(&output).contains("touch a.txt"));
+}
