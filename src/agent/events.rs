@@ -4,6 +4,7 @@
 use std::io;
 use std::time::Duration;
 
+use crate::gate::GateVerdict;
 use crate::model::InvalidOutput;
 use crate::run::{Action, ModelFeedback, RunResult, Task};
 use crate::tools::ToolOutcome;
@@ -17,6 +18,8 @@ pub enum RunEvent<'a> {
         task: &'a Task,
         /// The step budget.
         max_steps: u32,
+        /// The finish gate's configuration hash, when a gate checks finishes.
+        finish_gate_hash: Option<&'a str>,
     },
     /// The model proposed a valid action.
     ModelAction {
@@ -49,6 +52,15 @@ pub enum RunEvent<'a> {
         /// The provider text that was rejected, for raw-text models.
         raw_output: Option<&'a str>,
         /// How long the model took.
+        duration: Duration,
+    },
+    /// The finish gate checked a proposed answer (same step as the finish).
+    FinishGate {
+        /// The step of the finish.
+        step: u32,
+        /// The gate's decision and output.
+        verdict: &'a GateVerdict,
+        /// How long the gate took.
         duration: Duration,
     },
     /// The run ended; for an internal error this comes before the error reaches the caller.

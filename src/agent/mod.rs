@@ -5,4 +5,7 @@ mod events;
 mod run_loop;
 
 pub use events::{NoObserver, RunEvent, RunObserver};
-pub use run_loop::{AgentError, InternalError, RunError, RunOptions, run_agent, run_agent_result};
+pub use run_loop::{
+    AgentError, InternalError, RunError, RunOptions, run_agent, run_agent_result,
+    run_agent_with_gate,
+};

@@ -7,8 +7,11 @@ use std::time::Instant;
 use thiserror::Error;
 
 use super::events::{RunEvent, RunObserver};
+use crate::gate::{FinishGate, GateFailure};
 use crate::model::{InvalidOutput, Model, ModelError};
-use crate::run::{Action, ExitReason, HistoryItem, ModelFeedback, RunResult, Task};
+use crate::run::{
+    Action, ExitReason, FinishRejection, HistoryItem, ModelFeedback, RunResult, Task,
+};
 use crate::tools::{ToolPanic, ToolRuntime};
 
 /// How a run is allowed to go.
@@ -36,6 +39,9 @@ pub enum InternalError {
     /// An observer (the trace writer) could not record an event.
     #[error("failed to record the run: {0}")]
     Observer(#[source] io::Error),
+    /// The finish gate could not run or could not decide.
+    #[error(transparent)]
+    FinishGate(#[from] GateFailure),
 }
 
 impl InternalError {
@@ -45,6 +51,7 @@ impl InternalError {
             InternalError::ModelFailure(_) => "model_failure",
             InternalError::ToolPanic(_) => "tool_panic",
             InternalError::Observer(_) => "trace_write_failed",
+            InternalError::FinishGate(_) => "finish_gate_failed",
         }
     }
 }
@@ -118,6 +125,21 @@ pub fn run_agent_result(
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {
+    run_agent_with_gate(task, model, tools, None, options, observer)
+}
+
+/// [`run_agent_result`] with a finish gate: a `Finish` ends the run only when `gate` accepts it;
+/// a rejection goes back to the model as [`HistoryItem::FinishRejected`] and the run goes on
+/// while budget remains. A rejection on the last step ends the run `max_steps_exceeded` with
+/// `error_kind: finish_rejected` and no answer.
+pub fn run_agent_with_gate(
+    task: &Task,
+    model: &mut dyn Model,
+    tools: &dyn ToolRuntime,
+    mut gate: Option<&mut dyn FinishGate>,
+    options: RunOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunResult, AgentError> {
     if options.max_steps == 0 {
         return Err(AgentError::InvalidMaxSteps);
     }
@@ -125,9 +147,11 @@ pub fn run_agent_result(
         observer,
         steps_used: 0,
     };
+    let finish_gate_hash = gate.as_ref().map(|gate| gate.config_hash());
     run.emit(RunEvent::RunStarted {
         task,
         max_steps: options.max_steps,
+        finish_gate_hash: finish_gate_hash.as_deref(),
     })?;
     let mut history: Vec<HistoryItem> = Vec::new();
     for step in 1..=options.max_steps {
@@ -165,6 +189,28 @@ pub fn run_agent_result(
                 })?;
                 let call = match action {
                     Action::Finish(finish) => {
+                        if let Some(gate) = gate.as_deref_mut() {
+                            let started = Instant::now();
+                            let verdict = gate
+                                .check(&finish.answer)
+                                .map_err(|failure| run.internal(failure.into()))?;
+                            run.emit(RunEvent::FinishGate {
+                                step,
+                                verdict: &verdict,
+                                duration: started.elapsed(),
+                            })?;
+                            if !verdict.accepted {
+                                history.push(HistoryItem::FinishRejected(FinishRejection {
+                                    answer: finish.answer,
+                                    feedback: verdict.feedback().to_owned(),
+                                }));
+                                if step == options.max_steps {
+                                    return run
+                                        .finish(rejected_result(step), Some("finish_rejected"));
+                                }
+                                continue;
+                            }
+                        }
                         let result = RunResult {
                             exit_reason: ExitReason::Finished,
                             answer: Some(finish.answer),
@@ -196,6 +242,19 @@ pub fn run_agent_result(
         error: Some(format!("no finish within max_steps={}", options.max_steps)),
     };
     run.finish(result, Some("budget_exhausted"))
+}
+
+/// A rejection on the last step: the budget is spent without an accepted answer. The rejected
+/// answer stays in its `model_action` and `finish_gate` events, never in the result.
+fn rejected_result(step: u32) -> RunResult {
+    RunResult {
+        exit_reason: ExitReason::MaxStepsExceeded,
+        answer: None,
+        steps_used: step,
+        error: Some(format!(
+            "the finish gate rejected the answer on the last step (max_steps={step})"
+        )),
+    }
 }
 
 fn invalid_output_result(step: u32, error: &InvalidOutput) -> RunResult {

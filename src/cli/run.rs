@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{CaptureArg, open_trace_writer, read_responses, same_file};
+use super::common::{CaptureArg, GateArgs, open_trace_writer, read_responses, same_file};
 use super::{CliError, CliResult, Outcome};
-use looptrace::agent::{AgentError, run_agent_result};
+use looptrace::agent::{AgentError, run_agent_with_gate};
+use looptrace::gate::FinishGate;
 use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
 use looptrace::run::{ExitReason, RunId, RunResult, Task};
 use looptrace::tools::ToolRegistry;
@@ -40,6 +41,9 @@ pub struct RunArgs {
     /// Sync the trace to disk after every event.
     #[arg(long)]
     pub fsync: bool,
+    /// Check every finish with this program before the run may end.
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 /// Runs `looptrace run`.
@@ -67,6 +71,8 @@ pub fn run(args: RunArgs) -> CliResult {
             args.responses.display()
         )));
     }
+    let mut gate = args.gate.command_gate();
+    let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
     let outcome = match &args.trace {
         Some(path) => {
             let writer: TraceWriter = open_trace_writer(path, args.fsync)?;
@@ -75,12 +81,13 @@ pub fn run(args: RunArgs) -> CliResult {
                 ..RecorderOptions::default()
             };
             let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer);
-            run_agent_result(&task, &mut model, &tools, options, &mut recorder)
+            run_agent_with_gate(&task, &mut model, &tools, gate, options, &mut recorder)
         }
-        None => run_agent_result(
+        None => run_agent_with_gate(
             &task,
             &mut model,
             &tools,
+            gate,
             options,
             &mut looptrace::agent::NoObserver,
         ),
@@ -92,7 +99,7 @@ pub fn run(args: RunArgs) -> CliResult {
             return Err(CliError::input("--max-steps must be at least 1"));
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     if args.json {
         let mut value = serde_json::to_value(&result).map_err(CliError::internal)?;
         value["run_id"] = serde_json::Value::String(run_id.0.clone());

@@ -110,6 +110,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                     exit_reason: Some(reason),
                     ..Expectations::default()
                 },
+                finish_gate: None,
             });
         }
     }

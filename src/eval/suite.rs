@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
 use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
@@ -90,6 +91,8 @@ pub struct SuiteTask {
     pub model: TaskModel,
     /// What the result must satisfy.
     pub expect: Expectations,
+    /// The finish gate that checks the task's finishes, if any.
+    pub finish_gate: Option<CommandGate>,
 }
 
 /// The model a task runs against.
@@ -130,6 +133,8 @@ pub struct Expectations {
     pub answer_contains: Option<String>,
     /// The most steps the run may use.
     pub max_steps_used: Option<u32>,
+    /// The most finishes the finish gate may reject.
+    pub max_gate_rejections: Option<u32>,
 }
 
 impl Expectations {
@@ -246,6 +251,7 @@ struct Checker<'a> {
 struct Defaults {
     max_steps: Option<u32>,
     capture: Capture,
+    finish_gate: Option<CommandGate>,
 }
 
 impl Checker<'_> {
@@ -329,6 +335,7 @@ impl Checker<'_> {
             None => Defaults {
                 max_steps: None,
                 capture: Capture::Summary,
+                finish_gate: None,
             },
         };
         let tasks = match map.get("tasks") {
@@ -375,11 +382,15 @@ impl Checker<'_> {
         let mut defaults = Defaults {
             max_steps: None,
             capture: Capture::Summary,
+            finish_gate: None,
         };
         let Some(map) = self.object(value, "$.defaults") else {
             return defaults;
         };
-        self.only_keys(map, &["max_steps", "capture"], "$.defaults");
+        self.only_keys(map, &["max_steps", "capture", "finish_gate"], "$.defaults");
+        if let Some(v) = map.get("finish_gate") {
+            defaults.finish_gate = self.finish_gate(v, "$.defaults.finish_gate");
+        }
         if let Some(v) = map.get("max_steps") {
             defaults.max_steps = self.steps(v, "$.defaults.max_steps");
         }
@@ -398,7 +409,22 @@ impl Checker<'_> {
 
     fn task(&mut self, value: &Value, path: &str, defaults: &Defaults) -> Option<SuiteTask> {
         let map = self.object(value, path)?;
-        self.only_keys(map, &["id", "prompt", "max_steps", "model", "expect"], path);
+        self.only_keys(
+            map,
+            &[
+                "id",
+                "prompt",
+                "max_steps",
+                "model",
+                "expect",
+                "finish_gate",
+            ],
+            path,
+        );
+        let finish_gate = match map.get("finish_gate") {
+            Some(v) => self.finish_gate(v, &format!("{path}.finish_gate")),
+            None => defaults.finish_gate.clone(),
+        };
         let id = match map.get("id") {
             Some(v) => self.string(v, &format!("{path}.id")).and_then(|id| {
                 TaskId::parse(&id)
@@ -454,7 +480,65 @@ impl Checker<'_> {
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
             expect,
+            finish_gate,
         })
+    }
+
+    /// A `finish_gate` object: `command` (a program and its arguments; a program path with a `/`
+    /// is relative to the suite's folder), `timeout_s`, `max_output_bytes`. The gate runs in the
+    /// suite's folder.
+    fn finish_gate(&mut self, value: &Value, path: &str) -> Option<CommandGate> {
+        let map = self.object(value, path)?;
+        self.only_keys(map, &["command", "timeout_s", "max_output_bytes"], path);
+        let command_path = format!("{path}.command");
+        let command = match map.get("command") {
+            Some(v) => {
+                let list = self.array(v, &command_path)?;
+                let mut command = Vec::new();
+                for (i, item) in list.iter().enumerate() {
+                    command.extend(self.string(item, &format!("{command_path}[{i}]")));
+                }
+                if list.is_empty() {
+                    self.problem(&command_path, "must name a program");
+                }
+                (!list.is_empty() && command.len() == list.len()).then_some(command)
+            }
+            None => {
+                self.problem(path, "missing key `command`");
+                None
+            }
+        };
+        let mut config = CommandGateConfig::new(command?);
+        let mut whole = |key: &str, max: u64| -> Option<u64> {
+            let v = map.get(key)?;
+            match v.as_u64() {
+                Some(n) if (1..=max).contains(&n) => Some(n),
+                _ => {
+                    self.problem(
+                        &format!("{path}.{key}"),
+                        format!("expected a whole number from 1 to {max}, got {v}"),
+                    );
+                    None
+                }
+            }
+        };
+        if let Some(n) = whole("timeout_s", 86_400) {
+            config.timeout_s = n;
+        }
+        if let Some(n) = whole("max_output_bytes", 16 << 20) {
+            config.max_output_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        let base = self
+            .canonical_base
+            .clone()
+            .unwrap_or_else(|| self.base_dir.to_path_buf());
+        let program = Path::new(&config.command[0]);
+        let program = if program.to_string_lossy().contains('/') {
+            base.join(program)
+        } else {
+            program.to_path_buf()
+        };
+        Some(CommandGate::new(config).with_program(program).in_dir(base))
     }
 
     fn model(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
@@ -472,7 +556,7 @@ impl Checker<'_> {
             ["responses"] => {
                 self.only_keys(map, &["responses"], path);
                 let path = format!("{path}.responses");
-                let list = self.array(&map["responses"], &path)?;
+                let list = self.non_empty_array(&map["responses"], &path)?;
                 let mut responses = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     responses.extend(self.string(item, &format!("{path}[{i}]")));
@@ -482,7 +566,7 @@ impl Checker<'_> {
             ["actions"] => {
                 self.only_keys(map, &["actions"], path);
                 let path = format!("{path}.actions");
-                let list = self.array(&map["actions"], &path)?;
+                let list = self.non_empty_array(&map["actions"], &path)?;
                 let mut actions = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     match action_from_value(item.clone()) {
@@ -519,6 +603,17 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// An array with at least one item: a scripted model with nothing to say is a suite mistake,
+    /// not a run that ends in an internal error.
+    fn non_empty_array<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Vec<Value>> {
+        let list = self.array(value, path)?;
+        if list.is_empty() {
+            self.problem(path, "expected at least one item, got an empty array");
+            return None;
+        }
+        Some(list)
     }
 
     /// Resolves and reads a replay source; it must stay inside the suite's folder.
@@ -596,9 +691,24 @@ impl Checker<'_> {
         };
         self.only_keys(
             map,
-            &["exit_reason", "answer", "answer_contains", "max_steps_used"],
+            &[
+                "exit_reason",
+                "answer",
+                "answer_contains",
+                "max_steps_used",
+                "max_gate_rejections",
+            ],
             path,
         );
+        if let Some(v) = map.get("max_gate_rejections") {
+            match v.as_u64() {
+                Some(n) if n <= u64::from(u32::MAX) => expect.max_gate_rejections = Some(n as u32),
+                _ => self.problem(
+                    &format!("{path}.max_gate_rejections"),
+                    format!("expected a whole number, got {v}"),
+                ),
+            }
+        }
         if let Some(v) = map.get("exit_reason") {
             match v.as_str().and_then(ExitReason::parse) {
                 Some(reason) => expect.exit_reason = Some(reason),

@@ -32,6 +32,10 @@ pub struct TraceEvent {
     /// The step budget (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// The suite task this run is an attempt at; the run id is unique per attempt (run_started
+    /// written by `eval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// Summary of the task text (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_summary: Option<String>,
@@ -41,6 +45,9 @@ pub struct TraceEvent {
     /// The recorded run this one replays (run_started of a replay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// The hash of the finish gate's configuration, when a gate checks finishes (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_gate_hash: Option<String>,
     /// `tool_call` or `finish` (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_type: Option<String>,
@@ -50,8 +57,13 @@ pub struct TraceEvent {
     /// The argument names, sorted (model_action tool_call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_keys: Option<Vec<String>>,
-    /// The arguments, full capture only (model_action tool_call).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The arguments, full capture only (model_action tool_call). Arguments holding a number
+    /// beyond the range of an `f64` (Python writes integers of any size) read as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "arguments_if_representable"
+    )]
     pub arguments: Option<Map<String, Value>>,
     /// Summary of the answer, observation content or feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,6 +71,9 @@ pub struct TraceEvent {
     /// The answer, full capture only (model_action finish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Whether the finish gate accepted the answer (finish_gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
     /// Whether an observation is an error; always true for feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
@@ -86,9 +101,6 @@ pub struct TraceEvent {
     /// RFC 3339 time the event was written or recorded (any event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<String>,
-    /// The suite task this run ran (run_started).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
     /// Where an imported run came from (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RunSource>,
@@ -107,9 +119,6 @@ pub struct TraceEvent {
     /// False where the source records no tool-error flag (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_errors_recorded: Option<bool>,
-    /// Hash of the finish gate's definition (run_started).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_gate_hash: Option<String>,
     /// The model's id for a tool call (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
@@ -131,9 +140,6 @@ pub struct TraceEvent {
     /// How long the loop waited before retrying (model_retry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
-    /// Whether the finish gate accepted the answer (finish_gate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accepted: Option<bool>,
     /// Which budget ran out: `steps` (also when absent), `tokens`, `cost`, `time`, `context`,
     /// `other` (run_finished with max_steps_exceeded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,15 +169,18 @@ impl TraceEvent {
             capture: None,
             hash: None,
             max_steps: None,
+            task_id: None,
             input_summary: None,
             task: None,
             replay_of: None,
+            finish_gate_hash: None,
             action_type: None,
             tool_name: None,
             argument_keys: None,
             arguments: None,
             output: None,
             answer: None,
+            accepted: None,
             is_error: None,
             error_kind: None,
             content: None,
@@ -181,14 +190,12 @@ impl TraceEvent {
             error: None,
             duration_ms: None,
             ts: None,
-            task_id: None,
             source: None,
             agent: None,
             model: None,
             api: None,
             tools: None,
             tool_errors_recorded: None,
-            finish_gate_hash: None,
             call_id: None,
             usage: None,
             cost_usd: None,
@@ -196,7 +203,6 @@ impl TraceEvent {
             attempt: None,
             http_status: None,
             wait_ms: None,
-            accepted: None,
             budget: None,
             native_ending: None,
             autosubmitted: None,
@@ -216,6 +222,26 @@ impl TraceEvent {
     }
 }
 
+/// Reads `arguments` from their own text, so that their nesting is counted from the arguments
+/// (not from the line) and a number too large for an `f64` leaves them absent instead of
+/// making the line malformed.
+fn arguments_if_representable<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Map<String, Value>>, D::Error> {
+    let raw = Option::<Box<serde_json::value::RawValue>>::deserialize(deserializer)?;
+    let Some(raw) = raw else { return Ok(None) };
+    match serde_json::from_str::<Map<String, Value>>(raw.get()) {
+        Ok(arguments) => Ok(Some(arguments)),
+        Err(err) if err.classify() == serde_json::error::Category::Data => {
+            Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Other("a value other than an object"),
+                &"an object",
+            ))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
 /// The kinds of event. Unknown kinds from newer writers are kept, not rejected.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventType {
@@ -227,6 +253,8 @@ pub enum EventType {
     Observation,
     /// Invalid model output was turned into feedback.
     ModelFeedback,
+    /// The finish gate checked a proposed answer.
+    FinishGate,
     /// The run ended.
     RunFinished,
     /// A crashed run's end, as writers following the write-up record it.
@@ -243,6 +271,7 @@ impl EventType {
             EventType::ModelAction => "model_action",
             EventType::Observation => "observation",
             EventType::ModelFeedback => "model_feedback",
+            EventType::FinishGate => "finish_gate",
             EventType::RunFinished => "run_finished",
             EventType::InternalError => "internal_error",
             EventType::Other(name) => name,
@@ -256,6 +285,7 @@ impl EventType {
             "model_action" => EventType::ModelAction,
             "observation" => EventType::Observation,
             "model_feedback" => EventType::ModelFeedback,
+            "finish_gate" => EventType::FinishGate,
             "run_finished" => EventType::RunFinished,
             "internal_error" => EventType::InternalError,
             other => EventType::Other(other.to_owned()),

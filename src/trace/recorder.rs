@@ -37,6 +37,7 @@ impl Default for RecorderOptions {
 #[derive(Debug)]
 pub struct TraceRecorder<S> {
     run_id: String,
+    task_id: Option<String>,
     options: RecorderOptions,
     sink: S,
 }
@@ -46,9 +47,16 @@ impl<S: EventSink> TraceRecorder<S> {
     pub fn new(run_id: impl Into<String>, options: RecorderOptions, sink: S) -> Self {
         TraceRecorder {
             run_id: run_id.into(),
+            task_id: None,
             options,
             sink,
         }
+    }
+
+    /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
+    pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
+        self.task_id = Some(task_id.into());
+        self
     }
 
     /// The sink, to take the events back or reuse the writer.
@@ -68,15 +76,33 @@ impl<S: EventSink> TraceRecorder<S> {
     pub fn trace_event(&self, event: &RunEvent<'_>) -> TraceEvent {
         let full = self.full();
         match *event {
-            RunEvent::RunStarted { task, max_steps } => {
+            RunEvent::RunStarted {
+                task,
+                max_steps,
+                finish_gate_hash,
+            } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
                 e.capture = Some(self.options.capture);
                 e.hash = Some(self.options.summarizer.algorithm());
                 e.max_steps = Some(max_steps);
+                e.task_id = self.task_id.clone();
                 e.input_summary = Some(self.summary(&task.prompt));
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
+                e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                e
+            }
+            RunEvent::FinishGate {
+                step,
+                verdict,
+                duration,
+            } => {
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::FinishGate);
+                e.accepted = Some(verdict.accepted);
+                e.output = Some(self.summary(&verdict.output));
+                e.content = full.then(|| verdict.output.clone());
+                e.duration_ms = self.duration(duration);
                 e
             }
             RunEvent::ModelAction {

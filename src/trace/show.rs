@@ -148,6 +148,15 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("feedback={text}"));
             }
         }
+        EventType::FinishGate => {
+            parts.push(match event.accepted {
+                Some(true) => "accepted".to_owned(),
+                _ => paint("rejected", YELLOW, color),
+            });
+            if let Some(text) = text_or_summary(&event.content, &event.output) {
+                parts.push(format!("output={text}"));
+            }
+        }
         EventType::RunFinished | EventType::InternalError => {
             if let Some(reason) = event.ending() {
                 parts.push(reason.as_str().to_owned());

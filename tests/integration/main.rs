@@ -3,9 +3,12 @@
 mod agent_loop;
 mod bad_inputs;
 mod content_safety;
+mod differential;
+mod disk_full;
 mod eval;
 mod eval_load;
 mod faults;
+mod finish_gate;
 mod import;
 mod json_adapter;
 mod properties;
