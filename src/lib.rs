@@ -9,6 +9,7 @@ pub mod agent;
 pub mod eval;
 pub mod fault;
 pub mod gate;
+pub mod import;
 pub mod model;
 mod plural;
 pub mod replay;

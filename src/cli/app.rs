@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{eval, replay, report, run, show, tools};
+use super::{eval, import, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -30,6 +30,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Rerun recorded runs and report the first divergence from each recording.
     Replay(replay::ReplayArgs),
+    /// Convert other agents' trajectories to looptrace traces.
+    Import(import::ImportArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -68,5 +70,6 @@ fn dispatch(command: Command) -> CliResult {
         Command::Merge(args) => eval::merge(args),
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Import(args) => import::run(args),
     }
 }

@@ -14,7 +14,8 @@ use super::{CliError, CliResult, Outcome};
 /// Arguments of `looptrace report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace files, folders (searched recursively for `*.jsonl`) or `-` for standard input.
+    /// Trace files of any importable format, folders (searched recursively for `*.jsonl`, `*.json`,
+    /// `*.traj`, `*.eval`, `*.yaml`, `*.yml`) or `-` for standard input.
     #[arg(required = true)]
     pub paths: Vec<String>,
     /// Output format.
@@ -46,16 +47,29 @@ pub enum FormatArg {
 pub enum ByArg {
     /// One exit-reason table per input file.
     File,
+    /// One exit-reason table per source format (looptrace, codex, swe-agent, ...).
+    Source,
 }
 
 /// Runs `looptrace report`.
 pub fn run(args: ReportArgs) -> CliResult {
-    let (inputs, warnings) = report::collect_inputs(&args.paths).map_err(CliError::input)?;
+    let foreign = super::import::report_inputs(&args.paths)?;
+    let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
+    let formats = foreign.substitute(&mut inputs);
     let options = Options {
         lenient: args.lenient,
         ..Options::default()
     };
-    let report = report::analyze(&inputs, &options, warnings).map_err(CliError::input)?;
+    let mut report = report::analyze(&inputs, &options, warnings).map_err(CliError::input)?;
+    if args.by == Some(ByArg::Source) {
+        report.by_file = super::import::group_by_source(&report.by_file, &formats);
+    }
+    if foreign.skipped > 0 {
+        eprintln!(
+            "warning: skipped {} file(s) of no known trace format",
+            foreign.skipped
+        );
+    }
     let format = match args.format {
         FormatArg::Table => Format::Table,
         FormatArg::Json => Format::Json,
@@ -66,7 +80,8 @@ pub fn run(args: ReportArgs) -> CliResult {
         &report,
         format,
         RenderOptions {
-            by_file: args.by == Some(ByArg::File),
+            by_file: args.by.is_some(),
+            by_source: args.by == Some(ByArg::Source),
         },
     );
     let mut stdout = std::io::stdout().lock();

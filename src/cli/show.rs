@@ -27,6 +27,9 @@ pub struct ShowArgs {
     /// Skip malformed lines (counted and reported) instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// How a foreign trace is imported for showing: `summary` or `full`.
+    #[arg(long, value_enum, default_value_t = super::import::CaptureArg::Summary)]
+    pub capture: super::import::CaptureArg,
 }
 
 /// Output formats of `show`.
@@ -44,8 +47,18 @@ pub fn run(args: ShowArgs) -> CliResult {
         lenient: args.lenient,
         ..ReadOptions::default()
     };
+    let imported = super::import::detect_and_import(
+        &args.trace,
+        args.capture.into(),
+        &mut Default::default(),
+    )?;
+    // A foreign trajectory is shown as imported (a temporary trace v1 file).
+    let trace = match &imported {
+        super::import::Detected::Foreign(temp) => temp.path.clone(),
+        _ => args.trace.clone(),
+    };
     let shown = args.trace.display().to_string();
-    let mut stream = RunStream::open(&args.trace, options).map_err(CliError::input)?;
+    let mut stream = RunStream::open(&trace, options).map_err(CliError::input)?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let wanted = args.occurrence.unwrap_or(1);
     let mut ids = RunIds::default();

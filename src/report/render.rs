@@ -31,6 +31,8 @@ pub enum Format {
 pub struct RenderOptions {
     /// The exit-reason table per input file as well.
     pub by_file: bool,
+    /// The `by_file` entries name source formats (`report --by source`), not files.
+    pub by_source: bool,
 }
 
 /// Renders `report` in `format`.
@@ -174,12 +176,22 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
                 rows.push(row);
             }
         }
-        sections.push(Section {
+        sections.push(if options.by_source {
+            Section {
+                id: "exit_reasons_by_source",
+                title: "Exit reasons by source format (share of each format's runs)".to_owned(),
+                header: vec!["source", "exit reason", "runs", "share"],
+                keys: 2,
+                rows,
+            }
+        } else {
+            Section {
             id: "exit_reasons_by_file",
             title: "Exit reasons by file (share of each file's runs; a run belongs to the file with its ending, or its last event if incomplete)".to_owned(),
             header: vec!["file", "exit reason", "runs", "share"],
             keys: 2,
             rows,
+            }
         });
     }
     let budget = report.budget;
@@ -620,7 +632,12 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
             .iter()
             .map(|file| json!({ "file": file.file, "exit_reasons": endings_json(&file.exit_reasons) }))
             .collect();
-        map.insert("exit_reasons_by_file".to_owned(), Value::Array(by_file));
+        let key = if options.by_source {
+            "exit_reasons_by_source"
+        } else {
+            "exit_reasons_by_file"
+        };
+        map.insert(key.to_owned(), Value::Array(by_file));
     }
     let mut bytes = serde_json::to_vec_pretty(&document).unwrap_or_default();
     bytes.push(b'\n');

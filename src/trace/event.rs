@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::model::Usage;
+pub use crate::model::Usage;
 use crate::run::ExitReason;
 
 /// The format name written in every `run_started` event.
@@ -99,49 +99,67 @@ pub struct TraceEvent {
     /// How long the model call or tool call took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
-    /// The wire format of a live model: `openai-chat`, `anthropic-messages` (run_started).
+    /// RFC 3339 time the event was written or recorded (any event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Where an imported run came from (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RunSource>,
+    /// The agent that ran (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model that ran (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// The wire format of a live model (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<String>,
-    /// The model a live run talked to (run_started).
+    /// The tools offered to the model (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<ModelName>,
-    /// The provider's id of the tool call (model_action, observation, model_feedback).
+    pub tools: Option<Vec<ToolRef>>,
+    /// False where the source records no tool-error flag (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_errors_recorded: Option<bool>,
+    /// The model's id for a tool call (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
-    /// Tokens of the model call, on the first event of its turn.
+    /// Tokens used (model_action: the turn; run_finished: the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Hash of the request body in canonical JSON, on the first event of its turn.
+    /// Cost in US dollars (model_action: the turn; run_finished: the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Hash of the request sent to a live model (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_hash: Option<String>,
-    /// Why the provider stopped generating, on the first event of its turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finish_reason: Option<String>,
-    /// The HTTP response body of a live model, full capture only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw_response: Option<String>,
-    /// The failed attempt, from 1 (model_retry).
+    /// Which attempt failed (model_retry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
-    /// The HTTP status of the failed attempt, when the server answered (model_retry).
+    /// The HTTP status of a failed model call (model_retry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
-    /// How long the loop waited before trying again (model_retry).
+    /// How long the loop waited before retrying (model_retry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
-    /// Which budget ran out: absent means steps (run_finished of `max_steps_exceeded`).
+    /// Which budget ran out: `steps` (also when absent), `tokens`, `cost`, `time`, `context`,
+    /// `other` (run_finished with max_steps_exceeded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
-}
-
-/// The model of a live run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelName {
-    /// Where the server is (the base URL's host and port).
+    /// The source's own short ending value (run_finished of an imported run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    /// The model name sent in requests.
-    pub name: String,
+    pub native_ending: Option<String>,
+    /// The source submitted on its own after an error exit (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autosubmitted: Option<bool>,
+    /// The source records no ending; this one was inferred (run_finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending_inferred: Option<bool>,
+    /// A live model's HTTP response body, full capture only (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_response: Option<String>,
+    /// Why the provider stopped generating, on the first event of its turn (model_action).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 impl TraceEvent {
@@ -175,17 +193,26 @@ impl TraceEvent {
             steps_used: None,
             error: None,
             duration_ms: None,
-            api: None,
+            ts: None,
+            source: None,
+            agent: None,
             model: None,
+            api: None,
+            tools: None,
+            tool_errors_recorded: None,
             call_id: None,
             usage: None,
+            cost_usd: None,
             request_hash: None,
             finish_reason: None,
-            raw_response: None,
             attempt: None,
             http_status: None,
             wait_ms: None,
             budget: None,
+            native_ending: None,
+            autosubmitted: None,
+            ending_inferred: None,
+            raw_response: None,
         }
     }
 
@@ -349,4 +376,36 @@ pub struct ReplayOf {
     pub source: String,
     /// The recorded run id.
     pub run_id: String,
+}
+
+/// Where an imported run came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSource {
+    /// The `--from` format name.
+    pub format: String,
+    /// The file name (never a path).
+    pub file: String,
+    /// The source's own id of the run, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
+}
+
+/// A model by provider and name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// Who serves it, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Its name.
+    pub name: String,
+}
+
+/// A tool offered to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRef {
+    /// The registered name.
+    pub name: String,
+    /// Hash of its spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
 }

@@ -10,7 +10,10 @@ mod show;
 mod summary;
 mod writer;
 
-pub use event::{Capture, EventType, HashAlgorithm, ModelName, ReplayOf, SCHEMA, TraceEvent};
+pub use event::{
+    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, ToolRef, TraceEvent,
+    Usage,
+};
 pub use reader::parse_line;
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader,

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::event::{Capture, EventType, ModelName, ReplayOf, SCHEMA, TraceEvent};
+use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
@@ -95,7 +95,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
                 if let Some(live) = live {
                     e.api = Some(live.api.clone());
-                    e.model = Some(ModelName {
+                    e.model = Some(ModelRef {
                         provider: Some(live.provider.clone()),
                         name: live.model.clone(),
                     });

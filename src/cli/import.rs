@@ -1,0 +1,381 @@
+//! `looptrace import`: other agents' trajectories to trace v1, written to a file (replaced
+//! atomically) or standard output.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use looptrace::import::{self, EmitOptions, ImportError, Importer, RunIds};
+use looptrace::trace::{Capture, Summarizer};
+
+use super::{CliError, CliResult, Outcome};
+
+/// Arguments of `looptrace import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files or folders (folders are searched for `*.jsonl`, `*.json`, `*.traj`, `*.eval`,
+    /// `*.yaml`, `*.yml` files of a known format).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The format: `auto` (detected per file), or one of code-agent, swe-agent, mini-swe-agent,
+    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, looptrace.
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub from: String,
+    /// Write the trace here (replaced, never appended) instead of standard output.
+    #[arg(short = 'o', long, value_name = "OUT.jsonl")]
+    pub output: Option<PathBuf>,
+    /// `summary` (hashes and counts only) or `full` (the text as well).
+    #[arg(long, value_enum, default_value_t = CaptureArg::Summary)]
+    pub capture: CaptureArg,
+}
+
+/// `--capture`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CaptureArg {
+    /// Character counts and hashes only.
+    Summary,
+    /// The text itself as well.
+    Full,
+}
+
+impl From<CaptureArg> for Capture {
+    fn from(arg: CaptureArg) -> Capture {
+        match arg {
+            CaptureArg::Summary => Capture::Summary,
+            CaptureArg::Full => Capture::Full,
+        }
+    }
+}
+
+/// Runs `looptrace import`.
+pub fn run(args: ImportArgs) -> CliResult {
+    let from = match args.from.as_str() {
+        "auto" => None,
+        name => Some(import::by_name(name).ok_or_else(|| {
+            let names: Vec<&str> = import::IMPORTERS.iter().map(|i| i.name()).collect();
+            CliError::input(format!(
+                "unknown format `{name}` (expected auto, {})",
+                names.join(", ")
+            ))
+        })?),
+    };
+    let options = EmitOptions {
+        capture: args.capture.into(),
+        summarizer: Summarizer::from_env(),
+    };
+    let (files, skipped) = collect(&args.paths, from)?;
+    let runs = match &args.output {
+        Some(path) => write_atomically(path, |out| convert_all(&files, from, &options, out))?,
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            let runs = convert_all(&files, from, &options, &mut out)?;
+            out.flush()?;
+            runs
+        }
+    };
+    if skipped > 0 {
+        eprintln!("warning: skipped {skipped} file(s) of no known trace format");
+    }
+    if runs == 0 {
+        eprintln!("warning: no runs found in the input");
+    }
+    Ok(Outcome::Success)
+}
+
+/// The files to import: named files as they are, folders walked for files a probe recognises.
+/// Returns the files and how many walked files were skipped as unknown.
+fn collect(
+    paths: &[PathBuf],
+    from: Option<&'static dyn Importer>,
+) -> Result<(Vec<PathBuf>, u64), CliError> {
+    let mut files = Vec::new();
+    let mut skipped = 0;
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found)?;
+            for file in found {
+                if from.is_some() || recognised(&file) {
+                    files.push(file);
+                } else {
+                    skipped += 1;
+                }
+            }
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok((files, skipped))
+}
+
+/// Whether a probe recognises `file`.
+fn recognised(file: &Path) -> bool {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut head = vec![0u8; import::HEAD_BYTES];
+    let read = fs::File::open(file)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    import::detect(&name, &head[..read]).is_some()
+}
+
+/// Appends the probed files under `folder`, in sorted order.
+fn walk(folder: &Path, found: &mut Vec<PathBuf>) -> Result<(), CliError> {
+    let list_error = |err| CliError::input(format!("failed to list `{}`: {err}", folder.display()));
+    let mut entries: Vec<_> = fs::read_dir(folder)
+        .map_err(list_error)?
+        .collect::<Result<_, _>>()
+        .map_err(list_error)?;
+    entries.sort_by_key(|entry| entry.path());
+    for entry in entries {
+        let path = entry.path();
+        let file_type = entry.file_type().map_err(list_error)?;
+        if file_type.is_dir() {
+            walk(&path, found)?;
+        } else if file_type.is_file()
+            && import::is_probed_name(&entry.file_name().to_string_lossy())
+        {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn convert_all(
+    files: &[PathBuf],
+    from: Option<&'static dyn Importer>,
+    options: &EmitOptions,
+    out: &mut dyn Write,
+) -> Result<u64, CliError> {
+    let mut ids = RunIds::default();
+    let mut runs = 0;
+    for file in files {
+        let (_, count) =
+            import::convert(file, from, options, &mut ids, out).map_err(import_error)?;
+        runs += count;
+    }
+    Ok(runs)
+}
+
+fn import_error(err: ImportError) -> CliError {
+    match err {
+        ImportError::Write(err) => CliError::from(err),
+        other => CliError::input(other),
+    }
+}
+
+/// Writes through a temporary file beside `path`, renamed over it only when everything succeeded.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
+) -> Result<u64, CliError> {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::input(format!("`{}` is not a file name", path.display())))?;
+    let temp = folder.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let file = fs::File::create(&temp).map_err(|err| {
+            CliError::input(format!("failed to create `{}`: {err}", temp.display()))
+        })?;
+        let mut out = BufWriter::new(file);
+        let runs = write(&mut out)?;
+        out.flush()?;
+        out.into_inner()
+            .map_err(|err| CliError::internal(err.error()))?
+            .sync_all()?;
+        fs::rename(&temp, path).map_err(|err| {
+            CliError::input(format!("failed to replace `{}`: {err}", path.display()))
+        })?;
+        Ok(runs)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// A foreign file imported to a temporary trace v1 file, removed when dropped.
+#[derive(Debug)]
+pub struct TempTrace {
+    /// The temporary trace.
+    pub path: PathBuf,
+    /// The format it was imported from.
+    pub format: &'static str,
+}
+
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// What a file given to `report` or `show` is.
+#[derive(Debug)]
+pub enum Detected {
+    /// A looptrace trace.
+    Trace,
+    /// Nothing a probe recognises and not JSON: left to the trace reader to judge.
+    Unknown,
+    /// A foreign trace, imported.
+    Foreign(TempTrace),
+    /// A well-formed JSON file of no known trace format (a suite, predictions).
+    NotATrace,
+}
+
+/// Detects `path` and imports it to a temporary trace when it is of a foreign format.
+pub fn detect_and_import(
+    path: &Path,
+    capture: Capture,
+    ids: &mut RunIds,
+) -> Result<Detected, CliError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Probing a pipe would consume what the trace reader needs: only files are probed, and a
+    // stream is read as looptrace's own format.
+    if fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+        return Ok(Detected::Trace);
+    }
+    let mut head = vec![0u8; import::HEAD_BYTES];
+    // An unreadable file is left to the trace reader, whose messages say why.
+    let Ok(read) = fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+    else {
+        return Ok(Detected::Unknown);
+    };
+    let head = &head[..read];
+    let importer = match import::detect(&name, head) {
+        Some(found) if found.importer.name() != "looptrace" => found.importer,
+        Some(_) => return Ok(Detected::Trace),
+        None => {
+            let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+            let json = serde_json::from_slice::<serde_json::Value>(first).is_ok()
+                && !first.trim_ascii().is_empty();
+            return Ok(if json {
+                Detected::NotATrace
+            } else {
+                Detected::Unknown
+            });
+        }
+    };
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = TempTrace {
+        path: std::env::temp_dir()
+            .join(format!("looptrace-import-{}-{n}.jsonl", std::process::id())),
+        format: importer.name(),
+    };
+    let file = fs::File::create(&temp.path).map_err(CliError::internal)?;
+    let mut out = BufWriter::new(file);
+    let options = EmitOptions {
+        capture,
+        summarizer: Summarizer::from_env(),
+    };
+    import::convert(path, Some(importer), &options, ids, &mut out).map_err(import_error)?;
+    out.flush()?;
+    Ok(Detected::Foreign(temp))
+}
+
+/// The paths `report` reads after foreign files were imported to temporary traces.
+#[derive(Debug, Default)]
+pub struct ReportInputs {
+    /// What to hand to the report's input collection.
+    pub paths: Vec<String>,
+    /// Walked files skipped as of no known trace format.
+    pub skipped: u64,
+    temps: Vec<(String, TempTrace)>,
+}
+
+impl ReportInputs {
+    /// Points the inputs of foreign files at their imported traces; returns each input's format.
+    pub fn substitute(&self, inputs: &mut [looptrace::report::Input]) -> Vec<&'static str> {
+        use looptrace::report::Source;
+        inputs
+            .iter_mut()
+            .map(|input| {
+                let Source::Path(path) = &input.source else {
+                    return "looptrace";
+                };
+                let shown = path.display().to_string();
+                match self.temps.iter().find(|(name, _)| *name == shown) {
+                    Some((_, temp)) => {
+                        input.source = Source::Path(temp.path.clone());
+                        temp.format
+                    }
+                    None => "looptrace",
+                }
+            })
+            .collect()
+    }
+}
+
+/// Walks folders for every importable file and imports the foreign ones (summary capture).
+pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    let mut inputs = ReportInputs::default();
+    // One set of run ids for every imported file, as `import` of several paths has.
+    let mut ids = RunIds::default();
+    for arg in paths {
+        let path = Path::new(arg);
+        if arg == "-" || !path.exists() {
+            inputs.paths.push(arg.clone());
+            continue;
+        }
+        if !path.is_dir() {
+            if let Detected::Foreign(temp) = detect_and_import(path, Capture::Summary, &mut ids)? {
+                inputs.temps.push((arg.clone(), temp));
+            }
+            inputs.paths.push(arg.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        walk(path, &mut found)?;
+        if found.is_empty() {
+            inputs.paths.push(arg.clone());
+        }
+        for file in found {
+            let shown = file.display().to_string();
+            let jsonl = shown.ends_with(".jsonl");
+            match detect_and_import(&file, Capture::Summary, &mut ids)? {
+                Detected::Trace => inputs.paths.push(shown),
+                Detected::Unknown if jsonl => inputs.paths.push(shown),
+                Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
+                Detected::Foreign(temp) => {
+                    inputs.temps.push((shown.clone(), temp));
+                    inputs.paths.push(shown);
+                }
+            }
+        }
+    }
+    Ok(inputs)
+}
+
+/// The per-input exit-reason counts regrouped per source format, in order of first appearance.
+pub fn group_by_source(
+    by_file: &[looptrace::report::FileEndings],
+    formats: &[&'static str],
+) -> Vec<looptrace::report::FileEndings> {
+    let mut groups: Vec<looptrace::report::FileEndings> = Vec::new();
+    for (file, format) in by_file.iter().zip(formats) {
+        match groups.iter_mut().find(|group| group.file == *format) {
+            Some(group) => group.exit_reasons.merge(&file.exit_reasons),
+            None => groups.push(looptrace::report::FileEndings {
+                file: (*format).to_owned(),
+                exit_reasons: file.exit_reasons,
+            }),
+        }
+    }
+    groups
+}

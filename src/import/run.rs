@@ -1,0 +1,325 @@
+//! The one shape every importer fills: a run with its task, its model turns, tool calls and
+//! results, and its ending, turned into trace v1 events by one function.
+
+use serde_json::{Map, Value};
+
+use crate::run::ExitReason;
+use crate::trace::{
+    Capture, EventType, ModelRef, RunSource, SCHEMA, Summarizer, TraceEvent, Usage,
+};
+
+/// What happened in one model turn or right after it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// The model asked for a tool.
+    ToolCall {
+        /// The tool.
+        name: String,
+        /// The arguments (an object; a bare command becomes `{"command": ...}`).
+        arguments: Map<String, Value>,
+        /// The source's id of the call.
+        call_id: Option<String>,
+    },
+    /// The model ended the run with an answer (also a source's finish tool such as `submit`).
+    Finish {
+        /// The answer, if any.
+        answer: String,
+    },
+    /// The tool's result.
+    Observation {
+        /// The tool.
+        tool_name: String,
+        /// What it returned.
+        content: String,
+        /// Whether it failed; `None` where the source does not record it.
+        is_error: Option<bool>,
+        /// Why, if known.
+        error_kind: Option<String>,
+    },
+    /// Invalid model output sent back to the model.
+    Feedback {
+        /// The message.
+        content: String,
+        /// Why the output was invalid.
+        error_kind: String,
+    },
+}
+
+/// How an imported run ended; no ending at all is an incomplete run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// The looptrace exit reason.
+    pub exit_reason: ExitReason,
+    /// Which budget ran out (max_steps_exceeded).
+    pub budget: Option<&'static str>,
+    /// A stable kind for failures.
+    pub error_kind: Option<String>,
+    /// The source's own ending value.
+    pub native: Option<String>,
+    /// The source submitted on its own after an error exit.
+    pub autosubmitted: bool,
+    /// The source records no ending; this one was inferred.
+    pub inferred: bool,
+}
+
+impl Ending {
+    /// An ending with this exit reason and nothing else.
+    pub fn new(exit_reason: ExitReason) -> Self {
+        Ending {
+            exit_reason,
+            budget: None,
+            error_kind: None,
+            native: None,
+            autosubmitted: false,
+            inferred: false,
+        }
+    }
+
+    /// `finished`, inferred because the source records no ending.
+    pub fn inferred_finish() -> Self {
+        Ending {
+            inferred: true,
+            ..Ending::new(ExitReason::Finished)
+        }
+    }
+
+    /// Budget exhaustion of `budget`.
+    pub fn budget(budget: &'static str) -> Self {
+        Ending {
+            budget: Some(budget),
+            error_kind: Some("budget_exhausted".to_owned()),
+            ..Ending::new(ExitReason::MaxStepsExceeded)
+        }
+    }
+
+    /// An internal error of `kind`.
+    pub fn internal(kind: &str) -> Self {
+        Ending {
+            error_kind: Some(kind.to_owned()),
+            ..Ending::new(ExitReason::InternalError)
+        }
+    }
+
+    /// The same ending with the source's own value recorded.
+    pub fn native(mut self, value: impl Into<String>) -> Self {
+        self.native = Some(value.into());
+        self
+    }
+}
+
+/// One run read from a foreign file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedRun {
+    /// Unique across files.
+    pub run_id: String,
+    /// The source's own id, if any.
+    pub native_id: Option<String>,
+    /// The task text.
+    pub task: Option<String>,
+    /// The agent, if recorded.
+    pub agent: Option<String>,
+    /// The model, if recorded.
+    pub model: Option<String>,
+    /// False where the source records no tool-error flag.
+    pub tool_errors_recorded: bool,
+    /// What happened, each with its step (model turn, from 1).
+    pub items: Vec<(u64, Item)>,
+    /// Model turns, as the source counts them.
+    pub steps: u64,
+    /// Tokens used by the whole run, if recorded.
+    pub usage: Option<Usage>,
+    /// Cost of the whole run, if recorded.
+    pub cost_usd: Option<f64>,
+    /// How it ended; `None` is incomplete.
+    pub ending: Option<Ending>,
+}
+
+impl ImportedRun {
+    /// An empty run with this id.
+    pub fn new(run_id: impl Into<String>) -> Self {
+        ImportedRun {
+            run_id: run_id.into(),
+            native_id: None,
+            task: None,
+            agent: None,
+            model: None,
+            tool_errors_recorded: true,
+            items: Vec::new(),
+            steps: 0,
+            usage: None,
+            cost_usd: None,
+            ending: None,
+        }
+    }
+
+    /// Starts a new model turn and returns its step.
+    pub fn turn(&mut self) -> u64 {
+        self.steps += 1;
+        self.steps
+    }
+
+    /// Records `item` in the current turn (turn 1 if none began yet).
+    pub fn push(&mut self, item: Item) {
+        let step = self.steps.max(1);
+        self.items.push((step, item));
+    }
+
+    /// A tool call in the current turn.
+    pub fn call(&mut self, name: &str, arguments: Map<String, Value>, call_id: Option<String>) {
+        self.push(Item::ToolCall {
+            name: name.to_owned(),
+            arguments,
+            call_id,
+        });
+    }
+
+    /// A tool result in the current turn.
+    pub fn result(&mut self, tool_name: &str, content: String, is_error: Option<bool>) {
+        self.push(Item::Observation {
+            tool_name: tool_name.to_owned(),
+            content,
+            is_error,
+            error_kind: None,
+        });
+    }
+
+    /// Tool calls in the run (finish actions excluded).
+    pub fn tool_calls(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|(_, item)| matches!(item, Item::ToolCall { .. }))
+            .count()
+    }
+}
+
+/// Arguments as an object: objects stay, JSON text holding an object is parsed, anything else is
+/// kept under `key`.
+pub fn arguments_of(value: Option<&Value>, key: &str) -> Map<String, Value> {
+    match value {
+        Some(Value::Object(map)) => map.clone(),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::from_iter([(key.to_owned(), Value::String(text.clone()))]),
+        },
+        None | Some(Value::Null) => Map::new(),
+        Some(other) => Map::from_iter([(key.to_owned(), other.clone())]),
+    }
+}
+
+/// How the events are written.
+#[derive(Debug, Clone)]
+pub struct EmitOptions {
+    /// Summary (default) or full capture.
+    pub capture: Capture,
+    /// The hash behind summaries.
+    pub summarizer: Summarizer,
+}
+
+/// A native ending kept as it is when short, summarized when it is free text.
+fn native_value(text: &str, options: &EmitOptions) -> String {
+    let short = text.chars().count() <= 64 && !text.contains('\n');
+    if short || options.capture == Capture::Full {
+        text.to_owned()
+    } else {
+        options.summarizer.summarize(text)
+    }
+}
+
+/// The trace v1 events of `run`, in order.
+pub fn to_events(
+    run: &ImportedRun,
+    format: &str,
+    file: &str,
+    options: &EmitOptions,
+) -> Vec<TraceEvent> {
+    let full = options.capture == Capture::Full;
+    let summarize = |text: &str| options.summarizer.summarize(text);
+    let task = run.task.as_deref().unwrap_or("");
+    let mut started = TraceEvent::new(&run.run_id, 0, EventType::RunStarted);
+    started.schema = Some(SCHEMA.to_owned());
+    started.capture = Some(options.capture);
+    started.hash = Some(options.summarizer.algorithm());
+    started.input_summary = Some(summarize(task));
+    started.task = full.then(|| task.to_owned());
+    started.source = Some(RunSource {
+        format: format.to_owned(),
+        file: file.to_owned(),
+        native_id: run.native_id.clone(),
+    });
+    started.agent = run.agent.clone();
+    started.model = run.model.as_ref().map(|name| ModelRef {
+        provider: None,
+        name: name.clone(),
+    });
+    started.tool_errors_recorded = Some(run.tool_errors_recorded);
+    let mut events = vec![started];
+    for (step, item) in &run.items {
+        let event = match item {
+            Item::ToolCall {
+                name,
+                arguments,
+                call_id,
+            } => {
+                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelAction);
+                event.action_type = Some("tool_call".to_owned());
+                event.tool_name = Some(name.clone());
+                let mut keys: Vec<String> = arguments.keys().cloned().collect();
+                keys.sort();
+                event.argument_keys = Some(keys);
+                event.arguments = full.then(|| arguments.clone());
+                event.call_id = call_id.clone();
+                event
+            }
+            Item::Finish { answer } => {
+                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelAction);
+                event.action_type = Some("finish".to_owned());
+                event.output = Some(summarize(answer));
+                event.answer = full.then(|| answer.clone());
+                event
+            }
+            Item::Observation {
+                tool_name,
+                content,
+                is_error,
+                error_kind,
+            } => {
+                let mut event = TraceEvent::new(&run.run_id, *step, EventType::Observation);
+                event.tool_name = Some(tool_name.clone());
+                event.output = Some(summarize(content));
+                event.is_error = *is_error;
+                event.error_kind = error_kind.clone();
+                event.content = full.then(|| content.clone());
+                event
+            }
+            Item::Feedback {
+                content,
+                error_kind,
+            } => {
+                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelFeedback);
+                event.output = Some(summarize(content));
+                event.is_error = Some(true);
+                event.error_kind = Some(error_kind.clone());
+                event.content = full.then(|| content.clone());
+                event
+            }
+        };
+        events.push(event);
+    }
+    if let Some(ending) = &run.ending {
+        let mut event = TraceEvent::new(&run.run_id, run.steps, EventType::RunFinished);
+        event.exit_reason = Some(ending.exit_reason);
+        event.steps_used = Some(u32::try_from(run.steps).unwrap_or(u32::MAX));
+        event.error_kind = ending.error_kind.clone();
+        event.budget = ending.budget.map(str::to_owned);
+        event.native_ending = ending
+            .native
+            .as_deref()
+            .map(|text| native_value(text, options));
+        event.autosubmitted = ending.autosubmitted.then_some(true);
+        event.ending_inferred = ending.inferred.then_some(true);
+        event.usage = run.usage;
+        event.cost_usd = run.cost_usd;
+        events.push(event);
+    }
+    events
+}
