@@ -10,8 +10,9 @@ use std::io;
 use std::rc::Rc;
 
 use super::recording::{RecordedStep, Recording};
-use super::verdict::{Divergence, DivergenceKind};
+use super::verdict::{Divergence, DivergenceKind, NotCompared};
 use crate::agent::{RunEvent, RunObserver};
+use crate::gate::GateVerdict;
 use crate::model::{InvalidOutput, Model, ModelError, RecordedTurn, end_of_recording};
 use crate::run::{Action, ExitReason, HistoryItem, RunResult, Task};
 use crate::tools::ToolOutcome;
@@ -29,6 +30,7 @@ pub(crate) struct Comparator<'a> {
     stop_at_first: bool,
     stop: StopFlag,
     divergences: Vec<Divergence>,
+    not_compared: Vec<NotCompared>,
     turns_taken: u64,
     recording_end_reported: bool,
 }
@@ -48,14 +50,21 @@ impl<'a> Comparator<'a> {
             stop_at_first,
             stop,
             divergences: Vec::new(),
+            not_compared: Vec::new(),
             turns_taken: 0,
             recording_end_reported: false,
         }
     }
 
-    /// The divergences found, in the order they showed.
-    pub(crate) fn into_divergences(self) -> Vec<Divergence> {
-        self.divergences
+    /// The divergences found, in the order they showed, and the fields the recording lacks.
+    pub(crate) fn into_findings(self) -> (Vec<Divergence>, Vec<NotCompared>) {
+        (self.divergences, self.not_compared)
+    }
+
+    fn not_compared(&mut self, step: u64, event: &'static str, field: &'static str) {
+        if !self.stop.get() {
+            self.not_compared.push(NotCompared { step, event, field });
+        }
     }
 
     fn push(&mut self, divergence: Divergence) {
@@ -70,7 +79,7 @@ impl<'a> Comparator<'a> {
 
     fn compare(&mut self, event: &RunEvent<'_>) {
         match *event {
-            RunEvent::RunStarted { .. } => {}
+            RunEvent::RunStarted { .. } | RunEvent::ModelRetry { .. } => {}
             RunEvent::ModelAction { step, action, .. } => {
                 self.turn(step.into(), &RecordedTurn::Action(action.clone()));
             }
@@ -78,6 +87,7 @@ impl<'a> Comparator<'a> {
                 self.turn(step.into(), &RecordedTurn::Invalid(error.clone()));
             }
             RunEvent::Observation { step, outcome, .. } => self.observation(step.into(), outcome),
+            RunEvent::FinishGate { step, verdict, .. } => self.gate_verdict(step.into(), verdict),
             RunEvent::RunFinished { result, error_kind } => self.finished(result, error_kind),
         }
     }
@@ -125,7 +135,9 @@ impl<'a> Comparator<'a> {
                 &actual.tool_name,
             ));
         }
-        if recorded.is_error != actual.is_error {
+        if !recorded.is_error_recorded {
+            self.not_compared(step, "observation", "is_error");
+        } else if recorded.is_error != actual.is_error {
             self.push(Divergence::new(
                 step,
                 DivergenceKind::IsError,
@@ -133,7 +145,14 @@ impl<'a> Comparator<'a> {
                 actual.is_error.to_string(),
             ));
         }
-        if recorded.error_kind != outcome.error_kind {
+        // An error recorded without its kind (older writers) leaves the kind unknown; a recorded
+        // non-error has no kind to compare but none.
+        let kind_unknown = recorded.error_kind.is_none()
+            && (recorded.is_error || !recorded.is_error_recorded)
+            && outcome.error_kind.is_some();
+        if kind_unknown {
+            self.not_compared(step, "observation", "error_kind");
+        } else if recorded.error_kind != outcome.error_kind {
             self.push(Divergence::new(
                 step,
                 DivergenceKind::ErrorKind,
@@ -151,6 +170,29 @@ impl<'a> Comparator<'a> {
                 recorded_text: Some(recorded.content.clone()),
                 actual_text: Some(actual.content.clone()),
             });
+        }
+    }
+
+    fn gate_verdict(&mut self, step: u64, actual: &GateVerdict) {
+        let name = |accepted: bool| if accepted { "accepted" } else { "rejected" };
+        let recorded = self
+            .recording
+            .gate_verdicts()
+            .iter()
+            .find(|v| v.step == step);
+        match recorded {
+            Some(recorded) if recorded.verdict.accepted == actual.accepted => {}
+            _ => {
+                let mut divergence = Divergence::new(
+                    step,
+                    DivergenceKind::GateVerdict,
+                    recorded.map_or("none", |r| name(r.verdict.accepted)),
+                    name(actual.accepted),
+                );
+                divergence.recorded_text = recorded.map(|r| r.verdict.output.clone());
+                divergence.actual_text = Some(actual.output.clone());
+                self.push(divergence);
+            }
         }
     }
 
@@ -194,6 +236,10 @@ impl<'a> Comparator<'a> {
                         recorded_text: recorded.error.clone(),
                         actual_text: result.error.clone(),
                     });
+                } else if recorded.error_kind.is_none()
+                    && result.exit_reason != ExitReason::Finished
+                {
+                    self.not_compared(step, "run_finished", "error_kind");
                 } else if recorded.error_kind.as_deref() != error_kind
                     && result.exit_reason != ExitReason::Finished
                 {
@@ -203,6 +249,9 @@ impl<'a> Comparator<'a> {
                         or_none(recorded.error_kind.as_deref()),
                         or_none(error_kind),
                     ));
+                }
+                if recorded.steps_used.is_none() {
+                    self.not_compared(step, "run_finished", "steps_used");
                 }
                 if let Some(recorded_steps) = recorded.steps_used
                     && recorded_steps != result.steps_used

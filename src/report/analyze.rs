@@ -531,6 +531,7 @@ fn build_report(
         tools,
         steps,
         internal_errors: sorted(&totals.internal_by_kind),
+        finish_gate: totals.finish_gate.clone(),
         warnings,
     }
 }

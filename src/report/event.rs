@@ -13,6 +13,7 @@ const TOOL_CALL: u128 = name(b"tool_call");
 const OBSERVATION: u128 = name(b"observation");
 const MODEL_FEEDBACK: u128 = name(b"model_feedback");
 const RUN_FINISHED: u128 = name(b"run_finished");
+const FINISH_GATE: u128 = name(b"finish_gate");
 const INTERNAL_ERROR: u128 = name(b"internal_error");
 
 /// An event of one run.
@@ -51,6 +52,11 @@ pub(crate) enum EventKind<'a> {
     Feedback {
         /// The adapter's kind, if recorded.
         error_kind: Option<Cow<'a, [u8]>>,
+    },
+    /// A `finish_gate` verdict on a proposed answer.
+    GateVerdict {
+        /// Whether the gate accepted it (missing: not accepted).
+        accepted: bool,
     },
     /// `run_finished`, or a bare `internal_error` event of writers following the write-up.
     Ended {
@@ -110,6 +116,9 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
         },
         MODEL_FEEDBACK => EventKind::Feedback {
             error_kind: fields.error_kind,
+        },
+        FINISH_GATE => EventKind::GateVerdict {
+            accepted: fields.accepted.unwrap_or(false),
         },
         RUN_FINISHED => EventKind::Ended {
             ending: ending.ok_or(LineError::MissingField("exit_reason"))?,

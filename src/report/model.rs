@@ -110,6 +110,8 @@ pub struct Report {
     pub steps: [StepStats; 5],
     /// `internal_error` endings by `error_kind`.
     pub internal_errors: BTreeMap<String, u64>,
+    /// Finish gate verdicts, apart from invalid output.
+    pub finish_gate: FinishGateTotals,
     /// Everything the reader tolerated, in input order.
     pub warnings: Vec<Warning>,
 }
@@ -147,6 +149,17 @@ pub struct BudgetExhaustion {
     pub tool_errors: u64,
     /// Their `model_feedback` events.
     pub feedback: u64,
+}
+
+/// Runs whose finishes a finish gate checked: a rejection is a wrong answer, not invalid output.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FinishGateTotals {
+    /// Runs with at least one `finish_gate` event, per ending.
+    pub runs: EndingCounts,
+    /// Rejected finishes, per ending of their run.
+    pub rejections: EndingCounts,
+    /// Gated runs by the number of finishes the gate checked (attempts).
+    pub runs_by_attempts: BTreeMap<u64, u64>,
 }
 
 /// Feedback on invalid model output, and how those runs ended.

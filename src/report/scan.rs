@@ -39,6 +39,8 @@ pub struct Fields<'a> {
     pub exit_reason: Option<Cow<'a, [u8]>>,
     /// `steps_used` of `run_finished`.
     pub steps_used: Option<u64>,
+    /// `accepted` of a `finish_gate`.
+    pub accepted: Option<bool>,
 }
 
 /// Extracts the report's fields from one line (without its `\n`).
@@ -105,7 +107,7 @@ const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 /// Every field of the trace format (`trace::TraceEvent`), with its check. The report keeps
 /// the first nine; the rest are checked and dropped, so that a line the trace reader refuses is
 /// refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 24] = [
+const KNOWN: [(&str, Check); 26] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -136,6 +138,8 @@ const KNOWN: [(&str, Check); 24] = [
     ("raw_output", Check::Text),
     ("error", Check::Text),
     ("duration_ms", Check::Number),
+    ("accepted", Check::Bool),
+    ("finish_gate_hash", Check::Text),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -163,6 +167,7 @@ const CONTENT: u128 = name(b"content");
 const RAW_OUTPUT: u128 = name(b"raw_output");
 const ERROR: u128 = name(b"error");
 const DURATION_MS: u128 = name(b"duration_ms");
+const ACCEPTED: u128 = name(b"accepted");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -192,6 +197,9 @@ fn known_field(key: &[u8]) -> Option<usize> {
         RAW_OUTPUT => Some(21),
         ERROR => Some(22),
         DURATION_MS => Some(23),
+        ACCEPTED => Some(24),
+        // Longer than the 15 bytes a key number holds, so compared as bytes.
+        u128::MAX if key == b"finish_gate_hash" => Some(25),
         _ => None,
     }
 }
@@ -261,6 +269,7 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
             6 => fields.error_kind = cursor.opt_string(field_name)?,
             7 => fields.exit_reason = cursor.opt_string(field_name)?,
             8 => fields.steps_used = cursor.opt_count(field_name, check)?,
+            24 => fields.accepted = cursor.opt_bool(field_name)?,
             _ => cursor.check_value(field_name, check)?,
         }
         Ok(())
