@@ -495,6 +495,7 @@ impl<'a> Cursor<'a> {
                     match self.bump() {
                         Some(b',') => self.skip_ws(),
                         Some(b']') => return Ok(()),
+                        None => return Err(self.syntax("expected `,` or `]` after a value")),
                         _ => return Err(self.syntax_back("expected `,` or `]` after a value")),
                     }
                 }
@@ -639,6 +640,7 @@ impl<'a> Cursor<'a> {
             match self.bump() {
                 Some(b',') => self.skip_ws(),
                 Some(b'}') => return Ok(()),
+                None => return Err(self.syntax("expected `,` or `}` after a value")),
                 _ => return Err(self.syntax_back("expected `,` or `}` after a value")),
             }
         }
@@ -672,6 +674,7 @@ impl<'a> Cursor<'a> {
                     match self.bump() {
                         Some(b',') => self.skip_ws(),
                         Some(b']') => return Ok(()),
+                        None => return Err(self.syntax("expected `,` or `]` after a value")),
                         _ => return Err(self.syntax_back("expected `,` or `]` after a value")),
                     }
                 }
@@ -1000,6 +1003,43 @@ mod tests {
         }
         let fine = r#"{"capture":"full","hash":null,"max_steps":4294967295,"duration_ms":-1.5e3,"argument_keys":[],"arguments":{"a":[1]},"replay_of":{"source":"a","run_id":"b","x":1},"unknown":{"u":1},"unknown":2,"content":"\ud83d\ude00"}"#;
         assert_eq!(scan_line(fine.as_bytes()), Ok(Fields::default()));
+    }
+
+    #[test]
+    fn a_name_with_trailing_nul_bytes_is_another_name() {
+        assert_ne!(key_number(b"run_id\0"), name(b"run_id"));
+        assert_ne!(key_number(b"step\0\0\0\0\0\0\0\0"), name(b"step"));
+        let fields =
+            scan_line(br#"{"run_id":"r","step\u0000":1,"event_type":"run_finished\u0000"}"#)
+                .unwrap();
+        assert_eq!(fields.step, None);
+        assert_eq!(fields.event_type.as_deref(), Some(&b"run_finished\0"[..]));
+    }
+
+    #[test]
+    fn a_line_ends_early_only_if_it_is_the_start_of_a_well_formed_line() {
+        for cut in [
+            &br#"{"run_id":"r","st"#[..],
+            br#"{"run_id":"r","step":1"#,
+            br#"{"run_id":"r","step":1."#,
+            br#"{"a":tr"#,
+            br#"{"a":"\ud83d"#,
+            b"{\"a\":\"\xc3",
+            b"{",
+            b"{\"a\":1\r",
+        ] {
+            assert!(ends_early(cut), "{:?}", String::from_utf8_lossy(cut));
+        }
+        for bad in [
+            &br#"{"run_id":"r","run_id":"#[..],
+            br#"{"a":tx"#,
+            br#"{"step":"1"}"#,
+            br#"{"a":1}}"#,
+            b"{\"a\":\"\xff",
+            br#"{"run_id":"r","step":1,"event_type":"x"}"#,
+        ] {
+            assert!(!ends_early(bad), "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
