@@ -8,10 +8,14 @@
 pub mod agent;
 pub mod eval;
 pub mod fault;
+pub mod gate;
 pub mod model;
+mod plural;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod text;
 pub mod tools;
 pub mod trace;
+
+pub use plural::plural;

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use super::common::open_trace_writer;
+use super::common::{GateArgs, open_trace_writer};
 use super::show::RunIds;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
+use looptrace::gate::{CommandGate, FinishGate};
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
     RunReplay, ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
@@ -56,6 +57,9 @@ pub struct ReplayArgs {
     /// recorded actions.
     #[arg(long)]
     pub raw: bool,
+    /// With `--tools live`, rerun this finish gate and compare its verdicts with the recorded ones.
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 /// `--tools live|recorded`.
@@ -127,7 +131,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
             FormatArg::Text => render_check_text(&report),
             FormatArg::Json => render_check_json(&report),
         };
-        let mut out = std::io::stdout().lock();
+        let mut out = super::common::outcome_stdout();
         out.write_all(text.as_bytes())?;
         out.flush()?;
         return Ok(Outcome::Success);
@@ -140,6 +144,13 @@ pub fn run(args: ReplayArgs) -> CliResult {
         }
         None => None,
     };
+    let mut gate = args.gate.command_gate();
+    if gate.is_some() && args.tools == ToolsArg::Recorded {
+        return Err(CliError::input(
+            "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
+        ));
+    }
+    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
     let tools = ToolRegistry::builtin();
     let tool_source = match args.tools {
         ToolsArg::Live => ToolSource::Live(&tools),
@@ -148,6 +159,12 @@ pub fn run(args: ReplayArgs) -> CliResult {
     let mut replays: Vec<(u64, RunReplay)> = Vec::new();
     each_selected_run(&args, |run| {
         let replay = prepare(run)?;
+        if !gate_noted && replay.recording().has_gate() {
+            gate_noted = true;
+            eprintln!(
+                "note: no --finish-gate given: serving the recorded finish gate verdicts (tools run live)"
+            );
+        }
         let replay_run_id = writer.as_ref().map(|_| RunId::generate());
         let result = match (&mut writer, &replay_run_id) {
             (Some(writer), Some(id)) => {
@@ -162,9 +179,9 @@ pub fn run(args: ReplayArgs) -> CliResult {
                 };
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
                     TraceRecorder::new(id.as_str(), options, writer);
-                replay.run(tool_source, &mut recorder)
+                replay.run_with_gate(tool_source, live_gate(&mut gate), &mut recorder)
             }
-            _ => replay.run(tool_source, &mut NoObserver),
+            _ => replay.run_with_gate(tool_source, live_gate(&mut gate), &mut NoObserver),
         };
         let mut result = result.map_err(CliError::internal)?;
         result.replay_run_id = replay_run_id.map(|id| id.0);
@@ -179,7 +196,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         FormatArg::Text => render_text(&report),
         FormatArg::Json => render_json(&report),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     if replays.iter().all(|r| r.verdict == Verdict::Faithful) {
@@ -232,6 +249,11 @@ fn refuse_non_regular(path: &Path) -> Result<(), CliError> {
         ))),
         _ => Ok(()),
     }
+}
+
+/// The gate to rerun, if one was given.
+fn live_gate(gate: &mut Option<CommandGate>) -> Option<&mut dyn FinishGate> {
+    gate.as_mut().map(|gate| gate as &mut dyn FinishGate)
 }
 
 /// The file name of a path, which is all a trace records of its source.

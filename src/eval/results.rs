@@ -25,6 +25,10 @@ pub struct ResultsFile {
     pub looptrace_version: String,
     /// When the evaluation started, UTC, RFC 3339.
     pub created_at: String,
+    /// The evaluation's id, part of every run id it wrote (absent in merged files whose shards
+    /// came from different evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
     /// Which suite ran.
     pub suite: SuiteInfo,
     /// The shard this file covers, if the run was sharded.
@@ -35,6 +39,12 @@ pub struct ResultsFile {
     /// Whether the evaluation was interrupted before every task ran.
     #[serde(default)]
     pub interrupted: bool,
+    /// Whether this is a merge that lacks some shards (`merge --allow-partial`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The shards a partial merge lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<Shard>,
     /// Per-task results, in suite order.
     pub tasks: Vec<TaskResult>,
     /// Counts over `tasks`.
@@ -61,13 +71,28 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// Which live model a `chat` task ran against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatName {
+    /// `openai-chat` or `anthropic-messages`.
+    pub api: String,
+    /// The model name sent in requests.
+    pub model: String,
+}
+
 /// One task's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
     /// The task id.
     pub id: String,
-    /// `responses`, `actions` or `replay`.
+    /// The run id in the task's trace: `<task-id>.<eval-id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// `responses`, `actions`, `replay` or `chat`.
     pub model: String,
+    /// The wire format and model name of a `chat` task (never its key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatName>,
     /// How the run ended.
     pub exit_reason: ExitReason,
     /// Model turns used.
@@ -83,6 +108,9 @@ pub struct TaskResult {
     pub tool_errors: u32,
     /// Invalid model outputs turned into feedback.
     pub feedback: u32,
+    /// Finishes the task's finish gate rejected; absent when the task has no gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_rejections: Option<u32>,
     /// Wall time of the run in milliseconds.
     pub duration_ms: f64,
     /// A stable kind when the run did not finish.
@@ -99,6 +127,20 @@ pub struct TaskResult {
     /// The task's trace, relative to the results file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+}
+
+impl TaskResult {
+    /// An internal error in a task without expectations: it fails the evaluation like a failed
+    /// expectation. (A task with expectations fails them on an internal error it does not
+    /// expect; see `expect::check`.)
+    pub fn is_unexpected_internal_error(&self) -> bool {
+        self.exit_reason == ExitReason::InternalError && self.expectation == Verdict::None
+    }
+
+    /// Whether this task fails the evaluation: a failed expectation or an unexpected internal error.
+    pub fn fails(&self) -> bool {
+        self.expectation == Verdict::Failed || self.is_unexpected_internal_error()
+    }
 }
 
 /// Counts over the tasks of a results file.

@@ -106,8 +106,10 @@ pub fn load_fast(text: &str) -> Option<Suite> {
             return None;
         }
         let model = match (task.model.responses, task.model.actions) {
-            (Some(responses), None) => TaskModel::Responses(responses),
-            (None, Some(actions)) => TaskModel::Actions(actions.into_iter().map(action).collect()),
+            (Some(responses), None) if !responses.is_empty() => TaskModel::Responses(responses),
+            (None, Some(actions)) if !actions.is_empty() => {
+                TaskModel::Actions(actions.into_iter().map(action).collect())
+            }
             _ => return None,
         };
         let expect = task
@@ -117,6 +119,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
                 answer: e.answer,
                 answer_contains: e.answer_contains,
                 max_steps_used: e.max_steps_used,
+                max_gate_rejections: None,
             });
         tasks.push(SuiteTask {
             id,
@@ -127,6 +130,8 @@ pub fn load_fast(text: &str) -> Option<Suite> {
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
             expect,
+            finish_gate: None,
+            limits: crate::agent::Limits::default(),
         });
     }
     Some(Suite {

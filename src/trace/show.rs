@@ -32,9 +32,9 @@ pub fn render_run(run: &RecordedRun, occurrence: u32, color: bool) -> String {
     };
     let _ = writeln!(
         out,
-        "run {}{label} ({} events)",
+        "run {}{label} ({})",
         safe(&run.run_id),
-        run.events.len()
+        crate::plural(run.events.len() as u64, "event", "events")
     );
     for (line, event) in &run.events {
         let _ = writeln!(
@@ -172,6 +172,15 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("feedback={text}"));
             }
         }
+        EventType::FinishGate => {
+            parts.push(match event.accepted {
+                Some(true) => "accepted".to_owned(),
+                _ => paint("rejected", YELLOW, color),
+            });
+            if let Some(text) = text_or_summary(&event.content, &event.output) {
+                parts.push(format!("output={text}"));
+            }
+        }
         EventType::RunFinished | EventType::InternalError => {
             if let Some(reason) = event.ending() {
                 parts.push(reason.as_str().to_owned());
@@ -184,6 +193,19 @@ fn describe(event: &TraceEvent, color: bool) -> String {
             }
             if let Some(error) = &event.error {
                 parts.push(format!("error={}", safe(&shorten(error))));
+            }
+        }
+        EventType::ModelRetry => {
+            parts.push(paint(
+                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                YELLOW,
+                color,
+            ));
+            if let Some(status) = event.http_status {
+                parts.push(format!("http_status={status}"));
+            }
+            if let Some(wait) = event.wait_ms {
+                parts.push(format!("wait_ms={wait}"));
             }
         }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),

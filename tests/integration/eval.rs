@@ -29,12 +29,20 @@ fn read_results(out: &Path) -> ResultsFile {
     serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
 }
 
+/// Writes `suite` as `DIR/suite.json` and returns its path.
+fn write_suite(dir: &Path, suite: &serde_json::Value) -> PathBuf {
+    let path = dir.join("suite.json");
+    std::fs::write(&path, suite.to_string()).unwrap();
+    path
+}
+
 /// Results without the fields that change from run to run.
 fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
     tasks
         .iter()
         .map(|t| TaskResult {
             duration_ms: 0.0,
+            run_id: None,
             ..t.clone()
         })
         .collect()
@@ -68,7 +76,7 @@ fn the_sample_suite_covers_every_exit_reason_and_meets_its_expectations() {
     }
     let text = stdout(&output);
     assert!(
-        text.contains("Shares are of all 9 tasks, internal errors included."),
+        text.contains("Shares are of all 10 tasks, internal errors included."),
         "{text}"
     );
     assert!(
@@ -167,7 +175,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
         "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture)
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds)
   $.defaults.max_steps: must be at least 1
   $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
   $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
@@ -175,7 +183,8 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
   $.tasks[5].model: give exactly one model kind, not responses and actions
   $.tasks[6].model.actions[0]: missing field \"answer\"
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
-  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used)
+  $.tasks[8].model.actions: expected at least one item, got an empty array
+  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections)
   $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
   $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
   $.tasks[1].id: duplicate id \"ok\"
@@ -282,6 +291,7 @@ fn a_panicking_task_is_isolated() {
         jobs: 2,
         capture: Capture::Full,
         summarizer: Summarizer::sha256(),
+        eval_id: "e1".to_owned(),
         traces_dir: None,
         stop: &stop,
         on_done: &|_| {},
@@ -348,8 +358,8 @@ fn junit_has_one_testcase_per_task_with_failures_and_errors() {
         json!({"name": "ci & <friends>", "tasks": [
             {"id": "pass", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}, "expect": {"answer": "a"}},
             {"id": "fail", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "b"}]}, "expect": {"answer": "a"}},
-            {"id": "crash", "prompt": "p", "model": {"actions": []}},
-            {"id": "expected-crash", "prompt": "p", "model": {"actions": []}, "expect": {"exit_reason": "internal_error"}}
+            {"id": "crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}},
+            {"id": "expected-crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}, "expect": {"exit_reason": "internal_error"}}
         ]})
         .to_string(),
     )
@@ -561,7 +571,7 @@ fn the_results_file_is_replaced_whole() {
         ["results.json", "traces"],
         "no temporary files are left behind"
     );
-    assert_eq!(read_results(dir.path()).tasks.len(), 9);
+    assert_eq!(read_results(dir.path()).tasks.len(), 10);
 }
 
 #[test]
@@ -893,4 +903,286 @@ fn eval_refuses_to_write_a_task_trace_through_a_link_to_an_input() {
     let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(std::fs::read(dir.path().join("rec.jsonl")).unwrap(), before);
+}
+
+#[test]
+fn evals_of_one_suite_never_share_a_run_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_load::write_suite(dir.path(), 21);
+    let runs = dir.path().join("runs");
+    let mut run_ids = std::collections::HashSet::new();
+    let mut eval_ids = std::collections::HashSet::new();
+    for name in ["a", "b", "c"] {
+        let out = runs.join(name);
+        let output = eval(&[suite.to_str().unwrap()], &out);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let results = read_results(&out);
+        let eval_id = results.eval_id.clone().expect("eval_id");
+        assert!(eval_ids.insert(eval_id.clone()));
+        for task in &results.tasks {
+            let run_id = task.run_id.clone().expect("run_id");
+            assert_eq!(run_id, format!("{}.{eval_id}", task.id));
+            assert!(run_ids.insert(run_id.clone()), "{run_id} reused");
+            let trace = out.join(task.trace.as_ref().unwrap());
+            let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+            let started = contents.runs[0].started().unwrap();
+            assert_eq!(started.run_id, run_id);
+            assert_eq!(started.task_id.as_deref(), Some(task.id.as_str()));
+        }
+    }
+    let output = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["runs"], 63);
+    assert_eq!(report["warnings"], json!([]), "{}", stderr(&output));
+}
+
+/// Runs `looptrace merge ARGS`.
+fn merge(args: &[&Path]) -> std::process::Output {
+    looptrace().arg("merge").args(args).output().unwrap()
+}
+
+#[test]
+fn merge_refuses_missing_shards_unless_told_and_marks_the_file_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let shard = |k: usize, capture: &str| {
+        let out = dir.path().join(format!("shard{k}-{capture}"));
+        let output = eval(
+            &[
+                suite.to_str().unwrap(),
+                "--shard",
+                &format!("{k}/3"),
+                "--capture",
+                capture,
+            ],
+            &out,
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out.join("results.json")
+    };
+    let (one, two, three) = (
+        shard(1, "summary"),
+        shard(2, "summary"),
+        shard(3, "summary"),
+    );
+    let merged = dir.path().join("merged.json");
+    let out = Path::new("--out");
+
+    for (inputs, missing) in [
+        (
+            vec![one.as_path()],
+            "shards 2/3, 3/3 of the split are missing",
+        ),
+        (
+            vec![one.as_path(), three.as_path()],
+            "shards 2/3 of the split are missing",
+        ),
+    ] {
+        let mut args = inputs.clone();
+        args.extend([out, merged.as_path()]);
+        let output = merge(&args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(missing), "{}", stderr(&output));
+        assert!(!merged.exists());
+    }
+
+    let output = merge(&[&one, &three, out, &merged, Path::new("--allow-partial")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let partial: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(partial["partial"], true);
+    assert_eq!(partial["missing_shards"], json!([{"index": 2, "count": 3}]));
+    let validator = jsonschema::validator_for(
+        &serde_json::from_str(
+            &std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(validator.is_valid(&partial));
+
+    // A partial file is no baseline.
+    let output = eval(
+        &[
+            suite.to_str().unwrap(),
+            "--baseline",
+            merged.to_str().unwrap(),
+        ],
+        &dir.path().join("against-partial"),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("partial merge"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Every shard: a complete file, exit 0.
+    let complete = dir.path().join("complete.json");
+    let output = merge(&[&one, &two, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !std::fs::read_to_string(&complete)
+            .unwrap()
+            .contains("partial")
+    );
+
+    // Shards recorded with different capture modes are refused.
+    let two_full = shard(2, "full");
+    let output = merge(&[&one, &two_full, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("different capture modes"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn an_internal_error_fails_the_eval_unless_the_task_expects_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    let crash = json!({"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]});
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-silently", "prompt": "p", "model": crash},
+            {"id": "crashes-within-budget", "prompt": "p", "model": crash, "expect": {"max_steps_used": 5}},
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("crashes-silently"), "{text}");
+    assert!(
+        text.contains("internal error (model_failure) in a task without expectations"),
+        "{text}"
+    );
+    assert!(text.contains("crashes-within-budget"), "{text}");
+    assert!(
+        text.contains("an internal error was not expected"),
+        "{text}"
+    );
+    assert!(!text.contains("crashes-as-expected"), "{text}");
+
+    // Expected, it passes.
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &json!({"name": "one", "tasks": [
+            {"id": "short", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}, "expect": {"exit_reason": "internal_error"}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let output = eval(&[suite.to_str().unwrap(), "--capture", "full"], &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("Suite \"one\": 1 task\n"), "{text}");
+    assert!(
+        text.contains("Shares are of all 1 task, internal"),
+        "{text}"
+    );
+    let error = read_results(&out).tasks[0].error.clone().unwrap();
+    assert!(error.ends_with("exhausted after 1 action"), "{error}");
+    std::fs::write(
+        &suite,
+        r#"{"name": "one", "tasks": [{"id": "x", "max_steps": 0}]}"#,
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &out);
+    assert!(
+        stderr(&output).contains("has 2 problems:"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(
+        &suite,
+        r#"{"name": "one", "tasks": [{"id": "x", "prompt": "p"}]}"#,
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &out);
+    assert!(
+        stderr(&output).contains("has 1 problem:"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_calculator_reads_a_json_minus_zero_as_python_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // Python: json.loads("-0") is the integer 0, json.loads("-0.0") the float -0.0.
+    let cases = [
+        (r#"{"left":-0,"operation":"add","right":5}"#, "5"),
+        (r#"{"left":-0,"operation":"multiply","right":1}"#, "0"),
+        (r#"{"left":-0.0,"operation":"add","right":5}"#, "5.0"),
+        (r#"{"left":-0.0,"operation":"multiply","right":1}"#, "-0.0"),
+    ];
+    // Each case twice: raw model text through the adapter, and a scripted action in the suite,
+    // written by hand so that the literals stay as they are.
+    let finish = r#"{"type":"finish","answer":"done"}"#;
+    let mut tasks = Vec::new();
+    for (i, (arguments, _)) in cases.iter().enumerate() {
+        let call =
+            format!(r#"{{"type":"tool_call","tool_name":"calculator","arguments":{arguments}}}"#);
+        let raw = json!([call, finish]);
+        tasks.push(format!(
+            r#"{{"id":"raw{i}","prompt":"p","model":{{"responses":{raw}}}}}"#
+        ));
+        tasks.push(format!(
+            r#"{{"id":"scripted{i}","prompt":"p","model":{{"actions":[{call},{finish}]}}}}"#
+        ));
+    }
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        format!(r#"{{"name":"zero","tasks":[{}]}}"#, tasks.join(",")),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = eval(&[suite.to_str().unwrap(), "--capture", "full"], &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&out);
+    assert_eq!(results.tasks.len(), 8);
+    for task in results.tasks {
+        let trace = out.join(task.trace.unwrap());
+        let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+        let observation = contents.runs[0]
+            .events
+            .iter()
+            .find(|(_, e)| e.event_type == looptrace::trace::EventType::Observation)
+            .and_then(|(_, e)| e.content.clone())
+            .unwrap();
+        let i: usize = task
+            .id
+            .trim_start_matches(char::is_alphabetic)
+            .parse()
+            .unwrap();
+        assert_eq!(observation, cases[i].1, "{}", task.id);
+    }
 }
