@@ -6,7 +6,7 @@
 //! recorded by the real loop with full capture (so it replays faithfully with `--tools recorded`):
 //! tasks of up to 4 KB, up to eight tool calls per run, calculator calls and calls of a `read_file`
 //! tool that is not built in (2 to 16 KB of recorded content each), tool errors, budget
-//! exhaustion: about 40 KB per run on average. Eight runs are written interleaved at
+//! exhaustion: about 22 KB per run on average. Eight runs are written interleaved at
 //! any time, and 5% of the runs are cut off before their ending (left incomplete).
 
 use std::collections::VecDeque;

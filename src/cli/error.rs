@@ -57,12 +57,21 @@ pub fn finish(result: CliResult) -> i32 {
         Ok(Outcome::Success) | Err(CliError::BrokenPipe) => 0,
         Ok(Outcome::Failures) => 1,
         Err(CliError::Input(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", printable(&message));
             2
         }
         Err(CliError::Internal(message)) => {
-            eprintln!("internal error: {message}");
+            eprintln!("internal error: {}", printable(&message));
             3
         }
     }
+}
+
+/// A message made safe for the terminal line by line: it may quote text from a trace.
+fn printable(message: &str) -> String {
+    message
+        .split('\n')
+        .map(|line| looptrace::text::escape(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -150,7 +150,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
             "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
         ));
     }
-    let mut gate_noted = false;
+    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
     let tools = ToolRegistry::builtin();
     let tool_source = match args.tools {
         ToolsArg::Live => ToolSource::Live(&tools),
@@ -159,11 +159,8 @@ pub fn run(args: ReplayArgs) -> CliResult {
     let mut replays: Vec<(u64, RunReplay)> = Vec::new();
     each_selected_run(&args, |run| {
         let replay = prepare(run)?;
-        if gate.is_none()
-            && args.tools == ToolsArg::Live
-            && replay.recording().has_gate()
-            && !std::mem::replace(&mut gate_noted, true)
-        {
+        if !gate_noted && replay.recording().has_gate() {
+            gate_noted = true;
             eprintln!(
                 "note: no --finish-gate given: serving the recorded finish gate verdicts (tools run live)"
             );
@@ -209,11 +206,6 @@ pub fn run(args: ReplayArgs) -> CliResult {
     }
 }
 
-/// The gate to rerun, if one was given.
-fn live_gate(gate: &mut Option<CommandGate>) -> Option<&mut dyn FinishGate> {
-    gate.as_mut().map(|gate| gate as &mut dyn FinishGate)
-}
-
 /// Streams the trace and calls `each` with every selected run as soon as it ends; then prints
 /// the reader's warnings and refuses a selection that matched nothing.
 fn each_selected_run(
@@ -257,6 +249,11 @@ fn refuse_non_regular(path: &Path) -> Result<(), CliError> {
         ))),
         _ => Ok(()),
     }
+}
+
+/// The gate to rerun, if one was given.
+fn live_gate(gate: &mut Option<CommandGate>) -> Option<&mut dyn FinishGate> {
+    gate.as_mut().map(|gate| gate as &mut dyn FinishGate)
 }
 
 /// The file name of a path, which is all a trace records of its source.

@@ -153,7 +153,8 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 }
             };
             let run = &streamed.run;
-            let place = format!("{}#{}", file.display(), run.run_id);
+            let place =
+                crate::text::escape(&format!("{}#{}", file.display(), run.run_id)).into_owned();
             let RunOutcome::Ended(reason) = run.outcome() else {
                 skipped.push(format!(
                     "{place}: incomplete recording, nothing to compare with"

@@ -16,7 +16,7 @@ use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
-use crate::model::{JsonModelAdapter, Model, ScriptPlayer};
+use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
@@ -110,6 +110,7 @@ fn run_one(
     started: Instant,
 ) -> TaskResult {
     let mut prompt = Task::new(task.prompt.clone());
+    let mut replay_gate: Option<Box<dyn FinishGate>> = None;
     let mut model: Box<dyn Model> = match &task.model {
         TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptPlayer::new(
             responses.as_slice(),
@@ -138,11 +139,12 @@ fn run_one(
                 );
             }
         },
-        TaskModel::Replay { run, path } => match run.model(path) {
-            Ok(model) => {
+        TaskModel::Replay { run, path } => match load_replay(run, path) {
+            Ok((model, gate)) => {
                 if run.prompt_from_recording() {
                     prompt = model.task().clone();
                 }
+                replay_gate = gate;
                 Box::new(model)
             }
             Err(err) => {
@@ -164,9 +166,7 @@ fn run_one(
     let mut counts = Counts::default();
     let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
         (Some(gate), _) => Some(Box::new(gate.clone())),
-        (None, TaskModel::Replay { run, path }) => {
-            run.load(path).ok().and_then(|run| recorded_gate(&run))
-        }
+        (None, TaskModel::Replay { .. }) => replay_gate.take(),
         (None, _) => None,
     };
     let gated = gate.is_some();
@@ -244,6 +244,17 @@ fn run_one(
 /// The run id of a task's run in this evaluation: unique across evaluations and machines.
 fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
     format!("{}.{}", task.id, options.eval_id)
+}
+
+/// A replay task's recorded run (read again from its file for `eval --traces`) as a model, and its
+/// recorded finish gate verdicts if it was gated.
+fn load_replay(
+    run: &super::RunSource,
+    path: &std::path::Path,
+) -> Result<(ReplayModel, Option<Box<dyn FinishGate>>), String> {
+    let run = run.load(path)?;
+    let model = ReplayModel::from_run(&run).map_err(|err| err.to_string())?;
+    Ok((model, recorded_gate(&run)))
 }
 
 /// A replayed recording that was checked by a finish gate gets its recorded verdicts, unless the

@@ -1,4 +1,5 @@
-//! Replay output: readable text and JSON, pure functions from results to text.
+//! Replay output: readable text and JSON, pure functions from results to text. Every text from a
+//! trace in the readable output is escaped ([`crate::text::escape`]).
 
 use std::fmt::Write;
 
@@ -6,6 +7,7 @@ use serde::Serialize;
 
 use super::runner::{ModelSource, ToolMode};
 use super::verdict::{Divergence, NotCompared, RunCheck, RunReplay, Verdict};
+use crate::text::escape;
 
 /// What was replayed and how, with every run's result: the JSON document of `--format json`.
 #[derive(Clone, Debug, Serialize)]
@@ -53,13 +55,15 @@ pub fn render_text(report: &ReplayReport<'_>) -> String {
     for run in report.runs {
         match run.verdict {
             Verdict::Faithful => {
-                let _ = writeln!(out, "{}: faithful ({})", run.run_id, run.actual);
+                let _ = writeln!(out, "{}: faithful ({})", escape(&run.run_id), run.actual);
             }
             Verdict::Diverged => {
                 let _ = writeln!(
                     out,
                     "{}: diverged (recorded {}, rerun {})",
-                    run.run_id, run.recorded, run.actual
+                    escape(&run.run_id),
+                    run.recorded,
+                    run.actual
                 );
             }
         }
@@ -88,7 +92,7 @@ pub fn render_text(report: &ReplayReport<'_>) -> String {
         out,
         "{} of {} replayed with {} tools{model}: {} faithful, {} diverged",
         plural(report.runs.len(), "run"),
-        report.source,
+        escape(report.source),
         report.tools.as_str(),
         report.faithful,
         report.diverged
@@ -127,8 +131,8 @@ fn render_divergence(out: &mut String, divergence: &Divergence) {
         divergence.what
     );
     let side = |value: &str, text: &Option<String>| match text {
-        Some(text) => format!("{value}  {text:?}"),
-        None => value.to_owned(),
+        Some(text) => escape(&format!("{value}  {text:?}")).into_owned(),
+        None => escape(value).into_owned(),
     };
     let _ = writeln!(
         out,
@@ -165,7 +169,7 @@ pub fn render_check_text(report: &CheckReport<'_>) -> String {
         let _ = writeln!(
             out,
             "{}: replayable ({}, {}, max_steps {}, recorded {})",
-            run.run_id,
+            escape(&run.run_id),
             plural(run.model_turns, "model turn"),
             plural(run.observations, "observation"),
             run.max_steps,
@@ -176,7 +180,7 @@ pub fn render_check_text(report: &CheckReport<'_>) -> String {
         out,
         "{} of {} can be replayed",
         plural(report.runs.len(), "run"),
-        report.source
+        escape(report.source)
     );
     out
 }

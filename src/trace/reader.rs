@@ -129,6 +129,8 @@ pub struct TraceReader<R> {
 struct RawLine {
     terminated: bool,
     too_long: bool,
+    /// Where the line starts and its length without the `\n`.
+    span: (u64, u64),
 }
 
 impl<R: Read> TraceReader<R> {
@@ -172,6 +174,7 @@ impl<R: Read> TraceReader<R> {
     fn read_line(&mut self) -> io::Result<Option<RawLine>> {
         if let Some((raw, line)) = self.held.take() {
             self.line = line;
+            self.line_span = raw.span;
             return Ok(Some(raw));
         }
         self.line.clear();
@@ -188,6 +191,7 @@ impl<R: Read> TraceReader<R> {
                 return Ok(any.then_some(RawLine {
                     terminated: false,
                     too_long,
+                    span: self.line_span,
                 }));
             }
             any = true;
@@ -211,6 +215,7 @@ impl<R: Read> TraceReader<R> {
                     return Ok(Some(RawLine {
                         terminated: true,
                         too_long,
+                        span: self.line_span,
                     }));
                 }
                 None => {

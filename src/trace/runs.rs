@@ -110,7 +110,6 @@ struct Held {
 struct OpenRun {
     index: u64,
     occurrence: u32,
-    started: bool,
     held_bytes: u64,
     events: Vec<Held>,
 }
@@ -207,7 +206,7 @@ impl<R: Read> RunStream<R> {
         };
         // A reused run id starts a new run once the old one has ended (closed already, so it is
         // not open any more), and run_started always starts one (events of the id before it were
-        // an incomplete run): the rule of `docs/report.md` that `looptrace report` uses.
+        // an incomplete run), the rule of `docs/report.md` that `looptrace report` uses.
         if starts && self.open.contains_key(&event.run_id) {
             let id = event.run_id.clone();
             self.close(&id)?;
@@ -220,7 +219,6 @@ impl<R: Read> RunStream<R> {
             let run = OpenRun {
                 index: self.next_index,
                 occurrence: *seen,
-                started: false,
                 held_bytes: 0,
                 events: Vec::new(),
             };
@@ -232,7 +230,6 @@ impl<R: Read> RunStream<R> {
         let Some(run) = self.open.get_mut(&id) else {
             return Ok(());
         };
-        run.started |= starts;
         let put_aside =
             self.source.is_some() && run.events.first().is_some_and(|h| h.event.is_none());
         if put_aside {

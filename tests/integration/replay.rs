@@ -817,14 +817,7 @@ fn a_recorded_field_that_differs_still_diverges() {
 fn occurrence_selects_a_later_run_of_a_reused_id() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("reused.jsonl");
-    let first = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
-    let second = std::fs::read_to_string(sample("max_steps_exceeded.full.jsonl")).unwrap();
-    let id = first.lines().next().unwrap();
-    let id: Value = serde_json::from_str(id).unwrap();
-    let id = id["run_id"].as_str().unwrap().to_owned();
-    let second_id: Value = serde_json::from_str(second.lines().next().unwrap()).unwrap();
-    let second = second.replace(second_id["run_id"].as_str().unwrap(), &id);
-    std::fs::write(&path, format!("{first}{second}")).unwrap();
+    let id = reused_id_trace(&path);
     let path = path.to_str().unwrap();
 
     let json = json_of(&run(&[
@@ -850,6 +843,65 @@ fn occurrence_selects_a_later_run_of_a_reused_id() {
     let second_only = run(&["show", path, "--run", &id, "--occurrence", "2"]);
     assert!(stdout(&second_only).contains("outcome: max_steps_exceeded"));
     assert!(!stdout(&second_only).contains("outcome: finished"));
+}
+
+/// A trace whose two runs share one id: first `finished`, then `max_steps_exceeded`.
+fn reused_id_trace(path: &Path) -> String {
+    let first = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    let second = std::fs::read_to_string(sample("max_steps_exceeded.full.jsonl")).unwrap();
+    let id: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    let id = id["run_id"].as_str().unwrap().to_owned();
+    let second_id: Value = serde_json::from_str(second.lines().next().unwrap()).unwrap();
+    let second = second.replace(second_id["run_id"].as_str().unwrap(), &id);
+    std::fs::write(path, format!("{first}{second}")).unwrap();
+    id
+}
+
+#[test]
+fn a_suite_replay_task_selects_a_later_run_with_occurrence() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = reused_id_trace(&dir.path().join("t.jsonl"));
+    let suite = dir.path().join("suite.json");
+    let write_suite = |occurrence: Value| {
+        let mut model = json!({"replay": "t.jsonl", "run_id": id});
+        if !occurrence.is_null() {
+            model["occurrence"] = occurrence;
+        }
+        let suite_json = json!({"name": "occ", "tasks": [{"id": "t", "model": model}]});
+        std::fs::write(&suite, suite_json.to_string()).unwrap();
+    };
+    let out = dir.path().join("out");
+    let eval = || {
+        run(&[
+            "eval",
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+    };
+    for (occurrence, expected) in [
+        (Value::Null, "finished"),
+        (json!(1), "finished"),
+        (json!(2), "max_steps_exceeded"),
+    ] {
+        write_suite(occurrence);
+        let output = eval();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let results: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap())
+                .unwrap();
+        assert_eq!(results["tasks"][0]["exit_reason"], expected);
+    }
+    write_suite(json!(3));
+    let past = eval();
+    assert_eq!(past.status.code(), Some(2));
+    assert!(
+        stderr(&past).contains("has no 3rd run"),
+        "{}",
+        stderr(&past)
+    );
 }
 
 #[test]

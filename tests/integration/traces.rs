@@ -9,6 +9,7 @@ use looptrace::trace::{
     Capture, EventType, ReadOptions, RunOutcome, Summarizer, TraceContents, TraceEvent,
     TraceReader, TraceWriter, read_trace,
 };
+use serde_json::json;
 
 use crate::samples::{SAMPLE_RUNS, record};
 use crate::support::{fixture, run, sample, stderr, stdout};
@@ -699,4 +700,85 @@ fn show_prints_a_run_as_soon_as_it_ends_before_the_input_is_closed() {
         "{second:?}"
     );
     assert!(child.wait().unwrap().success());
+}
+
+/// Characters that must never reach a terminal from a trace.
+const UNSAFE: [char; 7] = [
+    '\u{1b}', '\u{9b}', '\u{7}', '\r', '\u{8}', '\u{202e}', '\u{2066}',
+];
+
+fn assert_printable(what: &str, text: &str) {
+    let found: Vec<char> = text.chars().filter(|c| UNSAFE.contains(c)).collect();
+    assert!(found.is_empty(), "{what} printed {found:?}:\n{text}");
+}
+
+#[test]
+fn trace_text_with_escapes_and_bidi_overrides_is_escaped_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.jsonl");
+    // Summary capture: the model chose the tool names; kinds and ids are as hostile.
+    let evil_tool = "calc\u{1b}[31m\u{202e}|x\r\u{8}";
+    let formula_tool = "=HYPERLINK(\"http://x\")";
+    let lines = [
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 0, "event_type": "run_started", "capture": "summary", "input_summary": "chars=1;sha256=00"}),
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 1, "event_type": "model_action", "action_type": "tool_call", "tool_name": evil_tool, "argument_keys": ["a\u{9b}2J"]}),
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 1, "event_type": "observation", "tool_name": evil_tool, "output": "chars=1;sha256=00", "is_error": true, "error_kind": "k\u{9b}2J\u{2066}"}),
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 2, "event_type": "model_action", "action_type": "tool_call", "tool_name": formula_tool, "argument_keys": []}),
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 2, "event_type": "observation", "tool_name": formula_tool, "output": "chars=1;sha256=00", "is_error": false}),
+        json!({"run_id": "r\u{1b}]0;t\u{7}", "step": 2, "event_type": "run_finished", "exit_reason": "internal_error", "steps_used": 2, "error_kind": "e\u{1b}[2J"}),
+        json!({"run_id": "u", "step": 0, "event_type": "x\u{1b}[5m"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+
+    for args in [
+        vec!["show", path],
+        vec!["show", path, "--run", "nope\u{1b}[1m"],
+        vec!["report", path],
+        vec!["report", path, "--format", "markdown"],
+        vec!["report", path, "--format", "csv"],
+    ] {
+        let output = run(&args);
+        assert_printable(&format!("{args:?} stdout"), &stdout(&output));
+        assert_printable(&format!("{args:?} stderr"), &stderr(&output));
+    }
+    let shown = stdout(&run(&["show", path]));
+    assert!(
+        shown.contains("calc\\u{1b}[31m\\u{202e}|x\\r\\u{8}"),
+        "{shown}"
+    );
+    assert!(shown.contains("error_kind=e\\u{1b}[2J"), "{shown}");
+    let markdown = stdout(&run(&["report", path, "--format", "markdown"]));
+    assert!(markdown.contains("\\u{202e}\\|x"), "{markdown}");
+    let csv = stdout(&run(&["report", path, "--format", "csv"]));
+    assert!(csv.contains("'=HYPERLINK"), "{csv}");
+    assert!(!csv.contains(",=HYPERLINK"), "{csv}");
+}
+
+#[test]
+fn replay_text_check_and_errors_escape_run_ids_from_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evil.full.jsonl");
+    let text = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = first["run_id"].as_str().unwrap();
+    let text = text.replace(&format!("\"{id}\""), "\"r\\u001b[31m\\u202e\"");
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+    for args in [
+        vec!["replay", path],
+        vec!["replay", path, "--check"],
+        vec!["replay", path, "--max-steps", "1"],
+        vec!["replay", path, "--run", "x\u{1b}[2J"],
+    ] {
+        let output = run(&args);
+        assert_printable(&format!("{args:?} stdout"), &stdout(&output));
+        assert_printable(&format!("{args:?} stderr"), &stderr(&output));
+    }
+    let replayed = stdout(&run(&["replay", path]));
+    assert!(
+        replayed.starts_with("r\\u{1b}[31m\\u{202e}: faithful"),
+        "{replayed}"
+    );
 }
