@@ -150,16 +150,25 @@ pub fn run(args: EvalArgs) -> CliResult {
             )));
         }
     }
-    if let Some(junit) = &args.junit {
-        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) {
-            return Err(CliError::input(format!(
-                "--junit `{}`: the folder does not exist",
-                junit.display()
-            )));
-        }
+    let junit_folder = args.junit.as_deref().map(folder_of);
+    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
+        && !folder.is_dir()
+        && !same_path(folder, &out)
+    {
+        return Err(CliError::input(format!(
+            "--junit `{}`: the folder does not exist",
+            junit.display()
+        )));
     }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
+    // Every output is known to be writable before the first task runs, not after the last.
+    probe_writable("--out", &out)?;
+    probe_writable("--out", &traces_dir)?;
+    refuse_folder("--out", &results_path)?;
+    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder) {
+        probe_writable("--junit", folder)?;
+        refuse_folder("--junit", junit)?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
     // signal ends the process at once. The shutdown hook is registered first so that it sees
@@ -352,6 +361,55 @@ fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
     } else {
         Outcome::Success
     }
+}
+
+/// The folder a file is written in (`.` for a bare file name).
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Whether two paths are written the same, `.` components aside (the folder need not exist).
+fn same_path(a: &Path, b: &Path) -> bool {
+    fn parts(p: &Path) -> Vec<std::path::Component<'_>> {
+        p.components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect()
+    }
+    parts(a) == parts(b)
+}
+
+/// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
+/// permission is bad input, found before any task runs.
+fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
+    let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(err) => Err(CliError::input(format!(
+            "{flag}: cannot write in `{}`: {err}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Fails when an output file's path is a folder.
+fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::input(format!(
+            "{flag}: `{}` is a folder, not a file",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.
