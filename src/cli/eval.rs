@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
-    Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
+    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
+    TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
@@ -44,6 +44,9 @@ pub struct EvalArgs {
     /// Compare with an earlier `results.json`.
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
+    /// Accept a baseline from a suite with another name.
+    #[arg(long, requires = "baseline")]
+    pub baseline_any_suite: bool,
     /// Run only shard K of N (1-based), e.g. `--shard 2/4`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
@@ -107,6 +110,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(path) => Some(read_baseline(path)?),
         None => None,
     };
+    if let (Some(path), Some(b)) = (&args.baseline, &baseline)
+        && b.suite.name != suite.name
+        && !args.baseline_any_suite
+    {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
+            path.display(),
+            b.suite.name,
+            suite.name
+        )));
+    }
     let out = args
         .out
         .clone()
@@ -232,15 +246,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
         })?;
     }
-    if let Some(b) = &baseline
-        && b.suite.name != results.suite.name
-    {
-        eprintln!(
-            "warning: the baseline is from suite {:?}, this run is suite {:?}",
-            b.suite.name, results.suite.name
-        );
-    }
-    let comparison = baseline.as_ref().map(|b| compare(b, &results));
+    let comparison = baseline
+        .as_ref()
+        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
     print_report(&results, comparison.as_ref(), args.format)?;
     eprintln!(
         "results: {} (traces in {})",
@@ -298,6 +306,19 @@ pub fn merge(args: MergeArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, None))
+}
+
+/// The baseline's tasks this evaluation can speak about: those it ran, and those no longer in
+/// the suite at all. A shard leaves out the other shards' tasks, which are neither.
+fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> ResultsFile {
+    let in_suite: std::collections::HashSet<&str> =
+        suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    let ran: std::collections::HashSet<&str> = selected.iter().map(|t| t.id.as_str()).collect();
+    let mut scoped = baseline.clone();
+    scoped
+        .tasks
+        .retain(|t| ran.contains(t.id.as_str()) || !in_suite.contains(t.id.as_str()));
+    scoped
 }
 
 /// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.

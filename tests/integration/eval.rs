@@ -1315,3 +1315,67 @@ fn junit_may_go_in_the_output_folder_before_it_exists() {
             .contains("<testsuite ")
     );
 }
+
+#[test]
+fn a_shard_compares_only_its_own_tasks_with_a_full_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let full = dir.path().join("full");
+    assert_eq!(eval(&[suite], &full).status.code(), Some(0));
+    let baseline = full.join("results.json");
+    let output = eval(
+        &[
+            suite,
+            "--shard",
+            "1/3",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &dir.path().join("shard"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["baseline"]["removed"], json!([]), "{report}");
+    assert_eq!(report["baseline"]["added"], json!([]), "{report}");
+    let compared: u64 = report["baseline"]["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(compared, 3, "{report}");
+}
+
+#[test]
+fn a_baseline_of_another_suite_is_refused_unless_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    eval(
+        &[fixture("eval/expectations.json").to_str().unwrap()],
+        &other,
+    );
+    let baseline = other.join("results.json");
+    let out = dir.path().join("out");
+    let suite = sample("suite.json");
+    let args = [
+        suite.to_str().unwrap(),
+        "--baseline",
+        baseline.to_str().unwrap(),
+    ];
+    let output = eval(&args, &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--baseline-any-suite"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+    let mut args = args.to_vec();
+    args.push("--baseline-any-suite");
+    let output = eval(&args, &out);
+    assert_ne!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(out.join("results.json").exists());
+}
