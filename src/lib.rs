@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod eval;
 pub mod fault;
+pub mod gate;
 pub mod model;
 mod plural;
 pub mod replay;

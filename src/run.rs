@@ -106,6 +106,18 @@ pub enum HistoryItem {
     Observation(Observation),
     /// A correction after invalid model output.
     ModelFeedback(ModelFeedback),
+    /// A finish the finish gate rejected, with the gate's output.
+    FinishRejected(FinishRejection),
+}
+
+/// A proposed answer the finish gate rejected, as the model sees it afterwards. It is not invalid
+/// output: the action was well formed, the check failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishRejection {
+    /// The answer that was proposed.
+    pub answer: String,
+    /// The gate's output, cut to its head and tail.
+    pub feedback: String,
 }
 
 /// How a run ended. Reports keep these apart: budget exhaustion is an expected outcome of an agent,

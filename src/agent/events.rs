@@ -4,7 +4,8 @@
 use std::io;
 use std::time::Duration;
 
-use crate::model::InvalidOutput;
+use crate::gate::GateVerdict;
+use crate::model::{CallRecord, InvalidOutput, LiveIdentity, RetriedAttempt};
 use crate::run::{Action, ModelFeedback, RunResult, Task};
 use crate::tools::ToolOutcome;
 
@@ -17,6 +18,17 @@ pub enum RunEvent<'a> {
         task: &'a Task,
         /// The step budget.
         max_steps: u32,
+        /// The finish gate's configuration hash, when a gate checks finishes.
+        finish_gate_hash: Option<&'a str>,
+        /// The wire format and model of a live model.
+        live: Option<&'a LiveIdentity>,
+    },
+    /// A model call failed and will be tried again (same step as the turn it belongs to).
+    ModelRetry {
+        /// The step of the turn.
+        step: u32,
+        /// The failed attempt.
+        attempt: &'a RetriedAttempt,
     },
     /// The model proposed a valid action.
     ModelAction {
@@ -28,6 +40,10 @@ pub enum RunEvent<'a> {
         raw_output: Option<&'a str>,
         /// How long the model took.
         duration: Duration,
+        /// The provider's id for this call.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
     },
     /// The runtime answered a tool call (same step as the call).
     Observation {
@@ -37,6 +53,8 @@ pub enum RunEvent<'a> {
         outcome: &'a ToolOutcome,
         /// How long the tool took.
         duration: Duration,
+        /// The provider's id of the call this answers.
+        call_id: Option<&'a str>,
     },
     /// The model's output was invalid and feedback was added to the history.
     ModelFeedback {
@@ -49,6 +67,19 @@ pub enum RunEvent<'a> {
         /// The provider text that was rejected, for raw-text models.
         raw_output: Option<&'a str>,
         /// How long the model took.
+        duration: Duration,
+        /// The provider's id of the rejected tool call, when it had one.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
+    },
+    /// The finish gate checked a proposed answer (same step as the finish).
+    FinishGate {
+        /// The step of the finish.
+        step: u32,
+        /// The gate's decision and output.
+        verdict: &'a GateVerdict,
+        /// How long the gate took.
         duration: Duration,
     },
     /// The run ended; for an internal error this comes before the error reaches the caller.

@@ -3,9 +3,10 @@
 use std::io::{self, StdoutLock, Write};
 use std::path::Path;
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use super::CliError;
+use looptrace::gate::{CommandGate, CommandGateConfig};
 use looptrace::trace::{Capture, TraceWriter};
 
 /// `--capture summary|full`.
@@ -23,6 +24,32 @@ impl From<CaptureArg> for Capture {
             CaptureArg::Summary => Capture::Summary,
             CaptureArg::Full => Capture::Full,
         }
+    }
+}
+
+/// `--finish-gate PROGRAM [--finish-gate-arg ARG]...`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Accept a finish only when PROGRAM, given `{"answer": ...}` on stdin, exits 0; otherwise
+    /// its output goes back to the model.
+    #[arg(long = "finish-gate", value_name = "PROGRAM")]
+    pub program: Option<String>,
+    /// An argument for the finish gate program (repeat for several).
+    #[arg(
+        long = "finish-gate-arg",
+        value_name = "ARG",
+        requires = "program",
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<String>,
+}
+
+impl GateArgs {
+    /// The gate the flags describe, with the default timeout and output limit.
+    pub fn command_gate(&self) -> Option<CommandGate> {
+        let program = self.program.clone()?;
+        let command = std::iter::once(program).chain(self.args.iter().cloned());
+        Some(CommandGate::new(CommandGateConfig::new(command.collect())))
     }
 }
 

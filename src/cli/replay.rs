@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use super::common::open_trace_writer;
+use super::common::{GateArgs, open_trace_writer};
 use super::show::list_ids;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
+use looptrace::gate::{CommandGate, FinishGate};
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
     ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
@@ -50,6 +51,9 @@ pub struct ReplayArgs {
     /// recorded actions.
     #[arg(long)]
     pub raw: bool,
+    /// With `--tools live`, rerun this finish gate and compare its verdicts with the recorded ones.
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 /// `--tools live|recorded`.
@@ -148,6 +152,20 @@ pub fn run(args: ReplayArgs) -> CliResult {
         Some(path) => Some(open_trace_writer(path, false)?),
         None => None,
     };
+    let mut gate = args.gate.command_gate();
+    if gate.is_some() && args.tools == ToolsArg::Recorded {
+        return Err(CliError::input(
+            "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
+        ));
+    }
+    if gate.is_none()
+        && args.tools == ToolsArg::Live
+        && prepared.iter().any(|p| p.recording().has_gate())
+    {
+        eprintln!(
+            "note: no --finish-gate given: serving the recorded finish gate verdicts (tools run live)"
+        );
+    }
     let tools = ToolRegistry::builtin();
     let tool_source = match args.tools {
         ToolsArg::Live => ToolSource::Live(&tools),
@@ -169,9 +187,9 @@ pub fn run(args: ReplayArgs) -> CliResult {
                 };
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
                     TraceRecorder::new(id.as_str(), options, writer);
-                replay.run(tool_source, &mut recorder)
+                replay.run_with_gate(tool_source, live_gate(&mut gate), &mut recorder)
             }
-            _ => replay.run(tool_source, &mut NoObserver),
+            _ => replay.run_with_gate(tool_source, live_gate(&mut gate), &mut NoObserver),
         };
         let mut result = result.map_err(CliError::internal)?;
         result.replay_run_id = replay_run_id.map(|id| id.0);
@@ -189,6 +207,11 @@ pub fn run(args: ReplayArgs) -> CliResult {
     } else {
         Ok(Outcome::Failures)
     }
+}
+
+/// The gate to rerun, if one was given.
+fn live_gate(gate: &mut Option<CommandGate>) -> Option<&mut dyn FinishGate> {
+    gate.as_mut().map(|gate| gate as &mut dyn FinishGate)
 }
 
 /// The file name of a path, which is all a trace records of its source.

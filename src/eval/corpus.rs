@@ -110,6 +110,8 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                     exit_reason: Some(reason),
                     ..Expectations::default()
                 },
+                finish_gate: None,
+                limits: crate::agent::Limits::default(),
             });
         }
     }

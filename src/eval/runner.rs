@@ -10,14 +10,19 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::expect::check;
-use super::results::TaskResult;
+use super::expect::{Verdict, check};
+use super::results::{ChatName, TaskResult};
 use super::suite::{SuiteTask, TaskModel};
-use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_result};
+use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
+use crate::gate::FinishGate;
+use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
+use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
-use crate::trace::{Capture, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter};
+use crate::trace::{
+    Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
+};
 
 /// How to run a batch.
 pub struct RunnerOptions<'a> {
@@ -110,6 +115,29 @@ fn run_one(
             responses.as_slice(),
         ))),
         TaskModel::Actions(actions) => Box::new(ScriptPlayer::new(actions.as_slice())),
+        TaskModel::Chat {
+            config,
+            api_key_env,
+        } => match api_key_from_env(api_key_env.as_deref()) {
+            Ok(api_key) => {
+                let mut config = LiveConfig::clone(config);
+                config.api_key = api_key;
+                let specs = tools.specs().into_iter().cloned().collect();
+                Box::new(LiveModel::new(config, specs))
+            }
+            // Checked when the suite loaded; the variable changed since.
+            Err(message) => {
+                let result = internal(message);
+                return finish(
+                    task,
+                    options,
+                    result,
+                    Some("auth_failed"),
+                    Counts::default(),
+                    started,
+                );
+            }
+        },
         TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
             Ok(model) => Box::new(model),
             Err(err) => {
@@ -129,6 +157,15 @@ fn run_one(
         max_steps: task.max_steps,
     };
     let mut counts = Counts::default();
+    let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
+        (Some(gate), _) => Some(Box::new(gate.clone())),
+        (None, TaskModel::Replay { run, .. }) => recorded_gate(run),
+        (None, _) => None,
+    };
+    let gated = gate.is_some();
+    let gate = gate
+        .as_mut()
+        .map(|gate| gate.as_mut() as &mut dyn FinishGate);
     let outcome = match &options.traces_dir {
         Some(dir) => match open_task_trace(dir, task) {
             Ok(writer) => {
@@ -143,11 +180,13 @@ fn run_one(
                     inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
                         .with_task_id(task.id.as_str()),
                 };
-                run_agent_result(
+                run_agent_with(
                     &prompt,
                     model.as_mut(),
                     tools as &dyn ToolRuntime,
+                    gate,
                     run_options,
+                    task.limits,
                     &mut observer,
                 )
             }
@@ -168,7 +207,15 @@ fn run_one(
                 counts: &mut counts,
                 inner: crate::agent::NoObserver,
             };
-            run_agent_result(&prompt, model.as_mut(), tools, run_options, &mut observer)
+            run_agent_with(
+                &prompt,
+                model.as_mut(),
+                tools,
+                gate,
+                run_options,
+                task.limits,
+                &mut observer,
+            )
         }
     };
     let (result, kind) = match outcome {
@@ -183,12 +230,22 @@ fn run_one(
         ),
     };
     let kind = kind.clone();
+    counts.gated = gated;
     finish(task, options, result, kind.as_deref(), counts, started)
 }
 
 /// The run id of a task's run in this evaluation: unique across evaluations and machines.
 fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
     format!("{}.{}", task.id, options.eval_id)
+}
+
+/// A replayed recording that was checked by a finish gate gets its recorded verdicts, unless the
+/// task names a gate to run.
+fn recorded_gate(run: &RecordedRun) -> Option<Box<dyn FinishGate>> {
+    let recording = Recording::from_run(run).ok()?;
+    recording
+        .has_gate()
+        .then(|| Box::new(recording.recorded_gate()) as Box<dyn FinishGate>)
 }
 
 /// For replay tasks, which recording the run replays (the file name only: paths are not recorded).
@@ -226,6 +283,8 @@ struct Counts {
     tool_calls: u32,
     tool_errors: u32,
     feedback: u32,
+    gate_rejections: u32,
+    gated: bool,
     error_kind: Option<String>,
 }
 
@@ -245,6 +304,9 @@ impl<O: RunObserver> RunObserver for Counting<'_, O> {
                 }
             }
             RunEvent::ModelFeedback { .. } => self.counts.feedback += 1,
+            RunEvent::FinishGate { verdict, .. } if !verdict.accepted => {
+                self.counts.gate_rejections += 1;
+            }
             RunEvent::RunFinished { error_kind, .. } => {
                 self.counts.error_kind = error_kind.map(str::to_owned);
             }
@@ -262,8 +324,17 @@ fn finish(
     counts: Counts,
     started: Instant,
 ) -> TaskResult {
-    let (expectation, failures) =
+    let (mut expectation, mut failures) =
         check(&task.expect, &result, options.capture, &options.summarizer);
+    if let Some(limit) = task.expect.max_gate_rejections
+        && counts.gate_rejections > limit
+    {
+        failures.push(format!(
+            "expected at most {limit} gate rejections, got {}",
+            counts.gate_rejections
+        ));
+        expectation = Verdict::Failed;
+    }
     let shown = |text: &str| match options.capture {
         Capture::Full => text.to_owned(),
         Capture::Summary => options.summarizer.summarize(text),
@@ -273,6 +344,13 @@ fn finish(
         id: task.id.to_string(),
         run_id: Some(run_id(task, options)),
         model: task.model.kind().to_owned(),
+        chat: match &task.model {
+            TaskModel::Chat { config, .. } => Some(ChatName {
+                api: config.api.as_str().to_owned(),
+                model: config.model.clone(),
+            }),
+            _ => None,
+        },
         exit_reason: result.exit_reason,
         steps_used: result.steps_used,
         max_steps: task.max_steps,
@@ -280,6 +358,7 @@ fn finish(
         tool_calls: counts.tool_calls,
         tool_errors: counts.tool_errors,
         feedback: counts.feedback,
+        gate_rejections: counts.gated.then_some(counts.gate_rejections),
         duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
         error_kind: if finished {
             None

@@ -119,6 +119,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
                 answer: e.answer,
                 answer_contains: e.answer_contains,
                 max_steps_used: e.max_steps_used,
+                max_gate_rejections: None,
             });
         tasks.push(SuiteTask {
             id,
@@ -129,6 +130,8 @@ pub fn load_fast(text: &str) -> Option<Suite> {
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
             expect,
+            finish_gate: None,
+            limits: crate::agent::Limits::default(),
         });
     }
     Some(Suite {

@@ -119,14 +119,14 @@ fn only_fields(
     }
 }
 
-fn missing(field: &str) -> InvalidOutput {
+pub(crate) fn missing(field: &str) -> InvalidOutput {
     InvalidOutput::new(
         InvalidOutputKind::MissingField,
         format!("missing field {field:?}"),
     )
 }
 
-fn wrong_type(field: &str, expected: &str, got: &Value) -> InvalidOutput {
+pub(crate) fn wrong_type(field: &str, expected: &str, got: &Value) -> InvalidOutput {
     InvalidOutput::new(
         InvalidOutputKind::WrongFieldType,
         format!(

@@ -12,6 +12,7 @@ use std::rc::Rc;
 use super::recording::{RecordedStep, Recording};
 use super::verdict::{Divergence, DivergenceKind};
 use crate::agent::{RunEvent, RunObserver};
+use crate::gate::GateVerdict;
 use crate::model::{InvalidOutput, Model, ModelError, RecordedTurn, end_of_recording};
 use crate::run::{Action, ExitReason, HistoryItem, RunResult, Task};
 use crate::tools::ToolOutcome;
@@ -70,7 +71,7 @@ impl<'a> Comparator<'a> {
 
     fn compare(&mut self, event: &RunEvent<'_>) {
         match *event {
-            RunEvent::RunStarted { .. } => {}
+            RunEvent::RunStarted { .. } | RunEvent::ModelRetry { .. } => {}
             RunEvent::ModelAction { step, action, .. } => {
                 self.turn(step.into(), &RecordedTurn::Action(action.clone()));
             }
@@ -78,6 +79,7 @@ impl<'a> Comparator<'a> {
                 self.turn(step.into(), &RecordedTurn::Invalid(error.clone()));
             }
             RunEvent::Observation { step, outcome, .. } => self.observation(step.into(), outcome),
+            RunEvent::FinishGate { step, verdict, .. } => self.gate_verdict(step.into(), verdict),
             RunEvent::RunFinished { result, error_kind } => self.finished(result, error_kind),
         }
     }
@@ -151,6 +153,29 @@ impl<'a> Comparator<'a> {
                 recorded_text: Some(recorded.content.clone()),
                 actual_text: Some(actual.content.clone()),
             });
+        }
+    }
+
+    fn gate_verdict(&mut self, step: u64, actual: &GateVerdict) {
+        let name = |accepted: bool| if accepted { "accepted" } else { "rejected" };
+        let recorded = self
+            .recording
+            .gate_verdicts()
+            .iter()
+            .find(|v| v.step == step);
+        match recorded {
+            Some(recorded) if recorded.verdict.accepted == actual.accepted => {}
+            _ => {
+                let mut divergence = Divergence::new(
+                    step,
+                    DivergenceKind::GateVerdict,
+                    recorded.map_or("none", |r| name(r.verdict.accepted)),
+                    name(actual.accepted),
+                );
+                divergence.recorded_text = recorded.map(|r| r.verdict.output.clone());
+                divergence.actual_text = Some(actual.output.clone());
+                self.push(divergence);
+            }
         }
     }
 

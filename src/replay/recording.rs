@@ -5,6 +5,7 @@
 
 use thiserror::Error;
 
+use crate::gate::{GateVerdict, RecordedGate, RecordedVerdict};
 use crate::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::run::{Action, ExitReason, Task};
 use crate::trace::{Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, TraceEvent};
@@ -95,6 +96,8 @@ pub struct Recording {
     ending: Option<RecordedEnding>,
     capture: Capture,
     summarizer: Summarizer,
+    gate_verdicts: Vec<RecordedVerdict>,
+    finish_gate_hash: Option<String>,
 }
 
 impl Recording {
@@ -146,7 +149,10 @@ impl Recording {
                 error: e.error.clone(),
             })
         });
+        let gate_verdicts = recorded_verdicts(run)?;
         Ok(Recording {
+            gate_verdicts,
+            finish_gate_hash: started.and_then(|(_, e)| e.finish_gate_hash.clone()),
             run_id: run.run_id.clone(),
             capture: started
                 .and_then(|(_, e)| e.capture)
@@ -202,6 +208,24 @@ impl Recording {
     /// Summarizes text with the hash the recording used.
     pub fn summarizer(&self) -> &Summarizer {
         &self.summarizer
+    }
+
+    /// The recorded finish gate verdicts in order.
+    pub fn gate_verdicts(&self) -> &[RecordedVerdict] {
+        &self.gate_verdicts
+    }
+
+    /// Whether a finish gate checked the recorded run's finishes.
+    pub fn has_gate(&self) -> bool {
+        self.finish_gate_hash.is_some() || !self.gate_verdicts.is_empty()
+    }
+
+    /// A gate serving the recorded verdicts in order.
+    pub fn recorded_gate(&self) -> RecordedGate {
+        RecordedGate::new(
+            self.gate_verdicts.clone(),
+            self.finish_gate_hash.clone().unwrap_or_default(),
+        )
     }
 
     /// The recorded observations in order.
@@ -284,6 +308,34 @@ fn arrange_steps(
         }
     }
     Ok(steps)
+}
+
+/// The `finish_gate` events of a run, which need `accepted` and, for the text, full capture.
+fn recorded_verdicts(run: &RecordedRun) -> Result<Vec<RecordedVerdict>, ReplaySetupError> {
+    let gate_events = run
+        .events
+        .iter()
+        .filter(|(_, e)| e.event_type == EventType::FinishGate);
+    gate_events
+        .map(|(line, event)| {
+            let missing = |field: &'static str| {
+                ReplaySetupError::Recording(ReplayError::MissingContent {
+                    run_id: run.run_id.clone(),
+                    line: *line,
+                    event_type: event.event_type.to_string(),
+                    step: event.step,
+                    field,
+                })
+            };
+            Ok(RecordedVerdict {
+                step: event.step,
+                verdict: GateVerdict {
+                    accepted: event.accepted.ok_or_else(|| missing("accepted"))?,
+                    output: event.content.clone().ok_or_else(|| missing("content"))?,
+                },
+            })
+        })
+        .collect()
 }
 
 fn observation_of(

@@ -11,7 +11,8 @@ use super::compare::{Comparator, StopFlag, StopGate};
 use super::recorded_tools::RecordedTools;
 use super::recording::{Recording, ReplaySetupError};
 use super::verdict::{Ending, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict};
-use crate::agent::{AgentError, InternalError, RunObserver, RunOptions, run_agent_result};
+use crate::agent::{AgentError, InternalError, RunObserver, RunOptions, run_agent_with_gate};
+use crate::gate::FinishGate;
 use crate::model::{Model, ReplayModel};
 use crate::tools::ToolRuntime;
 use crate::trace::{RecordedRun, RunOutcome, Summarizer};
@@ -169,10 +170,27 @@ impl PreparedReplay {
     /// Reruns the recorded run and compares it with the recording. `observer` receives every
     /// event of the rerun (a trace recorder, to keep it); its failure is the only error.
     pub fn run(
-        mut self,
+        self,
         tools: ToolSource<'_>,
         observer: &mut dyn RunObserver,
     ) -> Result<RunReplay, ReplayRunError> {
+        self.run_with_gate(tools, None, observer)
+    }
+
+    /// [`PreparedReplay::run`] with a finish gate to rerun: its verdicts are compared with the
+    /// recorded ones. Without one, a recording checked by a gate gets its recorded verdicts.
+    pub fn run_with_gate(
+        mut self,
+        tools: ToolSource<'_>,
+        gate: Option<&mut dyn FinishGate>,
+        observer: &mut dyn RunObserver,
+    ) -> Result<RunReplay, ReplayRunError> {
+        let mut recorded_gate = self.recording.recorded_gate();
+        let gate: Option<&mut dyn FinishGate> = match gate {
+            Some(gate) => Some(gate as &mut dyn FinishGate),
+            None if self.recording.has_gate() => Some(&mut recorded_gate as &mut dyn FinishGate),
+            None => None,
+        };
         let cassette;
         let runtime: &dyn ToolRuntime = match tools {
             ToolSource::Live(runtime) => runtime,
@@ -185,12 +203,20 @@ impl PreparedReplay {
         let stop_at_first = self.options.on_divergence == OnDivergence::Stop;
         let mut comparator =
             Comparator::new(&self.recording, observer, stop_at_first, stop.clone());
-        let mut gate = StopGate::new(self.model.as_mut(), stop);
+        let mut stop_gate = StopGate::new(self.model.as_mut(), stop);
         let task = self.recording.task().clone();
         let options = RunOptions {
             max_steps: self.max_steps,
         };
-        let result = match run_agent_result(&task, &mut gate, runtime, options, &mut comparator) {
+        let outcome = run_agent_with_gate(
+            &task,
+            &mut stop_gate,
+            runtime,
+            gate,
+            options,
+            &mut comparator,
+        );
+        let result = match outcome {
             Ok(result) => result,
             Err(AgentError::Internal {
                 cause: InternalError::Observer(source),
@@ -220,7 +246,7 @@ impl PreparedReplay {
             },
             max_steps: self.max_steps,
             recorded: recorded_ending(&self.recording),
-            actual: match gate.refused_at() {
+            actual: match stop_gate.refused_at() {
                 Some(step) => Ending {
                     outcome: STOPPED_OUTCOME.to_owned(),
                     steps_used: Some(step),

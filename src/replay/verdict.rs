@@ -55,6 +55,8 @@ pub enum DivergenceKind {
     ExitReason,
     /// The run used another number of steps.
     StepsUsed,
+    /// The finish gate accepted where the recorded gate rejected, or the other way round.
+    GateVerdict,
 }
 
 impl DivergenceKind {
@@ -70,6 +72,7 @@ impl DivergenceKind {
             DivergenceKind::NotReached => "not_reached",
             DivergenceKind::ExitReason => "exit_reason",
             DivergenceKind::StepsUsed => "steps_used",
+            DivergenceKind::GateVerdict => "gate_verdict",
         }
     }
 
@@ -85,6 +88,7 @@ impl DivergenceKind {
             DivergenceKind::NotReached => "a recorded model turn was never reached",
             DivergenceKind::ExitReason => "the exit reason differs",
             DivergenceKind::StepsUsed => "the steps used differ",
+            DivergenceKind::GateVerdict => "the finish gate's verdict differs",
         }
     }
 }

@@ -21,7 +21,7 @@ use std::collections::hash_map::Entry;
 use super::event::{Event, EventKind};
 use super::hash::{FastMap, fingerprint};
 use super::histogram::Histogram;
-use super::model::{BudgetExhaustion, Ending, EndingCounts};
+use super::model::{BudgetExhaustion, Ending, EndingCounts, FinishGateTotals};
 
 /// A string taken from a trace: borrowed from the chunk while scanning, owned in pieces.
 pub(crate) type Text<'a> = Cow<'a, [u8]>;
@@ -102,6 +102,11 @@ pub(crate) struct Totals<'a> {
     pub tools: FastMap<Text<'a>, ToolTotals<'a>>,
     /// Events of unknown types by `event_type`.
     pub unknown_types: Counter<'a>,
+    /// The keys of `unknown_types` in the order first seen, so that the types named one by one
+    /// are the first ones in input order.
+    unknown_order: Vec<Text<'a>>,
+    /// Runs with a finish gate, their rejections and attempts.
+    pub finish_gate: FinishGateTotals,
 }
 
 impl<'a> Totals<'a> {
@@ -118,12 +123,14 @@ impl<'a> Totals<'a> {
     }
 
     fn unknown_type(&mut self, event_type: Text<'a>) {
-        if self.unknown_types.len() >= MAX_EVENT_TYPES
-            && !self.unknown_types.contains_key(event_type.as_ref())
-        {
-            bump(&mut self.unknown_types, &Cow::Borrowed(&b"(other)"[..]), 1);
-        } else {
-            bump(&mut self.unknown_types, &event_type, 1);
+        // Every type is counted in the chunk (at most one per line); the cap applies when the
+        // chunks are merged in input order, so a named type is counted in every chunk.
+        match self.unknown_types.get_mut(event_type.as_ref()) {
+            Some(count) => *count += 1,
+            None => {
+                self.unknown_order.push(event_type.clone());
+                self.unknown_types.insert(event_type, 1);
+            }
         }
     }
 
@@ -161,6 +168,15 @@ impl<'a> Totals<'a> {
             Ending::InternalError => bump(&mut self.internal_by_kind, &kind(), 1),
             Ending::Finished | Ending::Incomplete => {}
         }
+        if run.gate_checks > 0 {
+            self.finish_gate.runs.add(ending, 1);
+            self.finish_gate.rejections.add(ending, run.gate_rejections);
+            *self
+                .finish_gate
+                .runs_by_attempts
+                .entry(run.gate_checks)
+                .or_default() += 1;
+        }
         if run.feedback > 0 {
             self.runs_with_feedback += 1;
             if ending == Ending::Finished {
@@ -195,6 +211,12 @@ impl<'a> Totals<'a> {
                 })
                 .collect(),
             unknown_types: counter_into_owned(self.unknown_types),
+            unknown_order: self
+                .unknown_order
+                .into_iter()
+                .map(|name| Cow::Owned(name.into_owned()))
+                .collect(),
+            finish_gate: self.finish_gate,
         }
     }
 }
@@ -219,24 +241,36 @@ impl Totals<'static> {
         merge_counter(&mut self.internal_by_kind, other.internal_by_kind);
         self.runs_with_feedback += other.runs_with_feedback;
         self.recovered += other.recovered;
+        self.finish_gate.runs.merge(&other.finish_gate.runs);
+        self.finish_gate
+            .rejections
+            .merge(&other.finish_gate.rejections);
+        for (attempts, runs) in other.finish_gate.runs_by_attempts {
+            *self
+                .finish_gate
+                .runs_by_attempts
+                .entry(attempts)
+                .or_default() += runs;
+        }
         for (name, tool) in other.tools {
             let mine = self.tools.entry(name).or_default();
             mine.calls += tool.calls;
             mine.errors += tool.errors;
             merge_counter(&mut mine.errors_by_kind, tool.errors_by_kind);
         }
-        for (event_type, count) in other.unknown_types {
-            if self.unknown_types.len() >= MAX_EVENT_TYPES
-                && !self.unknown_types.contains_key(&event_type)
-            {
-                bump(
-                    &mut self.unknown_types,
-                    &Cow::Borrowed(&b"(other)"[..]),
-                    count,
-                );
+        for event_type in other.unknown_order {
+            let count = other.unknown_types.get(&event_type).copied().unwrap_or(0);
+            let named = self.unknown_order.len() < MAX_EVENT_TYPES
+                || self.unknown_types.contains_key(&event_type);
+            let key = if named {
+                event_type
             } else {
-                bump(&mut self.unknown_types, &event_type, count);
+                Cow::Borrowed(&b"(other)"[..])
+            };
+            if !self.unknown_types.contains_key(&key) {
+                self.unknown_order.push(key.clone());
             }
+            bump(&mut self.unknown_types, &key, count);
         }
     }
 }
@@ -277,6 +311,8 @@ pub(crate) struct RunState<'a> {
     successes: u64,
     tool_errors: u64,
     feedback: u64,
+    gate_checks: u64,
+    gate_rejections: u64,
     last_tool: Option<Text<'a>>,
     pending: Pending<'a>,
     closing: Option<Closing<'a>>,
@@ -291,6 +327,8 @@ impl<'a> RunState<'a> {
             successes: 0,
             tool_errors: 0,
             feedback: 0,
+            gate_checks: 0,
+            gate_rejections: 0,
             last_tool: None,
             pending: Pending::default(),
             closing: None,
@@ -305,6 +343,8 @@ impl<'a> RunState<'a> {
             successes: self.successes,
             tool_errors: self.tool_errors,
             feedback: self.feedback,
+            gate_checks: self.gate_checks,
+            gate_rejections: self.gate_rejections,
             last_tool: text_into_owned(self.last_tool),
             pending: Pending {
                 errors: self
@@ -327,6 +367,10 @@ impl<'a> RunState<'a> {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
         match kind {
             EventKind::RunStarted | EventKind::OtherAction => {}
+            EventKind::GateVerdict { accepted } => {
+                self.gate_checks += 1;
+                self.gate_rejections += u64::from(!accepted);
+            }
             EventKind::ToolCall { tool_name } => {
                 let name = tool_name.unwrap_or(Cow::Borrowed(UNKNOWN_TOOL));
                 totals.tool(&name).calls += 1;
@@ -576,6 +620,8 @@ struct OpenRun {
     successes: u64,
     tool_errors: u64,
     feedback: u64,
+    gate_checks: u64,
+    gate_rejections: u64,
 }
 
 impl OpenRun {
@@ -586,6 +632,8 @@ impl OpenRun {
             successes: self.successes,
             tool_errors: self.tool_errors,
             feedback: self.feedback,
+            gate_checks: self.gate_checks,
+            gate_rejections: self.gate_rejections,
             ..RunState::new(false, self.file)
         }
     }
@@ -634,6 +682,8 @@ impl Merger {
                 state.successes += previous.successes;
                 state.tool_errors += previous.tool_errors;
                 state.feedback += previous.feedback;
+                state.gate_checks += previous.gate_checks;
+                state.gate_rejections += previous.gate_rejections;
                 if state.last_tool.is_none() && previous.last_tool.is_some() {
                     state.last_tool = Some(tool);
                 }
@@ -664,6 +714,8 @@ impl Merger {
             successes: state.successes,
             tool_errors: state.tool_errors,
             feedback: state.feedback,
+            gate_checks: state.gate_checks,
+            gate_rejections: state.gate_rejections,
         };
         self.open.insert(key, open);
     }

@@ -13,6 +13,7 @@ const TOOL_CALL: u128 = name(b"tool_call");
 const OBSERVATION: u128 = name(b"observation");
 const MODEL_FEEDBACK: u128 = name(b"model_feedback");
 const RUN_FINISHED: u128 = name(b"run_finished");
+const FINISH_GATE: u128 = name(b"finish_gate");
 const INTERNAL_ERROR: u128 = name(b"internal_error");
 
 /// An event of one run.
@@ -52,6 +53,11 @@ pub(crate) enum EventKind<'a> {
         /// The adapter's kind, if recorded.
         error_kind: Option<Cow<'a, [u8]>>,
     },
+    /// A `finish_gate` verdict on a proposed answer.
+    GateVerdict {
+        /// Whether the gate accepted it (missing: not accepted).
+        accepted: bool,
+    },
     /// `run_finished`, or a bare `internal_error` event of writers following the write-up.
     Ended {
         /// How the run ended.
@@ -66,6 +72,17 @@ pub(crate) enum EventKind<'a> {
         /// Its `event_type`.
         event_type: Cow<'a, [u8]>,
     },
+}
+
+/// Checks one non-blank line (without its `\n`) by the rules of a well-formed trace line that
+/// every reader follows (`docs/report.md`, "Malformed means").
+pub fn check_line(line: &[u8]) -> Result<(), LineError> {
+    parse_event(line).map(drop)
+}
+
+/// Whether a line is a well-formed `run_started` event.
+pub fn is_run_started(line: &[u8]) -> bool {
+    parse_event(line).is_ok_and(|event| event.kind == EventKind::RunStarted)
 }
 
 /// Reads one non-blank line (without its `\n`) as an event.
@@ -99,6 +116,9 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
         },
         MODEL_FEEDBACK => EventKind::Feedback {
             error_kind: fields.error_kind,
+        },
+        FINISH_GATE => EventKind::GateVerdict {
+            accepted: fields.accepted.unwrap_or(false),
         },
         RUN_FINISHED => EventKind::Ended {
             ending: ending.ok_or(LineError::MissingField("exit_reason"))?,

@@ -110,6 +110,8 @@ pub struct Report {
     pub steps: [StepStats; 5],
     /// `internal_error` endings by `error_kind`.
     pub internal_errors: BTreeMap<String, u64>,
+    /// Finish gate verdicts, apart from invalid output.
+    pub finish_gate: FinishGateTotals,
     /// Everything the reader tolerated, in input order.
     pub warnings: Vec<Warning>,
 }
@@ -147,6 +149,17 @@ pub struct BudgetExhaustion {
     pub tool_errors: u64,
     /// Their `model_feedback` events.
     pub feedback: u64,
+}
+
+/// Runs whose finishes a finish gate checked: a rejection is a wrong answer, not invalid output.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FinishGateTotals {
+    /// Runs with at least one `finish_gate` event, per ending.
+    pub runs: EndingCounts,
+    /// Rejected finishes, per ending of their run.
+    pub rejections: EndingCounts,
+    /// Gated runs by the number of finishes the gate checked (attempts).
+    pub runs_by_attempts: BTreeMap<u64, u64>,
 }
 
 /// Feedback on invalid model output, and how those runs ended.
@@ -207,6 +220,14 @@ pub enum Warning {
         /// The line's number.
         line: u64,
     },
+    /// A line that ends early (a write cut short, as on a full disk) followed directly by a
+    /// `run_started` line: skipped, and the run it belonged to is incomplete.
+    CutOffWrite {
+        /// The input.
+        file: String,
+        /// The line's number.
+        line: u64,
+    },
     /// Malformed lines skipped under `--lenient`.
     SkippedLines {
         /// The input.
@@ -249,6 +270,7 @@ impl Warning {
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::TruncatedTail { .. } => "truncated_tail",
+            Warning::CutOffWrite { .. } => "cut_off_write",
             Warning::SkippedLines { .. } => "skipped_lines",
             Warning::UnknownEventType { .. } => "unknown_event_type",
             Warning::DuplicateRunId { .. } | Warning::MoreDuplicateRunIds { .. } => {
@@ -268,6 +290,10 @@ impl fmt::Display for Warning {
                     "{file}:{line}: cut-off last line (a write cut short) skipped"
                 )
             }
+            Warning::CutOffWrite { file, line } => write!(
+                f,
+                "{file}:{line}: a write cut short (the next line starts a run) skipped"
+            ),
             Warning::SkippedLines {
                 file,
                 count,

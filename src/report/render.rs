@@ -327,6 +327,7 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
             })
             .collect(),
     });
+    sections.extend(finish_gate_sections(report));
     sections.push(Section {
         id: "warnings",
         title: format!("Warnings ({})", report.warnings.len()),
@@ -344,6 +345,53 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
             .collect(),
     });
     sections
+}
+
+/// The finish gate's sections, only when some run had a gate: rejections are wrong answers, kept
+/// apart from invalid output.
+fn finish_gate_sections(report: &Report) -> Vec<Section> {
+    let gate = &report.finish_gate;
+    let gated = gate.runs.total();
+    if gated == 0 {
+        return Vec::new();
+    }
+    let by_ending = Section {
+        id: "finish_gate_rejections",
+        title: format!(
+            "Finish gate rejections per exit reason ({} with a gate)",
+            plural(gated, "run", "runs")
+        ),
+        header: vec!["exit reason", "gated runs", "rejections"],
+        keys: 1,
+        rows: Ending::ALL
+            .iter()
+            .map(|&ending| {
+                vec![
+                    Cell::Text(ending.to_string()),
+                    Cell::Count(gate.runs.get(ending)),
+                    Cell::Count(gate.rejections.get(ending)),
+                ]
+            })
+            .collect(),
+    };
+    let attempts = Section {
+        id: "finish_gate_attempts",
+        title: "Gated runs by finish attempts (share of gated runs)".to_owned(),
+        header: vec!["attempts", "runs", "share"],
+        keys: 1,
+        rows: gate
+            .runs_by_attempts
+            .iter()
+            .map(|(&attempts, &runs)| {
+                vec![
+                    Cell::Text(attempts.to_string()),
+                    Cell::Count(runs),
+                    Cell::Share(share(runs, gated)),
+                ]
+            })
+            .collect(),
+    };
+    vec![by_ending, attempts]
 }
 
 fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
@@ -534,6 +582,33 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
             "message": warning.to_string(),
         })).collect::<Vec<_>>(),
     });
+    let gate = &report.finish_gate;
+    if gate.runs.total() > 0
+        && let Value::Object(map) = &mut document
+    {
+        let attempts: serde_json::Map<String, Value> = gate
+            .runs_by_attempts
+            .iter()
+            .map(|(attempts, runs)| (attempts.to_string(), json!(runs)))
+            .collect();
+        let by_exit_reason: Vec<Value> = Ending::ALL
+            .iter()
+            .map(|&ending| {
+                json!({
+                    "exit_reason": ending.as_str(),
+                    "runs": gate.runs.get(ending),
+                    "rejections": gate.rejections.get(ending),
+                })
+            })
+            .collect();
+        let finish_gate = json!({
+            "runs": gate.runs.total(),
+            "rejections": gate.rejections.total(),
+            "by_exit_reason": by_exit_reason,
+            "runs_by_attempts": attempts,
+        });
+        map.insert("finish_gate".to_owned(), finish_gate);
+    }
     if options.by_file
         && let Value::Object(map) = &mut document
     {

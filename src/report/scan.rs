@@ -39,6 +39,8 @@ pub struct Fields<'a> {
     pub exit_reason: Option<Cow<'a, [u8]>>,
     /// `steps_used` of `run_finished`.
     pub steps_used: Option<u64>,
+    /// `accepted` of a `finish_gate`.
+    pub accepted: Option<bool>,
 }
 
 /// Extracts the report's fields from one line (without its `\n`).
@@ -50,9 +52,27 @@ pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
     })
 }
 
-/// A name of up to 15 bytes as a number, for matching names without comparing bytes.
+/// Whether a line that does not scan fails only because it ends early: it is the beginning
+/// of a well-formed line (JSON's end-of-input error, or a UTF-8 sequence cut at the end), as a
+/// write cut short leaves it.
+pub fn ends_early(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        // Cut inside a character: the rest must be a cut line too.
+        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
+        Err(_) => false,
+        Ok(_) => matches!(
+            scan_fields(line),
+            Err(LineError::Syntax { column, .. }) if column == line.len() + 1
+        ),
+    }
+}
+
+/// A name of up to 15 bytes as a number, for matching names without comparing bytes. The
+/// length is in the top byte, so that a name with trailing NUL bytes (`"run_id\u0000"`) is
+/// another name.
 pub(crate) const fn name(text: &[u8]) -> u128 {
-    let mut value = 0u128;
+    let mut value = (text.len() as u128) << 120;
     let mut at = 0;
     while at < text.len() {
         value |= (text[at] as u128) << (8 * at);
@@ -87,7 +107,7 @@ const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 /// Every field of the trace format (`trace::TraceEvent`), with its check. The report keeps
 /// the first nine; the rest are checked and dropped, so that a line the trace reader refuses is
 /// refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 24] = [
+const KNOWN: [(&str, Check); 26] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -118,6 +138,8 @@ const KNOWN: [(&str, Check); 24] = [
     ("raw_output", Check::Text),
     ("error", Check::Text),
     ("duration_ms", Check::Number),
+    ("accepted", Check::Bool),
+    ("finish_gate_hash", Check::Text),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -145,6 +167,7 @@ const CONTENT: u128 = name(b"content");
 const RAW_OUTPUT: u128 = name(b"raw_output");
 const ERROR: u128 = name(b"error");
 const DURATION_MS: u128 = name(b"duration_ms");
+const ACCEPTED: u128 = name(b"accepted");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -174,6 +197,9 @@ fn known_field(key: &[u8]) -> Option<usize> {
         RAW_OUTPUT => Some(21),
         ERROR => Some(22),
         DURATION_MS => Some(23),
+        ACCEPTED => Some(24),
+        // Longer than the 15 bytes a key number holds, so compared as bytes.
+        u128::MAX if key == b"finish_gate_hash" => Some(25),
         _ => None,
     }
 }
@@ -208,7 +234,7 @@ pub(crate) fn key_number(key: &[u8]) -> u128 {
             ),
         },
     };
-    u128::from(low) | u128::from(high) << 64
+    u128::from(low) | u128::from(high) << 64 | (len as u128) << 120
 }
 
 #[inline]
@@ -243,6 +269,7 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
             6 => fields.error_kind = cursor.opt_string(field_name)?,
             7 => fields.exit_reason = cursor.opt_string(field_name)?,
             8 => fields.steps_used = cursor.opt_count(field_name, check)?,
+            24 => fields.accepted = cursor.opt_bool(field_name)?,
             _ => cursor.check_value(field_name, check)?,
         }
         Ok(())
@@ -528,12 +555,15 @@ impl<'a> Cursor<'a> {
     fn literal(&mut self, word: &'static [u8]) -> Result<(), LineError> {
         let rest = &self.bytes[self.pos..];
         // Byte by byte: a slice comparison would be a call into `memcmp` for four bytes.
-        if rest.len() >= word.len() && word.iter().zip(rest).all(|(a, b)| a == b) {
-            self.pos += word.len();
-            Ok(())
-        } else {
-            Err(self.syntax("expected a value"))
+        if word.iter().zip(rest).all(|(a, b)| a == b) {
+            if rest.len() >= word.len() {
+                self.pos += word.len();
+                return Ok(());
+            }
+            // The line ends inside the word: it was cut short.
+            self.pos = self.bytes.len();
         }
+        Err(self.syntax("expected a value"))
     }
 
     /// Scans a number; returns its value if it is a non-negative integer that fits in `u64`, and

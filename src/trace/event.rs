@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::model::Usage;
 use crate::run::ExitReason;
 
 /// The format name written in every `run_started` event.
@@ -45,6 +46,9 @@ pub struct TraceEvent {
     /// The recorded run this one replays (run_started of a replay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// The hash of the finish gate's configuration, when a gate checks finishes (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_gate_hash: Option<String>,
     /// `tool_call` or `finish` (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_type: Option<String>,
@@ -54,8 +58,13 @@ pub struct TraceEvent {
     /// The argument names, sorted (model_action tool_call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_keys: Option<Vec<String>>,
-    /// The arguments, full capture only (model_action tool_call).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The arguments, full capture only (model_action tool_call). Arguments holding a number
+    /// beyond the range of an `f64` (Python writes integers of any size) read as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "arguments_if_representable"
+    )]
     pub arguments: Option<Map<String, Value>>,
     /// Summary of the answer, observation content or feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +72,9 @@ pub struct TraceEvent {
     /// The answer, full capture only (model_action finish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Whether the finish gate accepted the answer (finish_gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
     /// Whether an observation is an error; always true for feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
@@ -87,6 +99,49 @@ pub struct TraceEvent {
     /// How long the model call or tool call took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
+    /// The wire format of a live model: `openai-chat`, `anthropic-messages` (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The model a live run talked to (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelName>,
+    /// The provider's id of the tool call (model_action, observation, model_feedback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Tokens of the model call, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Hash of the request body in canonical JSON, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
+    /// Why the provider stopped generating, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The HTTP response body of a live model, full capture only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_response: Option<String>,
+    /// The failed attempt, from 1 (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The HTTP status of the failed attempt, when the server answered (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// How long the loop waited before trying again (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// Which budget ran out: absent means steps (run_finished of `max_steps_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+/// The model of a live run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelName {
+    /// Where the server is (the base URL's host and port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model name sent in requests.
+    pub name: String,
 }
 
 impl TraceEvent {
@@ -104,12 +159,14 @@ impl TraceEvent {
             input_summary: None,
             task: None,
             replay_of: None,
+            finish_gate_hash: None,
             action_type: None,
             tool_name: None,
             argument_keys: None,
             arguments: None,
             output: None,
             answer: None,
+            accepted: None,
             is_error: None,
             error_kind: None,
             content: None,
@@ -118,6 +175,17 @@ impl TraceEvent {
             steps_used: None,
             error: None,
             duration_ms: None,
+            api: None,
+            model: None,
+            call_id: None,
+            usage: None,
+            request_hash: None,
+            finish_reason: None,
+            raw_response: None,
+            attempt: None,
+            http_status: None,
+            wait_ms: None,
+            budget: None,
         }
     }
 
@@ -132,6 +200,26 @@ impl TraceEvent {
     }
 }
 
+/// Reads `arguments` from their own text, so that their nesting is counted from the arguments
+/// (not from the line) and a number too large for an `f64` leaves them absent instead of
+/// making the line malformed.
+fn arguments_if_representable<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Map<String, Value>>, D::Error> {
+    let raw = Option::<Box<serde_json::value::RawValue>>::deserialize(deserializer)?;
+    let Some(raw) = raw else { return Ok(None) };
+    match serde_json::from_str::<Map<String, Value>>(raw.get()) {
+        Ok(arguments) => Ok(Some(arguments)),
+        Err(err) if err.classify() == serde_json::error::Category::Data => {
+            Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Other("a value other than an object"),
+                &"an object",
+            ))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
 /// The kinds of event. Unknown kinds from newer writers are kept, not rejected.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventType {
@@ -143,10 +231,14 @@ pub enum EventType {
     Observation,
     /// Invalid model output was turned into feedback.
     ModelFeedback,
+    /// The finish gate checked a proposed answer.
+    FinishGate,
     /// The run ended.
     RunFinished,
     /// A crashed run's end, as writers following the write-up record it.
     InternalError,
+    /// A failed model call that was retried.
+    ModelRetry,
     /// A type this version does not know.
     Other(String),
 }
@@ -159,8 +251,10 @@ impl EventType {
             EventType::ModelAction => "model_action",
             EventType::Observation => "observation",
             EventType::ModelFeedback => "model_feedback",
+            EventType::FinishGate => "finish_gate",
             EventType::RunFinished => "run_finished",
             EventType::InternalError => "internal_error",
+            EventType::ModelRetry => "model_retry",
             EventType::Other(name) => name,
         }
     }
@@ -172,8 +266,10 @@ impl EventType {
             "model_action" => EventType::ModelAction,
             "observation" => EventType::Observation,
             "model_feedback" => EventType::ModelFeedback,
+            "finish_gate" => EventType::FinishGate,
             "run_finished" => EventType::RunFinished,
             "internal_error" => EventType::InternalError,
+            "model_retry" => EventType::ModelRetry,
             other => EventType::Other(other.to_owned()),
         }
     }

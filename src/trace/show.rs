@@ -148,6 +148,15 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("feedback={text}"));
             }
         }
+        EventType::FinishGate => {
+            parts.push(match event.accepted {
+                Some(true) => "accepted".to_owned(),
+                _ => paint("rejected", YELLOW, color),
+            });
+            if let Some(text) = text_or_summary(&event.content, &event.output) {
+                parts.push(format!("output={text}"));
+            }
+        }
         EventType::RunFinished | EventType::InternalError => {
             if let Some(reason) = event.ending() {
                 parts.push(reason.as_str().to_owned());
@@ -160,6 +169,19 @@ fn describe(event: &TraceEvent, color: bool) -> String {
             }
             if let Some(error) = &event.error {
                 parts.push(format!("error={}", safe(&shorten(error))));
+            }
+        }
+        EventType::ModelRetry => {
+            parts.push(paint(
+                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                YELLOW,
+                color,
+            ));
+            if let Some(status) = event.http_status {
+                parts.push(format!("http_status={status}"));
+            }
+            if let Some(wait) = event.wait_ms {
+                parts.push(format!("wait_ms={wait}"));
             }
         }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),

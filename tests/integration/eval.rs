@@ -76,7 +76,7 @@ fn the_sample_suite_covers_every_exit_reason_and_meets_its_expectations() {
     }
     let text = stdout(&output);
     assert!(
-        text.contains("Shares are of all 9 tasks, internal errors included."),
+        text.contains("Shares are of all 10 tasks, internal errors included."),
         "{text}"
     );
     assert!(
@@ -175,7 +175,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
         "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture)
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds)
   $.defaults.max_steps: must be at least 1
   $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
   $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
@@ -184,7 +184,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
   $.tasks[6].model.actions[0]: missing field \"answer\"
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
   $.tasks[8].model.actions: expected at least one item, got an empty array
-  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used)
+  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections)
   $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
   $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
   $.tasks[1].id: duplicate id \"ok\"
@@ -571,7 +571,7 @@ fn the_results_file_is_replaced_whole() {
         ["results.json", "traces"],
         "no temporary files are left behind"
     );
-    assert_eq!(read_results(dir.path()).tasks.len(), 9);
+    assert_eq!(read_results(dir.path()).tasks.len(), 10);
 }
 
 #[test]

@@ -3,10 +3,15 @@
 mod agent_loop;
 mod bad_inputs;
 mod content_safety;
+mod differential;
+mod disk_full;
 mod eval;
 mod eval_load;
 mod faults;
+mod finish_gate;
 mod json_adapter;
+mod live_model;
+mod live_model_server;
 mod properties;
 mod replay;
 mod report;

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use looptrace::agent::{RunOptions, run_agent_result};
+use looptrace::agent::{RunOptions, run_agent_result, run_agent_with_gate};
+use looptrace::gate::{CommandGate, CommandGateConfig};
 use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
 use looptrace::run::Task;
 use looptrace::tools::ToolRegistry;
@@ -126,7 +127,41 @@ pub fn expected_samples() -> BTreeMap<String, String> {
     incomplete.push_str(&lines[3][..lines[3].len() / 2]);
     files.insert("incomplete.jsonl".to_owned(), incomplete);
     files.insert("writeup.jsonl".to_owned(), WRITEUP_LINES.to_owned());
+    files.insert("finish_gate.full.jsonl".to_owned(), jsonl(&record_gated()));
     files
+}
+
+/// The calculator task checked by the sample suite's `sh` finish gate, which rejects the first
+/// answer (it does not say whether 84 exceeds 80) and accepts the second.
+fn record_gated() -> Vec<TraceEvent> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    let config = CommandGateConfig::new(vec!["sh".to_owned(), "check_answer.sh".to_owned()]);
+    let mut gate = CommandGate::new(config).in_dir(dir);
+    let responses = [
+        r#"{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7}}"#,
+        r#"{"type":"finish","answer":"12 * 7 = 84"}"#,
+        r#"{"type":"finish","answer":"12 * 7 = 84, and 84 is greater than 80."}"#,
+    ];
+    let mut events = Vec::new();
+    let options = RecorderOptions {
+        capture: Capture::Full,
+        summarizer: Summarizer::sha256(),
+        durations: false,
+        replay_of: None,
+    };
+    let mut recorder = TraceRecorder::new("finish-gate-full", options, &mut events);
+    let mut model = JsonModelAdapter::new(ScriptedRawModel::new(
+        responses.iter().map(|r| r.to_string()).collect(),
+    ));
+    let _ = run_agent_with_gate(
+        &Task::new(SAMPLE_RUNS[0].task),
+        &mut model,
+        &ToolRegistry::builtin(),
+        Some(&mut gate),
+        RunOptions { max_steps: 5 },
+        &mut recorder,
+    );
+    events
 }
 
 #[test]
