@@ -14,6 +14,7 @@ mod plural;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod text;
 pub mod tools;
 pub mod trace;
 

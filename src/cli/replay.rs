@@ -1,4 +1,6 @@
 //! `looptrace replay`: rerun recorded runs and report whether each still comes out the same.
+//! Runs are streamed: each is replayed as soon as it ends in the file, and only its verdict is
+//! kept, so memory does not grow with the trace.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -6,19 +8,20 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use super::common::{GateArgs, open_trace_writer};
-use super::show::list_ids;
+use super::show::RunIds;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
 use looptrace::gate::{CommandGate, FinishGate};
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
-    ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
+    RunReplay, ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
 };
 use looptrace::run::RunId;
+use looptrace::text::escape;
 use looptrace::tools::ToolRegistry;
 use looptrace::trace::{
-    Capture, ReadOptions, RecordedRun, RecorderOptions, ReplayOf, TraceRecorder, TraceWriter,
-    read_trace,
+    Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, TraceRecorder,
+    TraceWriter,
 };
 
 /// Arguments of `looptrace replay`.
@@ -29,6 +32,9 @@ pub struct ReplayArgs {
     /// Replay only this run (default: every run in the file).
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
+    /// With `--run`, the how-many-th run with that id (from 1), for a reused id.
+    #[arg(long, value_name = "N", requires = "run", value_parser = clap::value_parser!(u32).range(1..))]
+    pub occurrence: Option<u32>,
     /// Run the tools again (`live`) or serve the recorded observations (`recorded`).
     #[arg(long, value_enum, default_value_t = ToolsArg::Live)]
     pub tools: ToolsArg,
@@ -91,27 +97,6 @@ pub fn run(args: ReplayArgs) -> CliResult {
     if let Some(out) = &args.trace_out {
         refuse_same_file(&args.trace, out)?;
     }
-    let contents = read_trace(&args.trace, ReadOptions::default()).map_err(CliError::input)?;
-    let shown = args.trace.display().to_string();
-    for warning in contents.stats.warnings(&shown) {
-        eprintln!("warning: {warning}");
-    }
-    let runs: Vec<&RecordedRun> = match &args.run {
-        Some(id) => match contents.run(id) {
-            Some(run) => vec![run],
-            None => {
-                let ids: Vec<&str> = contents.runs.iter().map(|r| r.run_id.as_str()).collect();
-                return Err(CliError::input(format!(
-                    "no run {id:?} in `{shown}` (it has {})",
-                    list_ids(&ids)
-                )));
-            }
-        },
-        None => contents.runs.iter().collect(),
-    };
-    if runs.is_empty() {
-        return Err(CliError::input(format!("no runs in `{shown}`")));
-    }
     let options = ReplayOptions {
         max_steps: args.max_steps,
         on_divergence: match args.on_divergence {
@@ -124,18 +109,20 @@ pub fn run(args: ReplayArgs) -> CliResult {
             ModelSource::Parsed
         },
     };
-    // Every run is checked before any runs, so bad input writes nothing.
-    let prepared = runs
-        .iter()
-        .map(|run| {
-            PreparedReplay::new(run, options)
-                .map_err(|err| CliError::input(format!("{}: {err}", args.trace.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let source = file_name(&args.trace);
-    let mut out = super::common::outcome_stdout();
+    let prepare = |run: &StreamedRun| {
+        PreparedReplay::new(&run.run, options).map_err(|err| {
+            CliError::input(escape(&format!("{}: {err}", args.trace.display())).into_owned())
+        })
+    };
     if args.check {
-        let checks: Vec<RunCheck> = prepared.iter().map(PreparedReplay::check).collect();
+        let mut checks: Vec<(u64, RunCheck)> = Vec::new();
+        each_selected_run(&args, |run| {
+            checks.push((run.index, prepare(run)?.check()));
+            Ok(())
+        })?;
+        checks.sort_by_key(|(index, _)| *index);
+        let checks: Vec<RunCheck> = checks.into_iter().map(|(_, check)| check).collect();
         let report = CheckReport {
             source: &source,
             runs: &checks,
@@ -144,12 +131,17 @@ pub fn run(args: ReplayArgs) -> CliResult {
             FormatArg::Text => render_check_text(&report),
             FormatArg::Json => render_check_json(&report),
         };
+        let mut out = super::common::outcome_stdout();
         out.write_all(text.as_bytes())?;
         out.flush()?;
         return Ok(Outcome::Success);
     }
     let mut writer = match &args.trace_out {
-        Some(path) => Some(open_trace_writer(path, false)?),
+        Some(path) => {
+            // Every run is checked before any rerun is written, so bad input writes nothing.
+            each_selected_run(&args, |run| prepare(run).map(drop))?;
+            Some(open_trace_writer(path, false)?)
+        }
         None => None,
     };
     let mut gate = args.gate.command_gate();
@@ -158,21 +150,24 @@ pub fn run(args: ReplayArgs) -> CliResult {
             "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
         ));
     }
-    if gate.is_none()
-        && args.tools == ToolsArg::Live
-        && prepared.iter().any(|p| p.recording().has_gate())
-    {
-        eprintln!(
-            "note: no --finish-gate given: serving the recorded finish gate verdicts (tools run live)"
-        );
-    }
+    let mut gate_noted = false;
     let tools = ToolRegistry::builtin();
     let tool_source = match args.tools {
         ToolsArg::Live => ToolSource::Live(&tools),
         ToolsArg::Recorded => ToolSource::Recorded,
     };
-    let mut replays = Vec::with_capacity(prepared.len());
-    for replay in prepared {
+    let mut replays: Vec<(u64, RunReplay)> = Vec::new();
+    each_selected_run(&args, |run| {
+        let replay = prepare(run)?;
+        if gate.is_none()
+            && args.tools == ToolsArg::Live
+            && replay.recording().has_gate()
+            && !std::mem::replace(&mut gate_noted, true)
+        {
+            eprintln!(
+                "note: no --finish-gate given: serving the recorded finish gate verdicts (tools run live)"
+            );
+        }
         let replay_run_id = writer.as_ref().map(|_| RunId::generate());
         let result = match (&mut writer, &replay_run_id) {
             (Some(writer), Some(id)) => {
@@ -193,13 +188,18 @@ pub fn run(args: ReplayArgs) -> CliResult {
         };
         let mut result = result.map_err(CliError::internal)?;
         result.replay_run_id = replay_run_id.map(|id| id.0);
-        replays.push(result);
-    }
+        replays.push((run.index, result));
+        Ok(())
+    })?;
+    // Reports list runs in order of first appearance, whatever order they ended in.
+    replays.sort_by_key(|(index, _)| *index);
+    let replays: Vec<RunReplay> = replays.into_iter().map(|(_, replay)| replay).collect();
     let report = ReplayReport::new(&source, tool_source.mode(), options.model, &replays);
     let text = match args.format {
         FormatArg::Text => render_text(&report),
         FormatArg::Json => render_json(&report),
     };
+    let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     if replays.iter().all(|r| r.verdict == Verdict::Faithful) {
@@ -212,6 +212,51 @@ pub fn run(args: ReplayArgs) -> CliResult {
 /// The gate to rerun, if one was given.
 fn live_gate(gate: &mut Option<CommandGate>) -> Option<&mut dyn FinishGate> {
     gate.as_mut().map(|gate| gate as &mut dyn FinishGate)
+}
+
+/// Streams the trace and calls `each` with every selected run as soon as it ends; then prints
+/// the reader's warnings and refuses a selection that matched nothing.
+fn each_selected_run(
+    args: &ReplayArgs,
+    mut each: impl FnMut(&StreamedRun) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let shown = args.trace.display().to_string();
+    refuse_non_regular(&args.trace)?;
+    let mut stream =
+        RunStream::open(&args.trace, ReadOptions::default()).map_err(CliError::input)?;
+    let wanted = args.occurrence.unwrap_or(1);
+    let mut ids = RunIds::default();
+    let mut selected = 0usize;
+    for run in stream.by_ref() {
+        let run = run.map_err(CliError::input)?;
+        ids.note(&run.run.run_id, args.run.as_deref());
+        if let Some(id) = &args.run
+            && (run.run.run_id != *id || run.occurrence != wanted)
+        {
+            continue;
+        }
+        selected += 1;
+        each(&run)?;
+    }
+    for warning in stream.into_stats().warnings(&shown) {
+        eprintln!("warning: {}", escape(&warning));
+    }
+    match &args.run {
+        Some(id) if selected == 0 => Err(ids.not_found(id, wanted, &shown)),
+        None if selected == 0 => Err(CliError::input(format!("no runs in `{shown}`"))),
+        _ => Ok(()),
+    }
+}
+
+/// A replay source must be a regular file: a FIFO or a device would block or never end.
+fn refuse_non_regular(path: &Path) -> Result<(), CliError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(CliError::input(format!(
+            "`{}` is not a regular file: replay reads traces from regular files only",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The file name of a path, which is all a trace records of its source.

@@ -1,4 +1,5 @@
-//! `looptrace show`: a trace's events in file order, readable or as JSONL.
+//! `looptrace show`: a trace's events run by run, readable or as JSONL. Runs are streamed: each is
+//! printed as soon as it ends (runs that never end last), so memory does not grow with the file.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -6,7 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::{CliError, CliResult, Outcome};
-use looptrace::trace::{ReadOptions, read_trace, render_runs};
+use looptrace::text::escape;
+use looptrace::trace::{ReadOptions, RunStream, render_run};
 
 /// Arguments of `looptrace show`.
 #[derive(Debug, Args)]
@@ -16,6 +18,9 @@ pub struct ShowArgs {
     /// Show only this run.
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
+    /// With `--run`, the how-many-th run with that id (from 1), for a reused id.
+    #[arg(long, value_name = "N", requires = "run", value_parser = clap::value_parser!(u32).range(1..))]
+    pub occurrence: Option<u32>,
     /// `text` for people, `json` for the parsed events as JSONL.
     #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
     pub format: ShowFormat,
@@ -39,46 +44,120 @@ pub fn run(args: ShowArgs) -> CliResult {
         lenient: args.lenient,
         ..ReadOptions::default()
     };
-    let contents = read_trace(&args.trace, options).map_err(CliError::input)?;
-    let runs: Vec<_> = match &args.run {
-        Some(id) => match contents.run(id) {
-            Some(run) => vec![run],
-            None => {
-                return Err(CliError::input(format!(
-                    "no run {id:?} in `{}` (it has {})",
-                    args.trace.display(),
-                    list_ids(
-                        &contents
-                            .runs
-                            .iter()
-                            .map(|r| r.run_id.as_str())
-                            .collect::<Vec<_>>()
-                    )
-                )));
-            }
-        },
-        None => contents.runs.iter().collect(),
-    };
+    let shown = args.trace.display().to_string();
+    let mut stream = RunStream::open(&args.trace, options).map_err(CliError::input)?;
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let wanted = args.occurrence.unwrap_or(1);
+    let mut ids = RunIds::default();
+    let mut printed = 0usize;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        ShowFormat::Text => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            out.write_all(render_runs(&runs, color).as_bytes())?;
+    for run in stream.by_ref() {
+        let streamed = run.map_err(CliError::input)?;
+        ids.note(&streamed.run.run_id, args.run.as_deref());
+        if let Some(id) = &args.run
+            && (streamed.run.run_id != *id || streamed.occurrence != wanted)
+        {
+            continue;
         }
-        ShowFormat::Json => {
-            for run in &runs {
-                for (_, event) in &run.events {
+        match args.format {
+            ShowFormat::Text => {
+                if printed > 0 {
+                    writeln!(out)?;
+                }
+                out.write_all(render_run(&streamed.run, streamed.occurrence, color).as_bytes())?;
+            }
+            ShowFormat::Json => {
+                for (_, event) in &streamed.run.events {
                     let line = serde_json::to_string(event).map_err(CliError::internal)?;
                     writeln!(out, "{line}")?;
                 }
             }
         }
+        // Each run reaches the reader as soon as it ends, also through a pipe.
+        out.flush()?;
+        printed += 1;
     }
-    out.flush()?;
-    for warning in contents.stats.warnings(&args.trace.display().to_string()) {
-        eprintln!("warning: {warning}");
+    let stats = stream.into_stats();
+    if let Some(id) = &args.run {
+        let found = ids.selected();
+        if printed == 0 {
+            return Err(ids.not_found(id, wanted, &shown));
+        }
+        if found > 1 && args.occurrence.is_none() {
+            eprintln!(
+                "note: run {:?} occurs {} in `{shown}`; showing the 1st (choose with --occurrence N)",
+                escape(id),
+                times(found)
+            );
+        }
+    }
+    for warning in stats.warnings(&shown) {
+        eprintln!("warning: {}", escape(&warning));
     }
     Ok(Outcome::Success)
+}
+
+/// `once`, `twice`, `3 times`.
+pub fn times(n: u32) -> String {
+    match n {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
+    }
+}
+
+/// What a streamed trace held, for messages: the first few run ids, how many runs in all, and how
+/// many runs had the selected id.
+#[derive(Debug, Default)]
+pub struct RunIds {
+    first: Vec<String>,
+    total: usize,
+    selected: u32,
+}
+
+impl RunIds {
+    /// Notes one run; `selected` is the id asked for, if any.
+    pub fn note(&mut self, id: &str, selected: Option<&str>) {
+        self.total += 1;
+        if self.first.len() < 5 && !self.first.iter().any(|f| f == id) {
+            self.first.push(id.to_owned());
+        }
+        if selected == Some(id) {
+            self.selected += 1;
+        }
+    }
+
+    /// How many runs had the selected id.
+    pub fn selected(&self) -> u32 {
+        self.selected
+    }
+
+    /// The error for a `--run ID --occurrence N` that matched no run.
+    pub fn not_found(&self, id: &str, wanted: u32, shown: &str) -> CliError {
+        CliError::input(match self.selected {
+            0 => format!(
+                "no run {:?} in `{shown}` (it has {})",
+                escape(id),
+                self.describe()
+            ),
+            n => format!(
+                "run {:?} occurs {} in `{shown}`: --occurrence {wanted} is past the last",
+                escape(id),
+                times(n)
+            ),
+        })
+    }
+
+    /// `"a", "b" and 3 more runs`, or `no runs`.
+    pub fn describe(&self) -> String {
+        let ids: Vec<&str> = self.first.iter().map(String::as_str).collect();
+        let text = list_ids(&ids);
+        match self.total.saturating_sub(ids.len()) {
+            0 => text,
+            1 => format!("{text} and 1 more run"),
+            more => format!("{text} and {more} more runs"),
+        }
+    }
 }
 
 /// A short list of run ids for messages.
@@ -87,14 +166,14 @@ pub fn list_ids(ids: &[&str]) -> String {
         0 => "no runs".to_owned(),
         n if n <= 5 => ids
             .iter()
-            .map(|id| format!("{id:?}"))
+            .map(|id| escape(&format!("{id:?}")).into_owned())
             .collect::<Vec<_>>()
             .join(", "),
         n => format!(
             "{} and {} more",
             ids[..5]
                 .iter()
-                .map(|id| format!("{id:?}"))
+                .map(|id| escape(&format!("{id:?}")).into_owned())
                 .collect::<Vec<_>>()
                 .join(", "),
             n - 5

@@ -1,6 +1,11 @@
 //! `eval --traces PATH...`: every recorded run in those files or folders becomes a replay task
 //! whose expectation is the recorded exit reason, so a whole corpus reruns in one go.
+//!
+//! The corpus is streamed: a task holds only where its run's lines are ([`RunSource::Located`]),
+//! and the runner reads the run again when the task runs, so memory grows by a few hundred bytes
+//! per task, never by the recorded content.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +14,54 @@ use super::suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
 };
 use crate::model::ReplayModel;
-use crate::trace::{Capture, ReadOptions, RunOutcome, read_trace};
+use crate::trace::{
+    Capture, LineSpan, ReadOptions, RecordedRun, RunOutcome, RunStream, read_run_at,
+};
+
+/// Where a replay task's recorded run comes from.
+#[derive(Clone, Debug)]
+pub enum RunSource {
+    /// The run itself, read when the suite was loaded (a suite's `replay` task).
+    Held(Arc<RecordedRun>),
+    /// Where the run's lines are in the task's trace file (`eval --traces`): read again when the
+    /// task runs; its prompt is the recorded one.
+    Located {
+        /// The run's id.
+        run_id: String,
+        /// Its lines, in event order.
+        spans: Arc<[LineSpan]>,
+    },
+}
+
+impl RunSource {
+    /// The recorded run's id.
+    pub fn run_id(&self) -> &str {
+        match self {
+            RunSource::Held(run) => &run.run_id,
+            RunSource::Located { run_id, .. } => run_id,
+        }
+    }
+
+    /// The recorded run, read again from `path` if it is not held.
+    pub fn load(&self, path: &Path) -> Result<Cow<'_, RecordedRun>, String> {
+        match self {
+            RunSource::Held(run) => Ok(Cow::Borrowed(run)),
+            RunSource::Located { run_id, spans } => {
+                read_run_at(path, run_id, spans).map(Cow::Owned)
+            }
+        }
+    }
+
+    /// The replay model of the run read from `path`.
+    pub fn model(&self, path: &Path) -> Result<ReplayModel, String> {
+        ReplayModel::from_run(&*self.load(path)?).map_err(|err| err.to_string())
+    }
+
+    /// Whether the task's prompt is the recorded one (the task does not hold it).
+    pub fn prompt_from_recording(&self) -> bool {
+        matches!(self, RunSource::Located { .. })
+    }
+}
 
 /// A corpus suite and the runs that could not become tasks (with why).
 #[derive(Debug)]
@@ -28,8 +80,13 @@ pub fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             .map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
         if meta.is_dir() {
             walk(path, &mut files)?;
-        } else {
+        } else if meta.is_file() {
             files.push(path.clone());
+        } else {
+            return Err(format!(
+                "`{}` is not a regular file: traces are read from regular files only",
+                path.display()
+            ));
         }
     }
     // The same file named twice (or through a link) is read once.
@@ -53,7 +110,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
         if entry.is_dir() && !is_link {
             walk(&entry, files)?;
         } else if entry.extension().is_some_and(|e| e == "jsonl") {
-            files.push(entry);
+            // A FIFO or a device would block the walk or never end.
+            if std::fs::metadata(&entry).is_ok_and(|m| m.is_file()) {
+                files.push(entry);
+            } else {
+                eprintln!("warning: skipped `{}`: not a regular file", entry.display());
+            }
         }
     }
     Ok(())
@@ -71,8 +133,8 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let mut skipped = Vec::new();
     let mut ids = HashSet::new();
     for file in &files {
-        let contents = match read_trace(file, ReadOptions::default()) {
-            Ok(contents) => contents,
+        let mut stream = match RunStream::open(file, ReadOptions::default()) {
+            Ok(stream) => stream,
             Err(err) => {
                 problems.push((file.display().to_string(), err.to_string()));
                 continue;
@@ -82,7 +144,15 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for run in &contents.runs {
+        for streamed in stream.by_ref() {
+            let streamed = match streamed {
+                Ok(streamed) => streamed,
+                Err(err) => {
+                    problems.push((file.display().to_string(), err.to_string()));
+                    break;
+                }
+            };
+            let run = &streamed.run;
             let place = format!("{}#{}", file.display(), run.run_id);
             let RunOutcome::Ended(reason) = run.outcome() else {
                 skipped.push(format!(
@@ -100,11 +170,15 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             let id = unique_id(&format!("{stem}.{}", run.run_id), &mut ids);
             tasks.push(SuiteTask {
                 id,
-                prompt: model.task().prompt.clone(),
+                // Read again with the run when the task runs.
+                prompt: String::new(),
                 max_steps: model.max_steps().unwrap_or(DEFAULT_MAX_STEPS),
                 model: TaskModel::Replay {
                     path: file.clone(),
-                    run: Arc::new(run.clone()),
+                    run: RunSource::Located {
+                        run_id: run.run_id.clone(),
+                        spans: streamed.spans.into(),
+                    },
                 },
                 expect: Expectations {
                     exit_reason: Some(reason),
@@ -131,9 +205,21 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     })
 }
 
+/// The longest task id made from a run id; a task's id names its trace file, and file names are
+/// limited (255 bytes on most file systems).
+const MAX_ID_CHARS: usize = 100;
+
 /// A valid task id from a file stem and run id: other characters become `_`, repeats get `-2`, ...
+/// A long one is cut and ends with a hash of the whole, so it stays unique and a usable file name.
 fn unique_id(raw: &str, seen: &mut HashSet<TaskId>) -> TaskId {
-    let clean = TaskId::sanitize(raw);
+    let mut clean = TaskId::sanitize(raw);
+    if clean.len() > MAX_ID_CHARS {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(raw.as_bytes());
+        let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        clean.truncate(MAX_ID_CHARS - hash.len() - 1);
+        clean = format!("{clean}-{hash}");
+    }
     let mut n = 1;
     loop {
         let candidate = if n == 1 {

@@ -14,7 +14,7 @@ mod suite;
 mod suite_fast;
 
 pub use baseline::{Comparison, compare};
-pub use corpus::{Corpus, corpus_suite, trace_files};
+pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check};
 pub use junit::render_junit;
 pub use merge::merge_results;

@@ -16,7 +16,7 @@ use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
-use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
+use crate::model::{JsonModelAdapter, Model, ScriptPlayer};
 use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
 use crate::tools::{ToolRegistry, ToolRuntime};
@@ -109,7 +109,7 @@ fn run_one(
     options: &RunnerOptions<'_>,
     started: Instant,
 ) -> TaskResult {
-    let prompt = Task::new(task.prompt.clone());
+    let mut prompt = Task::new(task.prompt.clone());
     let mut model: Box<dyn Model> = match &task.model {
         TaskModel::Responses(responses) => Box::new(JsonModelAdapter::new(ScriptPlayer::new(
             responses.as_slice(),
@@ -138,10 +138,15 @@ fn run_one(
                 );
             }
         },
-        TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
-            Ok(model) => Box::new(model),
+        TaskModel::Replay { run, path } => match run.model(path) {
+            Ok(model) => {
+                if run.prompt_from_recording() {
+                    prompt = model.task().clone();
+                }
+                Box::new(model)
+            }
             Err(err) => {
-                let result = internal(err.to_string());
+                let result = internal(err);
                 return finish(
                     task,
                     options,
@@ -159,7 +164,9 @@ fn run_one(
     let mut counts = Counts::default();
     let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
         (Some(gate), _) => Some(Box::new(gate.clone())),
-        (None, TaskModel::Replay { run, .. }) => recorded_gate(run),
+        (None, TaskModel::Replay { run, path }) => {
+            run.load(path).ok().and_then(|run| recorded_gate(&run))
+        }
         (None, _) => None,
     };
     let gated = gate.is_some();
@@ -256,7 +263,7 @@ fn replay_of(model: &TaskModel) -> Option<ReplayOf> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            run_id: run.run_id.clone(),
+            run_id: run.run_id().to_owned(),
         }),
         _ => None,
     }

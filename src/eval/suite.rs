@@ -15,7 +15,7 @@ use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
-use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
+use crate::trace::{Capture, ReadOptions, read_trace};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.
 pub const DEFAULT_MAX_STEPS: u32 = 5;
@@ -112,7 +112,7 @@ pub enum TaskModel {
         /// The trace file, resolved against the suite's folder.
         path: PathBuf,
         /// The recorded run.
-        run: Arc<RecordedRun>,
+        run: super::RunSource,
     },
     /// A live model server.
     Chat {
@@ -488,8 +488,8 @@ impl Checker<'_> {
         };
         let model = model?;
         let (prompt, recorded_steps) = match &model {
-            TaskModel::Replay { run, .. } => {
-                let replay = ReplayModel::from_run(run).ok();
+            TaskModel::Replay { run, path } => {
+                let replay = run.model(path).ok();
                 let recorded_prompt = replay.as_ref().map(|m| m.task().prompt.clone());
                 (
                     prompt.or(recorded_prompt),
@@ -695,7 +695,14 @@ impl Checker<'_> {
             [] => {
                 self.only_keys(
                     map,
-                    &["responses", "actions", "replay", "run_id", "chat"],
+                    &[
+                        "responses",
+                        "actions",
+                        "replay",
+                        "run_id",
+                        "occurrence",
+                        "chat",
+                    ],
                     path,
                 );
                 self.problem(
@@ -732,13 +739,21 @@ impl Checker<'_> {
                 self.chat(&map["chat"], path)
             }
             ["replay"] => {
-                self.only_keys(map, &["replay", "run_id"], path);
+                self.only_keys(map, &["replay", "run_id", "occurrence"], path);
                 let file = self.string(&map["replay"], &format!("{path}.replay"));
                 let run_id = match map.get("run_id") {
                     Some(v) => self.string(v, &format!("{path}.run_id")),
                     None => None,
                 };
-                self.replay(file?, run_id, path)
+                let occurrence = match map.get("occurrence") {
+                    Some(_) if run_id.is_none() => {
+                        self.problem(&format!("{path}.occurrence"), "needs `run_id`");
+                        return None;
+                    }
+                    Some(v) => Some(self.steps(v, &format!("{path}.occurrence"))?),
+                    None => None,
+                };
+                self.replay(file?, run_id, occurrence, path)
             }
             several => {
                 self.problem(
@@ -772,7 +787,13 @@ impl Checker<'_> {
     }
 
     /// Resolves and reads a replay source; it must stay inside the suite's folder.
-    fn replay(&mut self, file: String, run_id: Option<String>, path: &str) -> Option<TaskModel> {
+    fn replay(
+        &mut self,
+        file: String,
+        run_id: Option<String>,
+        occurrence: Option<u32>,
+        path: &str,
+    ) -> Option<TaskModel> {
         let replay_path = format!("{path}.replay");
         let relative = Path::new(&file);
         if relative.is_absolute() {
@@ -808,13 +829,16 @@ impl Checker<'_> {
             }
         };
         let run = match run_id {
-            Some(id) => match contents.run(&id) {
+            Some(id) => match contents.occurrence(&id, occurrence.unwrap_or(1)) {
                 Some(run) => run.clone(),
                 None => {
-                    self.problem(
-                        &format!("{path}.run_id"),
-                        format!("no run {id:?} in {file:?}"),
-                    );
+                    let problem = match occurrence {
+                        Some(n) if contents.run(&id).is_some() => {
+                            format!("{file:?} has no {} run {id:?}", crate::trace::ordinal(n))
+                        }
+                        _ => format!("no run {id:?} in {file:?}"),
+                    };
+                    self.problem(&format!("{path}.run_id"), problem);
                     return None;
                 }
             },
@@ -835,7 +859,7 @@ impl Checker<'_> {
         }
         Some(TaskModel::Replay {
             path: resolved,
-            run: Arc::new(run),
+            run: super::RunSource::Held(Arc::new(run)),
         })
     }
 

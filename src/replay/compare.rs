@@ -10,7 +10,7 @@ use std::io;
 use std::rc::Rc;
 
 use super::recording::{RecordedStep, Recording};
-use super::verdict::{Divergence, DivergenceKind};
+use super::verdict::{Divergence, DivergenceKind, NotCompared};
 use crate::agent::{RunEvent, RunObserver};
 use crate::gate::GateVerdict;
 use crate::model::{InvalidOutput, Model, ModelError, RecordedTurn, end_of_recording};
@@ -30,6 +30,7 @@ pub(crate) struct Comparator<'a> {
     stop_at_first: bool,
     stop: StopFlag,
     divergences: Vec<Divergence>,
+    not_compared: Vec<NotCompared>,
     turns_taken: u64,
     recording_end_reported: bool,
 }
@@ -49,14 +50,21 @@ impl<'a> Comparator<'a> {
             stop_at_first,
             stop,
             divergences: Vec::new(),
+            not_compared: Vec::new(),
             turns_taken: 0,
             recording_end_reported: false,
         }
     }
 
-    /// The divergences found, in the order they showed.
-    pub(crate) fn into_divergences(self) -> Vec<Divergence> {
-        self.divergences
+    /// The divergences found, in the order they showed, and the fields the recording lacks.
+    pub(crate) fn into_findings(self) -> (Vec<Divergence>, Vec<NotCompared>) {
+        (self.divergences, self.not_compared)
+    }
+
+    fn not_compared(&mut self, step: u64, event: &'static str, field: &'static str) {
+        if !self.stop.get() {
+            self.not_compared.push(NotCompared { step, event, field });
+        }
     }
 
     fn push(&mut self, divergence: Divergence) {
@@ -127,7 +135,9 @@ impl<'a> Comparator<'a> {
                 &actual.tool_name,
             ));
         }
-        if recorded.is_error != actual.is_error {
+        if !recorded.is_error_recorded {
+            self.not_compared(step, "observation", "is_error");
+        } else if recorded.is_error != actual.is_error {
             self.push(Divergence::new(
                 step,
                 DivergenceKind::IsError,
@@ -135,7 +145,14 @@ impl<'a> Comparator<'a> {
                 actual.is_error.to_string(),
             ));
         }
-        if recorded.error_kind != outcome.error_kind {
+        // An error recorded without its kind (older writers) leaves the kind unknown; a recorded
+        // non-error has no kind to compare but none.
+        let kind_unknown = recorded.error_kind.is_none()
+            && (recorded.is_error || !recorded.is_error_recorded)
+            && outcome.error_kind.is_some();
+        if kind_unknown {
+            self.not_compared(step, "observation", "error_kind");
+        } else if recorded.error_kind != outcome.error_kind {
             self.push(Divergence::new(
                 step,
                 DivergenceKind::ErrorKind,
@@ -219,6 +236,10 @@ impl<'a> Comparator<'a> {
                         recorded_text: recorded.error.clone(),
                         actual_text: result.error.clone(),
                     });
+                } else if recorded.error_kind.is_none()
+                    && result.exit_reason != ExitReason::Finished
+                {
+                    self.not_compared(step, "run_finished", "error_kind");
                 } else if recorded.error_kind.as_deref() != error_kind
                     && result.exit_reason != ExitReason::Finished
                 {
@@ -228,6 +249,9 @@ impl<'a> Comparator<'a> {
                         or_none(recorded.error_kind.as_deref()),
                         or_none(error_kind),
                     ));
+                }
+                if recorded.steps_used.is_none() {
+                    self.not_compared(step, "run_finished", "steps_used");
                 }
                 if let Some(recorded_steps) = recorded.steps_used
                     && recorded_steps != result.steps_used

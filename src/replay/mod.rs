@@ -26,5 +26,5 @@ pub use runner::{
     ToolMode, ToolSource, replay_run,
 };
 pub use verdict::{
-    Divergence, DivergenceKind, Ending, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict,
+    Divergence, DivergenceKind, Ending, NotCompared, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict,
 };

@@ -53,8 +53,11 @@ pub struct RecordedObservation {
     pub tool_name: String,
     /// The summary of the content.
     pub output: String,
-    /// Whether it was an error.
+    /// Whether it was an error: as recorded, or by the rule for older writers (an error if it has
+    /// an `error_kind`) when `is_error` is missing.
     pub is_error: bool,
+    /// Whether the recording has `is_error` at all; a missing one is not compared.
+    pub is_error_recorded: bool,
     /// The error kind, for errors.
     pub error_kind: Option<String>,
     /// The content itself.
@@ -360,7 +363,8 @@ fn observation_of(
             .clone()
             .ok_or_else(|| missing("tool_name"))?,
         output: event.output.clone().ok_or_else(|| missing("output"))?,
-        is_error: event.is_error.unwrap_or(false),
+        is_error: event.is_error_by_rule(),
+        is_error_recorded: event.is_error.is_some(),
         error_kind: event.error_kind.clone(),
         content: event.content.clone().ok_or_else(|| missing("content"))?,
     })

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::runner::{ModelSource, ToolMode};
-use super::verdict::{Divergence, RunCheck, RunReplay, Verdict};
+use super::verdict::{Divergence, NotCompared, RunCheck, RunReplay, Verdict};
 
 /// What was replayed and how, with every run's result: the JSON document of `--format json`.
 #[derive(Clone, Debug, Serialize)]
@@ -66,6 +66,13 @@ pub fn render_text(report: &ReplayReport<'_>) -> String {
         for divergence in &run.divergences {
             render_divergence(&mut out, divergence);
         }
+        if !run.not_compared.is_empty() {
+            let _ = writeln!(
+                out,
+                "  not compared (the recording lacks them): {}",
+                describe_not_compared(&run.not_compared)
+            );
+        }
         if run.stopped {
             let _ = writeln!(out, "  (stopped at the first divergence)");
         }
@@ -87,6 +94,28 @@ pub fn render_text(report: &ReplayReport<'_>) -> String {
         report.diverged
     );
     out
+}
+
+/// `observation.is_error (steps 1, 2), run_finished.error_kind (step 3)`: each field once, with
+/// its steps.
+fn describe_not_compared(fields: &[NotCompared]) -> String {
+    let mut grouped: Vec<(String, Vec<u64>)> = Vec::new();
+    for item in fields {
+        let name = format!("{}.{}", item.event, item.field);
+        match grouped.iter_mut().find(|(field, _)| *field == name) {
+            Some((_, steps)) => steps.push(item.step),
+            None => grouped.push((name, vec![item.step])),
+        }
+    }
+    grouped
+        .iter()
+        .map(|(field, steps)| {
+            let list: Vec<String> = steps.iter().map(u64::to_string).collect();
+            let noun = if steps.len() == 1 { "step" } else { "steps" };
+            format!("{field} ({noun} {})", list.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn render_divergence(out: &mut String, divergence: &Divergence) {

@@ -236,7 +236,7 @@ impl PreparedReplay {
                 });
             }
         };
-        let divergences = comparator.into_divergences();
+        let (divergences, not_compared) = comparator.into_findings();
         Ok(RunReplay {
             run_id: self.recording.run_id().to_owned(),
             verdict: if divergences.is_empty() {
@@ -258,6 +258,7 @@ impl PreparedReplay {
             },
             stopped: stop_at_first && !divergences.is_empty(),
             divergences,
+            not_compared,
             replay_run_id: None,
         })
     }

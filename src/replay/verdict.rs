@@ -137,6 +137,17 @@ impl Divergence {
     }
 }
 
+/// A field the recording lacks (older writers omit some), so it could not be compared.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotCompared {
+    /// The step of the event that lacks it.
+    pub step: u64,
+    /// The event that lacks it: `observation` or `run_finished`.
+    pub event: &'static str,
+    /// `is_error`, `error_kind` or `steps_used`.
+    pub field: &'static str,
+}
+
 /// The outcome of a rerun that the replay ended at its first divergence.
 pub const STOPPED_OUTCOME: &str = "stopped";
 
@@ -182,6 +193,8 @@ pub struct RunReplay {
     pub actual: Ending,
     /// Every difference found, in the order they showed.
     pub divergences: Vec<Divergence>,
+    /// Fields the recording lacks, which could not be compared.
+    pub not_compared: Vec<NotCompared>,
     /// The replay stopped at the first divergence, so later ones are not reported.
     pub stopped: bool,
     /// The run id of the rerun in the trace it was recorded to, if any.

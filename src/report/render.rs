@@ -11,6 +11,7 @@ use comfy_table::{CellAlignment, Table, presets};
 use serde_json::{Map, Value, json};
 
 use super::model::{Ending, EndingCounts, Report, StepStats};
+use crate::text::{csv_text, escape};
 
 /// An output format of `looptrace report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,10 +63,10 @@ impl Cell {
         !matches!(self, Cell::Text(_))
     }
 
-    /// The cell for people: percentages, `-` for no value.
+    /// The cell for people: percentages, `-` for no value; text from traces escaped.
     fn human(&self) -> String {
         match self {
-            Cell::Text(text) => text.clone(),
+            Cell::Text(text) => escape(text).into_owned(),
             Cell::Count(count) => count.to_string(),
             Cell::Share(Some(share)) => format!("{:.1}%", share * 100.0),
             Cell::Mean(Some(mean)) => format!("{mean:.2}"),
@@ -74,10 +75,11 @@ impl Cell {
         }
     }
 
-    /// The cell for programs: fractions, empty for no value.
+    /// The cell for programs: fractions, empty for no value; text from traces escaped, and never
+    /// read as a formula by a spreadsheet.
     fn machine(&self) -> String {
         match self {
-            Cell::Text(text) => text.clone(),
+            Cell::Text(text) => csv_text(text).into_owned(),
             Cell::Count(count) => count.to_string(),
             Cell::Share(Some(share)) => format!("{share:.4}"),
             Cell::Mean(Some(mean)) => format!("{mean:.4}"),
@@ -423,7 +425,8 @@ fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
 }
 
 fn markdown_escape(text: &str) -> String {
-    text.replace('\\', "\\\\")
+    escape(text)
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace('\n', " ")
 }

@@ -198,6 +198,12 @@ impl TraceEvent {
             _ => None,
         }
     }
+
+    /// Whether an observation is an error, by the rule of `docs/report.md`: its `is_error`, or,
+    /// when that is missing (older writers), whether it has an `error_kind`.
+    pub fn is_error_by_rule(&self) -> bool {
+        self.is_error.unwrap_or(self.error_kind.is_some())
+    }
 }
 
 /// Reads `arguments` from their own text, so that their nesting is counted from the arguments

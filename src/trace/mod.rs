@@ -17,7 +17,10 @@ pub use reader::{
     describe_json_error_plain,
 };
 pub use recorder::{RecorderOptions, TraceRecorder};
-pub use runs::{RecordedRun, RunOutcome, TraceContents, read_trace};
-pub use show::render_runs;
+pub use runs::{
+    LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunOutcome, RunStream, StreamedRun, TraceContents,
+    read_event_at, read_run_at, read_trace,
+};
+pub use show::{ordinal, render_run, render_runs};
 pub use summary::Summarizer;
 pub use writer::{EventSink, TraceWriter};

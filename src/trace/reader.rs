@@ -118,6 +118,10 @@ pub struct TraceReader<R> {
     /// A line read ahead (to see what follows a cut-off one), to be read next.
     held: Option<(RawLine, Vec<u8>)>,
     failed: bool,
+    /// Bytes consumed from the input so far.
+    position: u64,
+    /// Where the line last read starts, and its length without the `\n`.
+    line_span: (u64, u64),
 }
 
 /// One raw line: whether it ended with `\n`, whether it was too long.
@@ -138,6 +142,8 @@ impl<R: Read> TraceReader<R> {
             line: Vec::new(),
             held: None,
             failed: false,
+            position: 0,
+            line_span: (0, 0),
         }
     }
 
@@ -156,6 +162,12 @@ impl<R: Read> TraceReader<R> {
         &self.path
     }
 
+    /// The byte offset of the line of the event returned last, and its length without the `\n`,
+    /// so the line can be read again from a seekable file.
+    pub fn last_line_span(&self) -> (u64, u64) {
+        self.line_span
+    }
+
     /// Reads the next line into `self.line`, never holding more than the limit.
     fn read_line(&mut self) -> io::Result<Option<RawLine>> {
         if let Some((raw, line)) = self.held.take() {
@@ -163,6 +175,7 @@ impl<R: Read> TraceReader<R> {
             return Ok(Some(raw));
         }
         self.line.clear();
+        let start = self.position;
         let mut too_long = false;
         let mut any = false;
         loop {
@@ -193,6 +206,8 @@ impl<R: Read> TraceReader<R> {
             match found {
                 Some(i) => {
                     self.input.consume(i + 1);
+                    self.position += i as u64 + 1;
+                    self.line_span = (start, self.position - start - 1);
                     return Ok(Some(RawLine {
                         terminated: true,
                         too_long,
@@ -201,6 +216,8 @@ impl<R: Read> TraceReader<R> {
                 None => {
                     let n = available.len();
                     self.input.consume(n);
+                    self.position += n as u64;
+                    self.line_span = (start, self.position - start);
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! The readable rendering of a trace behind `looptrace show`: one line per event, runs separated,
-//! each run closed by its outcome. A pure function of the parsed runs.
+//! each run closed by its outcome. Pure functions of the parsed runs; `show` prints each run as
+//! soon as it ends. Every text from the trace is escaped ([`crate::text::escape`]).
 
 use std::fmt::Write;
 
@@ -17,35 +18,58 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
         if i > 0 {
             out.push('\n');
         }
-        let _ = writeln!(
-            out,
-            "run {} ({})",
-            safe(&run.run_id),
-            crate::plural(run.events.len() as u64, "event", "events")
-        );
-        for (line, event) in &run.events {
-            let _ = writeln!(
-                out,
-                "  {:>4}  step {:<3} {:<15} {}",
-                format!("L{line}"),
-                event.step,
-                safe(event.event_type.as_str()),
-                describe(event, color)
-            );
-        }
-        let outcome = run.outcome();
-        let steps = run
-            .finished()
-            .and_then(|e| e.steps_used.map(u64::from).or(Some(e.step)))
-            .map(|s| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  outcome: {}{steps}",
-            paint(outcome.as_str(), outcome_color(outcome), color)
-        );
+        out.push_str(&render_run(run, 1, color));
     }
     out
+}
+
+/// Renders one run; `occurrence` above 1 labels a reused run id as `ID (2nd)`.
+pub fn render_run(run: &RecordedRun, occurrence: u32, color: bool) -> String {
+    let mut out = String::new();
+    let label = match occurrence {
+        0 | 1 => String::new(),
+        n => format!(" ({})", ordinal(n)),
+    };
+    let _ = writeln!(
+        out,
+        "run {}{label} ({})",
+        safe(&run.run_id),
+        crate::plural(run.events.len() as u64, "event", "events")
+    );
+    for (line, event) in &run.events {
+        let _ = writeln!(
+            out,
+            "  {:>4}  step {:<3} {:<15} {}",
+            format!("L{line}"),
+            event.step,
+            safe(event.event_type.as_str()),
+            describe(event, color)
+        );
+    }
+    let outcome = run.outcome();
+    let steps = run
+        .finished()
+        .and_then(|e| e.steps_used.map(u64::from).or(Some(e.step)))
+        .map(|s| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  outcome: {}{steps}",
+        paint(outcome.as_str(), outcome_color(outcome), color)
+    );
+    out
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, ..., `11th`, `21st`.
+pub fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn outcome_color(outcome: RunOutcome) -> &'static str {
@@ -73,7 +97,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     let text_or_summary = |text: &Option<String>, summary: &Option<String>| -> Option<String> {
         text.as_deref()
-            .map(|t| format!("{:?}", shorten(t)))
+            .map(|t| safe(&format!("{:?}", shorten(t))))
             .or_else(|| summary.as_deref().map(safe))
     };
     match &event.event_type {
@@ -121,7 +145,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
             if let Some(tool) = &event.tool_name {
                 parts.push(safe(tool));
             }
-            let status = if event.is_error == Some(true) {
+            let status = if event.is_error_by_rule() {
                 paint(
                     &format!(
                         "error {}",
@@ -165,7 +189,7 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("steps_used={steps}"));
             }
             if let Some(kind) = &event.error_kind {
-                parts.push(format!("error_kind={kind}"));
+                parts.push(format!("error_kind={}", safe(kind)));
             }
             if let Some(error) = &event.error {
                 parts.push(format!("error={}", safe(&shorten(error))));
@@ -192,18 +216,9 @@ fn describe(event: &TraceEvent, color: bool) -> String {
     parts.join(" ")
 }
 
-/// Escapes control characters, so a trace cannot send escape sequences to the terminal.
+/// Trace text made safe for a terminal.
 fn safe(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_debug().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    crate::text::escape(text).into_owned()
 }
 
 fn shorten(text: &str) -> String {

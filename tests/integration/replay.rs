@@ -748,3 +748,220 @@ fn a_rerun_stopped_at_its_divergence_is_recorded_as_replay_stopped() {
     let ending = contents.runs[0].finished().unwrap();
     assert_eq!(ending.error_kind.as_deref(), Some("replay_stopped"));
 }
+
+#[test]
+fn fields_a_python_loop_recording_lacks_are_not_compared_and_the_run_stays_faithful() {
+    // Shaped like the write-up's Python loop: no `error_kind` on the error observation nor on the
+    // `max_steps_exceeded` ending, no `steps_used`, and no `is_error` on the first observation.
+    let input = replay_fixture("writeup_loop.full.jsonl");
+    // Live tools give the error a kind the recording lacks; recorded tools serve none.
+    let observation_kind = json!({"step": 2, "event": "observation", "field": "error_kind"});
+    for (tools, kind_listed) in [("live", true), ("recorded", false)] {
+        let output = run(&["replay", &input, "--tools", tools]);
+        assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+        let kind_text = if kind_listed {
+            " observation.error_kind (step 2),"
+        } else {
+            ""
+        };
+        assert_eq!(
+            stdout(&output),
+            format!(
+                "py-max-steps: faithful (max_steps_exceeded in 2 steps)\n  not compared (the \
+                 recording lacks them): observation.is_error (step 1),{kind_text} \
+                 run_finished.error_kind (step 2), run_finished.steps_used (step 2)\n\
+                 1 run of writeup_loop.full.jsonl replayed with {tools} tools: 1 faithful, 0 diverged\n"
+            )
+        );
+        let json = json_of(&run(&[
+            "replay", &input, "--tools", tools, "--format", "json",
+        ]));
+        assert_eq!(json["runs"][0]["verdict"], "faithful");
+        let mut expected = vec![json!({"step": 1, "event": "observation", "field": "is_error"})];
+        if kind_listed {
+            expected.push(observation_kind.clone());
+        }
+        expected.push(json!({"step": 2, "event": "run_finished", "field": "error_kind"}));
+        expected.push(json!({"step": 2, "event": "run_finished", "field": "steps_used"}));
+        assert_eq!(json["runs"][0]["not_compared"], Value::Array(expected));
+    }
+    // `show` reads the missing `is_error` by the rule: no `error_kind`, so not an error.
+    let shown = stdout(&run(&["show", &input]));
+    assert!(shown.contains("calculator ok output=\"2\""), "{shown}");
+    assert!(shown.contains("calculator error unclassified"), "{shown}");
+}
+
+#[test]
+fn a_recorded_field_that_differs_still_diverges() {
+    // The same recording with its kinds written: a wrong one is a divergence, not skipped.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kinds.jsonl");
+    let text = std::fs::read_to_string(fixture("replay/writeup_loop.full.jsonl")).unwrap();
+    let text = text.replace(
+        r#""is_error":true,"#,
+        r#""is_error":true,"error_kind":"overflow","#,
+    );
+    std::fs::write(&path, text).unwrap();
+    let json = json_of(&run(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    assert_eq!(json["runs"][0]["verdict"], "diverged");
+    assert_eq!(json["runs"][0]["divergences"][0]["what"], "error_kind");
+    assert_eq!(json["runs"][0]["divergences"][0]["recorded"], "overflow");
+}
+
+#[test]
+fn occurrence_selects_a_later_run_of_a_reused_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reused.jsonl");
+    let first = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    let second = std::fs::read_to_string(sample("max_steps_exceeded.full.jsonl")).unwrap();
+    let id = first.lines().next().unwrap();
+    let id: Value = serde_json::from_str(id).unwrap();
+    let id = id["run_id"].as_str().unwrap().to_owned();
+    let second_id: Value = serde_json::from_str(second.lines().next().unwrap()).unwrap();
+    let second = second.replace(second_id["run_id"].as_str().unwrap(), &id);
+    std::fs::write(&path, format!("{first}{second}")).unwrap();
+    let path = path.to_str().unwrap();
+
+    let json = json_of(&run(&[
+        "replay",
+        path,
+        "--run",
+        &id,
+        "--occurrence",
+        "2",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(json["runs"][0]["recorded"]["outcome"], "max_steps_exceeded");
+    let json = json_of(&run(&["replay", path, "--run", &id, "--format", "json"]));
+    assert_eq!(json["runs"][0]["recorded"]["outcome"], "finished");
+    let past = run(&["replay", path, "--run", &id, "--occurrence", "3"]);
+    assert_eq!(past.status.code(), Some(2));
+    assert!(stderr(&past).contains("occurs twice"), "{}", stderr(&past));
+
+    let shown = stdout(&run(&["show", path]));
+    assert!(shown.contains(&format!("run {id} (5 events)")), "{shown}");
+    assert!(shown.contains(&format!("run {id} (2nd) (")), "{shown}");
+    let second_only = run(&["show", path, "--run", &id, "--occurrence", "2"]);
+    assert!(stdout(&second_only).contains("outcome: max_steps_exceeded"));
+    assert!(!stdout(&second_only).contains("outcome: finished"));
+}
+
+#[test]
+fn a_fifo_as_replay_source_is_bad_input_instead_of_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = run(&["replay", fifo.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    let text = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    let id: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = id["run_id"].as_str().unwrap().to_owned();
+    // Two ids of 300 characters that differ only at the end: cut alone, they would collide.
+    let long_a = format!("{}a", "x".repeat(299));
+    let long_b = format!("{}b", "x".repeat(299));
+    std::fs::write(
+        corpus.join("long.jsonl"),
+        format!(
+            "{}{}",
+            text.replace(&id, &long_a),
+            text.replace(&id, &long_b)
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        "--traces",
+        corpus.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut names: Vec<String> = std::fs::read_dir(out.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2);
+    assert_ne!(names[0], names[1]);
+    assert!(names.iter().all(|n| n.len() <= 110), "{names:?}");
+    // The recorded id stays inside the file, in `replay_of`.
+    let mut replayed: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let contents = read_trace(&out.join("traces").join(n), Default::default()).unwrap();
+            contents.runs[0]
+                .started()
+                .unwrap()
+                .replay_of
+                .clone()
+                .unwrap()
+                .run_id
+        })
+        .collect();
+    replayed.sort();
+    assert_eq!(replayed, [long_a, long_b]);
+}
+
+#[test]
+fn eval_traces_refuses_a_named_fifo_and_skips_one_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::copy(sample("finished.full.jsonl"), corpus.join("a.jsonl")).unwrap();
+    let fifo = corpus.join("pipe.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.path().join("out");
+    let named = run(&[
+        "eval",
+        "--traces",
+        fifo.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(named.status.code(), Some(2));
+    assert!(
+        stderr(&named).contains("not a regular file"),
+        "{}",
+        stderr(&named)
+    );
+    let walked = run(&[
+        "eval",
+        "--traces",
+        corpus.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(walked.status.code(), Some(0), "{}", stderr(&walked));
+    assert!(
+        stderr(&walked).contains("warning: skipped") && stderr(&walked).contains("pipe.jsonl"),
+        "{}",
+        stderr(&walked)
+    );
+}

@@ -569,3 +569,134 @@ fn record_finished_run(trace: &Path, run_id: &str) {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+/// Lines of `runs` runs of the sample with full capture, `open` of them cut before their ending,
+/// written interleaved two at a time.
+fn interleaved_corpus(runs: usize, open: usize) -> (String, Vec<String>) {
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    let mut pending: Vec<std::collections::VecDeque<String>> = Vec::new();
+    for i in 0..runs {
+        let id = format!("run-{i}");
+        let mut lines: Vec<String> =
+            record(&SAMPLE_RUNS[i % SAMPLE_RUNS.len()], &id, Capture::Full)
+                .iter()
+                .map(|e| serde_json::to_string(e).unwrap())
+                .collect();
+        if i < open {
+            lines.truncate(2);
+        }
+        ids.push(id);
+        pending.push(lines.into());
+        // Two runs in flight: their lines alternate.
+        if pending.len() == 2 || i + 1 == runs {
+            while pending.iter().any(|p| !p.is_empty()) {
+                for p in &mut pending {
+                    if let Some(line) = p.pop_front() {
+                        text.push_str(&line);
+                        text.push('\n');
+                    }
+                }
+            }
+            pending.clear();
+        }
+    }
+    (text, ids)
+}
+
+#[test]
+fn the_run_stream_holds_open_runs_within_its_budget_and_reads_put_aside_runs_again() {
+    use looptrace::trace::RunStream;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl");
+    // 40 runs never end: a reader that kept them parsed would hold them all to the end.
+    let (text, _) = interleaved_corpus(200, 40);
+    std::fs::write(&path, &text).unwrap();
+    let budget = 4096;
+    let mut stream = RunStream::open(&path, ReadOptions::default())
+        .unwrap()
+        .with_budget(budget);
+    let mut streamed = Vec::new();
+    let mut largest_line = 0;
+    for line in text.lines() {
+        largest_line = largest_line.max(line.len() as u64);
+    }
+    while let Some(run) = stream.next() {
+        assert!(
+            stream.held_bytes() <= budget + largest_line,
+            "{} bytes held",
+            stream.held_bytes()
+        );
+        streamed.push(run.unwrap());
+    }
+    // The same runs as reading the whole file, events and lines included.
+    let whole = read_trace(&path, ReadOptions::default()).unwrap();
+    streamed.sort_by_key(|r| r.index);
+    let runs: Vec<_> = streamed.iter().map(|r| r.run.clone()).collect();
+    assert_eq!(runs, whole.runs);
+    assert_eq!(
+        whole
+            .runs
+            .iter()
+            .filter(|r| r.outcome() == RunOutcome::Incomplete)
+            .count(),
+        40
+    );
+}
+
+#[test]
+fn show_prints_a_run_as_soon_as_it_ends_before_the_input_is_closed() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let (text, _) = interleaved_corpus(2, 0);
+    let lines: Vec<&str> = text.lines().collect();
+    // The first run ends before the second; hold back the rest of the second run.
+    let first_end = lines
+        .iter()
+        .position(|l| l.contains("\"run_finished\""))
+        .unwrap();
+    let mut child = crate::support::looptrace()
+        .args(["show", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for line in &lines[..=first_end] {
+        writeln!(input, "{line}").unwrap();
+    }
+    input.flush().unwrap();
+    // Read until the first run's outcome while the input is still open; a reader that waits for
+    // the end of its input never gets there (the watchdog then fails the test instead of hanging).
+    let output = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for line in BufReader::new(output).lines() {
+            let line = line.unwrap();
+            let done = line.starts_with("  outcome:");
+            seen.push(line);
+            if done {
+                let _ = sender.send(seen.clone());
+            }
+        }
+    });
+    let first = receiver
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("show printed nothing while its input was open");
+    assert!(first[0].starts_with("run run-0 "), "{first:?}");
+    assert_eq!(first.last().unwrap(), "  outcome: finished after 2 steps");
+    for line in &lines[first_end + 1..] {
+        writeln!(input, "{line}").unwrap();
+    }
+    drop(input);
+    let second = receiver
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .unwrap();
+    assert!(
+        second.iter().any(|l| l.starts_with("run run-1 ")),
+        "{second:?}"
+    );
+    assert!(child.wait().unwrap().success());
+}

@@ -1,0 +1,44 @@
+//! Text from traces made safe to print. A model chooses tool names and every recorded string can
+//! hold anything, so before trace text reaches a terminal, a table or a message, every C0 and C1
+//! control character (ESC, CSI U+009B, `\r`, `\b`, ...) and every bidirectional override or
+//! isolate (U+202A–U+202E, U+2066–U+2069) is shown escaped, as `\u{1b}`.
+
+use std::borrow::Cow;
+
+/// Whether `c` must not reach a terminal as itself.
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every unsafe character escaped (`\n` as `\n`, others as `\u{XX}`); borrowed when
+/// nothing needs escaping.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A Markdown table cell: escaped, with `|` as `\|` so it cannot open a column.
+pub fn markdown_cell(text: &str) -> String {
+    escape(text).replace('|', "\\|")
+}
+
+/// A CSV cell's text: escaped, and a leading `=`, `+`, `-` or `@` (a formula to spreadsheets)
+/// neutralised with a `'` before it. Quoting is the CSV writer's job.
+pub fn csv_text(text: &str) -> Cow<'_, str> {
+    let escaped = escape(text);
+    if escaped.starts_with(['=', '+', '-', '@']) {
+        Cow::Owned(format!("'{escaped}"))
+    } else {
+        escaped
+    }
+}
