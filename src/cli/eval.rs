@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
-    Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
+    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
+    TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
@@ -44,6 +44,9 @@ pub struct EvalArgs {
     /// Compare with an earlier `results.json`.
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
+    /// Accept a baseline from a suite with another name.
+    #[arg(long, requires = "baseline")]
+    pub baseline_any_suite: bool,
     /// Run only shard K of N (1-based), e.g. `--shard 2/4`.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
@@ -107,6 +110,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(path) => Some(read_baseline(path)?),
         None => None,
     };
+    if let (Some(path), Some(b)) = (&args.baseline, &baseline)
+        && b.suite.name != suite.name
+        && !args.baseline_any_suite
+    {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
+            path.display(),
+            b.suite.name,
+            suite.name
+        )));
+    }
     let out = args
         .out
         .clone()
@@ -150,16 +164,25 @@ pub fn run(args: EvalArgs) -> CliResult {
             )));
         }
     }
-    if let Some(junit) = &args.junit {
-        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) {
-            return Err(CliError::input(format!(
-                "--junit `{}`: the folder does not exist",
-                junit.display()
-            )));
-        }
+    let junit_folder = args.junit.as_deref().map(folder_of);
+    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
+        && !folder.is_dir()
+        && !same_path(folder, &out)
+    {
+        return Err(CliError::input(format!(
+            "--junit `{}`: the folder does not exist",
+            junit.display()
+        )));
     }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
+    // Every output is known to be writable before the first task runs, not after the last.
+    probe_writable("--out", &out)?;
+    probe_writable("--out", &traces_dir)?;
+    refuse_folder("--out", &results_path)?;
+    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder) {
+        probe_writable("--junit", folder)?;
+        refuse_folder("--junit", junit)?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
     // signal ends the process at once. The shutdown hook is registered first so that it sees
@@ -223,15 +246,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
         })?;
     }
-    if let Some(b) = &baseline
-        && b.suite.name != results.suite.name
-    {
-        eprintln!(
-            "warning: the baseline is from suite {:?}, this run is suite {:?}",
-            b.suite.name, results.suite.name
-        );
-    }
-    let comparison = baseline.as_ref().map(|b| compare(b, &results));
+    let comparison = baseline
+        .as_ref()
+        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
     print_report(&results, comparison.as_ref(), args.format)?;
     eprintln!(
         "results: {} (traces in {})",
@@ -289,6 +306,19 @@ pub fn merge(args: MergeArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, None))
+}
+
+/// The baseline's tasks this evaluation can speak about: those it ran, and those no longer in
+/// the suite at all. A shard leaves out the other shards' tasks, which are neither.
+fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> ResultsFile {
+    let in_suite: std::collections::HashSet<&str> =
+        suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    let ran: std::collections::HashSet<&str> = selected.iter().map(|t| t.id.as_str()).collect();
+    let mut scoped = baseline.clone();
+    scoped
+        .tasks
+        .retain(|t| ran.contains(t.id.as_str()) || !in_suite.contains(t.id.as_str()));
+    scoped
 }
 
 /// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.
@@ -352,6 +382,55 @@ fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
     } else {
         Outcome::Success
     }
+}
+
+/// The folder a file is written in (`.` for a bare file name).
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Whether two paths are written the same, `.` components aside (the folder need not exist).
+fn same_path(a: &Path, b: &Path) -> bool {
+    fn parts(p: &Path) -> Vec<std::path::Component<'_>> {
+        p.components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect()
+    }
+    parts(a) == parts(b)
+}
+
+/// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
+/// permission is bad input, found before any task runs.
+fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
+    let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(err) => Err(CliError::input(format!(
+            "{flag}: cannot write in `{}`: {err}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Fails when an output file's path is a folder.
+fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::input(format!(
+            "{flag}: `{}` is a folder, not a file",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.

@@ -1186,3 +1186,197 @@ fn the_calculator_reads_a_json_minus_zero_as_python_does() {
         assert_eq!(observation, cases[i].1, "{}", task.id);
     }
 }
+
+/// A folder nothing can be written in: a read-only tmpfs when it can be mounted (root ignores
+/// permission bits), else a folder without write permission. Unmounted on drop.
+struct ReadOnlyFolder {
+    path: PathBuf,
+    mounted: bool,
+}
+
+impl ReadOnlyFolder {
+    /// Makes `path` (with `inside` as empty sub-folders) read-only; `None` when this machine
+    /// allows neither (root without mount rights), which fails under `CI=true`.
+    fn new(path: &Path, inside: &[&str]) -> Option<ReadOnlyFolder> {
+        std::fs::create_dir_all(path).unwrap();
+        let mount = |options: &str| {
+            std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+                .arg(path)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let mounted = mount("size=1m");
+        for name in inside {
+            std::fs::create_dir_all(path.join(name)).unwrap();
+        }
+        let folder = ReadOnlyFolder {
+            path: path.to_owned(),
+            mounted,
+        };
+        if mounted {
+            assert!(
+                std::process::Command::new("mount")
+                    .args(["-o", "remount,ro"])
+                    .arg(path)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            for name in inside.iter().chain([&""]) {
+                let dir = path.join(name);
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+            }
+        }
+        if std::fs::write(path.join("probe"), "x").is_ok() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "cannot make a read-only folder on this machine"
+            );
+            return None;
+        }
+        Some(folder)
+    }
+}
+
+impl Drop for ReadOnlyFolder {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(&self.path)
+                .status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+#[test]
+fn unwritable_outputs_are_found_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let refused = |output: &std::process::Output, says: &str| {
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+        assert!(stderr(output).contains(says), "{}", stderr(output));
+        assert!(!stderr(output).contains("results: "), "{}", stderr(output));
+        assert!(output.stdout.is_empty());
+    };
+
+    // A folder where results.json or the JUnit file belongs.
+    let out = dir.path().join("folder-results");
+    std::fs::create_dir_all(out.join("results.json")).unwrap();
+    refused(&eval(&[suite], &out), "is a folder, not a file");
+    let out = dir.path().join("folder-junit");
+    let junit = dir.path().join("a-folder");
+    std::fs::create_dir(&junit).unwrap();
+    refused(
+        &eval(&[suite, "--junit", junit.to_str().unwrap()], &out),
+        "is a folder, not a file",
+    );
+    assert!(!out.join("results.json").exists());
+
+    // Read-only: the output folder (with its traces folder already there), or the JUnit folder.
+    if let Some(read_only) = ReadOnlyFolder::new(&dir.path().join("ro-out"), &["traces"]) {
+        refused(&eval(&[suite], &read_only.path), "--out: cannot write in");
+    }
+    if let Some(read_only) = ReadOnlyFolder::new(&dir.path().join("ro-junit"), &[]) {
+        let junit = read_only.path.join("junit.xml");
+        let out = dir.path().join("ro-junit-out");
+        refused(
+            &eval(&[suite, "--junit", junit.to_str().unwrap()], &out),
+            "--junit: cannot write in",
+        );
+        assert!(!out.join("results.json").exists());
+    }
+}
+
+#[test]
+fn junit_may_go_in_the_output_folder_before_it_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let junit = out.join("junit.xml");
+    let output = eval(
+        &[
+            sample("suite.json").to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &out,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        std::fs::read_to_string(&junit)
+            .unwrap()
+            .contains("<testsuite ")
+    );
+}
+
+#[test]
+fn a_shard_compares_only_its_own_tasks_with_a_full_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let full = dir.path().join("full");
+    assert_eq!(eval(&[suite], &full).status.code(), Some(0));
+    let baseline = full.join("results.json");
+    let output = eval(
+        &[
+            suite,
+            "--shard",
+            "1/3",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &dir.path().join("shard"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["baseline"]["removed"], json!([]), "{report}");
+    assert_eq!(report["baseline"]["added"], json!([]), "{report}");
+    let compared: u64 = report["baseline"]["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(report["tasks"], compared, "{report}");
+    assert!(compared < read_results(&full).tasks.len() as u64);
+}
+
+#[test]
+fn a_baseline_of_another_suite_is_refused_unless_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    eval(
+        &[fixture("eval/expectations.json").to_str().unwrap()],
+        &other,
+    );
+    let baseline = other.join("results.json");
+    let out = dir.path().join("out");
+    let suite = sample("suite.json");
+    let args = [
+        suite.to_str().unwrap(),
+        "--baseline",
+        baseline.to_str().unwrap(),
+    ];
+    let output = eval(&args, &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--baseline-any-suite"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+    let mut args = args.to_vec();
+    args.push("--baseline-any-suite");
+    let output = eval(&args, &out);
+    assert_ne!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(out.join("results.json").exists());
+}
