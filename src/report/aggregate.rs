@@ -73,6 +73,8 @@ pub(crate) struct ToolTotals<'a> {
     pub errors: u64,
     /// Error observations by `error_kind`.
     pub errors_by_kind: Counter<'a>,
+    /// Observations whose writer recorded no error flag.
+    pub unrecorded: u64,
 }
 
 /// Everything the report adds up; every part is a sum, so totals merge in any order.
@@ -114,8 +116,17 @@ impl<'a> Totals<'a> {
         self.tools.entry(name.clone()).or_default()
     }
 
-    fn observation(&mut self, tool: &Text<'a>, is_error: bool, kind: &Text<'a>, count: u64) {
-        if is_error {
+    /// Counts observations of `tool`; `is_error: None` where the writer recorded no outcome.
+    fn observation(
+        &mut self,
+        tool: &Text<'a>,
+        is_error: Option<bool>,
+        kind: &Text<'a>,
+        count: u64,
+    ) {
+        if is_error.is_none() {
+            self.tool(tool).unrecorded += count;
+        } else if is_error == Some(true) {
             let totals = self.tool(tool);
             totals.errors += count;
             bump(&mut totals.errors_by_kind, kind, count);
@@ -137,7 +148,7 @@ impl<'a> Totals<'a> {
     /// Credits observations that waited for their tool name to `tool`.
     fn resolve_pending(&mut self, pending: &mut Pending<'a>, tool: &Text<'a>) {
         for (kind, count) in pending.errors.drain(..) {
-            self.observation(tool, true, &kind, count);
+            self.observation(tool, Some(true), &kind, count);
         }
     }
 
@@ -206,6 +217,7 @@ impl<'a> Totals<'a> {
                         calls: tool.calls,
                         errors: tool.errors,
                         errors_by_kind: counter_into_owned(tool.errors_by_kind),
+                        unrecorded: tool.unrecorded,
                     };
                     (Cow::Owned(name.into_owned()), tool)
                 })
@@ -256,6 +268,7 @@ impl Totals<'static> {
             let mine = self.tools.entry(name).or_default();
             mine.calls += tool.calls;
             mine.errors += tool.errors;
+            mine.unrecorded += tool.unrecorded;
             merge_counter(&mut mine.errors_by_kind, tool.errors_by_kind);
         }
         for event_type in other.unknown_order {
@@ -379,6 +392,7 @@ impl<'a> RunState<'a> {
             EventKind::Observation {
                 tool_name,
                 is_error,
+                recorded,
                 error_kind,
             } => {
                 if is_error {
@@ -387,14 +401,15 @@ impl<'a> RunState<'a> {
                     self.successes += 1;
                 }
                 let kind = error_kind.unwrap_or(Cow::Borrowed(UNCLASSIFIED));
+                let outcome = recorded.then_some(is_error);
                 match tool_name.as_ref().or(self.last_tool.as_ref()) {
-                    Some(tool) => totals.observation(tool, is_error, &kind, 1),
+                    Some(tool) => totals.observation(tool, outcome, &kind, 1),
                     None if self.continues => {
                         if is_error {
                             self.pending.add_error(kind);
                         }
                     }
-                    None => totals.observation(&Cow::Borrowed(UNKNOWN_TOOL), is_error, &kind, 1),
+                    None => totals.observation(&Cow::Borrowed(UNKNOWN_TOOL), outcome, &kind, 1),
                 }
             }
             EventKind::Feedback { error_kind } => {

@@ -505,6 +505,7 @@ fn build_report(
             calls: tool.calls,
             errors: tool.errors,
             errors_by_kind: sorted(&tool.errors_by_kind),
+            unrecorded: tool.unrecorded,
         })
         .collect();
     tools.sort_by(|a, b| a.name.cmp(&b.name));

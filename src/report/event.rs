@@ -45,6 +45,9 @@ pub(crate) enum EventKind<'a> {
         tool_name: Option<Cow<'a, [u8]>>,
         /// Whether the tool call failed (missing: whether there is an `error_kind`).
         is_error: bool,
+        /// Whether the writer recorded the outcome at all (`is_error` or `error_kind` present);
+        /// imports of sources without an error flag leave both out.
+        recorded: bool,
         /// Why, if it did.
         error_kind: Option<Cow<'a, [u8]>>,
     },
@@ -112,6 +115,7 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
         OBSERVATION => EventKind::Observation {
             tool_name: fields.tool_name,
             is_error: fields.is_error.unwrap_or(fields.error_kind.is_some()),
+            recorded: fields.is_error.is_some() || fields.error_kind.is_some(),
             error_kind: fields.error_kind,
         },
         MODEL_FEEDBACK => EventKind::Feedback {
@@ -147,6 +151,7 @@ mod tests {
             EventKind::Observation {
                 tool_name: None,
                 is_error: false,
+                recorded: true,
                 error_kind: None
             }
         );

@@ -186,6 +186,9 @@ pub struct ToolReport {
     pub errors: u64,
     /// Error observations by `error_kind`.
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// Observations whose writer recorded no error flag (imports of sources without one): when
+    /// the tool has no recorded errors, its errors are "not recorded", never 0.
+    pub unrecorded: u64,
 }
 
 /// The distribution of steps used by the runs with one ending.

@@ -280,8 +280,16 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
                 vec![
                     Cell::Text(tool.name.clone()),
                     Cell::Count(tool.calls),
-                    Cell::Count(tool.errors),
-                    Cell::Share(share(tool.errors, tool.calls)),
+                    if errors_unrecorded(tool) {
+                        Cell::Text("not recorded".to_owned())
+                    } else {
+                        Cell::Count(tool.errors)
+                    },
+                    if errors_unrecorded(tool) {
+                        Cell::Share(None)
+                    } else {
+                        Cell::Share(share(tool.errors, tool.calls))
+                    },
                 ]
             })
             .collect(),
@@ -572,8 +580,8 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
         "tools": report.tools.iter().map(|tool| json!({
             "tool": tool.name,
             "calls": tool.calls,
-            "errors": tool.errors,
-            "error_rate": share_value(tool.errors, tool.calls),
+            "errors": (!errors_unrecorded(tool)).then_some(tool.errors),
+            "error_rate": if errors_unrecorded(tool) { Value::Null } else { share_value(tool.errors, tool.calls) },
             "errors_by_kind": counts_json(&tool.errors_by_kind),
         })).collect::<Vec<_>>(),
         "steps": Ending::ALL.iter().map(|&ending| {
@@ -642,4 +650,9 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(&document).unwrap_or_default();
     bytes.push(b'\n');
     bytes
+}
+
+/// Whether a tool's errors are unknown: its source recorded no error flag and no error.
+fn errors_unrecorded(tool: &super::model::ToolReport) -> bool {
+    tool.unrecorded > 0 && tool.errors == 0
 }

@@ -494,3 +494,37 @@ fn show_displays_a_foreign_file_as_imported() {
     ]);
     assert!(stdout(&output).contains("touch a.txt"));
 }
+
+#[test]
+fn report_says_not_recorded_for_sources_without_an_error_flag() {
+    let path = fixture("import/swe-agent/exit_context.traj");
+    let output = run(&["report", "--format", "json", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let ls = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["tool"] == "ls")
+        .unwrap();
+    assert_eq!(ls["calls"], 3);
+    assert!(ls["errors"].is_null() && ls["error_rate"].is_null(), "{ls}");
+    let table = stdout(&run(&["report", path.to_str().unwrap()]));
+    assert!(table.contains("not recorded"), "{table}");
+    // A source with an error flag keeps its counts.
+    let path = fixture("import/openhands/export.json");
+    let report: Value = serde_json::from_str(&stdout(&run(&[
+        "report",
+        "--format",
+        "json",
+        path.to_str().unwrap(),
+    ])))
+    .unwrap();
+    let read = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["tool"] == "read")
+        .unwrap();
+    assert_eq!(read["errors"], 1);
+}
