@@ -27,8 +27,9 @@ cd "$(dirname "$0")/.."
 TASKS=${TASKS:-10000}
 RUNS=${RUNS:-5}
 OUT=${BENCH_OUT:-bench/out/eval}
-LOOPTRACE=${LOOPTRACE:-target/release/looptrace}
-FLOOR=target/release/examples/eval_floor
+TARGET=${CARGO_TARGET_DIR:-target}
+LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
+FLOOR=$TARGET/release/examples/eval_floor
 SUITE=$OUT/suite-$TASKS.json
 TRASH=$OUT/old
 
@@ -60,7 +61,10 @@ floor() {
   local out
   out=$TRASH/floor-$(date +%s%N)
   for threads in 1 2; do
-    "$FLOOR" "$OUT/reference/traces" "$out-$threads" --reps "$RUNS" --jobs "$threads" | tee /dev/stderr |
+    # Each line is echoed to stderr by the shell: `tee /dev/stderr` would reopen a redirected log
+    # and truncate it.
+    "$FLOOR" "$OUT/reference/traces" "$out-$threads" --reps "$RUNS" --jobs "$threads" |
+      while IFS= read -r line; do printf '%s\n' "$line" >&2; printf '%s\n' "$line"; done |
       awk '/^one write per (line|file)/ { print $5 }'
   done
 }

@@ -20,8 +20,9 @@ TRACE=$OUT/traces-$SIZE-$SEED.jsonl
 SMALL=$OUT/traces-128M-$SEED.jsonl
 
 cargo build --release --quiet --bin looptrace --example gen_traces
-[ -s "$TRACE" ] || ./target/release/examples/gen_traces "$TRACE" "$SIZE" "$SEED"
-[ -s "$SMALL" ] || ./target/release/examples/gen_traces "$SMALL" 128M "$SEED"
+TARGET=${CARGO_TARGET_DIR:-target}
+[ -s "$TRACE" ] || "$TARGET"/release/examples/gen_traces "$TRACE" "$SIZE" "$SEED"
+[ -s "$SMALL" ] || "$TARGET"/release/examples/gen_traces "$SMALL" 128M "$SEED"
 BYTES=$(stat -c %s "$TRACE")
 cat "$TRACE" "$SMALL" > /dev/null # into the page cache
 # Other work on the machine takes cores from every tool measured here: say how busy it was.
@@ -42,7 +43,7 @@ measure() {
 
 best=""
 for _ in $(seq "$RUNS"); do
-    measure looptrace ./target/release/looptrace report --format csv "$TRACE"
+    measure looptrace "$TARGET"/release/looptrace report --format csv "$TRACE"
     if [ -z "$best" ] || python3 -c "import sys; sys.exit(not $SECONDS_TAKEN < $best)"; then
         best=$SECONDS_TAKEN
         best_kb=$PEAK_KB
@@ -50,7 +51,7 @@ for _ in $(seq "$RUNS"); do
 done
 lt_s=$best
 lt_kb=$best_kb
-measure looptrace_small ./target/release/looptrace report --format csv "$SMALL"
+measure looptrace_small "$TARGET"/release/looptrace report --format csv "$SMALL"
 small_kb=$PEAK_KB
 
 measure jq jq -n '

@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 events=${1:-1000000}
 mkdir -p bench/out
 cargo build --release --example trace_write -q
-./target/release/examples/trace_write "$events" bench/out
+"${CARGO_TARGET_DIR:-target}"/release/examples/trace_write "$events" bench/out
 python3 bench/trace_write_python.py "$((events / 10))" bench/out/python.jsonl

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=fuzz/corpus
-mkdir -p "$corpus/trace_line" "$corpus/parse_json_action" "$corpus/suite_load"
+mkdir -p "$corpus/trace_line" "$corpus/parse_json_action" "$corpus/suite_load" "$corpus/readers_agree"
 
 # Whole trace files, then each of their lines alone.
 for file in sample_traces/*.jsonl tests/bad_inputs/trace_*.jsonl; do
@@ -37,6 +37,9 @@ for file in sample_traces/*.json tests/fixtures/*/*.json tests/bad_inputs/suite_
     cp "$file" "$corpus/suite_load/$(basename "$file")"
 done
 
-for target in trace_line parse_json_action suite_load; do
+# The readers' agreement starts from the same traces and lines.
+cp "$corpus"/trace_line/* "$corpus/readers_agree/"
+
+for target in trace_line parse_json_action suite_load readers_agree; do
     echo "$target: $(find "$corpus/$target" -type f | wc -l) seeds"
 done

@@ -185,18 +185,9 @@ pub struct RunResult {
 pub struct RunId(pub String);
 
 impl RunId {
-    /// A fresh id, unique across processes and time: the time in microseconds, the process id and
-    /// a per-process counter.
+    /// A fresh id, unique across processes, machines and time: `run-` and a [`unique_token`].
     pub fn generate() -> RunId {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        use std::time::{SystemTime, UNIX_EPOCH};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let micros = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros())
-            .unwrap_or_default();
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        RunId(format!("run-{micros:x}-{:x}-{n}", std::process::id()))
+        RunId(format!("run-{}", unique_token()))
     }
 
     /// The id as text.
@@ -215,4 +206,45 @@ impl From<&str> for RunId {
     fn from(id: &str) -> Self {
         RunId(id.to_owned())
     }
+}
+
+/// A short token unique across processes, machines and time, and ordered by time: the milliseconds
+/// since 1970 in base 36 (nine digits, so tokens sort by creation time as text), a dash and eight
+/// base-36 digits from the system's random source, mixed with the time, the process id and a
+/// per-process counter so that a missing random source still gives distinct tokens on one machine.
+/// Only `[0-9a-z-]`: it fits in run ids, task ids and file names.
+pub fn unique_token() -> String {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut random = [0u8; 16];
+    let _ = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut random));
+    let mut hasher = Sha256::new();
+    hasher.update(random);
+    hasher.update(since_epoch.as_nanos().to_le_bytes());
+    hasher.update(std::process::id().to_le_bytes());
+    hasher.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let digest = hasher.finalize();
+    let mut bits = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
+    let mut tail = String::with_capacity(8);
+    for _ in 0..8 {
+        tail.push(base36_digit(bits % 36));
+        bits /= 36;
+    }
+    let mut millis = since_epoch.as_millis();
+    let mut head = [b'0'; 9];
+    for slot in head.iter_mut().rev() {
+        *slot = base36_digit((millis % 36) as u64) as u8;
+        millis /= 36;
+    }
+    format!("{}-{tail}", String::from_utf8_lossy(&head))
+}
+
+fn base36_digit(value: u64) -> char {
+    char::from_digit(value as u32, 36).unwrap_or('0')
 }

@@ -1,5 +1,6 @@
 //! Pieces several commands share: capture flags, reading response files, opening trace outputs.
 
+use std::io::{self, StdoutLock, Write};
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
@@ -75,7 +76,59 @@ pub fn read_responses(path: &Path) -> Result<Vec<String>, CliError> {
             responses.push(text.to_owned());
         }
     }
+    if responses.is_empty() {
+        return Err(CliError::input(format!(
+            "responses file `{}` holds no responses (one raw model response per line)",
+            path.display()
+        )));
+    }
     Ok(responses)
+}
+
+/// Standard output for commands whose exit code reports what the work found (`eval`, `replay`,
+/// `run`): a reader that stops early (`| head`) must not change that code, so once the pipe is
+/// closed the rest of the output is dropped and the command goes on to its real outcome.
+pub struct OutcomeStdout {
+    inner: StdoutLock<'static>,
+    closed: bool,
+}
+
+/// Standard output that ignores a closed pipe; see [`OutcomeStdout`].
+pub fn outcome_stdout() -> OutcomeStdout {
+    OutcomeStdout {
+        inner: io::stdout().lock(),
+        closed: false,
+    }
+}
+
+impl OutcomeStdout {
+    fn absorb(&mut self, result: io::Result<()>) -> io::Result<()> {
+        match result {
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl Write for OutcomeStdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write_all(buf);
+        self.absorb(result).map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.absorb(result)
+    }
 }
 
 /// Opens a trace for appending, with a message that names the file.

@@ -19,7 +19,9 @@ pub enum CliError {
     Input(String),
     /// A bug or a broken dependency: exit 3.
     Internal(String),
-    /// Standard output was closed early (`looptrace show | head`): not an error.
+    /// Standard output was closed early (`looptrace show | head`): not an error. Commands whose
+    /// exit code reports an outcome write through `common::OutcomeStdout` instead, which never
+    /// returns this.
     BrokenPipe,
 }
 

@@ -13,7 +13,7 @@ use super::common::{CaptureArg, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, TaskModel,
-    Totals, Verdict, compare, corpus_suite, load_suite, merge_results, now_rfc3339,
+    Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
@@ -64,6 +64,10 @@ pub struct MergeArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
+    /// missing shards, and the exit code is 1.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// `--format table|json|markdown|csv`.
@@ -100,7 +104,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let tools = ToolRegistry::builtin();
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
-        Some(path) => Some(read_results(path).map_err(CliError::Input)?),
+        Some(path) => Some(read_baseline(path)?),
         None => None,
     };
     let out = args
@@ -157,13 +161,16 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     let stop = Arc::new(AtomicBool::new(false));
-    // A first Ctrl-C stops scheduling; a second one ends the process at once.
-    let _ = signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        Arc::clone(&stop),
-    );
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop));
+    // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
+    // signal ends the process at once. The shutdown hook is registered first so that it sees
+    // the flag as the previous signal left it.
+    for (signal, code) in [
+        (signal_hook::consts::SIGINT, 130),
+        (signal_hook::consts::SIGTERM, 143),
+    ] {
+        let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
     let progress = progress_bar(selected.len());
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
@@ -174,11 +181,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let created_at = now_rfc3339();
+    let eval_id = looptrace::run::unique_token();
     let summarizer = Summarizer::from_env();
     let options = RunnerOptions {
         jobs,
         capture: suite.capture,
         summarizer,
+        eval_id: eval_id.clone(),
         traces_dir: Some(traces_dir),
         stop: &stop,
         on_done: &on_done,
@@ -192,10 +201,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         format: RESULTS_FORMAT.to_owned(),
         looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
         created_at,
+        eval_id: Some(eval_id),
         suite: suite_info(&suite),
         shard: args.shard,
         capture: suite.capture,
         interrupted,
+        partial: false,
+        missing_shards: Vec::new(),
         totals: Totals::of(&tasks),
         tasks,
     };
@@ -256,6 +268,12 @@ pub fn merge(args: MergeArgs) -> CliResult {
         ));
     }
     let merged = merge_results(&inputs).map_err(CliError::Input)?;
+    if merged.partial && !args.allow_partial {
+        return Err(CliError::input(format!(
+            "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
+            list_shards(&merged.missing_shards)
+        )));
+    }
     if let Some(out) = &args.out {
         let json = serde_json::to_string_pretty(&merged).map_err(CliError::internal)?;
         write_atomically(out, format!("{json}\n").as_bytes()).map_err(|err| {
@@ -263,7 +281,27 @@ pub fn merge(args: MergeArgs) -> CliResult {
         })?;
     }
     print_report(&merged, None, args.format)?;
+    if merged.partial {
+        eprintln!(
+            "partial: shards {} are missing",
+            list_shards(&merged.missing_shards)
+        );
+        return Ok(Outcome::Failures);
+    }
     Ok(verdict(&merged, None))
+}
+
+/// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.
+fn read_baseline(path: &Path) -> Result<ResultsFile, CliError> {
+    let baseline = read_results(path).map_err(CliError::Input)?;
+    if baseline.partial {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is a partial merge (shards {} missing): compare with complete results",
+            path.display(),
+            list_shards(&baseline.missing_shards)
+        )));
+    }
+    Ok(baseline)
 }
 
 /// The suite and every file it reads (for output-path guards).
@@ -300,17 +338,14 @@ fn print_report(
     comparison: Option<&Comparison>,
     format: FormatArg,
 ) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
     out.flush()?;
     Ok(())
 }
 
 fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
-    let failed = results
-        .tasks
-        .iter()
-        .any(|t| t.expectation == Verdict::Failed);
+    let failed = results.tasks.iter().any(|t| t.fails());
     let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
     if failed || regressed {
         Outcome::Failures

@@ -138,7 +138,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let source = file_name(&args.trace);
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     if args.check {
         let checks: Vec<RunCheck> = prepared.iter().map(PreparedReplay::check).collect();
         let report = CheckReport {

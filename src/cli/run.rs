@@ -99,7 +99,7 @@ pub fn run(args: RunArgs) -> CliResult {
             return Err(CliError::input("--max-steps must be at least 1"));
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::common::outcome_stdout();
     if args.json {
         let mut value = serde_json::to_value(&result).map_err(CliError::internal)?;
         value["run_id"] = serde_json::Value::String(run_id.0.clone());

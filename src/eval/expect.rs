@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::suite::Expectations;
-use crate::run::RunResult;
+use crate::run::{ExitReason, RunResult};
 use crate::trace::{Capture, Summarizer};
 
 /// How a task fared against its expectations.
@@ -76,6 +76,12 @@ pub fn check(
                 shown(needle)
             ),
         });
+    }
+    if expect.exit_reason.is_none() && result.exit_reason == ExitReason::InternalError {
+        failures.push(
+            "an internal error was not expected (expect exit_reason internal_error to allow it)"
+                .to_owned(),
+        );
     }
     if let Some(limit) = expect.max_steps_used
         && result.steps_used > limit

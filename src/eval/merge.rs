@@ -1,8 +1,10 @@
-//! `looptrace merge`: combines shard results into one, refusing overlaps and mismatched suites.
+//! `looptrace merge`: combines shard results into one, refusing overlaps, mismatched suites and
+//! mixed capture modes. A set of shards that leaves some out is merged only as a file marked
+//! `partial`, listing the shards it lacks; the caller decides whether that is acceptable.
 
 use std::collections::HashSet;
 
-use super::results::{ResultsFile, Totals};
+use super::results::{ResultsFile, Shard, Totals};
 
 /// Merges shard results named by `names` (for messages). Tasks keep suite order when every shard
 /// of one split is present (they interleave by position); otherwise they follow the inputs.
@@ -22,6 +24,18 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
                 first.suite.name,
                 first.suite.tasks,
                 short(&first.suite.fingerprint)
+            ));
+        }
+        if results.capture != first.capture {
+            return Err(format!(
+                "`{name}` was recorded with {} capture, `{first_name}` with {}: refusing to merge shards of different capture modes",
+                results.capture.as_str(),
+                first.capture.as_str()
+            ));
+        }
+        if results.partial {
+            return Err(format!(
+                "`{name}` is itself a partial merge: merge the shard results it came from instead"
             ));
         }
         if let Some(shard) = results.shard
@@ -54,7 +68,33 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
         .iter()
         .filter_map(|(_, r)| r.shard.map(|s| s.count))
         .collect();
+    if counts.len() > 1 {
+        let splits: Vec<String> = inputs
+            .iter()
+            .filter_map(|(name, r)| {
+                r.shard
+                    .map(|s| format!("`{name}` is {}/{}", s.index, s.count))
+            })
+            .collect();
+        return Err(format!(
+            "the inputs come from different splits ({}): merge the shards of one --shard K/N split",
+            splits.join(", ")
+        ));
+    }
     let all_sharded = inputs.iter().all(|(_, r)| r.shard.is_some()) && counts.len() == 1;
+    let mut missing_shards = Vec::new();
+    if let Some(&count) = counts.iter().next() {
+        if !all_sharded {
+            return Err(
+                "the inputs mix shard results with results of a whole suite: they overlap"
+                    .to_owned(),
+            );
+        }
+        missing_shards = (1..=count)
+            .filter(|index| !seen_shards.contains(&(*index, count)))
+            .map(|index| Shard { index, count })
+            .collect();
+    }
     if all_sharded {
         // Task i of the suite sits in shard i mod N + 1 at position i / N: interleave back.
         let n = counts.into_iter().next().unwrap_or(1);
@@ -80,12 +120,19 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     }
     let mut merged = first.clone();
     merged.shard = None;
+    let eval_ids: HashSet<Option<&String>> =
+        inputs.iter().map(|(_, r)| r.eval_id.as_ref()).collect();
+    if eval_ids.len() > 1 {
+        merged.eval_id = None;
+    }
     merged.interrupted = inputs.iter().any(|(_, r)| r.interrupted);
     merged.created_at = inputs
         .iter()
         .map(|(_, r)| r.created_at.clone())
         .min()
         .unwrap_or_default();
+    merged.partial = !missing_shards.is_empty();
+    merged.missing_shards = missing_shards;
     merged.totals = Totals::of(&tasks);
     merged.tasks = tasks;
     Ok(merged)

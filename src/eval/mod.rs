@@ -24,6 +24,7 @@ pub use results::{
     now_rfc3339, read_results, suite_info, write_atomically,
 };
 pub use runner::{RunnerOptions, prepare_traces_dir, run_tasks};
+pub use shard::list_shards;
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str,

@@ -68,8 +68,18 @@ impl<'a> Report<'a> {
         let failed = results
             .tasks
             .iter()
-            .filter(|t| t.expectation == Verdict::Failed)
-            .map(|t| (t.id.as_str(), t.exit_reason, t.failures.join("; ")))
+            .filter(|t| t.fails())
+            .map(|t| {
+                let why = if t.expectation == Verdict::Failed {
+                    t.failures.join("; ")
+                } else {
+                    format!(
+                        "internal error ({}) in a task without expectations",
+                        t.error_kind.as_deref().unwrap_or("unclassified")
+                    )
+                };
+                (t.id.as_str(), t.exit_reason, why)
+            })
             .collect();
         Report {
             results,

@@ -25,6 +25,10 @@ pub struct ResultsFile {
     pub looptrace_version: String,
     /// When the evaluation started, UTC, RFC 3339.
     pub created_at: String,
+    /// The evaluation's id, part of every run id it wrote (absent in merged files whose shards
+    /// came from different evaluations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
     /// Which suite ran.
     pub suite: SuiteInfo,
     /// The shard this file covers, if the run was sharded.
@@ -35,6 +39,12 @@ pub struct ResultsFile {
     /// Whether the evaluation was interrupted before every task ran.
     #[serde(default)]
     pub interrupted: bool,
+    /// Whether this is a merge that lacks some shards (`merge --allow-partial`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The shards a partial merge lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<Shard>,
     /// Per-task results, in suite order.
     pub tasks: Vec<TaskResult>,
     /// Counts over `tasks`.
@@ -66,6 +76,9 @@ pub struct Shard {
 pub struct TaskResult {
     /// The task id.
     pub id: String,
+    /// The run id in the task's trace: `<task-id>.<eval-id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// `responses`, `actions` or `replay`.
     pub model: String,
     /// How the run ended.
@@ -102,6 +115,20 @@ pub struct TaskResult {
     /// The task's trace, relative to the results file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+}
+
+impl TaskResult {
+    /// An internal error in a task without expectations: it fails the evaluation like a failed
+    /// expectation. (A task with expectations fails them on an internal error it does not
+    /// expect; see `expect::check`.)
+    pub fn is_unexpected_internal_error(&self) -> bool {
+        self.exit_reason == ExitReason::InternalError && self.expectation == Verdict::None
+    }
+
+    /// Whether this task fails the evaluation: a failed expectation or an unexpected internal error.
+    pub fn fails(&self) -> bool {
+        self.expectation == Verdict::Failed || self.is_unexpected_internal_error()
+    }
 }
 
 /// Counts over the tasks of a results file.

@@ -31,6 +31,8 @@ pub struct RunnerOptions<'a> {
     pub capture: Capture,
     /// How summaries are hashed.
     pub summarizer: Summarizer,
+    /// This evaluation's id: each task's run id is `<task-id>.<eval-id>`.
+    pub eval_id: String,
     /// The folder for `traces/<task-id>.jsonl`; `None` writes no traces.
     pub traces_dir: Option<PathBuf>,
     /// Set from outside (SIGINT) to stop scheduling new tasks.
@@ -151,7 +153,8 @@ fn run_one(
                 };
                 let mut observer = Counting {
                     counts: &mut counts,
-                    inner: TraceRecorder::new(task.id.as_str(), recorder_options, writer),
+                    inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
+                        .with_task_id(task.id.as_str()),
                 };
                 run_agent_with_gate(
                     &prompt,
@@ -212,6 +215,11 @@ fn recorded_gate(run: &RecordedRun) -> Option<Box<dyn FinishGate>> {
     recording
         .has_gate()
         .then(|| Box::new(recording.recorded_gate()) as Box<dyn FinishGate>)
+}
+
+/// The run id of a task's run in this evaluation: unique across evaluations and machines.
+fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
+    format!("{}.{}", task.id, options.eval_id)
 }
 
 /// For replay tasks, which recording the run replays (the file name only: paths are not recorded).
@@ -308,6 +316,7 @@ fn finish(
     let finished = result.exit_reason == ExitReason::Finished;
     TaskResult {
         id: task.id.to_string(),
+        run_id: Some(run_id(task, options)),
         model: task.model.kind().to_owned(),
         exit_reason: result.exit_reason,
         steps_used: result.steps_used,

@@ -3,6 +3,7 @@
 //! `i mod N + 1`: the same suite always splits the same way, shares differ by at most one task, and
 //! the N shards together are exactly the suite.
 
+use std::fmt;
 use std::str::FromStr;
 
 use super::results::Shard;
@@ -26,6 +27,21 @@ impl FromStr for Shard {
         }
         Ok(shard)
     }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Shards as `1/3, 3/3`, for messages.
+pub fn list_shards(shards: &[Shard]) -> String {
+    shards
+        .iter()
+        .map(Shard::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Shard {

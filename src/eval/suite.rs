@@ -556,7 +556,7 @@ impl Checker<'_> {
             ["responses"] => {
                 self.only_keys(map, &["responses"], path);
                 let path = format!("{path}.responses");
-                let list = self.array(&map["responses"], &path)?;
+                let list = self.non_empty_array(&map["responses"], &path)?;
                 let mut responses = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     responses.extend(self.string(item, &format!("{path}[{i}]")));
@@ -566,7 +566,7 @@ impl Checker<'_> {
             ["actions"] => {
                 self.only_keys(map, &["actions"], path);
                 let path = format!("{path}.actions");
-                let list = self.array(&map["actions"], &path)?;
+                let list = self.non_empty_array(&map["actions"], &path)?;
                 let mut actions = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     match action_from_value(item.clone()) {
@@ -603,6 +603,17 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// An array with at least one item: a scripted model with nothing to say is a suite mistake,
+    /// not a run that ends in an internal error.
+    fn non_empty_array<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Vec<Value>> {
+        let list = self.array(value, path)?;
+        if list.is_empty() {
+            self.problem(path, "expected at least one item, got an empty array");
+            return None;
+        }
+        Some(list)
     }
 
     /// Resolves and reads a replay source; it must stay inside the suite's folder.

@@ -106,8 +106,10 @@ pub fn load_fast(text: &str) -> Option<Suite> {
             return None;
         }
         let model = match (task.model.responses, task.model.actions) {
-            (Some(responses), None) => TaskModel::Responses(responses),
-            (None, Some(actions)) => TaskModel::Actions(actions.into_iter().map(action).collect()),
+            (Some(responses), None) if !responses.is_empty() => TaskModel::Responses(responses),
+            (None, Some(actions)) if !actions.is_empty() => {
+                TaskModel::Actions(actions.into_iter().map(action).collect())
+            }
             _ => return None,
         };
         let expect = task

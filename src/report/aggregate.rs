@@ -104,6 +104,9 @@ pub(crate) struct Totals<'a> {
     pub unknown_types: Counter<'a>,
     /// Runs with a finish gate, their rejections and attempts.
     pub finish_gate: FinishGateTotals,
+    /// The keys of `unknown_types` in the order first seen, so that the types named one by one
+    /// are the first ones in input order.
+    unknown_order: Vec<Text<'a>>,
 }
 
 impl<'a> Totals<'a> {
@@ -120,12 +123,14 @@ impl<'a> Totals<'a> {
     }
 
     fn unknown_type(&mut self, event_type: Text<'a>) {
-        if self.unknown_types.len() >= MAX_EVENT_TYPES
-            && !self.unknown_types.contains_key(event_type.as_ref())
-        {
-            bump(&mut self.unknown_types, &Cow::Borrowed(&b"(other)"[..]), 1);
-        } else {
-            bump(&mut self.unknown_types, &event_type, 1);
+        // Every type is counted in the chunk (at most one per line); the cap applies when the
+        // chunks are merged in input order, so a named type is counted in every chunk.
+        match self.unknown_types.get_mut(event_type.as_ref()) {
+            Some(count) => *count += 1,
+            None => {
+                self.unknown_order.push(event_type.clone());
+                self.unknown_types.insert(event_type, 1);
+            }
         }
     }
 
@@ -207,6 +212,11 @@ impl<'a> Totals<'a> {
                 .collect(),
             unknown_types: counter_into_owned(self.unknown_types),
             finish_gate: self.finish_gate,
+            unknown_order: self
+                .unknown_order
+                .into_iter()
+                .map(|name| Cow::Owned(name.into_owned()))
+                .collect(),
         }
     }
 }
@@ -248,18 +258,19 @@ impl Totals<'static> {
             mine.errors += tool.errors;
             merge_counter(&mut mine.errors_by_kind, tool.errors_by_kind);
         }
-        for (event_type, count) in other.unknown_types {
-            if self.unknown_types.len() >= MAX_EVENT_TYPES
-                && !self.unknown_types.contains_key(&event_type)
-            {
-                bump(
-                    &mut self.unknown_types,
-                    &Cow::Borrowed(&b"(other)"[..]),
-                    count,
-                );
+        for event_type in other.unknown_order {
+            let count = other.unknown_types.get(&event_type).copied().unwrap_or(0);
+            let named = self.unknown_order.len() < MAX_EVENT_TYPES
+                || self.unknown_types.contains_key(&event_type);
+            let key = if named {
+                event_type
             } else {
-                bump(&mut self.unknown_types, &event_type, count);
+                Cow::Borrowed(&b"(other)"[..])
+            };
+            if !self.unknown_types.contains_key(&key) {
+                self.unknown_order.push(key.clone());
             }
+            bump(&mut self.unknown_types, &key, count);
         }
     }
 }

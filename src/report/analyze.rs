@@ -17,7 +17,7 @@ use std::sync::mpsc;
 
 use super::aggregate::{Merger, Totals};
 use super::chunk::{ChunkReport, ScanSettings, scan_chunk};
-use super::error::ReportError;
+use super::error::{LineError, ReportError};
 use super::hash::FastMap;
 use super::input::{Input, Source, for_each_stream_block, read_chunk};
 use super::model::{
@@ -77,7 +77,7 @@ pub fn analyze(
         max_line: options.max_line,
         collect_ids: inputs.len() > 1,
     };
-    let mut merge = Merge::new(inputs, warnings);
+    let mut merge = Merge::new(inputs, warnings, options.lenient);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let workers = options.threads.min(
@@ -123,12 +123,31 @@ pub fn analyze(
             });
         }
         drop(sender);
-        let result = merge_in_order(&units, inputs, options, settings, &receiver, &mut merge);
+        let result = merge_in_order(&units, inputs, options, settings, &receiver, &mut merge)
+            .and_then(|()| merge.finish_inputs());
         if result.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
         result
     })?;
+    Ok(merge.into_report())
+}
+
+/// Computes the report of one trace held in memory (named `name` in warnings and errors), on
+/// this thread, by the same rules as [`analyze`].
+pub fn analyze_slice(data: &[u8], name: &str, lenient: bool) -> Result<Report, ReportError> {
+    let inputs = [Input {
+        name: name.to_owned(),
+        source: Source::Stdin,
+    }];
+    let settings = ScanSettings {
+        lenient,
+        max_line: Options::default().max_line,
+        collect_ids: false,
+    };
+    let mut merge = Merge::new(&inputs, Vec::new(), lenient);
+    merge.add(0, scan_chunk(data, 0, true, settings))?;
+    merge.finish_inputs()?;
     Ok(merge.into_report())
 }
 
@@ -264,6 +283,7 @@ struct InputProgress {
 /// The merge of all chunk results so far.
 struct Merge<'i> {
     inputs: &'i [Input],
+    lenient: bool,
     progress: Vec<InputProgress>,
     merger: Merger,
     warnings: Vec<Warning>,
@@ -271,14 +291,20 @@ struct Merge<'i> {
     first_input: FastMap<u64, u32>,
     /// Run ids found in more than one input: name and inputs, in the order found.
     duplicates: Vec<(u64, String, Vec<u32>)>,
-    duplicate_index: HashMap<u64, usize>,
+    /// Per run id found in more than one input, its place in `duplicates` (`None` past the
+    /// ones listed, which are only counted).
+    duplicate_index: HashMap<u64, Option<usize>>,
     more_duplicates: u64,
+    /// A chunk's last line that ended early: input, line and problem, until the next chunk
+    /// shows whether a run starts right after it.
+    pending_cut: Option<(u32, u64, LineError)>,
 }
 
 impl<'i> Merge<'i> {
-    fn new(inputs: &'i [Input], warnings: Vec<Warning>) -> Self {
+    fn new(inputs: &'i [Input], warnings: Vec<Warning>, lenient: bool) -> Self {
         Merge {
             inputs,
+            lenient,
             progress: inputs.iter().map(|_| InputProgress::default()).collect(),
             merger: Merger::default(),
             warnings,
@@ -286,11 +312,24 @@ impl<'i> Merge<'i> {
             duplicates: Vec::new(),
             duplicate_index: HashMap::new(),
             more_duplicates: 0,
+            pending_cut: None,
         }
     }
 
     /// Adds the next chunk of input number `input`.
     fn add(&mut self, input: u32, report: ChunkReport) -> Result<(), ReportError> {
+        if let Some((cut_input, line, problem)) = self.pending_cut.take() {
+            if cut_input == input && report.lines == 0 && report.error.is_none() {
+                self.pending_cut = Some((cut_input, line, problem));
+            } else if cut_input == input && report.starts_with_run {
+                self.warnings.push(Warning::CutOffWrite {
+                    file: self.inputs[input as usize].name.clone(),
+                    line,
+                });
+            } else {
+                self.malformed(cut_input, line, problem)?;
+            }
+        }
         let name = &self.inputs[input as usize].name;
         let progress = &mut self.progress[input as usize];
         let base = progress.lines;
@@ -312,11 +351,49 @@ impl<'i> Merge<'i> {
                 line: base + line,
             });
         }
+        for line in report.cut_off {
+            self.warnings.push(Warning::CutOffWrite {
+                file: name.clone(),
+                line: base + line,
+            });
+        }
+        if let Some((line, problem)) = report.cut_at_end {
+            self.pending_cut = Some((input, base + line, problem));
+        }
         for (fingerprint, run_id) in report.parts.run_ids.iter() {
             self.note_run_id(*fingerprint, run_id, input);
         }
         self.merger.add(report.parts);
         Ok(())
+    }
+
+    /// A malformed line found after its chunk was added: an error, or skipped if lenient.
+    fn malformed(&mut self, input: u32, line: u64, problem: LineError) -> Result<(), ReportError> {
+        if !self.lenient {
+            return Err(ReportError::Line {
+                path: self.inputs[input as usize].name.clone(),
+                line,
+                problem,
+            });
+        }
+        let progress = &mut self.progress[input as usize];
+        progress.skipped += 1;
+        if progress
+            .first_skipped
+            .as_ref()
+            .is_none_or(|(first, _)| *first > line)
+        {
+            progress.first_skipped = Some((line, problem.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Settles a cut line left by the last chunk of the input: nothing follows it.
+    fn finish_inputs(&mut self) -> Result<(), ReportError> {
+        match self.pending_cut.take() {
+            Some((input, line, problem)) => self.malformed(input, line, problem),
+            None => Ok(()),
+        }
     }
 
     fn note_run_id(&mut self, fingerprint: u64, run_id: &[u8], input: u32) {
@@ -325,15 +402,17 @@ impl<'i> Merge<'i> {
             return;
         }
         match self.duplicate_index.get(&fingerprint) {
-            Some(&at) => {
+            Some(&Some(at)) => {
                 let files = &mut self.duplicates[at].2;
                 if files.last() != Some(&input) {
                     files.push(input);
                 }
             }
+            // Counted once already; its later files are not listed.
+            Some(None) => {}
             None if self.duplicates.len() < MAX_LISTED_DUPLICATES => {
                 self.duplicate_index
-                    .insert(fingerprint, self.duplicates.len());
+                    .insert(fingerprint, Some(self.duplicates.len()));
                 self.duplicates.push((
                     fingerprint,
                     String::from_utf8_lossy(run_id).into_owned(),
@@ -341,7 +420,7 @@ impl<'i> Merge<'i> {
                 ));
             }
             None => {
-                self.duplicate_index.insert(fingerprint, usize::MAX);
+                self.duplicate_index.insert(fingerprint, None);
                 self.more_duplicates += 1;
             }
         }

@@ -9,7 +9,8 @@ use memchr::memchr;
 
 use super::aggregate::{ChunkParts, ChunkState};
 use super::error::LineError;
-use super::event::parse_event;
+use super::event::{EventKind, is_run_started, parse_event};
+use super::scan::ends_early;
 
 /// How to scan.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +38,13 @@ pub(crate) struct ChunkReport {
     pub truncated: Option<u64>,
     /// The first malformed line, if not lenient: the chunk stopped there.
     pub error: Option<(u64, LineError)>,
+    /// Lines cut short by a failed write and followed by a `run_started` line: skipped.
+    pub cut_off: Vec<u64>,
+    /// The chunk's last line, when it ends early and the line after it (the next chunk's
+    /// first) decides whether it is a cut-off write or malformed.
+    pub cut_at_end: Option<(u64, LineError)>,
+    /// Whether the chunk's first line is a `run_started` event.
+    pub starts_with_run: bool,
 }
 
 /// Scans `data`, a line-aligned chunk of input number `file`; `at_eof` says it ends the input.
@@ -57,6 +65,7 @@ pub(crate) fn scan_chunk(
         let line = &data[start..end];
         start = end + usize::from(terminated);
         report.lines += 1;
+        let first = report.lines == 1;
         let problem = if line.len() > settings.max_line {
             LineError::TooLong {
                 limit: settings.max_line,
@@ -66,14 +75,21 @@ pub(crate) fn scan_chunk(
         } else {
             match parse_event(line) {
                 Ok(event) => {
+                    report.starts_with_run |= first && event.kind == EventKind::RunStarted;
                     state.apply(event);
                     continue;
                 }
                 Err(problem) => problem,
             }
         };
+        let cut = terminated && !matches!(problem, LineError::TooLong { .. }) && ends_early(line);
         if !terminated && at_eof && !matches!(problem, LineError::TooLong { .. }) {
             report.truncated = Some(report.lines);
+        } else if cut && start < data.len() && is_run_started(next_line(data, start)) {
+            // A write cut short (a full disk), after which the next run began on a new line.
+            report.cut_off.push(report.lines);
+        } else if cut && start == data.len() && !at_eof {
+            report.cut_at_end = Some((report.lines, problem));
         } else if settings.lenient {
             report.skipped += 1;
             if report.first_skipped.is_none() {
@@ -86,6 +102,12 @@ pub(crate) fn scan_chunk(
     }
     report.parts = state.finish(settings.collect_ids);
     report
+}
+
+/// The line starting at `start` (without its `\n`).
+fn next_line(data: &[u8], start: usize) -> &[u8] {
+    let rest = &data[start..];
+    &rest[..memchr(b'\n', rest).unwrap_or(rest.len())]
 }
 
 /// Whether a line holds only whitespace (a `\r` of a `\r\n` line end included).

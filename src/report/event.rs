@@ -74,6 +74,17 @@ pub(crate) enum EventKind<'a> {
     },
 }
 
+/// Checks one non-blank line (without its `\n`) by the rules of a well-formed trace line that
+/// every reader follows (`docs/report.md`, "Malformed means").
+pub fn check_line(line: &[u8]) -> Result<(), LineError> {
+    parse_event(line).map(drop)
+}
+
+/// Whether a line is a well-formed `run_started` event.
+pub fn is_run_started(line: &[u8]) -> bool {
+    parse_event(line).is_ok_and(|event| event.kind == EventKind::RunStarted)
+}
+
 /// Reads one non-blank line (without its `\n`) as an event.
 pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
     let fields = scan_line(line)?;

@@ -58,7 +58,8 @@ impl Input {
 
 /// The inputs named by command-line paths, and a warning per folder with no trace file.
 ///
-/// A file reached twice (named and found in a folder) is read once.
+/// A file reached twice (named and found in a folder, through a link, or under a second name
+/// given by a hard link) is read once.
 pub fn collect_inputs<P: AsRef<Path>>(
     paths: &[P],
 ) -> Result<(Vec<Input>, Vec<Warning>), ReportError> {
@@ -97,14 +98,32 @@ pub fn collect_inputs<P: AsRef<Path>>(
 
 fn push_once(
     inputs: &mut Vec<Input>,
-    seen: &mut HashSet<PathBuf>,
+    seen: &mut HashSet<FileIdentity>,
     path: PathBuf,
 ) -> Result<(), ReportError> {
-    let canonical = fs::canonicalize(&path).map_err(|source| read_error(&path, source))?;
-    if seen.insert(canonical) {
+    if seen.insert(file_identity(&path)?) {
         inputs.push(Input::path(path));
     }
     Ok(())
+}
+
+/// What makes two names one file: its device and inode where there are inodes (hard links
+/// share them), else its canonical path.
+#[cfg(unix)]
+type FileIdentity = (u64, u64);
+#[cfg(not(unix))]
+type FileIdentity = PathBuf;
+
+#[cfg(unix)]
+fn file_identity(path: &Path) -> Result<FileIdentity, ReportError> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = fs::metadata(path).map_err(|source| read_error(path, source))?;
+    Ok((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Path) -> Result<FileIdentity, ReportError> {
+    fs::canonicalize(path).map_err(|source| read_error(path, source))
 }
 
 /// Appends the `*.jsonl` files under `folder` in sorted order.

@@ -17,12 +17,13 @@ mod model;
 mod render;
 mod scan;
 
-pub use analyze::{Options, analyze};
+pub use analyze::{Options, analyze, analyze_slice};
 pub use error::{LineError, ReportError};
+pub use event::{check_line, is_run_started};
 pub use input::{Input, Source, collect_inputs};
 pub use model::{
     BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
     InvalidOutput, Report, StepStats, StepSummary, ToolReport, Warning,
 };
 pub use render::{Format, RenderOptions, render};
-pub use scan::{Fields, scan_line};
+pub use scan::{Fields, ends_early, scan_line};

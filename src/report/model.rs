@@ -220,6 +220,14 @@ pub enum Warning {
         /// The line's number.
         line: u64,
     },
+    /// A line that ends early (a write cut short, as on a full disk) followed directly by a
+    /// `run_started` line: skipped, and the run it belonged to is incomplete.
+    CutOffWrite {
+        /// The input.
+        file: String,
+        /// The line's number.
+        line: u64,
+    },
     /// Malformed lines skipped under `--lenient`.
     SkippedLines {
         /// The input.
@@ -262,6 +270,7 @@ impl Warning {
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::TruncatedTail { .. } => "truncated_tail",
+            Warning::CutOffWrite { .. } => "cut_off_write",
             Warning::SkippedLines { .. } => "skipped_lines",
             Warning::UnknownEventType { .. } => "unknown_event_type",
             Warning::DuplicateRunId { .. } | Warning::MoreDuplicateRunIds { .. } => {
@@ -281,6 +290,10 @@ impl fmt::Display for Warning {
                     "{file}:{line}: cut-off last line (a write cut short) skipped"
                 )
             }
+            Warning::CutOffWrite { file, line } => write!(
+                f,
+                "{file}:{line}: a write cut short (the next line starts a run) skipped"
+            ),
             Warning::SkippedLines {
                 file,
                 count,

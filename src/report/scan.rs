@@ -52,9 +52,27 @@ pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
     })
 }
 
-/// A name of up to 15 bytes as a number, for matching names without comparing bytes.
+/// Whether a line that does not scan fails only because it ends early: it is the beginning
+/// of a well-formed line (JSON's end-of-input error, or a UTF-8 sequence cut at the end), as a
+/// write cut short leaves it.
+pub fn ends_early(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        // Cut inside a character: the rest must be a cut line too.
+        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
+        Err(_) => false,
+        Ok(_) => matches!(
+            scan_fields(line),
+            Err(LineError::Syntax { column, .. }) if column == line.len() + 1
+        ),
+    }
+}
+
+/// A name of up to 15 bytes as a number, for matching names without comparing bytes. The
+/// length is in the top byte, so that a name with trailing NUL bytes (`"run_id\u0000"`) is
+/// another name.
 pub(crate) const fn name(text: &[u8]) -> u128 {
-    let mut value = 0u128;
+    let mut value = (text.len() as u128) << 120;
     let mut at = 0;
     while at < text.len() {
         value |= (text[at] as u128) << (8 * at);
@@ -216,7 +234,7 @@ pub(crate) fn key_number(key: &[u8]) -> u128 {
             ),
         },
     };
-    u128::from(low) | u128::from(high) << 64
+    u128::from(low) | u128::from(high) << 64 | (len as u128) << 120
 }
 
 #[inline]
@@ -537,12 +555,15 @@ impl<'a> Cursor<'a> {
     fn literal(&mut self, word: &'static [u8]) -> Result<(), LineError> {
         let rest = &self.bytes[self.pos..];
         // Byte by byte: a slice comparison would be a call into `memcmp` for four bytes.
-        if rest.len() >= word.len() && word.iter().zip(rest).all(|(a, b)| a == b) {
-            self.pos += word.len();
-            Ok(())
-        } else {
-            Err(self.syntax("expected a value"))
+        if word.iter().zip(rest).all(|(a, b)| a == b) {
+            if rest.len() >= word.len() {
+                self.pos += word.len();
+                return Ok(());
+            }
+            // The line ends inside the word: it was cut short.
+            self.pos = self.bytes.len();
         }
+        Err(self.syntax("expected a value"))
     }
 
     /// Scans a number; returns its value if it is a non-negative integer that fits in `u64`, and

@@ -32,6 +32,10 @@ pub struct TraceEvent {
     /// The step budget (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// The suite task this run is an attempt at; the run id is unique per attempt (run_started
+    /// written by `eval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// Summary of the task text (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_summary: Option<String>,
@@ -53,8 +57,13 @@ pub struct TraceEvent {
     /// The argument names, sorted (model_action tool_call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_keys: Option<Vec<String>>,
-    /// The arguments, full capture only (model_action tool_call).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The arguments, full capture only (model_action tool_call). Arguments holding a number
+    /// beyond the range of an `f64` (Python writes integers of any size) read as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "arguments_if_representable"
+    )]
     pub arguments: Option<Map<String, Value>>,
     /// Summary of the answer, observation content or feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +111,7 @@ impl TraceEvent {
             capture: None,
             hash: None,
             max_steps: None,
+            task_id: None,
             input_summary: None,
             task: None,
             replay_of: None,
@@ -132,6 +142,26 @@ impl TraceEvent {
             EventType::InternalError => Some(ExitReason::InternalError),
             _ => None,
         }
+    }
+}
+
+/// Reads `arguments` from their own text, so that their nesting is counted from the arguments
+/// (not from the line) and a number too large for an `f64` leaves them absent instead of
+/// making the line malformed.
+fn arguments_if_representable<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Map<String, Value>>, D::Error> {
+    let raw = Option::<Box<serde_json::value::RawValue>>::deserialize(deserializer)?;
+    let Some(raw) = raw else { return Ok(None) };
+    match serde_json::from_str::<Map<String, Value>>(raw.get()) {
+        Ok(arguments) => Ok(Some(arguments)),
+        Err(err) if err.classify() == serde_json::error::Category::Data => {
+            Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Other("a value other than an object"),
+                &"an object",
+            ))
+        }
+        Err(_) => Ok(None),
     }
 }
 

@@ -69,6 +69,9 @@ pub struct ReadStats {
     pub unknown_event_types: BTreeMap<String, u64>,
     /// The line number of a cut-off last line (a crash mid-write), if any.
     pub truncated_tail: Option<u64>,
+    /// Lines cut short by a failed write (a full disk) and followed directly by a
+    /// `run_started` line: skipped, their runs left incomplete.
+    pub cut_off: Vec<u64>,
 }
 
 impl ReadStats {
@@ -78,6 +81,11 @@ impl ReadStats {
         if let Some(line) = self.truncated_tail {
             out.push(format!(
                 "{path}:{line}: the last line is cut off (the writer stopped mid-line); its run is incomplete"
+            ));
+        }
+        for line in &self.cut_off {
+            out.push(format!(
+                "{path}:{line}: a write cut short (the next line starts a run) skipped; its run is incomplete"
             ));
         }
         for (line, message) in &self.skipped {
@@ -107,10 +115,13 @@ pub struct TraceReader<R> {
     options: ReadOptions,
     stats: ReadStats,
     line: Vec<u8>,
+    /// A line read ahead (to see what follows a cut-off one), to be read next.
+    held: Option<(RawLine, Vec<u8>)>,
     failed: bool,
 }
 
-/// One raw line: its bytes, whether it ended with `\n`, whether it was too long.
+/// One raw line: whether it ended with `\n`, whether it was too long.
+#[derive(Clone, Copy)]
 struct RawLine {
     terminated: bool,
     too_long: bool,
@@ -125,6 +136,7 @@ impl<R: Read> TraceReader<R> {
             options,
             stats: ReadStats::default(),
             line: Vec::new(),
+            held: None,
             failed: false,
         }
     }
@@ -146,6 +158,10 @@ impl<R: Read> TraceReader<R> {
 
     /// Reads the next line into `self.line`, never holding more than the limit.
     fn read_line(&mut self) -> io::Result<Option<RawLine>> {
+        if let Some((raw, line)) = self.held.take() {
+            self.line = line;
+            return Ok(Some(raw));
+        }
         self.line.clear();
         let mut too_long = false;
         let mut any = false;
@@ -188,6 +204,22 @@ impl<R: Read> TraceReader<R> {
                 }
             }
         }
+    }
+
+    /// Reads the next line ahead and says whether it is a `run_started` event; it stays to be
+    /// read next.
+    fn next_starts_run(&mut self) -> io::Result<bool> {
+        let current = std::mem::take(&mut self.line);
+        let next = self.read_line()?;
+        let ahead = std::mem::replace(&mut self.line, current);
+        Ok(match next {
+            Some(raw) => {
+                let starts = !raw.too_long && crate::report::is_run_started(&ahead);
+                self.held = Some((raw, ahead));
+                starts
+            }
+            None => false,
+        })
     }
 
     fn line_error(&mut self, line: u64, message: String) -> Option<Result<TraceEvent, TraceError>> {
@@ -255,6 +287,25 @@ impl<R: Read> Iterator for TraceReader<R> {
                     self.stats.truncated_tail = Some(line_no);
                     return None;
                 }
+                Err(message) if crate::report::ends_early(&self.line) => {
+                    // A write cut short (a full disk) and the next run began on a new line:
+                    // a warning. Anything else after it makes the line malformed.
+                    match self.next_starts_run() {
+                        Ok(true) => self.stats.cut_off.push(line_no),
+                        Ok(false) => {
+                            if let Some(err) = self.line_error(line_no, message) {
+                                return Some(err.map(|e| (line_no, e)));
+                            }
+                        }
+                        Err(source) => {
+                            self.failed = true;
+                            return Some(Err(TraceError::Io {
+                                path: self.path.clone(),
+                                source,
+                            }));
+                        }
+                    }
+                }
                 Err(message) => match self.line_error(line_no, message) {
                     Some(err) => return Some(err.map(|e| (line_no, e))),
                     None => continue,
@@ -266,18 +317,24 @@ impl<R: Read> Iterator for TraceReader<R> {
 }
 
 /// Parses one line; `Ok(None)` for a blank one.
+///
+/// A line is well-formed by the rules `report` follows too (`docs/report.md`, "Malformed
+/// means"): after serde reads the event, the line is checked by the report's scanner, the one
+/// definition of a well-formed line. Only JSON's whitespace may surround the object.
 pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
-    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    if bytes
+        .iter()
+        .all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
+    {
+        return Ok(None);
+    }
     let text = std::str::from_utf8(bytes).map_err(|err| {
         format!(
             "invalid UTF-8 at byte {} of the line",
             err.valid_up_to() + 1
         )
     })?;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Ok(None);
-    }
+    let trimmed = text.trim_matches([' ', '\t', '\r', '\n']);
     if !trimmed.starts_with('{') {
         return Err("expected a JSON object".to_owned());
     }
@@ -286,6 +343,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
     if event.event_type == EventType::RunFinished && event.exit_reason.is_none() {
         return Err("run_finished without `exit_reason`".to_owned());
     }
+    crate::report::check_line(bytes).map_err(|err| err.to_string())?;
     Ok(Some(event))
 }
 

@@ -37,6 +37,7 @@ impl Default for RecorderOptions {
 #[derive(Debug)]
 pub struct TraceRecorder<S> {
     run_id: String,
+    task_id: Option<String>,
     options: RecorderOptions,
     sink: S,
 }
@@ -46,9 +47,16 @@ impl<S: EventSink> TraceRecorder<S> {
     pub fn new(run_id: impl Into<String>, options: RecorderOptions, sink: S) -> Self {
         TraceRecorder {
             run_id: run_id.into(),
+            task_id: None,
             options,
             sink,
         }
+    }
+
+    /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
+    pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
+        self.task_id = Some(task_id.into());
+        self
     }
 
     /// The sink, to take the events back or reuse the writer.
@@ -78,6 +86,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.capture = Some(self.options.capture);
                 e.hash = Some(self.options.summarizer.algorithm());
                 e.max_steps = Some(max_steps);
+                e.task_id = self.task_id.clone();
                 e.input_summary = Some(self.summary(&task.prompt));
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();

@@ -83,10 +83,11 @@ impl TraceContents {
             let (line, event) = item?;
             let starts = event.event_type == EventType::RunStarted;
             let ends = event.ending().is_some();
-            // A reused run id starts a new run once the old one has ended or when a second
-            // run_started arrives, the same rule `looptrace report` uses.
+            // A reused run id starts a new run once the old one has ended, and run_started
+            // always starts one (events of the id before it were an incomplete run), the rule
+            // of `docs/report.md` that `looptrace report` uses.
             let slot = match index.get_mut(&event.run_id) {
-                Some((slot, started, ended)) if !(*ended || starts && *started) => {
+                Some((slot, started, ended)) if !(*ended || starts) => {
                     *started |= starts;
                     *ended |= ends;
                     *slot

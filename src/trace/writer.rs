@@ -35,41 +35,84 @@ pub struct TraceWriter {
     file: File,
     line: Vec<u8>,
     fsync: bool,
+    /// The file ended inside a line (an earlier write cut short): the first event starts with
+    /// a `\n`, so it is not glued onto that line.
+    repair: bool,
 }
 
 impl TraceWriter {
     /// Opens `path` for appending, creating it if needed; never truncates.
     pub fn append(path: &Path, fsync: bool) -> io::Result<TraceWriter> {
-        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
         Ok(TraceWriter::from_file(file, fsync))
     }
 
-    /// Writes to an already opened file, which should be in append mode.
+    /// Writes to an already opened file, which should be in append mode. If the file can be
+    /// read and ends inside a line, the first event begins on a new line.
     pub fn from_file(file: File, fsync: bool) -> TraceWriter {
+        let repair = ends_inside_a_line(&file);
         TraceWriter {
             file,
             line: Vec::with_capacity(512),
             fsync,
+            repair,
         }
     }
 
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
     pub fn write_event(&mut self, event: &TraceEvent) -> io::Result<()> {
         self.line.clear();
+        if self.repair {
+            self.line.push(b'\n');
+        }
         serde_json::to_writer(&mut self.line, event)?;
         self.line.push(b'\n');
         // One write call for the whole line: O_APPEND makes it land at the end as a unit.
-        let written = self.file.write(&self.line)?;
-        if written != self.line.len() {
-            // A short write (disk full, a signal): finish the line so no later line is glued
-            // to it.
-            self.file.write_all(&self.line[written..])?;
-        }
+        let written = self.file.write(&self.line).and_then(|written| {
+            if written != self.line.len() {
+                // A short write (disk full, a signal): finish the line so no later line is
+                // glued to it.
+                self.file.write_all(&self.line[written..])?;
+            }
+            Ok(())
+        });
+        // After a failed write the file may end inside a line: the next event repairs it.
+        self.repair = written.is_err();
+        written?;
         if self.fsync {
             self.file.sync_data()?;
         }
         fault::event_written();
         Ok(())
+    }
+}
+
+/// Whether the file's last byte is there and is not `\n` (false if it cannot be read).
+fn ends_inside_a_line(file: &File) -> bool {
+    let Ok(metadata) = file.metadata() else {
+        return false;
+    };
+    if metadata.len() == 0 || !metadata.is_file() {
+        return false;
+    }
+    let mut last = [0u8; 1];
+    read_last_byte(file, metadata.len() - 1, &mut last).is_ok() && last[0] != b'\n'
+}
+
+#[cfg(unix)]
+fn read_last_byte(file: &File, at: u64, byte: &mut [u8; 1]) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, byte, at)
+}
+
+#[cfg(windows)]
+fn read_last_byte(file: &File, at: u64, byte: &mut [u8; 1]) -> io::Result<()> {
+    match std::os::windows::fs::FileExt::seek_read(file, byte, at)? {
+        1 => Ok(()),
+        _ => Err(io::ErrorKind::UnexpectedEof.into()),
     }
 }
 

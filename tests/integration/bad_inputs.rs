@@ -319,7 +319,12 @@ fn generated_cases_are_refused_cleanly() {
     for args in trace_commands(&folder, false) {
         cases.push((args, "a_folder.jsonl".into()));
     }
-    for responses in [missing("no_such_responses.txt"), folder.clone()] {
+    // `/dev/null`: no responses at all.
+    for responses in [
+        missing("no_such_responses.txt"),
+        folder.clone(),
+        PathBuf::from("/dev/null"),
+    ] {
         let name = responses
             .file_name()
             .unwrap()

@@ -35,6 +35,7 @@ fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
         .iter()
         .map(|t| TaskResult {
             duration_ms: 0.0,
+            run_id: None,
             ..t.clone()
         })
         .collect()
@@ -175,6 +176,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
   $.tasks[5].model: give exactly one model kind, not responses and actions
   $.tasks[6].model.actions[0]: missing field \"answer\"
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
+  $.tasks[8].model.actions: expected at least one item, got an empty array
   $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections)
   $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
   $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
@@ -282,6 +284,7 @@ fn a_panicking_task_is_isolated() {
         jobs: 2,
         capture: Capture::Full,
         summarizer: Summarizer::sha256(),
+        eval_id: "e1".to_owned(),
         traces_dir: None,
         stop: &stop,
         on_done: &|_| {},
@@ -348,8 +351,8 @@ fn junit_has_one_testcase_per_task_with_failures_and_errors() {
         json!({"name": "ci & <friends>", "tasks": [
             {"id": "pass", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}, "expect": {"answer": "a"}},
             {"id": "fail", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "b"}]}, "expect": {"answer": "a"}},
-            {"id": "crash", "prompt": "p", "model": {"actions": []}},
-            {"id": "expected-crash", "prompt": "p", "model": {"actions": []}, "expect": {"exit_reason": "internal_error"}}
+            {"id": "crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}},
+            {"id": "expected-crash", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}, "expect": {"exit_reason": "internal_error"}}
         ]})
         .to_string(),
     )
@@ -893,4 +896,188 @@ fn eval_refuses_to_write_a_task_trace_through_a_link_to_an_input() {
     let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert_eq!(std::fs::read(dir.path().join("rec.jsonl")).unwrap(), before);
+}
+
+#[test]
+fn evals_of_one_suite_never_share_a_run_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_load::write_suite(dir.path(), 21);
+    let runs = dir.path().join("runs");
+    let mut run_ids = std::collections::HashSet::new();
+    let mut eval_ids = std::collections::HashSet::new();
+    for name in ["a", "b", "c"] {
+        let out = runs.join(name);
+        let output = eval(&[suite.to_str().unwrap()], &out);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let results = read_results(&out);
+        let eval_id = results.eval_id.clone().expect("eval_id");
+        assert!(eval_ids.insert(eval_id.clone()));
+        for task in &results.tasks {
+            let run_id = task.run_id.clone().expect("run_id");
+            assert_eq!(run_id, format!("{}.{eval_id}", task.id));
+            assert!(run_ids.insert(run_id.clone()), "{run_id} reused");
+            let trace = out.join(task.trace.as_ref().unwrap());
+            let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+            let started = contents.runs[0].started().unwrap();
+            assert_eq!(started.run_id, run_id);
+            assert_eq!(started.task_id.as_deref(), Some(task.id.as_str()));
+        }
+    }
+    let output = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["runs"], 63);
+    assert_eq!(report["warnings"], json!([]), "{}", stderr(&output));
+}
+
+/// Runs `looptrace merge ARGS`.
+fn merge(args: &[&Path]) -> std::process::Output {
+    looptrace().arg("merge").args(args).output().unwrap()
+}
+
+#[test]
+fn merge_refuses_missing_shards_unless_told_and_marks_the_file_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let shard = |k: usize, capture: &str| {
+        let out = dir.path().join(format!("shard{k}-{capture}"));
+        let output = eval(
+            &[
+                suite.to_str().unwrap(),
+                "--shard",
+                &format!("{k}/3"),
+                "--capture",
+                capture,
+            ],
+            &out,
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out.join("results.json")
+    };
+    let (one, two, three) = (
+        shard(1, "summary"),
+        shard(2, "summary"),
+        shard(3, "summary"),
+    );
+    let merged = dir.path().join("merged.json");
+    let out = Path::new("--out");
+
+    for (inputs, missing) in [
+        (
+            vec![one.as_path()],
+            "shards 2/3, 3/3 of the split are missing",
+        ),
+        (
+            vec![one.as_path(), three.as_path()],
+            "shards 2/3 of the split are missing",
+        ),
+    ] {
+        let mut args = inputs.clone();
+        args.extend([out, merged.as_path()]);
+        let output = merge(&args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(missing), "{}", stderr(&output));
+        assert!(!merged.exists());
+    }
+
+    let output = merge(&[&one, &three, out, &merged, Path::new("--allow-partial")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let partial: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(partial["partial"], true);
+    assert_eq!(partial["missing_shards"], json!([{"index": 2, "count": 3}]));
+    let validator = jsonschema::validator_for(
+        &serde_json::from_str(
+            &std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(validator.is_valid(&partial));
+
+    // A partial file is no baseline.
+    let output = eval(
+        &[
+            suite.to_str().unwrap(),
+            "--baseline",
+            merged.to_str().unwrap(),
+        ],
+        &dir.path().join("against-partial"),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("partial merge"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Every shard: a complete file, exit 0.
+    let complete = dir.path().join("complete.json");
+    let output = merge(&[&one, &two, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !std::fs::read_to_string(&complete)
+            .unwrap()
+            .contains("partial")
+    );
+
+    // Shards recorded with different capture modes are refused.
+    let two_full = shard(2, "full");
+    let output = merge(&[&one, &two_full, &three, out, &complete]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("different capture modes"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn an_internal_error_fails_the_eval_unless_the_task_expects_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    let crash = json!({"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]});
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-silently", "prompt": "p", "model": crash},
+            {"id": "crashes-within-budget", "prompt": "p", "model": crash, "expect": {"max_steps_used": 5}},
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("crashes-silently"), "{text}");
+    assert!(
+        text.contains("internal error (model_failure) in a task without expectations"),
+        "{text}"
+    );
+    assert!(text.contains("crashes-within-budget"), "{text}");
+    assert!(
+        text.contains("an internal error was not expected"),
+        "{text}"
+    );
+    assert!(!text.contains("crashes-as-expected"), "{text}");
+
+    // Expected, it passes.
+    std::fs::write(
+        &suite,
+        json!({"name": "crashes", "tasks": [
+            {"id": "crashes-as-expected", "prompt": "p", "model": crash, "expect": {"exit_reason": "internal_error"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }

@@ -13,7 +13,7 @@ use crate::support::{looptrace, stderr};
 
 /// A suite of `n` tasks cycling through four outcomes: finished, budget exhausted, invalid output
 /// and internal error.
-fn write_suite(dir: &Path, n: usize) -> std::path::PathBuf {
+pub fn write_suite(dir: &Path, n: usize) -> std::path::PathBuf {
     let call = json!({"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 6, "operation": "multiply", "right": 7}});
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {
@@ -102,6 +102,17 @@ fn ten_thousand_tasks_at_two_jobs_give_a_correct_table() {
 
 #[test]
 fn sigint_stops_scheduling_and_leaves_readable_traces() {
+    interrupt_an_eval("-INT");
+}
+
+#[test]
+fn sigterm_is_treated_like_the_first_ctrl_c() {
+    interrupt_an_eval("-TERM");
+}
+
+/// Starts a long eval, sends `signal` once the first tasks ran, and checks it stopped scheduling,
+/// finished what ran and wrote results marked interrupted.
+fn interrupt_an_eval(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let suite = write_suite(dir.path(), 40_000);
     let out = dir.path().join("out");
@@ -126,7 +137,7 @@ fn sigint_stops_scheduling_and_leaves_readable_traces() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());

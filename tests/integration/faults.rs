@@ -89,6 +89,16 @@ fn untimed(event: &TraceEvent) -> TraceEvent {
     }
 }
 
+/// An eval's event without what differs between evaluations: durations and the eval id in the
+/// run id (`<task-id>.<eval-id>`).
+fn comparable(event: &TraceEvent) -> TraceEvent {
+    let task = event.run_id.split_once('.').map_or("", |(task, _)| task);
+    TraceEvent {
+        run_id: task.to_owned(),
+        ..untimed(event)
+    }
+}
+
 /// `looptrace show FILE --format json`: exit 0, the parsed events.
 fn show_json(trace: &Path) -> Vec<TraceEvent> {
     let output = looptrace()
@@ -337,9 +347,9 @@ fn an_eval_killed_after_any_event_leaves_no_partial_results() {
         let written: Vec<TraceEvent> = task_traces(&fresh)
             .into_iter()
             .flat_map(|(_, events)| events)
-            .map(|e| untimed(&e))
+            .map(|e| comparable(&e))
             .collect();
-        let expected: Vec<TraceEvent> = all[..n].iter().map(untimed).collect();
+        let expected: Vec<TraceEvent> = all[..n].iter().map(comparable).collect();
         assert_eq!(written, expected, "after {n} events");
 
         // A rerun killed over a complete one: the previous results file is untouched.
@@ -356,4 +366,56 @@ fn an_eval_killed_after_any_event_leaves_no_partial_results() {
         assert!(leftovers(&rerun).is_empty(), "after {n} events");
         assert_eq!(task_traces(&rerun).len(), 3, "after {n} events");
     }
+}
+
+/// Runs `looptrace ARGS` with its standard output a pipe whose reading end is already closed,
+/// as `looptrace ... | head -0` leaves it: every write to stdout fails with a broken pipe.
+fn with_closed_stdout(args: &[&std::ffi::OsStr]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    looptrace()
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_stdout_never_changes_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        r#"{"name": "s", "tasks": [{"id": "wrong", "prompt": "p",
+            "model": {"actions": [{"type": "finish", "answer": "a"}]}, "expect": {"answer": "b"}}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = with_closed_stdout(&[
+        "eval".as_ref(),
+        suite.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("results: "), "{}", stderr(&output));
+    assert!(out.join("results.json").exists());
+
+    let diverging = crate::support::fixture("replay/edited_observation.jsonl");
+    let output = with_closed_stdout(&["replay".as_ref(), diverging.as_os_str()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+
+    let responses = dir.path().join("responses.txt");
+    std::fs::write(&responses, "not json\n").unwrap();
+    let output = with_closed_stdout(&[
+        "run".as_ref(),
+        "--task".as_ref(),
+        "t".as_ref(),
+        "--max-steps".as_ref(),
+        "1".as_ref(),
+        "--responses".as_ref(),
+        responses.as_os_str(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
 }

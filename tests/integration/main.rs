@@ -3,6 +3,8 @@
 mod agent_loop;
 mod bad_inputs;
 mod content_safety;
+mod differential;
+mod disk_full;
 mod eval;
 mod eval_load;
 mod faults;

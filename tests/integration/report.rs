@@ -197,6 +197,32 @@ fn a_cut_off_last_line_is_a_warning_and_its_run_is_incomplete() {
 }
 
 #[test]
+fn a_write_cut_short_before_the_next_run_is_a_warning_and_its_run_is_incomplete() {
+    let report = report_json(&[&path("cut_write.jsonl")]);
+    // `a` lost its ending with the cut line; `c` lost its only line, so it is not seen.
+    assert_eq!(exit_counts(&report["exit_reasons"]), [1, 1, 0, 0, 1]);
+    assert_eq!(
+        warning_messages(&report),
+        [
+            format!(
+                "{DIR}/cut_write.jsonl:2: a write cut short (the next line starts a run) skipped"
+            ),
+            format!(
+                "{DIR}/cut_write.jsonl:7: a write cut short (the next line starts a run) skipped"
+            ),
+        ]
+    );
+    let show = run_in_crate(&["show", &path("cut_write.jsonl")]);
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    assert!(
+        stdout(&show).contains("run a (1 events)"),
+        "{}",
+        stdout(&show)
+    );
+    assert_eq!(stderr(&show).matches("a write cut short").count(), 2);
+}
+
+#[test]
 fn folders_are_searched_recursively_in_sorted_order_for_jsonl_files() {
     let report = report_json(&["--by", "file", &path("split")]);
     let by_file = report["exit_reasons_by_file"].as_array().expect("by file");
@@ -267,7 +293,7 @@ fn a_reused_run_id_begins_a_new_run_at_each_start_and_after_each_ending() {
 
 #[test]
 fn every_chunk_size_and_every_two_way_split_give_the_same_numbers() {
-    for name in ["mixed.jsonl", "reused_ids.jsonl"] {
+    for name in ["mixed.jsonl", "reused_ids.jsonl", "cut_write.jsonl"] {
         let trace = fixture(&format!("report/{name}"));
         let whole = analyze(&[&trace], &Options::default());
         for chunk_size in (1..=64).chain([100, 150, 333, 1000]) {
@@ -288,6 +314,10 @@ fn every_chunk_size_and_every_two_way_split_give_the_same_numbers() {
                     "{name}: chunk size {chunk_size}"
                 );
             }
+        }
+        if name == "cut_write.jsonl" {
+            // A cut line at the end of one file is not followed by the next file's first line.
+            continue;
         }
         let content = fs::read(&trace).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -691,4 +721,107 @@ proptest::proptest! {
         let report = analyze(&paths, &options);
         proptest::prop_assert_eq!(found(&report), expected(&events));
     }
+}
+
+/// One finished run of `run_id` as trace lines.
+fn finished_run(run_id: &str) -> String {
+    format!(
+        "{{\"run_id\":\"{run_id}\",\"step\":0,\"event_type\":\"run_started\"}}\n\
+         {{\"run_id\":\"{run_id}\",\"step\":1,\"event_type\":\"run_finished\",\"exit_reason\":\"finished\",\"steps_used\":1}}\n"
+    )
+}
+
+#[test]
+fn more_than_twenty_run_ids_in_three_files_are_listed_then_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (0..21).map(|n| format!("task-{n:02}")).collect();
+    for eval in ["a", "b", "c"] {
+        let folder = dir.path().join(eval);
+        fs::create_dir(&folder).unwrap();
+        let lines: String = ids.iter().map(|id| finished_run(id)).collect();
+        fs::write(folder.join("trace.jsonl"), lines).unwrap();
+    }
+    let output = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(exit_counts(&report["exit_reasons"]), [63, 0, 0, 0, 0]);
+    let messages = warning_messages(&report);
+    let listed: Vec<&String> = messages
+        .iter()
+        .filter(|message| message.starts_with("run id `"))
+        .collect();
+    assert_eq!(listed.len(), 20, "{messages:?}");
+    // Each listed id names all three files.
+    assert!(
+        listed
+            .iter()
+            .all(|message| message.matches(".jsonl`").count() == 3)
+    );
+    assert!(
+        messages.contains(&"1 more run ids appear in more than one file".to_owned()),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn a_hard_linked_trace_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("a.jsonl");
+    fs::write(&first, finished_run("only")).unwrap();
+    fs::hard_link(&first, dir.path().join("b.jsonl")).unwrap();
+    for args in [
+        vec![dir.path().to_path_buf()],
+        vec![first.clone(), dir.path().join("b.jsonl")],
+    ] {
+        let output = looptrace()
+            .args(["report", "--format", "json"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(report["input"]["files"], 1, "{args:?}");
+        assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 0]);
+        assert_eq!(warning_messages(&report), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn an_unknown_event_type_is_counted_in_every_chunk_whatever_came_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = |run: &str, event_type: &str| {
+        format!("{{\"run_id\":\"{run}\",\"step\":1,\"event_type\":\"{event_type}\"}}\n")
+    };
+    let first = dir.path().join("1.jsonl");
+    fs::write(&first, unknown("r0", "listed")).unwrap();
+    // A second input (so a second chunk) that meets 32 other types before `listed` again.
+    let mut lines: String = (0..32)
+        .map(|n| unknown(&format!("r{n}"), &format!("other_{n:02}")))
+        .collect();
+    lines.push_str(&unknown("r0", "listed"));
+    let second = dir.path().join("2.jsonl");
+    fs::write(&second, lines).unwrap();
+    let report = analyze(&[&first, &second], &Options::default());
+    let listed: Vec<(String, u64)> = report
+        .warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            report::Warning::UnknownEventType { event_type, count } => {
+                Some((event_type.clone(), *count))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(listed.contains(&("listed".to_owned(), 2)), "{listed:?}");
+    // 33 distinct types: the first 32 in input order are named, the last is `(other)`.
+    assert_eq!(listed.len(), 33, "{listed:?}");
+    assert!(listed.contains(&("(other)".to_owned(), 1)), "{listed:?}");
+    assert!(
+        !listed.iter().any(|(name, _)| name == "other_31"),
+        "{listed:?}"
+    );
 }

@@ -274,8 +274,11 @@ fn the_reader_is_strict_in_the_middle_unless_lenient() {
             "t.jsonl:2: unknown variant `exploded`, expected one of `finished`, `max_steps_exceeded`, `invalid_model_output`, `internal_error` (column 75)",
         ),
     ];
+    // The line after a bad one belongs to the same run: a line cut short followed by a
+    // `run_started` would be a write cut short, not an error.
+    let after = "{\"run_id\":\"a\",\"step\":1,\"event_type\":\"x\"}\n";
     for (bad, message) in cases {
-        let text = format!("{good}{bad}{good}");
+        let text = format!("{good}{bad}{after}");
         assert_eq!(
             read_str(&text, ReadOptions::default()).unwrap_err(),
             message
