@@ -10,8 +10,11 @@ pub mod eval;
 pub mod fault;
 pub mod gate;
 pub mod model;
+mod plural;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod tools;
 pub mod trace;
+
+pub use plural::plural;

@@ -5,7 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use crate::gate::GateVerdict;
-use crate::model::InvalidOutput;
+use crate::model::{CallRecord, InvalidOutput, LiveIdentity, RetriedAttempt};
 use crate::run::{Action, ModelFeedback, RunResult, Task};
 use crate::tools::ToolOutcome;
 
@@ -20,6 +20,15 @@ pub enum RunEvent<'a> {
         max_steps: u32,
         /// The finish gate's configuration hash, when a gate checks finishes.
         finish_gate_hash: Option<&'a str>,
+        /// The wire format and model of a live model.
+        live: Option<&'a LiveIdentity>,
+    },
+    /// A model call failed and will be tried again (same step as the turn it belongs to).
+    ModelRetry {
+        /// The step of the turn.
+        step: u32,
+        /// The failed attempt.
+        attempt: &'a RetriedAttempt,
     },
     /// The model proposed a valid action.
     ModelAction {
@@ -31,6 +40,10 @@ pub enum RunEvent<'a> {
         raw_output: Option<&'a str>,
         /// How long the model took.
         duration: Duration,
+        /// The provider's id for this call.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
     },
     /// The runtime answered a tool call (same step as the call).
     Observation {
@@ -40,6 +53,8 @@ pub enum RunEvent<'a> {
         outcome: &'a ToolOutcome,
         /// How long the tool took.
         duration: Duration,
+        /// The provider's id of the call this answers.
+        call_id: Option<&'a str>,
     },
     /// The model's output was invalid and feedback was added to the history.
     ModelFeedback {
@@ -53,6 +68,10 @@ pub enum RunEvent<'a> {
         raw_output: Option<&'a str>,
         /// How long the model took.
         duration: Duration,
+        /// The provider's id of the rejected tool call, when it had one.
+        call_id: Option<&'a str>,
+        /// Usage, request hash and response of the turn, on its first event only.
+        record: Option<&'a CallRecord>,
     },
     /// The finish gate checked a proposed answer (same step as the finish).
     FinishGate {

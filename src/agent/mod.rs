@@ -6,6 +6,7 @@ mod run_loop;
 
 pub use events::{NoObserver, RunEvent, RunObserver};
 pub use run_loop::{
-    AgentError, InternalError, RunError, RunOptions, run_agent, run_agent_result,
-    run_agent_with_gate,
+    AgentError, CONTEXT_EXHAUSTED, InternalError, Limits, RunError, RunOptions, STEPS_EXHAUSTED,
+    TIME_EXHAUSTED, TOKENS_EXHAUSTED, run_agent, run_agent_result, run_agent_with,
+    run_agent_with_gate, run_agent_with_limits,
 };

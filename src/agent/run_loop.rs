@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use super::events::{RunEvent, RunObserver};
 use crate::gate::{FinishGate, GateFailure};
-use crate::model::{InvalidOutput, Model, ModelError};
+use crate::model::{InvalidOutput, Model, ModelError, ProviderError, ProviderErrorKind, TurnItem};
 use crate::run::{
     Action, ExitReason, FinishRejection, HistoryItem, ModelFeedback, RunResult, Task,
 };
@@ -33,6 +33,9 @@ pub enum InternalError {
     /// The model could not answer at all.
     #[error("model failed: {0}")]
     ModelFailure(String),
+    /// A model server failed after the retries its class allows.
+    #[error("model server failed: {0}")]
+    Provider(ProviderError),
     /// A tool handler panicked.
     #[error(transparent)]
     ToolPanic(#[from] ToolPanic),
@@ -49,6 +52,7 @@ impl InternalError {
     pub fn kind(&self) -> &'static str {
         match self {
             InternalError::ModelFailure(_) => "model_failure",
+            InternalError::Provider(error) => error.kind.as_str(),
             InternalError::ToolPanic(_) => "tool_panic",
             InternalError::Observer(_) => "trace_write_failed",
             InternalError::FinishGate(_) => "finish_gate_failed",
@@ -76,7 +80,7 @@ pub enum AgentError {
 #[derive(Debug, Error)]
 pub enum RunError {
     /// The budget ran out before a finish.
-    #[error("no finish within {steps_used} steps")]
+    #[error("no finish within {}", crate::plural(*steps_used, "step", "steps"))]
     MaxStepsExceeded {
         /// Steps used, equal to the budget.
         steps_used: u32,
@@ -125,7 +129,15 @@ pub fn run_agent_result(
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {
-    run_agent_with_gate(task, model, tools, None, options, observer)
+    run_agent_with(
+        task,
+        model,
+        tools,
+        None,
+        options,
+        Limits::default(),
+        observer,
+    )
 }
 
 /// [`run_agent_result`] with a finish gate: a `Finish` ends the run only when `gate` accepts it;
@@ -136,112 +148,233 @@ pub fn run_agent_with_gate(
     task: &Task,
     model: &mut dyn Model,
     tools: &dyn ToolRuntime,
+    gate: Option<&mut dyn FinishGate>,
+    options: RunOptions,
+    observer: &mut dyn RunObserver,
+) -> Result<RunResult, AgentError> {
+    run_agent_with(
+        task,
+        model,
+        tools,
+        gate,
+        options,
+        Limits::default(),
+        observer,
+    )
+}
+
+/// [`run_agent_result`] with token and time budgets.
+pub fn run_agent_with_limits(
+    task: &Task,
+    model: &mut dyn Model,
+    tools: &dyn ToolRuntime,
+    options: RunOptions,
+    limits: Limits,
+    observer: &mut dyn RunObserver,
+) -> Result<RunResult, AgentError> {
+    run_agent_with(task, model, tools, None, options, limits, observer)
+}
+
+/// Budgets beside the step budget; each one that runs out ends the run as `max_steps_exceeded`
+/// with its own `error_kind` (and so its `budget` in traces).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Limits {
+    /// Input plus output tokens over all model calls; checked after each turn.
+    pub max_total_tokens: Option<u64>,
+    /// Wall-clock seconds for the whole run; checked before each turn.
+    pub max_seconds: Option<f64>,
+}
+
+/// The `error_kind` of a run that used up its step budget.
+pub const STEPS_EXHAUSTED: &str = "budget_exhausted";
+/// The `error_kind` of a run whose request outgrew the model's context window.
+pub const CONTEXT_EXHAUSTED: &str = "context_length_exceeded";
+/// The `error_kind` of a run that used up `max_total_tokens`.
+pub const TOKENS_EXHAUSTED: &str = "token_budget_exhausted";
+/// The `error_kind` of a run that used up `max_seconds`.
+pub const TIME_EXHAUSTED: &str = "time_budget_exhausted";
+
+/// The loop with every option: a finish gate and budgets beside the step budget. One model turn
+/// is one step: every tool call of a turn runs in order within that step, and an invalid call
+/// among them is answered with feedback for its call id while the others still run.
+pub fn run_agent_with(
+    task: &Task,
+    model: &mut dyn Model,
+    tools: &dyn ToolRuntime,
     mut gate: Option<&mut dyn FinishGate>,
     options: RunOptions,
+    limits: Limits,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {
     if options.max_steps == 0 {
         return Err(AgentError::InvalidMaxSteps);
     }
+    let run_started = Instant::now();
     let mut run = LoopState {
         observer,
         steps_used: 0,
     };
     let finish_gate_hash = gate.as_ref().map(|gate| gate.config_hash());
+    let live = model.live_identity();
     run.emit(RunEvent::RunStarted {
         task,
         max_steps: options.max_steps,
         finish_gate_hash: finish_gate_hash.as_deref(),
+        live: live.as_ref(),
     })?;
     let mut history: Vec<HistoryItem> = Vec::new();
+    let mut tokens_used: u64 = 0;
     for step in 1..=options.max_steps {
+        if let Some(max_seconds) = limits.max_seconds
+            && run_started.elapsed().as_secs_f64() >= max_seconds
+        {
+            let error = format!("no finish within max_seconds={max_seconds}");
+            return run.finish(budget_result(step - 1, error), Some(TIME_EXHAUSTED));
+        }
         run.steps_used = step;
         let started = Instant::now();
-        let answer = model.next_action(task, &history);
+        let answer = model.next_turn(task, &history);
         let duration = started.elapsed();
-        match answer {
+        let record = model.take_call_record();
+        for attempt in &record.retries {
+            run.emit(RunEvent::ModelRetry { step, attempt })?;
+        }
+        tokens_used += record.usage.map_or(0, |usage| usage.total());
+        let items = match answer {
             Err(ModelError::Failure(message)) => {
                 return Err(run.internal(InternalError::ModelFailure(message)));
             }
+            Err(ModelError::Provider(error))
+                if error.kind == ProviderErrorKind::ContextLengthExceeded =>
+            {
+                let message = format!("context length exceeded: {}", error.message);
+                return run.finish(budget_result(step, message), Some(CONTEXT_EXHAUSTED));
+            }
+            Err(ModelError::Provider(error)) => {
+                return Err(run.internal(InternalError::Provider(error)));
+            }
             Err(ModelError::InvalidOutput(error)) => {
-                let feedback = ModelFeedback::new(error.message.clone());
-                run.emit(RunEvent::ModelFeedback {
-                    step,
-                    feedback: &feedback,
-                    error: &error,
-                    raw_output: model.last_raw_output(),
-                    duration,
-                })?;
-                history.push(HistoryItem::ModelFeedback(feedback));
-                if step == options.max_steps {
-                    return run.finish(
-                        invalid_output_result(step, &error),
-                        Some(error.kind.as_str()),
-                    );
+                vec![TurnItem::Invalid {
+                    call_id: None,
+                    error,
+                }]
+            }
+            Ok(items) => items,
+        };
+        let mut record = Some(&record);
+        let mut first_invalid: Option<InvalidOutput> = None;
+        let mut any_valid = false;
+        for item in items {
+            match item {
+                TurnItem::Invalid { call_id, error } => {
+                    let feedback = ModelFeedback::new(error.message.clone());
+                    run.emit(RunEvent::ModelFeedback {
+                        step,
+                        feedback: &feedback,
+                        error: &error,
+                        raw_output: model.last_raw_output(),
+                        duration,
+                        call_id: call_id.as_deref(),
+                        record: record.take(),
+                    })?;
+                    history.push(HistoryItem::ModelFeedback(feedback));
+                    first_invalid.get_or_insert(error);
+                }
+                TurnItem::Action { call_id, action } => {
+                    any_valid = true;
+                    run.emit(RunEvent::ModelAction {
+                        step,
+                        action: &action,
+                        raw_output: model.last_raw_output(),
+                        duration,
+                        call_id: call_id.as_deref(),
+                        record: record.take(),
+                    })?;
+                    let call = match action {
+                        Action::Finish(finish) => {
+                            if let Some(gate) = gate.as_deref_mut() {
+                                let started = Instant::now();
+                                let verdict = gate
+                                    .check(&finish.answer)
+                                    .map_err(|failure| run.internal(failure.into()))?;
+                                run.emit(RunEvent::FinishGate {
+                                    step,
+                                    verdict: &verdict,
+                                    duration: started.elapsed(),
+                                })?;
+                                if !verdict.accepted {
+                                    history.push(HistoryItem::FinishRejected(FinishRejection {
+                                        answer: finish.answer,
+                                        feedback: verdict.feedback().to_owned(),
+                                    }));
+                                    if step == options.max_steps {
+                                        return run.finish(
+                                            rejected_result(step),
+                                            Some("finish_rejected"),
+                                        );
+                                    }
+                                    // A finish is its turn's only item: the turn is over.
+                                    continue;
+                                }
+                            }
+                            let result = RunResult {
+                                exit_reason: ExitReason::Finished,
+                                answer: Some(finish.answer),
+                                steps_used: step,
+                                error: None,
+                            };
+                            return run.finish(result, None);
+                        }
+                        Action::ToolCall(call) => call,
+                    };
+                    let started = Instant::now();
+                    let outcome = tools
+                        .execute(&call)
+                        .map_err(|panic| run.internal(panic.into()))?;
+                    run.emit(RunEvent::Observation {
+                        step,
+                        outcome: &outcome,
+                        duration: started.elapsed(),
+                        call_id: call_id.as_deref(),
+                    })?;
+                    history.push(HistoryItem::ToolCall(call));
+                    history.push(HistoryItem::Observation(outcome.observation));
                 }
             }
-            Ok(action) => {
-                run.emit(RunEvent::ModelAction {
-                    step,
-                    action: &action,
-                    raw_output: model.last_raw_output(),
-                    duration,
-                })?;
-                let call = match action {
-                    Action::Finish(finish) => {
-                        if let Some(gate) = gate.as_deref_mut() {
-                            let started = Instant::now();
-                            let verdict = gate
-                                .check(&finish.answer)
-                                .map_err(|failure| run.internal(failure.into()))?;
-                            run.emit(RunEvent::FinishGate {
-                                step,
-                                verdict: &verdict,
-                                duration: started.elapsed(),
-                            })?;
-                            if !verdict.accepted {
-                                history.push(HistoryItem::FinishRejected(FinishRejection {
-                                    answer: finish.answer,
-                                    feedback: verdict.feedback().to_owned(),
-                                }));
-                                if step == options.max_steps {
-                                    return run
-                                        .finish(rejected_result(step), Some("finish_rejected"));
-                                }
-                                continue;
-                            }
-                        }
-                        let result = RunResult {
-                            exit_reason: ExitReason::Finished,
-                            answer: Some(finish.answer),
-                            steps_used: step,
-                            error: None,
-                        };
-                        return run.finish(result, None);
-                    }
-                    Action::ToolCall(call) => call,
-                };
-                let started = Instant::now();
-                let outcome = tools
-                    .execute(&call)
-                    .map_err(|panic| run.internal(panic.into()))?;
-                run.emit(RunEvent::Observation {
-                    step,
-                    outcome: &outcome,
-                    duration: started.elapsed(),
-                })?;
-                history.push(HistoryItem::ToolCall(call));
-                history.push(HistoryItem::Observation(outcome.observation));
-            }
+        }
+        if step == options.max_steps
+            && !any_valid
+            && let Some(error) = first_invalid
+        {
+            return run.finish(
+                invalid_output_result(step, &error),
+                Some(error.kind.as_str()),
+            );
+        }
+        if let Some(max_total_tokens) = limits.max_total_tokens
+            && tokens_used >= max_total_tokens
+            && step < options.max_steps
+        {
+            let error = format!(
+                "no finish within max_total_tokens={max_total_tokens} ({tokens_used} used)"
+            );
+            return run.finish(budget_result(step, error), Some(TOKENS_EXHAUSTED));
         }
     }
-    let result = RunResult {
+    let error = format!("no finish within max_steps={}", options.max_steps);
+    run.finish(
+        budget_result(options.max_steps, error),
+        Some(STEPS_EXHAUSTED),
+    )
+}
+
+fn budget_result(steps_used: u32, error: String) -> RunResult {
+    RunResult {
         exit_reason: ExitReason::MaxStepsExceeded,
         answer: None,
-        steps_used: options.max_steps,
-        error: Some(format!("no finish within max_steps={}", options.max_steps)),
-    };
-    run.finish(result, Some("budget_exhausted"))
+        steps_used,
+        error: Some(error),
+    }
 }
 
 /// A rejection on the last step: the budget is spent without an accepted answer. The rejected

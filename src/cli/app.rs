@@ -16,7 +16,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one task against a file of raw model responses.
+    /// Run one task against a file of raw model responses or a live model server.
     Run(run::RunArgs),
     /// Print the registered tool specs as JSON.
     Tools(tools::ToolsArgs),

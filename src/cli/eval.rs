@@ -240,9 +240,9 @@ pub fn run(args: EvalArgs) -> CliResult {
     );
     if interrupted {
         eprintln!(
-            "interrupted: {} of {} tasks ran; results and traces so far are in `{}`",
+            "interrupted: {} of {} ran; results and traces so far are in `{}`",
             results.tasks.len(),
-            selected.len(),
+            looptrace::plural(selected.len() as u64, "task", "tasks"),
             out.display()
         );
         return Ok(Outcome::Failures);

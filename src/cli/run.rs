@@ -7,9 +7,12 @@ use clap::Args;
 
 use super::common::{CaptureArg, GateArgs, open_trace_writer, read_responses, same_file};
 use super::{CliError, CliResult, Outcome};
-use looptrace::agent::{AgentError, run_agent_with_gate};
+use std::time::Duration;
+
+use looptrace::agent::{AgentError, Limits, run_agent_with};
 use looptrace::gate::FinishGate;
-use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
+use looptrace::model::live::{Api, LiveConfig, LiveModel, api_key_from_env};
+use looptrace::model::{JsonModelAdapter, Model, ScriptedRawModel};
 use looptrace::run::{ExitReason, RunId, RunResult, Task};
 use looptrace::tools::ToolRegistry;
 use looptrace::trace::{RecorderOptions, TraceRecorder, TraceWriter};
@@ -21,8 +24,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub task: String,
     /// A file with one raw model response per line (blank lines are skipped).
-    #[arg(long, value_name = "FILE")]
-    pub responses: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "api",
+        conflicts_with = "api"
+    )]
+    pub responses: Option<PathBuf>,
     /// The step budget.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub max_steps: u32,
@@ -44,6 +52,106 @@ pub struct RunArgs {
     /// Check every finish with this program before the run may end.
     #[command(flatten)]
     pub gate: GateArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+/// The options of a run against a live model server.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Talk to a live model server in this wire format instead of reading `--responses`.
+    #[arg(long, value_enum, requires_all = ["base_url", "model"])]
+    pub api: Option<ApiArg>,
+    /// The server's base URL (`http://127.0.0.1:8080/v1` for openai-chat, the host root for
+    /// anthropic-messages).
+    #[arg(long, value_name = "URL", requires = "api")]
+    pub base_url: Option<String>,
+    /// The model name sent in every request.
+    #[arg(long, value_name = "NAME", requires = "api")]
+    pub model: Option<String>,
+    /// The environment variable holding the API key (no auth header when not given).
+    #[arg(long, value_name = "VAR", requires = "api")]
+    pub api_key_env: Option<String>,
+    /// End the run as max_steps_exceeded (budget tokens) once this many tokens are used.
+    #[arg(long, value_name = "N")]
+    pub max_total_tokens: Option<u64>,
+    /// End the run as max_steps_exceeded (budget time) once this many seconds have passed.
+    #[arg(long, value_name = "S")]
+    pub max_seconds: Option<f64>,
+    /// Sampling temperature.
+    #[arg(long, value_name = "T", requires = "api")]
+    pub temperature: Option<f64>,
+    /// The output token limit per model call.
+    #[arg(long, value_name = "N", requires = "api")]
+    pub max_output_tokens: Option<u32>,
+    /// Seconds one HTTP attempt may take.
+    #[arg(long, value_name = "S", default_value_t = 120.0, requires = "api")]
+    pub timeout_s: f64,
+    /// Attempts after the first for rate limits, outages and timeouts.
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "api")]
+    pub max_retries: u32,
+    /// Seconds all attempts of one model call may take, waits included.
+    #[arg(long, value_name = "S", default_value_t = 300.0, requires = "api")]
+    pub retry_budget_s: f64,
+    /// The system prompt (a short default when not given).
+    #[arg(long, value_name = "TEXT", requires = "api")]
+    pub system: Option<String>,
+}
+
+/// `--api openai-chat|anthropic-messages`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApiArg {
+    /// Chat Completions.
+    OpenaiChat,
+    /// Anthropic Messages.
+    AnthropicMessages,
+}
+
+impl LiveArgs {
+    /// The budgets beside the step budget, checked.
+    fn limits(&self) -> Result<Limits, CliError> {
+        if self.max_total_tokens == Some(0) {
+            return Err(CliError::input("--max-total-tokens must be at least 1"));
+        }
+        if let Some(seconds) = self.max_seconds
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(CliError::input("--max-seconds must be a positive number"));
+        }
+        Ok(Limits {
+            max_total_tokens: self.max_total_tokens,
+            max_seconds: self.max_seconds,
+        })
+    }
+
+    /// The live model, with its key read from the environment before any request is made.
+    fn model(&self, tools: &ToolRegistry) -> Result<Option<LiveModel>, CliError> {
+        let (Some(api), Some(base_url), Some(model)) = (self.api, &self.base_url, &self.model)
+        else {
+            return Ok(None);
+        };
+        let seconds = |value: f64, flag: &str| {
+            if value.is_finite() && value > 0.0 {
+                Ok(Duration::from_secs_f64(value))
+            } else {
+                Err(CliError::input(format!("{flag} must be a positive number")))
+            }
+        };
+        let api = match api {
+            ApiArg::OpenaiChat => Api::OpenAiChat,
+            ApiArg::AnthropicMessages => Api::AnthropicMessages,
+        };
+        let mut config = LiveConfig::new(api, base_url.clone(), model.clone());
+        config.api_key = api_key_from_env(self.api_key_env.as_deref()).map_err(CliError::input)?;
+        config.temperature = self.temperature;
+        config.max_output_tokens = self.max_output_tokens;
+        config.timeout = seconds(self.timeout_s, "--timeout-s")?;
+        config.max_retries = self.max_retries;
+        config.retry_budget = seconds(self.retry_budget_s, "--retry-budget-s")?;
+        config.system = self.system.clone();
+        let specs = tools.specs().into_iter().cloned().collect();
+        Ok(Some(LiveModel::new(config, specs)))
+    }
 }
 
 /// Runs `looptrace run`.
@@ -51,7 +159,7 @@ pub fn run(args: RunArgs) -> CliResult {
     if args.max_steps == 0 {
         return Err(CliError::input("--max-steps must be at least 1"));
     }
-    let responses = read_responses(&args.responses)?;
+    let limits = args.live.limits()?;
     let run_id = match args.run_id {
         Some(id) if id.is_empty() => return Err(CliError::input("--run-id must not be empty")),
         Some(id) => RunId(id),
@@ -59,16 +167,22 @@ pub fn run(args: RunArgs) -> CliResult {
     };
     let task = Task::new(args.task);
     let tools = ToolRegistry::builtin();
-    let mut model = JsonModelAdapter::new(ScriptedRawModel::new(responses));
+    let mut model: Box<dyn Model> = match (args.live.model(&tools)?, &args.responses) {
+        (Some(live), _) => Box::new(live),
+        (None, Some(responses)) => Box::new(JsonModelAdapter::new(ScriptedRawModel::new(
+            read_responses(responses)?,
+        ))),
+        (None, None) => return Err(CliError::input("give --responses FILE or --api")),
+    };
     let options = looptrace::agent::RunOptions {
         max_steps: args.max_steps,
     };
-    if let Some(trace) = &args.trace
-        && same_file(trace, &args.responses)
+    if let (Some(trace), Some(responses)) = (&args.trace, &args.responses)
+        && same_file(trace, responses)
     {
         return Err(CliError::input(format!(
             "--trace would overwrite the input `{}`",
-            args.responses.display()
+            responses.display()
         )));
     }
     let mut gate = args.gate.command_gate();
@@ -81,14 +195,23 @@ pub fn run(args: RunArgs) -> CliResult {
                 ..RecorderOptions::default()
             };
             let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer);
-            run_agent_with_gate(&task, &mut model, &tools, gate, options, &mut recorder)
+            run_agent_with(
+                &task,
+                model.as_mut(),
+                &tools,
+                gate,
+                options,
+                limits,
+                &mut recorder,
+            )
         }
-        None => run_agent_with_gate(
+        None => run_agent_with(
             &task,
-            &mut model,
+            model.as_mut(),
             &tools,
             gate,
             options,
+            limits,
             &mut looptrace::agent::NoObserver,
         ),
     };

@@ -111,6 +111,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                     ..Expectations::default()
                 },
                 finish_gate: None,
+                limits: crate::agent::Limits::default(),
             });
         }
     }

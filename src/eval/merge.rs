@@ -17,12 +17,12 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     for (name, results) in inputs {
         if results.suite != first.suite {
             return Err(format!(
-                "`{name}` is from suite {:?} ({} tasks, fingerprint {}), `{first_name}` from suite {:?} ({} tasks, fingerprint {}): refusing to merge different suites",
+                "`{name}` is from suite {:?} ({}, fingerprint {}), `{first_name}` from suite {:?} ({}, fingerprint {}): refusing to merge different suites",
                 results.suite.name,
-                results.suite.tasks,
+                crate::plural(results.suite.tasks as u64, "task", "tasks"),
                 short(&results.suite.fingerprint),
                 first.suite.name,
-                first.suite.tasks,
+                crate::plural(first.suite.tasks as u64, "task", "tasks"),
                 short(&first.suite.fingerprint)
             ));
         }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::baseline::Comparison;
 use super::expect::Verdict;
 use super::results::ResultsFile;
+use crate::plural;
 use crate::run::ExitReason;
 
 /// Report formats.
@@ -91,7 +92,11 @@ impl<'a> Report<'a> {
 
     fn title(&self) -> String {
         let r = self.results;
-        let mut title = format!("Suite {:?}: {} tasks", r.suite.name, r.totals.tasks);
+        let mut title = format!(
+            "Suite {:?}: {}",
+            r.suite.name,
+            plural(r.totals.tasks as u64, "task", "tasks")
+        );
         if let Some(shard) = r.shard {
             title.push_str(&format!(
                 " (shard {}/{} of {})",
@@ -106,8 +111,8 @@ impl<'a> Report<'a> {
 
     fn denominator_note(&self) -> String {
         format!(
-            "Shares are of all {} tasks, internal errors included.",
-            self.results.totals.tasks
+            "Shares are of all {}, internal errors included.",
+            plural(self.results.totals.tasks as u64, "task", "tasks")
         )
     }
 

@@ -71,6 +71,15 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// Which live model a `chat` task ran against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatName {
+    /// `openai-chat` or `anthropic-messages`.
+    pub api: String,
+    /// The model name sent in requests.
+    pub model: String,
+}
+
 /// One task's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
@@ -79,8 +88,11 @@ pub struct TaskResult {
     /// The run id in the task's trace: `<task-id>.<eval-id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    /// `responses`, `actions` or `replay`.
+    /// `responses`, `actions`, `replay` or `chat`.
     pub model: String,
+    /// The wire format and model name of a `chat` task (never its key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatName>,
     /// How the run ended.
     pub exit_reason: ExitReason,
     /// Model turns used.

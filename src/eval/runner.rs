@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::expect::{Verdict, check};
-use super::results::TaskResult;
+use super::results::{ChatName, TaskResult};
 use super::suite::{SuiteTask, TaskModel};
-use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with_gate};
+use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
+use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
@@ -114,6 +115,29 @@ fn run_one(
             responses.as_slice(),
         ))),
         TaskModel::Actions(actions) => Box::new(ScriptPlayer::new(actions.as_slice())),
+        TaskModel::Chat {
+            config,
+            api_key_env,
+        } => match api_key_from_env(api_key_env.as_deref()) {
+            Ok(api_key) => {
+                let mut config = LiveConfig::clone(config);
+                config.api_key = api_key;
+                let specs = tools.specs().into_iter().cloned().collect();
+                Box::new(LiveModel::new(config, specs))
+            }
+            // Checked when the suite loaded; the variable changed since.
+            Err(message) => {
+                let result = internal(message);
+                return finish(
+                    task,
+                    options,
+                    result,
+                    Some("auth_failed"),
+                    Counts::default(),
+                    started,
+                );
+            }
+        },
         TaskModel::Replay { run, .. } => match ReplayModel::from_run(run) {
             Ok(model) => Box::new(model),
             Err(err) => {
@@ -156,12 +180,13 @@ fn run_one(
                     inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
                         .with_task_id(task.id.as_str()),
                 };
-                run_agent_with_gate(
+                run_agent_with(
                     &prompt,
                     model.as_mut(),
                     tools as &dyn ToolRuntime,
                     gate,
                     run_options,
+                    task.limits,
                     &mut observer,
                 )
             }
@@ -182,12 +207,13 @@ fn run_one(
                 counts: &mut counts,
                 inner: crate::agent::NoObserver,
             };
-            run_agent_with_gate(
+            run_agent_with(
                 &prompt,
                 model.as_mut(),
                 tools,
                 gate,
                 run_options,
+                task.limits,
                 &mut observer,
             )
         }
@@ -208,6 +234,11 @@ fn run_one(
     finish(task, options, result, kind.as_deref(), counts, started)
 }
 
+/// The run id of a task's run in this evaluation: unique across evaluations and machines.
+fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
+    format!("{}.{}", task.id, options.eval_id)
+}
+
 /// A replayed recording that was checked by a finish gate gets its recorded verdicts, unless the
 /// task names a gate to run.
 fn recorded_gate(run: &RecordedRun) -> Option<Box<dyn FinishGate>> {
@@ -215,11 +246,6 @@ fn recorded_gate(run: &RecordedRun) -> Option<Box<dyn FinishGate>> {
     recording
         .has_gate()
         .then(|| Box::new(recording.recorded_gate()) as Box<dyn FinishGate>)
-}
-
-/// The run id of a task's run in this evaluation: unique across evaluations and machines.
-fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
-    format!("{}.{}", task.id, options.eval_id)
 }
 
 /// For replay tasks, which recording the run replays (the file name only: paths are not recorded).
@@ -318,6 +344,13 @@ fn finish(
         id: task.id.to_string(),
         run_id: Some(run_id(task, options)),
         model: task.model.kind().to_owned(),
+        chat: match &task.model {
+            TaskModel::Chat { config, .. } => Some(ChatName {
+                api: config.api.as_str().to_owned(),
+                model: config.model.clone(),
+            }),
+            _ => None,
+        },
         exit_reason: result.exit_reason,
         steps_used: result.steps_used,
         max_steps: task.max_steps,

@@ -6,10 +6,13 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::agent::Limits;
 use crate::gate::{CommandGate, CommandGateConfig};
+use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
 use crate::trace::{Capture, ReadOptions, RecordedRun, read_trace};
@@ -93,6 +96,8 @@ pub struct SuiteTask {
     pub expect: Expectations,
     /// The finish gate that checks the task's finishes, if any.
     pub finish_gate: Option<CommandGate>,
+    /// Token and time budgets: task, then suite defaults.
+    pub limits: Limits,
 }
 
 /// The model a task runs against.
@@ -109,6 +114,13 @@ pub enum TaskModel {
         /// The recorded run.
         run: Arc<RecordedRun>,
     },
+    /// A live model server.
+    Chat {
+        /// Everything but the key, which is read when the task runs.
+        config: Box<LiveConfig>,
+        /// The environment variable holding the key.
+        api_key_env: Option<String>,
+    },
 }
 
 impl TaskModel {
@@ -118,6 +130,7 @@ impl TaskModel {
             TaskModel::Responses(_) => "responses",
             TaskModel::Actions(_) => "actions",
             TaskModel::Replay { .. } => "replay",
+            TaskModel::Chat { .. } => "chat",
         }
     }
 }
@@ -158,9 +171,9 @@ impl fmt::Display for SuiteErrors {
         let n = self.problems.len();
         write!(
             f,
-            "suite `{}` has {n} problem{}:",
+            "suite `{}` has {}:",
             self.file,
-            if n == 1 { "" } else { "s" }
+            crate::plural(n as u64, "problem", "problems")
         )?;
         for (path, message) in &self.problems {
             write!(f, "\n  {path}: {message}")?;
@@ -202,6 +215,8 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 
 /// Loads a suite from text; `base_dir` is the folder replay paths are relative to.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    // Scripted arguments read numbers as Python does: `-0` is the integer 0.
+    let text = &crate::tools::integer_negative_zero_as_zero(text);
     match super::suite_fast::load_fast(text) {
         Some(suite) => Ok(suite),
         None => check_suite_from_str(text, base_dir),
@@ -216,6 +231,7 @@ pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteE
         base_dir,
         canonical_base: base_dir.canonicalize().ok(),
     };
+    let text = &crate::tools::integer_negative_zero_as_zero(text);
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(err) => {
@@ -252,6 +268,7 @@ struct Defaults {
     max_steps: Option<u32>,
     capture: Capture,
     finish_gate: Option<CommandGate>,
+    limits: Limits,
 }
 
 impl Checker<'_> {
@@ -336,6 +353,7 @@ impl Checker<'_> {
                 max_steps: None,
                 capture: Capture::Summary,
                 finish_gate: None,
+                limits: Limits::default(),
             },
         };
         let tasks = match map.get("tasks") {
@@ -383,14 +401,26 @@ impl Checker<'_> {
             max_steps: None,
             capture: Capture::Summary,
             finish_gate: None,
+            limits: Limits::default(),
         };
         let Some(map) = self.object(value, "$.defaults") else {
             return defaults;
         };
-        self.only_keys(map, &["max_steps", "capture", "finish_gate"], "$.defaults");
+        self.only_keys(
+            map,
+            &[
+                "max_steps",
+                "capture",
+                "finish_gate",
+                "max_total_tokens",
+                "max_seconds",
+            ],
+            "$.defaults",
+        );
         if let Some(v) = map.get("finish_gate") {
             defaults.finish_gate = self.finish_gate(v, "$.defaults.finish_gate");
         }
+        defaults.limits = self.limits(map, "$.defaults", Limits::default());
         if let Some(v) = map.get("max_steps") {
             defaults.max_steps = self.steps(v, "$.defaults.max_steps");
         }
@@ -418,6 +448,8 @@ impl Checker<'_> {
                 "model",
                 "expect",
                 "finish_gate",
+                "max_total_tokens",
+                "max_seconds",
             ],
             path,
         );
@@ -425,6 +457,7 @@ impl Checker<'_> {
             Some(v) => self.finish_gate(v, &format!("{path}.finish_gate")),
             None => defaults.finish_gate.clone(),
         };
+        let limits = self.limits(map, path, defaults.limits);
         let id = match map.get("id") {
             Some(v) => self.string(v, &format!("{path}.id")).and_then(|id| {
                 TaskId::parse(&id)
@@ -481,6 +514,117 @@ impl Checker<'_> {
             model,
             expect,
             finish_gate,
+            limits,
+        })
+    }
+
+    /// `max_total_tokens` and `max_seconds` of an object, each falling back to `fallback`.
+    fn limits(&mut self, map: &Map<String, Value>, path: &str, fallback: Limits) -> Limits {
+        let mut limits = fallback;
+        if let Some(v) = map.get("max_total_tokens") {
+            match v.as_u64() {
+                Some(n) if n >= 1 => limits.max_total_tokens = Some(n),
+                _ => self.problem(
+                    &format!("{path}.max_total_tokens"),
+                    format!("expected a whole number of at least 1, got {v}"),
+                ),
+            }
+        }
+        if let Some(v) = map.get("max_seconds") {
+            limits.max_seconds = self.positive(v, &format!("{path}.max_seconds"));
+        }
+        limits
+    }
+
+    fn positive(&mut self, value: &Value, path: &str) -> Option<f64> {
+        match value.as_f64() {
+            Some(x) if x.is_finite() && x > 0.0 => Some(x),
+            _ => {
+                self.problem(path, format!("expected a positive number, got {value}"));
+                None
+            }
+        }
+    }
+
+    /// `"chat": {api, base_url, model, ...}`: a live model server (see `docs/models.md`).
+    fn chat(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
+        let path = format!("{path}.chat");
+        let map = self.object(value, &path)?;
+        const KEYS: [&str; 10] = [
+            "api",
+            "base_url",
+            "model",
+            "api_key_env",
+            "temperature",
+            "max_output_tokens",
+            "timeout_s",
+            "max_retries",
+            "retry_budget_s",
+            "system",
+        ];
+        self.only_keys(map, &KEYS, &path);
+        let required = |checker: &mut Self, key: &str| match map.get(key) {
+            Some(v) => checker.string(v, &format!("{path}.{key}")),
+            None => {
+                checker.problem(&path, format!("missing key `{key}`"));
+                None
+            }
+        };
+        let api = required(self, "api").and_then(|name| {
+            Api::parse(&name).or_else(|| {
+                self.problem(
+                    &format!("{path}.api"),
+                    format!("expected \"openai-chat\" or \"anthropic-messages\", got {name:?}"),
+                );
+                None
+            })
+        });
+        let base_url = required(self, "base_url");
+        let model = required(self, "model");
+        let api_key_env = map
+            .get("api_key_env")
+            .and_then(|v| self.string(v, &format!("{path}.api_key_env")));
+        if let Err(message) = api_key_from_env(api_key_env.as_deref()) {
+            self.problem(&format!("{path}.api_key_env"), message);
+        }
+        let mut config = LiveConfig::new(api?, base_url?, model?);
+        if let Some(v) = map.get("temperature") {
+            match v.as_f64() {
+                Some(t) if t.is_finite() && t >= 0.0 => config.temperature = Some(t),
+                _ => self.problem(
+                    &format!("{path}.temperature"),
+                    format!("expected a number of at least 0, got {v}"),
+                ),
+            }
+        }
+        if let Some(v) = map.get("max_output_tokens") {
+            config.max_output_tokens = self.steps(v, &format!("{path}.max_output_tokens"));
+        }
+        if let Some(v) = map.get("max_retries") {
+            match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => config.max_retries = n,
+                None => self.problem(
+                    &format!("{path}.max_retries"),
+                    format!("expected a whole number, got {v}"),
+                ),
+            }
+        }
+        for (key, slot) in [
+            ("timeout_s", &mut config.timeout),
+            ("retry_budget_s", &mut config.retry_budget),
+        ] {
+            if let Some(v) = map.get(key)
+                && let Some(seconds) = self.positive(v, &format!("{path}.{key}"))
+            {
+                *slot = Duration::from_secs_f64(seconds.min(1e9));
+            }
+        }
+        if let Some(v) = map.get("system") {
+            config.system = self.string(v, &format!("{path}.system"));
+        }
+        Some(TaskModel::Chat {
+            config: Box::new(config),
+            api_key_env,
         })
     }
 
@@ -543,14 +687,21 @@ impl Checker<'_> {
 
     fn model(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
         let map = self.object(value, path)?;
-        let kinds: Vec<&str> = ["responses", "actions", "replay"]
+        let kinds: Vec<&str> = ["responses", "actions", "replay", "chat"]
             .into_iter()
             .filter(|k| map.contains_key(*k))
             .collect();
         match kinds.as_slice() {
             [] => {
-                self.only_keys(map, &["responses", "actions", "replay", "run_id"], path);
-                self.problem(path, "expected one of `responses`, `actions` or `replay`");
+                self.only_keys(
+                    map,
+                    &["responses", "actions", "replay", "run_id", "chat"],
+                    path,
+                );
+                self.problem(
+                    path,
+                    "expected one of `responses`, `actions`, `replay` or `chat`",
+                );
                 None
             }
             ["responses"] => {
@@ -575,6 +726,10 @@ impl Checker<'_> {
                     }
                 }
                 (actions.len() == list.len()).then_some(TaskModel::Actions(actions))
+            }
+            ["chat"] => {
+                self.only_keys(map, &["chat"], path);
+                self.chat(&map["chat"], path)
             }
             ["replay"] => {
                 self.only_keys(map, &["replay", "run_id"], path);

@@ -131,6 +131,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
             model,
             expect,
             finish_gate: None,
+            limits: crate::agent::Limits::default(),
         });
     }
     Some(Suite {

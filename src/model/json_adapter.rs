@@ -45,7 +45,8 @@ impl<M: RawModel> Model for JsonModelAdapter<M> {
 
 /// Parses one raw model response into an action, strictly.
 pub fn parse_json_action(raw: &str) -> Result<Action, InvalidOutput> {
-    let value: Value = serde_json::from_str(raw).map_err(|err| {
+    let text = crate::tools::integer_negative_zero_as_zero(raw);
+    let value: Value = serde_json::from_str(&text).map_err(|err| {
         InvalidOutput::new(
             InvalidOutputKind::InvalidJson,
             format!("model output is not valid JSON: {err}"),
@@ -118,14 +119,14 @@ fn only_fields(
     }
 }
 
-fn missing(field: &str) -> InvalidOutput {
+pub(crate) fn missing(field: &str) -> InvalidOutput {
     InvalidOutput::new(
         InvalidOutputKind::MissingField,
         format!("missing field {field:?}"),
     )
 }
 
-fn wrong_type(field: &str, expected: &str, got: &Value) -> InvalidOutput {
+pub(crate) fn wrong_type(field: &str, expected: &str, got: &Value) -> InvalidOutput {
     InvalidOutput::new(
         InvalidOutputKind::WrongFieldType,
         format!(

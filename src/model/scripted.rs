@@ -34,7 +34,7 @@ impl ScriptedModel {
 impl Model for ScriptedModel {
     fn next_action(&mut self, task: &Task, history: &[HistoryItem]) -> Result<Action, ModelError> {
         self.calls.push((task.clone(), history.to_vec()));
-        let action = next_scripted(&self.actions, &mut self.next, "actions")?;
+        let action = next_scripted(&self.actions, &mut self.next, ("action", "actions"))?;
         Ok(action.clone())
     }
 }
@@ -70,7 +70,7 @@ impl RawModel for ScriptedRawModel {
         history: &[HistoryItem],
     ) -> Result<String, ModelError> {
         self.calls.push((task.clone(), history.to_vec()));
-        let response = next_scripted(&self.responses, &mut self.next, "responses")?;
+        let response = next_scripted(&self.responses, &mut self.next, ("response", "responses"))?;
         Ok(response.clone())
     }
 }
@@ -96,7 +96,7 @@ impl Model for ScriptPlayer<'_, Action> {
         _task: &Task,
         _history: &[HistoryItem],
     ) -> Result<Action, ModelError> {
-        next_scripted(self.items, &mut self.next, "actions").cloned()
+        next_scripted(self.items, &mut self.next, ("action", "actions")).cloned()
     }
 }
 
@@ -106,16 +106,20 @@ impl RawModel for ScriptPlayer<'_, String> {
         _task: &Task,
         _history: &[HistoryItem],
     ) -> Result<String, ModelError> {
-        next_scripted(self.items, &mut self.next, "responses").cloned()
+        next_scripted(self.items, &mut self.next, ("response", "responses")).cloned()
     }
 }
 
 /// The next scripted item, or the failure that makes too little test data visible.
-fn next_scripted<'a, T>(items: &'a [T], next: &mut usize, what: &str) -> Result<&'a T, ModelError> {
+fn next_scripted<'a, T>(
+    items: &'a [T],
+    next: &mut usize,
+    (one, many): (&str, &str),
+) -> Result<&'a T, ModelError> {
     let item = items.get(*next).ok_or_else(|| {
         ModelError::Failure(format!(
-            "scripted model exhausted after {} {what}",
-            items.len()
+            "scripted model exhausted after {}",
+            crate::plural(items.len() as u64, one, many)
         ))
     })?;
     *next += 1;

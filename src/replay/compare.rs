@@ -71,7 +71,7 @@ impl<'a> Comparator<'a> {
 
     fn compare(&mut self, event: &RunEvent<'_>) {
         match *event {
-            RunEvent::RunStarted { .. } => {}
+            RunEvent::RunStarted { .. } | RunEvent::ModelRetry { .. } => {}
             RunEvent::ModelAction { step, action, .. } => {
                 self.turn(step.into(), &RecordedTurn::Action(action.clone()));
             }

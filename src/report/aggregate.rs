@@ -102,11 +102,11 @@ pub(crate) struct Totals<'a> {
     pub tools: FastMap<Text<'a>, ToolTotals<'a>>,
     /// Events of unknown types by `event_type`.
     pub unknown_types: Counter<'a>,
-    /// Runs with a finish gate, their rejections and attempts.
-    pub finish_gate: FinishGateTotals,
     /// The keys of `unknown_types` in the order first seen, so that the types named one by one
     /// are the first ones in input order.
     unknown_order: Vec<Text<'a>>,
+    /// Runs with a finish gate, their rejections and attempts.
+    pub finish_gate: FinishGateTotals,
 }
 
 impl<'a> Totals<'a> {
@@ -211,12 +211,12 @@ impl<'a> Totals<'a> {
                 })
                 .collect(),
             unknown_types: counter_into_owned(self.unknown_types),
-            finish_gate: self.finish_gate,
             unknown_order: self
                 .unknown_order
                 .into_iter()
                 .map(|name| Cow::Owned(name.into_owned()))
                 .collect(),
+            finish_gate: self.finish_gate,
         }
     }
 }

@@ -9,7 +9,7 @@ mod runtime;
 mod spec;
 
 pub use calculator::{calculator, calculator_spec};
-pub use python_number::{PyNumber, format_python_float};
+pub use python_number::{PyNumber, format_python_float, integer_negative_zero_as_zero};
 pub use registry::{RegistryError, ToolOutcome, ToolPanic, ToolRegistry, panic_text};
 pub use runtime::ToolRuntime;
 pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};

@@ -1,6 +1,8 @@
 //! Numbers that behave like Python's after `json.loads`: integers stay exact, floats print with
 //! Python's `repr`. Traces recorded by Python agents then hash the same as ours.
 
+use std::borrow::Cow;
+
 use serde_json::Number;
 
 /// A JSON number as Python sees it: an exact integer or a double.
@@ -174,6 +176,55 @@ pub fn format_python_float(value: f64) -> String {
     out
 }
 
+/// JSON text with every integer literal `-0` written `0`, strings untouched. Python's `json.loads`
+/// reads `-0` as the integer 0, but serde_json reads it as the float -0.0, which would make
+/// `-0 + 5` print `5.0` instead of `5`; `-0.0` and `-0e0` stay floats, as in Python. Only a `-0`
+/// that starts a value (after `[`, `,`, `:` or whitespace, or at the start) is rewritten, so
+/// malformed text stays malformed.
+pub fn integer_negative_zero_as_zero(text: &str) -> Cow<'_, str> {
+    if !text.contains("-0") {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, &byte) in bytes.iter().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if byte == b'"' {
+            in_string = true;
+            continue;
+        }
+        let starts_value = i == 0
+            || matches!(
+                bytes[i - 1],
+                b'[' | b',' | b':' | b' ' | b'\t' | b'\n' | b'\r'
+            );
+        let integer_zero = bytes.get(i + 1) == Some(&b'0')
+            && !matches!(bytes.get(i + 2), Some(b'.' | b'e' | b'E' | b'0'..=b'9'));
+        if byte == b'-' && starts_value && integer_zero {
+            let buffer = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            buffer.push_str(&text[copied..i]);
+            copied = i + 1;
+        }
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut buffer) => {
+            buffer.push_str(&text[copied..]);
+            Cow::Owned(buffer)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +250,28 @@ mod tests {
         ];
         for (value, expected) in cases {
             assert_eq!(format_python_float(value), expected, "{value:e}");
+        }
+    }
+
+    #[test]
+    fn only_integer_negative_zero_literals_become_zero() {
+        let cases = [
+            (r#"{"left":-0,"right":5}"#, r#"{"left":0,"right":5}"#),
+            ("[-0, -0 ,\n-0]", "[0, 0 ,\n0]"),
+            ("-0", "0"),
+            (
+                r#"{"a":-0.0,"b":-0e0,"c":-0E1,"d":-01,"e":1e-0}"#,
+                r#"{"a":-0.0,"b":-0e0,"c":-0E1,"d":-01,"e":1e-0}"#,
+            ),
+            (
+                r#"{"s":"-0","t":"\"-0","u":"\\"}"#,
+                r#"{"s":"-0","t":"\"-0","u":"\\"}"#,
+            ),
+            ("--0", "--0"),
+            ("[x-0]", "[x-0]"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(integer_negative_zero_as_zero(text), expected, "{text}");
         }
     }
 

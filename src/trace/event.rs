@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::model::Usage;
 use crate::run::ExitReason;
 
 /// The format name written in every `run_started` event.
@@ -98,6 +99,49 @@ pub struct TraceEvent {
     /// How long the model call or tool call took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
+    /// The wire format of a live model: `openai-chat`, `anthropic-messages` (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The model a live run talked to (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelName>,
+    /// The provider's id of the tool call (model_action, observation, model_feedback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Tokens of the model call, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Hash of the request body in canonical JSON, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash: Option<String>,
+    /// Why the provider stopped generating, on the first event of its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The HTTP response body of a live model, full capture only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_response: Option<String>,
+    /// The failed attempt, from 1 (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The HTTP status of the failed attempt, when the server answered (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// How long the loop waited before trying again (model_retry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// Which budget ran out: absent means steps (run_finished of `max_steps_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+/// The model of a live run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelName {
+    /// Where the server is (the base URL's host and port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model name sent in requests.
+    pub name: String,
 }
 
 impl TraceEvent {
@@ -131,6 +175,17 @@ impl TraceEvent {
             steps_used: None,
             error: None,
             duration_ms: None,
+            api: None,
+            model: None,
+            call_id: None,
+            usage: None,
+            request_hash: None,
+            finish_reason: None,
+            raw_response: None,
+            attempt: None,
+            http_status: None,
+            wait_ms: None,
+            budget: None,
         }
     }
 
@@ -182,6 +237,8 @@ pub enum EventType {
     RunFinished,
     /// A crashed run's end, as writers following the write-up record it.
     InternalError,
+    /// A failed model call that was retried.
+    ModelRetry,
     /// A type this version does not know.
     Other(String),
 }
@@ -197,6 +254,7 @@ impl EventType {
             EventType::FinishGate => "finish_gate",
             EventType::RunFinished => "run_finished",
             EventType::InternalError => "internal_error",
+            EventType::ModelRetry => "model_retry",
             EventType::Other(name) => name,
         }
     }
@@ -211,6 +269,7 @@ impl EventType {
             "finish_gate" => EventType::FinishGate,
             "run_finished" => EventType::RunFinished,
             "internal_error" => EventType::InternalError,
+            "model_retry" => EventType::ModelRetry,
             other => EventType::Other(other.to_owned()),
         }
     }

@@ -10,7 +10,7 @@ mod show;
 mod summary;
 mod writer;
 
-pub use event::{Capture, EventType, HashAlgorithm, ReplayOf, SCHEMA, TraceEvent};
+pub use event::{Capture, EventType, HashAlgorithm, ModelName, ReplayOf, SCHEMA, TraceEvent};
 pub use reader::parse_line;
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader,

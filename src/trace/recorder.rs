@@ -3,10 +3,11 @@
 
 use std::io;
 
-use super::event::{Capture, EventType, ReplayOf, SCHEMA, TraceEvent};
+use super::event::{Capture, EventType, ModelName, ReplayOf, SCHEMA, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
-use crate::agent::{RunEvent, RunObserver};
+use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
+use crate::model::CallRecord;
 use crate::run::{Action, ExitReason};
 
 /// What a recorder writes besides the events themselves.
@@ -80,6 +81,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 task,
                 max_steps,
                 finish_gate_hash,
+                live,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
@@ -91,6 +93,21 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
                 e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                if let Some(live) = live {
+                    e.api = Some(live.api.clone());
+                    e.model = Some(ModelName {
+                        provider: Some(live.provider.clone()),
+                        name: live.model.clone(),
+                    });
+                }
+                e
+            }
+            RunEvent::ModelRetry { step, attempt } => {
+                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelRetry);
+                e.attempt = Some(attempt.attempt);
+                e.error_kind = Some(attempt.error_kind.clone());
+                e.http_status = attempt.http_status;
+                e.wait_ms = Some(attempt.wait_ms);
                 e
             }
             RunEvent::FinishGate {
@@ -110,6 +127,8 @@ impl<S: EventSink> TraceRecorder<S> {
                 action,
                 raw_output,
                 duration,
+                call_id,
+                record,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelAction);
                 e.action_type = Some(action.kind().to_owned());
@@ -126,12 +145,14 @@ impl<S: EventSink> TraceRecorder<S> {
                 }
                 e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
                 e.duration_ms = self.duration(duration);
+                self.call(&mut e, call_id, record);
                 e
             }
             RunEvent::Observation {
                 step,
                 outcome,
                 duration,
+                call_id,
             } => {
                 let observation = &outcome.observation;
                 let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::Observation);
@@ -141,6 +162,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.error_kind = outcome.error_kind.clone();
                 e.content = full.then(|| observation.content.clone());
                 e.duration_ms = self.duration(duration);
+                e.call_id = call_id.map(str::to_owned);
                 e
             }
             RunEvent::ModelFeedback {
@@ -149,6 +171,8 @@ impl<S: EventSink> TraceRecorder<S> {
                 error,
                 raw_output,
                 duration,
+                call_id,
+                record,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelFeedback);
                 e.output = Some(self.summary(&feedback.content));
@@ -157,6 +181,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.content = full.then(|| feedback.content.clone());
                 e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
                 e.duration_ms = self.duration(duration);
+                self.call(&mut e, call_id, record);
                 e
             }
             RunEvent::RunFinished { result, error_kind } => {
@@ -168,6 +193,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.exit_reason = Some(result.exit_reason);
                 e.steps_used = Some(result.steps_used);
                 if result.exit_reason != ExitReason::Finished {
+                    e.budget = error_kind.and_then(budget_of).map(str::to_owned);
                     e.error_kind = error_kind.map(str::to_owned);
                     e.error = result.error.as_deref().map(|error| {
                         if full {
@@ -182,10 +208,32 @@ impl<S: EventSink> TraceRecorder<S> {
         }
     }
 
+    /// The call id and, on a turn's first event, what the model call left behind.
+    fn call(&self, e: &mut TraceEvent, call_id: Option<&str>, record: Option<&CallRecord>) {
+        e.call_id = call_id.map(str::to_owned);
+        if let Some(record) = record {
+            e.usage = record.usage;
+            e.request_hash = record.request_hash.clone();
+            e.finish_reason = record.finish_reason.clone();
+            e.raw_response = record.raw_response.clone().filter(|_| self.full());
+        }
+    }
+
     fn duration(&self, duration: std::time::Duration) -> Option<f64> {
         self.options
             .durations
             .then(|| (duration.as_secs_f64() * 1e6).round() / 1e3)
+    }
+}
+
+/// The `budget` of a `max_steps_exceeded` ending, from its error kind; steps (the default) is
+/// written as no budget at all, so traces of step-budget runs stay as they were.
+fn budget_of(error_kind: &str) -> Option<&'static str> {
+    match error_kind {
+        CONTEXT_EXHAUSTED => Some("context"),
+        TOKENS_EXHAUSTED => Some("tokens"),
+        TIME_EXHAUSTED => Some("time"),
+        _ => None,
     }
 }
 

@@ -19,9 +19,9 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "run {} ({} events)",
+            "run {} ({})",
             safe(&run.run_id),
-            run.events.len()
+            crate::plural(run.events.len() as u64, "event", "events")
         );
         for (line, event) in &run.events {
             let _ = writeln!(
@@ -169,6 +169,19 @@ fn describe(event: &TraceEvent, color: bool) -> String {
             }
             if let Some(error) = &event.error {
                 parts.push(format!("error={}", safe(&shorten(error))));
+            }
+        }
+        EventType::ModelRetry => {
+            parts.push(paint(
+                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                YELLOW,
+                color,
+            ));
+            if let Some(status) = event.http_status {
+                parts.push(format!("http_status={status}"));
+            }
+            if let Some(wait) = event.wait_ms {
+                parts.push(format!("wait_ms={wait}"));
             }
         }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),

@@ -48,20 +48,19 @@ impl Summarizer {
     /// The summary of `text`: its length in Unicode scalar values (Python's `len`) and its hash.
     pub fn summarize(&self, text: &str) -> String {
         let chars = text.chars().count();
+        format!("chars={chars};{}", self.digest(text.as_bytes()))
+    }
+
+    /// The hash of `bytes` as `sha256=HEX` or `hmac-sha256=HEX`.
+    pub fn digest(&self, bytes: &[u8]) -> String {
         match &self.key {
-            None => {
-                let digest = Sha256::digest(text.as_bytes());
-                format!("chars={chars};sha256={}", hex(&digest))
-            }
+            None => format!("sha256={}", hex(&Sha256::digest(bytes))),
             Some(key) => {
                 // HMAC accepts keys of any length, so this cannot fail.
                 let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
                     .expect("HMAC takes keys of any length");
-                mac.update(text.as_bytes());
-                format!(
-                    "chars={chars};hmac-sha256={}",
-                    hex(&mac.finalize().into_bytes())
-                )
+                mac.update(bytes);
+                format!("hmac-sha256={}", hex(&mac.finalize().into_bytes()))
             }
         }
     }

@@ -279,7 +279,7 @@ fn an_exhausted_script_is_an_internal_error_with_a_clear_message() {
     assert_eq!(result.steps_used, 2);
     assert_eq!(
         cause.to_string(),
-        "model failed: scripted model exhausted after 1 actions"
+        "model failed: scripted model exhausted after 1 action"
     );
 
     let mut raw = JsonModelAdapter::new(ScriptedRawModel::new(vec![]));

@@ -29,6 +29,13 @@ fn read_results(out: &Path) -> ResultsFile {
     serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
 }
 
+/// Writes `suite` as `DIR/suite.json` and returns its path.
+fn write_suite(dir: &Path, suite: &serde_json::Value) -> PathBuf {
+    let path = dir.join("suite.json");
+    std::fs::write(&path, suite.to_string()).unwrap();
+    path
+}
+
 /// Results without the fields that change from run to run.
 fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
     tasks
@@ -168,7 +175,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
         "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate)
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds)
   $.defaults.max_steps: must be at least 1
   $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
   $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
@@ -1080,4 +1087,102 @@ fn an_internal_error_fails_the_eval_unless_the_task_expects_it() {
     .unwrap();
     let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write_suite(
+        dir.path(),
+        &json!({"name": "one", "tasks": [
+            {"id": "short", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "operation": "add", "right": 1}}]}, "expect": {"exit_reason": "internal_error"}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let output = eval(&[suite.to_str().unwrap(), "--capture", "full"], &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("Suite \"one\": 1 task\n"), "{text}");
+    assert!(
+        text.contains("Shares are of all 1 task, internal"),
+        "{text}"
+    );
+    let error = read_results(&out).tasks[0].error.clone().unwrap();
+    assert!(error.ends_with("exhausted after 1 action"), "{error}");
+    std::fs::write(
+        &suite,
+        r#"{"name": "one", "tasks": [{"id": "x", "max_steps": 0}]}"#,
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &out);
+    assert!(
+        stderr(&output).contains("has 2 problems:"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(
+        &suite,
+        r#"{"name": "one", "tasks": [{"id": "x", "prompt": "p"}]}"#,
+    )
+    .unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &out);
+    assert!(
+        stderr(&output).contains("has 1 problem:"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_calculator_reads_a_json_minus_zero_as_python_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // Python: json.loads("-0") is the integer 0, json.loads("-0.0") the float -0.0.
+    let cases = [
+        (r#"{"left":-0,"operation":"add","right":5}"#, "5"),
+        (r#"{"left":-0,"operation":"multiply","right":1}"#, "0"),
+        (r#"{"left":-0.0,"operation":"add","right":5}"#, "5.0"),
+        (r#"{"left":-0.0,"operation":"multiply","right":1}"#, "-0.0"),
+    ];
+    // Each case twice: raw model text through the adapter, and a scripted action in the suite,
+    // written by hand so that the literals stay as they are.
+    let finish = r#"{"type":"finish","answer":"done"}"#;
+    let mut tasks = Vec::new();
+    for (i, (arguments, _)) in cases.iter().enumerate() {
+        let call =
+            format!(r#"{{"type":"tool_call","tool_name":"calculator","arguments":{arguments}}}"#);
+        let raw = json!([call, finish]);
+        tasks.push(format!(
+            r#"{{"id":"raw{i}","prompt":"p","model":{{"responses":{raw}}}}}"#
+        ));
+        tasks.push(format!(
+            r#"{{"id":"scripted{i}","prompt":"p","model":{{"actions":[{call},{finish}]}}}}"#
+        ));
+    }
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        format!(r#"{{"name":"zero","tasks":[{}]}}"#, tasks.join(",")),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = eval(&[suite.to_str().unwrap(), "--capture", "full"], &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&out);
+    assert_eq!(results.tasks.len(), 8);
+    for task in results.tasks {
+        let trace = out.join(task.trace.unwrap());
+        let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+        let observation = contents.runs[0]
+            .events
+            .iter()
+            .find(|(_, e)| e.event_type == looptrace::trace::EventType::Observation)
+            .and_then(|(_, e)| e.content.clone())
+            .unwrap();
+        let i: usize = task
+            .id
+            .trim_start_matches(char::is_alphabetic)
+            .parse()
+            .unwrap();
+        assert_eq!(observation, cases[i].1, "{}", task.id);
+    }
 }

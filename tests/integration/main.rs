@@ -10,6 +10,8 @@ mod eval_load;
 mod faults;
 mod finish_gate;
 mod json_adapter;
+mod live_model;
+mod live_model_server;
 mod properties;
 mod replay;
 mod report;

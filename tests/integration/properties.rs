@@ -206,12 +206,14 @@ proptest! {
         let writer = TraceWriter::append(&path, false).unwrap();
         let mut recorder = TraceRecorder::new("r", recorder_options(Summarizer::sha256()), writer);
         let task = Task::new(task);
-        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None };
+        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None, live: None };
         let acted = RunEvent::ModelAction {
             step: 1,
             action: &action,
             raw_output: None,
             duration: Duration::ZERO,
+            call_id: None,
+            record: None,
         };
         let expected = vec![recorder.trace_event(&started), recorder.trace_event(&acted)];
         recorder.on_event(&started).unwrap();
@@ -399,13 +401,15 @@ proptest! {
         let mut recorder = TraceRecorder::new("r", options, Vec::new());
         let task = Task::new(task);
         let finish = Action::Finish(Finish { answer: answer.clone() });
-        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None }).unwrap();
+        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None, live: None }).unwrap();
         recorder
             .on_event(&RunEvent::ModelAction {
                 step: 1,
                 action: &finish,
                 raw_output: None,
                 duration: Duration::ZERO,
+                call_id: None,
+                record: None,
             })
             .unwrap();
         let events = recorder.into_sink();

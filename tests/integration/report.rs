@@ -215,7 +215,7 @@ fn a_write_cut_short_before_the_next_run_is_a_warning_and_its_run_is_incomplete(
     let show = run_in_crate(&["show", &path("cut_write.jsonl")]);
     assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
     assert!(
-        stdout(&show).contains("run a (1 events)"),
+        stdout(&show).contains("run a (1 event)"),
         "{}",
         stdout(&show)
     );

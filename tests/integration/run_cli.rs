@@ -92,7 +92,7 @@ fn an_exhausted_script_is_an_internal_error_exit_3() {
     assert_eq!(value["exit_reason"], "internal_error");
     assert_eq!(
         stderr(&output),
-        "internal error: model failed: scripted model exhausted after 1 responses\n"
+        "internal error: model failed: scripted model exhausted after 1 response\n"
     );
 }
 

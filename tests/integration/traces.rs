@@ -548,7 +548,7 @@ fn show_never_sends_control_characters_from_a_trace_to_the_terminal() {
         stdout(&output)
     );
     assert!(
-        stdout(&output).starts_with("run a\\u{1b}[31m (1 events)\n"),
+        stdout(&output).starts_with("run a\\u{1b}[31m (1 event)\n"),
         "{}",
         stdout(&output)
     );
