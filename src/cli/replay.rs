@@ -94,6 +94,11 @@ pub fn run(args: ReplayArgs) -> CliResult {
     if args.max_steps == Some(0) {
         return Err(CliError::input("--max-steps must be at least 1"));
     }
+    if args.gate.program.is_some() && args.tools == ToolsArg::Recorded {
+        return Err(CliError::input(
+            "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
+        ));
+    }
     if let Some(out) = &args.trace_out {
         refuse_same_file(&args.trace, out)?;
     }
@@ -145,11 +150,6 @@ pub fn run(args: ReplayArgs) -> CliResult {
         None => None,
     };
     let mut gate = args.gate.command_gate();
-    if gate.is_some() && args.tools == ToolsArg::Recorded {
-        return Err(CliError::input(
-            "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
-        ));
-    }
     let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
     let tools = ToolRegistry::builtin();
     let tool_source = match args.tools {

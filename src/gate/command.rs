@@ -141,11 +141,11 @@ impl FinishGate for CommandGate {
             });
         }
         let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if started.elapsed() >= timeout => break None,
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+        let finished = loop {
+            match exited_unreaped(group) {
+                Ok(true) => break true,
+                Ok(false) if started.elapsed() >= timeout => break false,
+                Ok(false) => std::thread::sleep(Duration::from_millis(5)),
                 Err(err) => {
                     kill_group(group);
                     let _ = child.wait();
@@ -153,16 +153,19 @@ impl FinishGate for CommandGate {
                 }
             }
         };
-        // Whatever the program left running in its group goes with it.
+        // Whatever the program left running in its group goes with it. The program is not reaped
+        // yet, so its pid (the group's id) cannot have been reused by then.
         kill_group(group);
-        let Some(status) = status else {
-            let _ = child.wait();
+        let status = child.wait();
+        if !finished {
             return Err(GateFailure::new(format!(
                 "`{}` ran past its timeout of {} s; its process group was killed",
                 self.program.display(),
                 self.config.timeout_s
             )));
-        };
+        }
+        let status =
+            status.map_err(|err| GateFailure::new(format!("cannot wait for the gate: {err}")))?;
         let bytes = output.recv_timeout(DRAIN_GRACE).unwrap_or_default();
         let text = cut_output(
             &String::from_utf8_lossy(&bytes),
@@ -191,6 +194,22 @@ impl FinishGate for CommandGate {
 
     fn config_hash(&self) -> String {
         self.config.hash()
+    }
+}
+
+/// Whether the child `pid` has exited, leaving it unreaped (`WNOWAIT`) so its pid stays taken.
+fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
+    let id = libc::id_t::from(pid);
+    // SAFETY: `siginfo_t` is plain data for which all zeros is a valid value, and `waitid` only
+    // writes into the struct it is given.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        if libc::waitid(libc::P_PID, id, &mut info, flags) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // With WNOHANG and no change of state, `si_pid` stays 0.
+        Ok(info.si_pid() != 0)
     }
 }
 

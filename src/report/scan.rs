@@ -992,6 +992,11 @@ mod tests {
                 "`replay_of` must be an object with string `source` and `run_id`",
             ),
             (r#"{"output":5}"#, "`output` must be a string"),
+            (r#"{"accepted":"yes"}"#, "`accepted` must be true or false"),
+            (
+                r#"{"finish_gate_hash":5}"#,
+                "`finish_gate_hash` must be a string",
+            ),
             (r#"{"run_id":"r","run_id":"s"}"#, "duplicate field `run_id`"),
             (
                 r#"{"content":"\udc00"}"#,

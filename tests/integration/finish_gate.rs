@@ -583,3 +583,28 @@ fn eval_replays_a_gated_recording_with_its_recorded_verdicts() {
     assert_eq!(results["tasks"][0]["steps_used"], 3);
     assert_eq!(results["tasks"][0]["gate_rejections"], 1);
 }
+
+#[test]
+fn a_gate_to_rerun_with_recorded_tools_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = recorded_gated_run(dir.path());
+    let out = dir.path().join("rerun.jsonl");
+    let output = run(&[
+        "replay",
+        &trace,
+        "--tools",
+        "recorded",
+        "--finish-gate",
+        "true",
+        "--trace",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!out.exists(), "nothing is written for a usage error");
+    assert!(
+        stderr(&output).contains("needs --tools live"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stdout(&output).is_empty());
+}
