@@ -528,3 +528,50 @@ fn report_says_not_recorded_for_sources_without_an_error_flag() {
         .unwrap();
     assert_eq!(read["errors"], 1);
 }
+
+/// Feeds `bytes` to detection and to every importer: each may refuse, none may panic.
+fn import_everything(name: &str, bytes: &[u8]) {
+    use looptrace::import::{Context, IMPORTERS, detect};
+    let _ = detect(name, bytes);
+    let context = Context {
+        file: name.to_owned(),
+        name: name.to_owned(),
+    };
+    for importer in IMPORTERS {
+        let mut input = bytes;
+        let _ = importer.import(&mut input, &context, &mut |_| Ok(()));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn importers_never_panic_on_arbitrary_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+        import_everything("input.jsonl", &bytes);
+    }
+
+    #[test]
+    fn importers_never_panic_on_cut_or_damaged_fixtures(
+        file in 0usize..16,
+        cut in 0.0f64..1.0,
+        flip in proptest::prelude::any::<u8>(),
+    ) {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(fixture("import")).unwrap() {
+            for inner in std::fs::read_dir(entry.unwrap().path()).unwrap() {
+                files.push(inner.unwrap().path());
+            }
+        }
+        files.sort();
+        let path = &files[file % files.len()];
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = (bytes.len() as f64 * cut) as usize;
+        bytes.truncate(at.max(1));
+        if let Some(last) = bytes.last_mut() {
+            *last ^= flip;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        import_everything(&name, &bytes);
+    }
+}
