@@ -432,6 +432,7 @@ impl<'a> RunState<'a> {
                 });
                 return true;
             }
+            EventKind::Retry => {}
             EventKind::Unknown { event_type } => totals.unknown_type(event_type),
         }
         false

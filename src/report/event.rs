@@ -14,6 +14,7 @@ const OBSERVATION: u128 = name(b"observation");
 const MODEL_FEEDBACK: u128 = name(b"model_feedback");
 const RUN_FINISHED: u128 = name(b"run_finished");
 const FINISH_GATE: u128 = name(b"finish_gate");
+const MODEL_RETRY: u128 = name(b"model_retry");
 const INTERNAL_ERROR: u128 = name(b"internal_error");
 
 /// An event of one run.
@@ -61,6 +62,8 @@ pub(crate) enum EventKind<'a> {
         /// Whether the gate accepted it (missing: not accepted).
         accepted: bool,
     },
+    /// A `model_retry`: a failed model call that was tried again; it changes no outcome.
+    Retry,
     /// `run_finished`, or a bare `internal_error` event of writers following the write-up.
     Ended {
         /// How the run ended.
@@ -124,6 +127,7 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
         FINISH_GATE => EventKind::GateVerdict {
             accepted: fields.accepted.unwrap_or(false),
         },
+        MODEL_RETRY => EventKind::Retry,
         RUN_FINISHED => EventKind::Ended {
             ending: ending.ok_or(LineError::MissingField("exit_reason"))?,
             error_kind: fields.error_kind,

@@ -825,3 +825,10 @@ fn an_unknown_event_type_is_counted_in_every_chunk_whatever_came_before() {
         "{listed:?}"
     );
 }
+
+#[test]
+fn a_model_retry_is_a_known_event_that_changes_no_outcome() {
+    let report = report_json(&[&path("model_retry.jsonl")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [1, 0, 0, 0, 0]);
+    assert!(warning_messages(&report).is_empty(), "{report}");
+}
