@@ -5,11 +5,12 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use looptrace::import::{self, EmitOptions, ImportError, Importer, RunIds};
 use looptrace::trace::{Capture, Summarizer};
 
+use super::common::CaptureArg;
 use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace import`.
@@ -29,24 +30,6 @@ pub struct ImportArgs {
     /// `summary` (hashes and counts only) or `full` (the text as well).
     #[arg(long, value_enum, default_value_t = CaptureArg::Summary)]
     pub capture: CaptureArg,
-}
-
-/// `--capture`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CaptureArg {
-    /// Character counts and hashes only.
-    Summary,
-    /// The text itself as well.
-    Full,
-}
-
-impl From<CaptureArg> for Capture {
-    fn from(arg: CaptureArg) -> Capture {
-        match arg {
-            CaptureArg::Summary => Capture::Summary,
-            CaptureArg::Full => Capture::Full,
-        }
-    }
 }
 
 /// Runs `looptrace import`.

@@ -28,8 +28,8 @@ pub struct ShowArgs {
     #[arg(long)]
     pub lenient: bool,
     /// How a foreign trace is imported for showing: `summary` or `full`.
-    #[arg(long, value_enum, default_value_t = super::import::CaptureArg::Summary)]
-    pub capture: super::import::CaptureArg,
+    #[arg(long, value_enum, default_value_t = super::common::CaptureArg::Summary)]
+    pub capture: super::common::CaptureArg,
 }
 
 /// Output formats of `show`.
