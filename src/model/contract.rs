@@ -110,6 +110,8 @@ pub struct CallRecord {
     pub usage: Option<Usage>,
     /// The hash of the request body in canonical JSON (`sha256=HEX` or `hmac-sha256=HEX`).
     pub request_hash: Option<String>,
+    /// The request body as sent (canonical JSON), written to traces with full capture only.
+    pub request_body: Option<String>,
     /// The response body, written to traces with full capture only.
     pub raw_response: Option<String>,
     /// Why the provider stopped generating (`stop`, `length`, `tool_calls`, `end_turn`, ...).
@@ -180,6 +182,24 @@ pub enum ProviderErrorKind {
 }
 
 impl ProviderErrorKind {
+    /// Every class.
+    pub const ALL: [ProviderErrorKind; 7] = [
+        ProviderErrorKind::RateLimited,
+        ProviderErrorKind::ProviderUnavailable,
+        ProviderErrorKind::AuthFailed,
+        ProviderErrorKind::QuotaExceeded,
+        ProviderErrorKind::ContextLengthExceeded,
+        ProviderErrorKind::RequestRejected,
+        ProviderErrorKind::BadResponse,
+    ];
+
+    /// Parses the snake_case name.
+    pub fn parse(name: &str) -> Option<ProviderErrorKind> {
+        ProviderErrorKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+
     /// The snake_case name used as `error_kind` in traces.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -215,7 +215,10 @@ impl<S: EventSink> TraceRecorder<S> {
             e.usage = record.usage;
             e.request_hash = record.request_hash.clone();
             e.finish_reason = record.finish_reason.clone();
-            e.raw_response = record.raw_response.clone().filter(|_| self.full());
+            if self.full() {
+                e.request_body = record.request_body.clone();
+                e.raw_response = record.raw_response.clone();
+            }
         }
     }
 

@@ -59,7 +59,7 @@ fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) 
     (output, events)
 }
 
-fn read_events(trace: &Path) -> Vec<Value> {
+pub(crate) fn read_events(trace: &Path) -> Vec<Value> {
     std::fs::read_to_string(trace)
         .unwrap_or_default()
         .lines()
@@ -87,7 +87,7 @@ fn result(output: &Output) -> Value {
         .unwrap_or_else(|_| panic!("stdout is not JSON: {}", stdout(output)))
 }
 
-fn types(events: &[Value]) -> Vec<String> {
+pub(crate) fn types(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|e| format!("{}@{}", e["event_type"].as_str().unwrap(), e["step"]))

@@ -350,8 +350,9 @@ impl Model for LiveModel {
             &policy,
             &mut self.record.retries,
         )
-        .map_err(|error| ProviderError::new(error.kind, self.redact(error.message)))?;
-        let reply = self.redact(reply);
+        .map_err(|error| ProviderError::new(error.kind, self.redact(error.message)));
+        self.record.request_body = Some(body);
+        let reply = self.redact(reply?);
         let parsed = serde_json::from_str::<Value>(&reply)
             .map_err(|err| {
                 ProviderError::new(
