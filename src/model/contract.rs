@@ -88,6 +88,19 @@ impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens.unwrap_or(0) + self.output_tokens.unwrap_or(0)
     }
+
+    /// Adds another call's counts; a count neither reports stays absent.
+    pub fn add(&mut self, other: &Usage) {
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        self.input_tokens = sum(self.input_tokens, other.input_tokens);
+        self.output_tokens = sum(self.output_tokens, other.output_tokens);
+        self.cache_read_tokens = sum(self.cache_read_tokens, other.cache_read_tokens);
+        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens);
+        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens);
+    }
 }
 
 /// A failed attempt at a model call that was retried.

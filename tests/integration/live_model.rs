@@ -179,6 +179,11 @@ fn openai_chat_two_turn_calculator_run_sends_the_exact_requests() {
     assert_eq!(events[3]["request_hash"], hash_of(&requests[1]));
     assert_eq!(events[3]["finish_reason"], "stop");
     assert_eq!(events[3]["answer"], "12 × 7 = 84");
+    // The run's tokens: both turns summed; a count only one turn reports is its count.
+    assert_eq!(
+        events[4]["usage"],
+        json!({"input_tokens": 280, "output_tokens": 32, "cache_read_tokens": 64})
+    );
 }
 
 fn server_port(server: &Server) -> String {
