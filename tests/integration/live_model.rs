@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::live_model_server::{Received, Reply, Server, anthropic, openai};
+use crate::live_model_server::{ConcurrencyServer, Received, Reply, Server, anthropic, openai};
 use crate::support::{looptrace, stderr, stdout};
 use looptrace::model::live::DEFAULT_SYSTEM;
 use looptrace::tools::calculator_spec;
@@ -679,4 +679,45 @@ fn a_suite_naming_an_unset_key_variable_is_rejected_before_any_request() {
     );
     assert!(server.received().is_empty());
     assert!(!dir.path().join("out/results.json").exists());
+}
+
+/// Evaluates `tasks` chat tasks at `--jobs jobs` against a server that holds each request until
+/// `jobs` are in flight at once; returns the peak the server saw and how many it served.
+fn peak_in_flight(tasks: usize, jobs: usize) -> (usize, usize) {
+    let server = ConcurrencyServer::start(
+        Reply::ok(openai::answer("84", "stop")),
+        tasks,
+        jobs,
+        Duration::from_secs(30),
+    );
+    let chat =
+        json!({"api": "openai-chat", "base_url": format!("{}/v1", server.url), "model": "m"});
+    let tasks: Vec<Value> = (0..tasks)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "prompt": "compute 12 × 7", "model": {"chat": chat},
+                        "expect": {"answer": "84"}})
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(&suite, json!({"name": "live", "tasks": tasks}).to_string()).unwrap();
+    let output = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .args(["--jobs", &jobs.to_string(), "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    server.peak_and_served()
+}
+
+#[test]
+fn eval_jobs_8_keeps_8_requests_in_flight() {
+    assert_eq!(peak_in_flight(12, 8), (8, 12));
+}
+
+#[test]
+fn eval_jobs_64_keeps_64_requests_in_flight() {
+    assert_eq!(peak_in_flight(80, 64), (64, 80));
 }
