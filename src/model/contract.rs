@@ -136,7 +136,7 @@ pub struct CallRecord {
 /// Which wire format and model a live run talked to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveIdentity {
-    /// The wire format: `openai-chat` or `anthropic-messages`.
+    /// The wire format: `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub api: String,
     /// Where the server is: the base URL's host and port, never credentials or paths.
     pub provider: String,

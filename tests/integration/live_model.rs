@@ -14,19 +14,16 @@ use looptrace::model::live::DEFAULT_SYSTEM;
 use looptrace::tools::calculator_spec;
 use looptrace::trace::Summarizer;
 
-const KEY_VAR: &str = "LOOPTRACE_TEST_API_KEY";
-const KEY: &str = "sk-test-9f8e7d6c5b4a-SECRET";
-const MULTIPLY: &str = r#"{"left": 12, "operation": "multiply", "right": 7}"#;
+pub(crate) const KEY_VAR: &str = "LOOPTRACE_TEST_API_KEY";
+pub(crate) const KEY: &str = "sk-test-9f8e7d6c5b4a-SECRET";
+pub(crate) const MULTIPLY: &str = r#"{"left": 12, "operation": "multiply", "right": 7}"#;
 
 /// Runs `looptrace run` against the server with a full-capture trace; returns the output and the
 /// trace's events.
-fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) {
+pub(crate) fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
-    let base_url = match api {
-        "openai-chat" => format!("{}/v1", server.url),
-        _ => server.url.clone(),
-    };
+    let base_url = base_url(server, api);
     let mut args = vec![
         "run",
         "--task",
@@ -82,7 +79,15 @@ fn assert_no_key(output: &Output, trace: &Path) {
     }
 }
 
-fn result(output: &Output) -> Value {
+/// The base URL of `api` on the server: version included for the OpenAI formats.
+pub(crate) fn base_url(server: &Server, api: &str) -> String {
+    match api {
+        "anthropic-messages" => server.url.clone(),
+        _ => format!("{}/v1", server.url),
+    }
+}
+
+pub(crate) fn result(output: &Output) -> Value {
     serde_json::from_str(&stdout(output))
         .unwrap_or_else(|_| panic!("stdout is not JSON: {}", stdout(output)))
 }
@@ -109,7 +114,7 @@ fn anthropic_tools() -> Value {
     json!([{"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}])
 }
 
-fn hash_of(request: &Received) -> String {
+pub(crate) fn hash_of(request: &Received) -> String {
     Summarizer::sha256().digest(request.raw.as_bytes())
 }
 

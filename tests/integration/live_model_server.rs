@@ -326,3 +326,52 @@ pub mod anthropic {
         json!({"type": "error", "error": {"type": kind, "message": message}})
     }
 }
+
+/// Realistic Responses bodies.
+pub mod responses {
+    use serde_json::{Value, json};
+
+    /// A response with a reasoning item and these `function_call` items: `(call_id, name,
+    /// arguments as sent)`.
+    pub fn function_calls(calls: &[(&str, &str, &str)]) -> Value {
+        let mut output = vec![json!({"type": "reasoning", "id": "rs_01", "summary": []})];
+        output.extend(
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (call_id, name, arguments))| {
+                    json!({"type": "function_call", "id": format!("fc_0{i}"), "call_id": call_id,
+                   "name": name, "arguments": arguments, "status": "completed"})
+                }),
+        );
+        json!({
+            "id": "resp_abc123",
+            "object": "response",
+            "created_at": 1_764_000_000,
+            "status": "completed",
+            "incomplete_details": null,
+            "model": "test-model",
+            "output": output,
+            "usage": {"input_tokens": 150, "input_tokens_details": {"cached_tokens": 32},
+                      "output_tokens": 25, "output_tokens_details": {"reasoning_tokens": 8},
+                      "total_tokens": 175}
+        })
+    }
+
+    /// A text answer.
+    pub fn answer(text: &str) -> Value {
+        json!({
+            "id": "resp_def456",
+            "object": "response",
+            "created_at": 1_764_000_001,
+            "status": "completed",
+            "incomplete_details": null,
+            "model": "test-model",
+            "output": [{"type": "message", "id": "msg_01", "status": "completed", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 210}
+        })
+    }
+}

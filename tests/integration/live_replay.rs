@@ -7,21 +7,16 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::live_model::{read_events, types};
+use crate::live_model::{MULTIPLY, base_url, read_events, types};
 use crate::live_model_server::{Reply, Server, anthropic, openai};
 use crate::support::{looptrace, stderr, stdout};
 use looptrace::model::live::{DEFAULT_SYSTEM, canonical_json};
 use looptrace::trace::Summarizer;
 
-const MULTIPLY: &str = r#"{"left": 12, "operation": "multiply", "right": 7}"#;
-
 /// Records one run against the server into `dir/trace.jsonl` and stops the server.
-fn record(server: Server, api: &str, dir: &Path, capture: &str) -> PathBuf {
+pub(crate) fn record(server: Server, api: &str, dir: &Path, capture: &str) -> PathBuf {
     let trace = dir.join("trace.jsonl");
-    let base_url = match api {
-        "openai-chat" => format!("{}/v1", server.url),
-        _ => server.url.clone(),
-    };
+    let base_url = base_url(&server, api);
     let output = looptrace()
         .args(["run", "--task", "compute 12 × 7", "--api", api])
         .args(["--base-url", &base_url, "--model", "test-model"])
@@ -47,7 +42,7 @@ fn record(server: Server, api: &str, dir: &Path, capture: &str) -> PathBuf {
     trace
 }
 
-fn replay(trace: &Path, extra: &[&str]) -> Output {
+pub(crate) fn replay(trace: &Path, extra: &[&str]) -> Output {
     looptrace()
         .arg("replay")
         .arg(trace)
@@ -58,7 +53,7 @@ fn replay(trace: &Path, extra: &[&str]) -> Output {
         .expect("failed to start looptrace")
 }
 
-fn report(output: &Output) -> Value {
+pub(crate) fn report(output: &Output) -> Value {
     serde_json::from_str(&stdout(output)).unwrap_or_else(|_| {
         panic!(
             "stdout is not JSON: {}\nstderr: {}",

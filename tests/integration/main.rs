@@ -14,6 +14,7 @@ mod json_adapter;
 mod live_model;
 mod live_model_server;
 mod live_replay;
+mod live_responses;
 mod properties;
 mod real_traces;
 mod replay;
