@@ -10,6 +10,7 @@ mod render;
 mod results;
 mod runner;
 mod shard;
+mod strict_json;
 mod suite;
 mod suite_fast;
 

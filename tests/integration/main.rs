@@ -19,6 +19,7 @@ mod replay;
 mod report;
 mod run_cli;
 mod samples;
+mod suite_load;
 mod support;
 mod tools;
 mod traces;
