@@ -11,6 +11,7 @@ pub mod fault;
 pub mod gate;
 pub mod import;
 pub mod model;
+pub mod output;
 mod plural;
 pub mod replay;
 pub mod report;

@@ -131,8 +131,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
     };
     // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
-    // whatever path or link leads there. Task traces are checked by listing `DIR/traces` once:
-    // only files already there under a selected task's name can clash.
+    // whatever path or link leads there, or another of its outputs; and no output is written
+    // through a symbolic link. Task traces are checked by listing `DIR/traces` once: only files
+    // already there under a selected task's name can clash.
     let inputs: HashMap<_, &PathBuf> = inputs
         .iter()
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
@@ -156,6 +157,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
         .chain(existing_traces)
     {
+        if looptrace::output::is_symlink(&output) {
+            return Err(CliError::input(format!(
+                "{flag}: `{}` is a symbolic link, and eval never writes through one (remove it or choose another path)",
+                output.display()
+            )));
+        }
         if let Some(input) = file_identity(&output).and_then(|id| inputs.get(&id)) {
             return Err(CliError::input(format!(
                 "{flag} would overwrite the input `{}` (with `{}`)",
@@ -163,6 +170,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                 output.display()
             )));
         }
+    }
+    if let Some(junit) = &args.junit {
+        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
     }
     let junit_folder = args.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
@@ -400,6 +410,33 @@ fn same_path(a: &Path, b: &Path) -> bool {
             .collect()
     }
     parts(a) == parts(b)
+}
+
+/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+fn refuse_output_clash(
+    junit: &Path,
+    results: &Path,
+    traces: &Path,
+    trace_names: &std::collections::HashSet<String>,
+) -> Result<(), CliError> {
+    let clash = if same_file(junit, results) {
+        Some(results.to_path_buf())
+    } else {
+        junit
+            .file_name()
+            .map(|name| name.to_string_lossy())
+            .filter(|name| trace_names.contains(name.as_ref()))
+            .filter(|_| same_file(&folder_of(junit), traces))
+            .map(|name| traces.join(name.as_ref()))
+    };
+    match clash {
+        Some(other) => Err(CliError::input(format!(
+            "--junit `{}` is the output `{}` of this eval: choose another file",
+            junit.display(),
+            other.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Fails unless a file can be created in `dir`: a read-only mount or a folder without write

@@ -2,7 +2,7 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -291,7 +291,8 @@ fn internal(message: String) -> RunResult {
 
 fn open_task_trace(dir: &Path, task: &SuiteTask) -> io::Result<TraceWriter> {
     // The output folder is the evaluation's own: each task's trace holds this evaluation's run.
-    let file = File::create(dir.join(format!("{}.jsonl", task.id)))?;
+    // A link placed there is never followed (the command refuses one before any task runs).
+    let file = crate::output::create_truncate(&dir.join(format!("{}.jsonl", task.id)))?;
     Ok(TraceWriter::from_file(file, false))
 }
 
