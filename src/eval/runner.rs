@@ -2,6 +2,7 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -12,7 +13,7 @@ use std::time::Instant;
 
 use super::expect::{Verdict, check};
 use super::results::{ChatName, TaskResult};
-use super::suite::{SuiteTask, TaskModel};
+use super::suite::{SuiteTask, TaskId, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
@@ -396,6 +397,47 @@ fn finish(
             .as_ref()
             .map(|_| format!("traces/{}.jsonl", task.id)),
     }
+}
+
+/// What [`remove_stale_traces`] did in `DIR/traces`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StaleTraces {
+    /// Trace files of earlier evaluations, removed (file names).
+    pub removed: Vec<String>,
+    /// `.jsonl` files not named as eval names traces, left in place (file names).
+    pub foreign: Vec<String>,
+    /// Files that could not be removed, with the reason.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`)
+/// that is not in `written`: after an evaluation, its folder holds exactly the runs its
+/// `results.json` lists. Links are removed, never followed; folders and other names are left.
+pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTraces {
+    let mut stale = StaleTraces::default();
+    let Ok(entries) = fs::read_dir(traces) else {
+        return stale;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".jsonl") else {
+            continue;
+        };
+        if written.contains(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if TaskId::parse(stem).is_err() {
+            stale.foreign.push(name);
+            continue;
+        }
+        match fs::remove_file(entry.path()) {
+            Ok(()) => stale.removed.push(name),
+            Err(err) => stale.failed.push((name, err.to_string())),
+        }
+    }
+    stale.removed.sort();
+    stale.foreign.sort();
+    stale
 }
 
 /// Creates `DIR/traces`, failing with a message that names it.

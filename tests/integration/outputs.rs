@@ -1,6 +1,7 @@
 //! Output files: no command writes through a symbolic link placed where it writes, and none
 //! writes an output over one of its inputs or over another of its outputs. Each refusal is exit 2,
 //! before anything runs, with the file named, and the file the link points at is left as it was.
+//! A reused output folder holds only the traces its `results.json` lists.
 
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
@@ -206,4 +207,96 @@ fn import_and_merge_never_replace_a_link_or_their_input() {
         &["out/results.json"],
     );
     assert!(setup.path("merged.json").is_symlink());
+}
+
+/// Writes a suite of tasks `ids` (each finishes at once) as `name` in the setup's folder.
+fn write_suite(setup: &Setup, name: &str, ids: &[&str]) {
+    let tasks: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}}))
+        .collect();
+    std::fs::write(
+        setup.path(name),
+        json!({"name": "s", "tasks": tasks}).to_string(),
+    )
+    .unwrap();
+}
+
+/// The task ids `DIR/results.json` lists, and the runs `report DIR/traces` counts.
+fn results_and_report(setup: &Setup, dir: &str) -> (Vec<String>, u64) {
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(setup.path(&format!("{dir}/results.json"))).unwrap())
+            .unwrap();
+    let ids = results["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    let report = setup.run(&format!("report {dir}/traces --format json"));
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    (ids, report["input"]["runs"].as_u64().unwrap())
+}
+
+#[test]
+fn a_reused_output_folder_holds_only_the_runs_its_results_list() {
+    let setup = Setup::new();
+    write_suite(&setup, "big.json", &["t1", "t2", "t3"]);
+    write_suite(&setup, "small.json", &["t1", "t2"]);
+    setup.ok("eval big.json --out out");
+    std::fs::write(setup.path("out/traces/notes.txt"), "mine").unwrap();
+    let output = setup.run("eval small.json --out out");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "removed 1 trace of earlier evaluations from `out/traces` (tasks this eval did not run): t3.jsonl"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let (ids, runs) = results_and_report(&setup, "out");
+    assert_eq!(ids, ["t1", "t2"]);
+    assert_eq!(runs, ids.len() as u64);
+    assert!(!setup.path("out/traces/t3.jsonl").exists());
+    assert_eq!(
+        std::fs::read_to_string(setup.path("out/traces/notes.txt")).unwrap(),
+        "mine",
+        "only names eval writes are removed"
+    );
+}
+
+#[test]
+fn a_shard_keeps_only_its_own_traces_in_a_reused_folder() {
+    let setup = Setup::new();
+    write_suite(&setup, "big.json", &["t1", "t2", "t3"]);
+    setup.ok("eval big.json --out out");
+    setup.ok("eval big.json --out out --shard 1/2");
+    let (ids, runs) = results_and_report(&setup, "out");
+    assert_eq!(ids, ["t1", "t3"]);
+    assert_eq!(runs, 2);
+    assert!(!setup.path("out/traces/t2.jsonl").exists());
+}
+
+#[test]
+fn eval_refuses_inputs_inside_its_own_traces_folder() {
+    let setup = Setup::new();
+    setup.ok("eval suite.json --out out --capture full");
+    let message = "is in this eval's own `out/traces`";
+    let kept = ["out/traces/t1.jsonl", "out/results.json"];
+    setup.refused("eval --traces out --out out", message, &kept);
+    setup.refused(
+        "eval --traces out/traces/t1.jsonl --out out",
+        message,
+        &kept,
+    );
+    std::fs::write(
+        setup.path("replays.json"),
+        json!({"name": "r", "tasks": [{"id": "again", "model": {"replay": "out/traces/t1.jsonl"}}]})
+            .to_string(),
+    )
+    .unwrap();
+    setup.refused("eval replays.json --out out", message, &kept);
+    // Elsewhere the same recordings replay.
+    setup.ok("eval --traces out --out elsewhere");
 }
