@@ -74,7 +74,7 @@ pub struct Shard {
 /// Which live model a `chat` task ran against.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatName {
-    /// `openai-chat` or `anthropic-messages`.
+    /// `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub api: String,
     /// The model name sent in requests.
     pub model: String,

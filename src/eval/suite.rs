@@ -585,7 +585,9 @@ impl Checker<'_> {
             Api::parse(&name).or_else(|| {
                 self.problem(
                     &format!("{path}.api"),
-                    format!("expected \"openai-chat\" or \"anthropic-messages\", got {name:?}"),
+                    format!(
+                        "expected \"openai-chat\", \"anthropic-messages\" or \"openai-responses\", got {name:?}"
+                    ),
                 );
                 None
             })

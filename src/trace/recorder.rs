@@ -7,7 +7,7 @@ use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
-use crate::model::CallRecord;
+use crate::model::{CallRecord, Usage};
 use crate::run::{Action, ExitReason};
 
 /// What a recorder writes besides the events themselves.
@@ -41,6 +41,8 @@ pub struct TraceRecorder<S> {
     task_id: Option<String>,
     options: RecorderOptions,
     sink: S,
+    /// The tokens of the run's model calls so far, for `run_finished.usage`.
+    usage: Option<Usage>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -51,6 +53,7 @@ impl<S: EventSink> TraceRecorder<S> {
             task_id: None,
             options,
             sink,
+            usage: None,
         }
     }
 
@@ -215,7 +218,10 @@ impl<S: EventSink> TraceRecorder<S> {
             e.usage = record.usage;
             e.request_hash = record.request_hash.clone();
             e.finish_reason = record.finish_reason.clone();
-            e.raw_response = record.raw_response.clone().filter(|_| self.full());
+            if self.full() {
+                e.request_body = record.request_body.clone();
+                e.raw_response = record.raw_response.clone();
+            }
         }
     }
 
@@ -238,8 +244,26 @@ fn budget_of(error_kind: &str) -> Option<&'static str> {
 }
 
 impl<S: EventSink> RunObserver for TraceRecorder<S> {
+    /// Records the event; `run_finished` also gets the run's summed `usage`.
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
-        let trace_event = self.trace_event(event);
+        let mut trace_event = self.trace_event(event);
+        match event {
+            RunEvent::RunStarted { .. } => self.usage = None,
+            RunEvent::ModelAction {
+                record: Some(record),
+                ..
+            }
+            | RunEvent::ModelFeedback {
+                record: Some(record),
+                ..
+            } => {
+                if let Some(usage) = &record.usage {
+                    self.usage.get_or_insert_default().add(usage);
+                }
+            }
+            RunEvent::RunFinished { .. } => trace_event.usage = self.usage,
+            _ => {}
+        }
         self.sink.record(&trace_event)
     }
 }

@@ -13,6 +13,8 @@ mod import;
 mod json_adapter;
 mod live_model;
 mod live_model_server;
+mod live_replay;
+mod live_responses;
 mod outputs;
 mod properties;
 mod real_traces;
