@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod eval;
+pub mod export;
 pub mod fault;
 pub mod gate;
 pub mod import;

@@ -21,7 +21,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The format: `auto` (detected per file), or one of code-agent, swe-agent, mini-swe-agent,
-    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, looptrace.
+    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, otlp, looptrace.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub from: String,
     /// Write the trace here (replaced, never appended) instead of standard output.
@@ -166,7 +166,7 @@ fn import_error(err: ImportError) -> CliError {
 
 /// Writes through a new temporary file beside `path`, renamed over it only when everything
 /// succeeded; a `path` that is a symbolic link is refused.
-fn write_atomically(
+pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
 ) -> Result<u64, CliError> {
@@ -314,6 +314,11 @@ impl ReportInputs {
 
 /// Walks folders for every importable file and imports the foreign ones (summary capture).
 pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary)
+}
+
+/// [`report_inputs`], importing foreign files with `capture`.
+pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
     let mut inputs = ReportInputs::default();
     // One set of run ids for every imported file, as `import` of several paths has.
     let mut ids = RunIds::default();
@@ -324,7 +329,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
             continue;
         }
         if !path.is_dir() {
-            if let Detected::Foreign(temp) = detect_and_import(path, Capture::Summary, &mut ids)? {
+            if let Detected::Foreign(temp) = detect_and_import(path, capture, &mut ids)? {
                 inputs.temps.push((arg.clone(), temp));
             }
             inputs.paths.push(arg.clone());
@@ -338,7 +343,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
         for file in found {
             let shown = file.display().to_string();
             let jsonl = shown.ends_with(".jsonl");
-            match detect_and_import(&file, Capture::Summary, &mut ids)? {
+            match detect_and_import(&file, capture, &mut ids)? {
                 Detected::Trace => inputs.paths.push(shown),
                 Detected::Unknown if jsonl => inputs.paths.push(shown),
                 Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,

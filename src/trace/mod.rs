@@ -26,4 +26,5 @@ pub use runs::{
 };
 pub use show::{ordinal, render_run, render_runs};
 pub use summary::Summarizer;
+pub(crate) use summary::hex;
 pub use writer::{EventSink, TraceWriter};

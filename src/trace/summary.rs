@@ -73,7 +73,8 @@ impl std::fmt::Debug for Summarizer {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hexadecimal of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
