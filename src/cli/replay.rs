@@ -176,6 +176,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
                         source: source.clone(),
                         run_id: replay.recording().run_id().to_owned(),
                     }),
+                    workdir_hash: None,
                 };
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
                     TraceRecorder::new(id.as_str(), options, writer);

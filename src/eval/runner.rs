@@ -181,6 +181,7 @@ fn run_one(
                     summarizer: options.summarizer.clone(),
                     durations: true,
                     replay_of: replay_of(&task.model),
+                    workdir_hash: None,
                 };
                 let mut observer = Counting {
                     counts: &mut counts,

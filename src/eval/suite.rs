@@ -168,17 +168,7 @@ pub struct SuiteErrors {
 
 impl fmt::Display for SuiteErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.problems.len();
-        write!(
-            f,
-            "suite `{}` has {}:",
-            self.file,
-            crate::plural(n as u64, "problem", "problems")
-        )?;
-        for (path, message) in &self.problems {
-            write!(f, "\n  {path}: {message}")?;
-        }
-        Ok(())
+        crate::text::write_problems(f, "suite", &self.file, &self.problems)
     }
 }
 

@@ -60,6 +60,10 @@ pub struct RecordedObservation {
     pub is_error_recorded: bool,
     /// The error kind, for errors.
     pub error_kind: Option<String>,
+    /// The exit status of a command tool that exited with one other than 0.
+    pub exit_status: Option<i32>,
+    /// Whether the output was decoded with U+FFFD.
+    pub lossy: bool,
     /// The content itself.
     pub content: String,
 }
@@ -366,6 +370,8 @@ fn observation_of(
         is_error: event.is_error_by_rule(),
         is_error_recorded: event.is_error.is_some(),
         error_kind: event.error_kind.clone(),
+        exit_status: event.exit_status,
+        lossy: event.lossy.unwrap_or(false),
         content: event.content.clone().ok_or_else(|| missing("content"))?,
     })
 }
