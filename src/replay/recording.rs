@@ -8,7 +8,9 @@ use thiserror::Error;
 use crate::gate::{GateVerdict, RecordedGate, RecordedVerdict};
 use crate::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::run::{Action, ExitReason, Task};
-use crate::trace::{Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, TraceEvent};
+use crate::trace::{
+    Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, ToolRef, TraceEvent,
+};
 
 /// Why a recorded run cannot be replayed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -105,6 +107,8 @@ pub struct Recording {
     summarizer: Summarizer,
     gate_verdicts: Vec<RecordedVerdict>,
     finish_gate_hash: Option<String>,
+    tools: Vec<ToolRef>,
+    workdir_hash: Option<String>,
 }
 
 impl Recording {
@@ -160,6 +164,10 @@ impl Recording {
         Ok(Recording {
             gate_verdicts,
             finish_gate_hash: started.and_then(|(_, e)| e.finish_gate_hash.clone()),
+            tools: started
+                .and_then(|(_, e)| e.tools.clone())
+                .unwrap_or_default(),
+            workdir_hash: started.and_then(|(_, e)| e.workdir_hash.clone()),
             run_id: run.run_id.clone(),
             capture: started
                 .and_then(|(_, e)| e.capture)
@@ -169,6 +177,48 @@ impl Recording {
             ending,
             summarizer,
         })
+    }
+
+    /// The tools `run_started` lists with their spec hashes (empty when not recorded).
+    pub fn tools(&self) -> &[ToolRef] {
+        &self.tools
+    }
+
+    /// The working-folder template's content hash at recording time.
+    pub fn workdir_hash(&self) -> Option<&str> {
+        self.workdir_hash.as_deref()
+    }
+
+    /// Every difference between the recorded tools and `now` (name and spec hash of each tool
+    /// offered today), as lines for the user, before any step runs: a changed spec, a tool gone,
+    /// a tool added. Nothing when the recording lists no tools.
+    pub fn tool_changes(&self, now: &[(String, String)]) -> Vec<String> {
+        if self.tools.is_empty() {
+            return Vec::new();
+        }
+        let mut changes = Vec::new();
+        for recorded in &self.tools {
+            match now.iter().find(|(name, _)| *name == recorded.name) {
+                None => changes.push(format!(
+                    "tool `{}` was recorded but is not offered now",
+                    recorded.name
+                )),
+                Some((_, hash)) if recorded.spec_hash.as_ref().is_some_and(|r| r != hash) => {
+                    changes.push(format!(
+                        "the spec of tool `{}` changed since the recording ({} now {hash})",
+                        recorded.name,
+                        recorded.spec_hash.as_deref().unwrap_or_default()
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        for (name, _) in now {
+            if !self.tools.iter().any(|t| t.name == *name) {
+                changes.push(format!("tool `{name}` is offered now but was not recorded"));
+            }
+        }
+        changes
     }
 
     /// The recorded run's id.

@@ -107,19 +107,11 @@ impl McpServerConfig {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The top level, read key by key so that a flaw in one entry does not hide the others'.
 struct RawFile {
-    #[serde(rename = "$schema", default)]
-    _schema: Option<String>,
-    #[serde(default)]
     workdir: Option<RawWorkdir>,
-    #[serde(default)]
     env: Vec<String>,
-    #[serde(default)]
     tools: Vec<Value>,
-    #[serde(default)]
-    mcp_servers: Vec<McpServerConfig>,
 }
 
 #[derive(Deserialize)]
@@ -191,19 +183,43 @@ impl ToolsFile {
         root: &str,
     ) -> Result<ToolsFile, Vec<(String, String)>> {
         let at = |pointer: &str| json_path(root, pointer);
-        let problems: Vec<(String, String)> = schema()
+        let mut problems: Vec<(String, String)> = schema()
             .iter_errors(value)
             .map(|err| (at(err.instance_path().as_str()), err.to_string()))
             .collect();
-        if !problems.is_empty() {
+        // The hand-written checks below still look at every entry the schema passed, so one
+        // run reports every problem.
+        let flawed: Vec<String> = problems.iter().map(|(path, _)| path.clone()).collect();
+        let clean = |path: &str| {
+            let (field, item) = (format!("{path}."), format!("{path}["));
+            !flawed
+                .iter()
+                .any(|f| f == path || f.starts_with(&field) || f.starts_with(&item))
+        };
+        let Some(object) = value.as_object() else {
             return Err(problems);
-        }
-        let raw: RawFile = serde_json::from_value(value.clone())
-            .map_err(|err| vec![(root.to_owned(), err.to_string())])?;
+        };
+        let entries = |key: &str| -> Vec<Value> {
+            match object.get(key) {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            }
+        };
+        let raw = RawFile {
+            workdir: object
+                .get("workdir")
+                .filter(|_| clean(&at("/workdir")))
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            env: entries("env")
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            tools: entries("tools"),
+        };
+        let servers = entries("mcp_servers");
         let folder = folder
             .canonicalize()
             .unwrap_or_else(|_| folder.to_path_buf());
-        let mut problems = Vec::new();
         let template = raw.workdir.and_then(|workdir| {
             let path = folder.join(&workdir.template);
             if path.is_dir() {
@@ -247,6 +263,9 @@ impl ToolsFile {
         let mut bash = None;
         for (i, entry) in raw.tools.iter().enumerate() {
             let path = at(&format!("/tools/{i}"));
+            if !clean(&path) {
+                continue;
+            }
             if entry.get("builtin").is_some() {
                 let config: BashConfig = match serde_json::from_value(entry.clone()) {
                     Ok(config) => config,
@@ -283,8 +302,18 @@ impl ToolsFile {
         }
         let mut prefixes = BTreeSet::new();
         let mut mcp_servers = Vec::new();
-        for (i, mut server) in raw.mcp_servers.into_iter().enumerate() {
+        for (i, entry) in servers.iter().enumerate() {
             let path = at(&format!("/mcp_servers/{i}"));
+            if !clean(&path) {
+                continue;
+            }
+            let mut server: McpServerConfig = match serde_json::from_value(entry.clone()) {
+                Ok(server) => server,
+                Err(err) => {
+                    problems.push((path, err.to_string()));
+                    continue;
+                }
+            };
             if !prefixes.insert(server.prefix.clone().unwrap_or_default())
                 && server.prefix.is_some()
             {

@@ -12,6 +12,7 @@ mod python_number;
 mod registry;
 mod runtime;
 mod spec;
+mod task;
 mod workdir;
 
 pub use calculator::{calculator, calculator_spec};
@@ -25,4 +26,5 @@ pub use registry::{
 };
 pub use runtime::ToolRuntime;
 pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};
-pub use workdir::{content_hash, copy_fresh};
+pub use task::{TaskToolSet, TaskTools, WORKDIR_FAILED};
+pub use workdir::{content_hash, copy_fresh, temp_workdir};

@@ -78,6 +78,27 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// A new, empty folder under the system's temporary folder for one `run`'s working folder.
+pub fn temp_workdir() -> io::Result<std::path::PathBuf> {
+    let base = std::env::temp_dir();
+    let mut last = None;
+    for attempt in 0..100u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = base.join(format!(
+            "looptrace-work-{}-{nanos:09}-{attempt}",
+            std::process::id()
+        ));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free temporary folder name")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
