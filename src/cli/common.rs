@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::CliError;
 use looptrace::gate::{CommandGate, CommandGateConfig};
-use looptrace::tools::{TaskToolSet, TaskTools, ToolsFile, temp_workdir};
+use looptrace::tools::{TOOL_NAME_CLASH, TaskToolSet, TaskTools, ToolsFile, temp_workdir};
 use looptrace::trace::{Capture, TraceWriter};
 
 /// `--capture summary|full`.
@@ -98,7 +98,17 @@ impl ToolsFileArgs {
                 if let Some(temp) = &temp {
                     let _ = std::fs::remove_dir_all(temp);
                 }
-                Err(CliError::internal(failure))
+                if failure.kind == TOOL_NAME_CLASH {
+                    Err(CliError::input(format!(
+                        "tools file `{}`: {failure}",
+                        self.tools_file
+                            .as_deref()
+                            .unwrap_or(Path::new(""))
+                            .display()
+                    )))
+                } else {
+                    Err(CliError::internal(failure))
+                }
             }
         }
     }

@@ -25,6 +25,12 @@ pub const BASE_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPD
 
 const SCHEMA: &str = include_str!("../../schemas/tools.schema.json");
 
+/// The `error_kind` of a task whose tools could not all be registered: a server's tool whose name
+/// is taken or breaks the naming rule, or whose schema is not a JSON Schema. Only servers can
+/// cause it (the file's own tools are checked when it loads), and `looptrace tools` reports it
+/// as bad input.
+pub const TOOL_NAME_CLASH: &str = "tool_name_clash";
+
 /// A command tool as written.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -423,7 +429,7 @@ impl ToolsFile {
         let register = |registry: &mut ToolRegistry, provider| {
             registry
                 .register_provider(provider)
-                .map_err(|err| ToolFailure::new("tool_load_failed", err.to_string()))
+                .map_err(|err| ToolFailure::new(TOOL_NAME_CLASH, err.to_string()))
         };
         for tool in &self.command_tools {
             register(&mut registry, Box::new(tool.bind(context)))?;

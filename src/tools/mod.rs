@@ -17,7 +17,8 @@ mod workdir;
 
 pub use calculator::{calculator, calculator_spec};
 pub use file::{
-    BASE_ENV, BashConfig, CommandToolConfig, McpServerConfig, ToolsFile, ToolsFileError, spec_hash,
+    BASE_ENV, BashConfig, CommandToolConfig, McpServerConfig, TOOL_NAME_CLASH, ToolsFile,
+    ToolsFileError, spec_hash,
 };
 pub use provider::{ToolContext, ToolFailure, ToolProvider, ToolReply};
 pub use python_number::{PyNumber, format_python_float, integer_negative_zero_as_zero};

@@ -15,7 +15,8 @@ pub trait ToolProvider: Send + Sync {
     /// The tools it offers, as a model is shown them.
     fn specs(&self) -> Vec<ToolSpec>;
 
-    /// Runs `tool_name` (one of its own) with arguments that satisfy its schema. Expected
+    /// Runs `tool_name` (one of its own, named as its spec names it, so with any prefix) with
+    /// arguments that satisfy its schema. Expected
     /// failures are an `Ok` reply with an error kind; `Err` is a broken tool source, which ends the
     /// run as an internal error.
     fn call(

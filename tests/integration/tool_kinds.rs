@@ -312,6 +312,33 @@ fn every_problem_of_a_tools_file_is_reported_with_its_json_path() {
 }
 
 #[test]
+fn a_bad_tools_file_stops_a_run_before_anything_is_written() {
+    let root = tempfile::tempdir().unwrap();
+    let responses = root.path().join("responses.txt");
+    std::fs::write(&responses, r#"{"type":"finish","answer":"a"}"#).unwrap();
+    let trace = root.path().join("trace.jsonl");
+    let output = run(&[
+        "run",
+        "--task",
+        "t",
+        "--responses",
+        responses.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--tools-file",
+        fixture("tools/bad/tools.json").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("$.tools[0].name"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "");
+    assert!(!trace.exists());
+}
+
+#[test]
 fn the_tools_command_prints_every_spec_of_a_tools_file() {
     let output = run(&[
         "tools",
@@ -474,4 +501,34 @@ fn replay_reports_a_changed_tool_spec_and_template_before_any_step() {
     );
     // Recorded tools serve the recording: the run itself is still faithful.
     assert_eq!(output.status.code(), Some(0), "{message}");
+}
+
+#[test]
+fn a_suite_names_its_tools_file_inside_its_folder_or_holds_the_tools_inline() {
+    use looptrace::eval::load_suite_from_str;
+    let task = json!({"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}});
+    let base = fixture("tools/e2e");
+    let suite = |tools: Value| json!({"name": "s", "tools": tools, "tasks": [task]}).to_string();
+    let named = load_suite_from_str(&suite(json!("tools.json")), &base).unwrap();
+    assert!(named.tools.unwrap().template().unwrap().ends_with("repo"));
+    let inline =
+        load_suite_from_str(&suite(json!({"tools": [{"builtin": "bash"}]})), &base).unwrap();
+    assert!(inline.tools.unwrap().template().is_none());
+    let problems = |tools: Value| {
+        load_suite_from_str(&suite(tools), &base)
+            .unwrap_err()
+            .problems
+    };
+    let outside = problems(json!("../tools.json"));
+    assert_eq!(outside.len(), 1);
+    assert_eq!(outside[0].0, "$.tools");
+    assert!(
+        outside[0]
+            .1
+            .contains("not a file inside the suite's folder"),
+        "{outside:?}"
+    );
+    let bad_inline = problems(json!({"tools": [{"builtin": "bash", "timeout_s": "1"}]}));
+    assert_eq!(bad_inline.len(), 1, "{bad_inline:?}");
+    assert_eq!(bad_inline[0].0, "$.tools.tools[0].timeout_s");
 }
