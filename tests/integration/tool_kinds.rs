@@ -532,3 +532,35 @@ fn a_suite_names_its_tools_file_inside_its_folder_or_holds_the_tools_inline() {
     assert_eq!(bad_inline.len(), 1, "{bad_inline:?}");
     assert_eq!(bad_inline[0].0, "$.tools.tools[0].timeout_s");
 }
+
+#[test]
+fn run_removes_its_temporary_working_folder_unless_asked_to_keep_it() {
+    let root = tempfile::tempdir().unwrap();
+    let responses = root.path().join("responses.txt");
+    let touch = json!({"type": "tool_call", "tool_name": "bash", "arguments": {"command": "touch made-by-the-run"}});
+    let finish = json!({"type": "finish", "answer": "done"});
+    std::fs::write(&responses, format!("{touch}\n{finish}\n")).unwrap();
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run_once = |keep: bool| {
+        let mut command = crate::support::looptrace();
+        command
+            .args(["run", "--task", "t", "--responses"])
+            .arg(&responses);
+        command.arg("--tools-file").arg(fixture("tools/tools.json"));
+        if keep {
+            command.arg("--keep-workdir");
+        }
+        let output = command.env("TMPDIR", &tmp).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        output
+    };
+    run_once(false);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    let output = run_once(true);
+    let kept = stderr(&output);
+    let kept = Path::new(kept.trim().strip_prefix("working folder kept: ").unwrap());
+    assert!(kept.starts_with(&tmp), "{}", kept.display());
+    assert!(kept.join("made-by-the-run").exists());
+    assert!(kept.join("README.txt").exists());
+}
