@@ -564,3 +564,92 @@ fn run_removes_its_temporary_working_folder_unless_asked_to_keep_it() {
     assert!(kept.join("made-by-the-run").exists());
     assert!(kept.join("README.txt").exists());
 }
+
+/// A tool source that breaks on every call, as a crashed server does.
+struct BrokenServer;
+
+impl looptrace::tools::ToolProvider for BrokenServer {
+    fn specs(&self) -> Vec<looptrace::tools::ToolSpec> {
+        vec![looptrace::tools::ToolSpec {
+            name: "fs_read".to_owned(),
+            description: "reads".to_owned(),
+            input_schema: json!({"type": "object"}),
+            output_description: "text".to_owned(),
+            error_description: "none".to_owned(),
+        }]
+    }
+
+    fn call(
+        &self,
+        _tool_name: &str,
+        _arguments: &serde_json::Map<String, Value>,
+    ) -> Result<looptrace::tools::ToolReply, looptrace::tools::ToolFailure> {
+        Err(looptrace::tools::ToolFailure::new(
+            looptrace::tools::TOOL_SERVER_FAILED,
+            "the server exited",
+        ))
+    }
+}
+
+#[test]
+fn a_broken_tool_source_ends_the_run_as_its_internal_error_and_replays_from_the_recording() {
+    use looptrace::agent::{AgentError, RunOptions, run_agent_result};
+    use looptrace::model::ScriptedModel;
+    use looptrace::run::{Action, ExitReason, Finish, Task};
+    use looptrace::trace::{Capture, RecorderOptions, TraceRecorder, TraceWriter};
+
+    let mut registry = looptrace::tools::ToolRegistry::builtin();
+    registry.register_provider(Box::new(BrokenServer)).unwrap();
+    registry.record_spec_hashes();
+    let root = tempfile::tempdir().unwrap();
+    let trace = root.path().join("trace.jsonl");
+    let options = RecorderOptions {
+        capture: Capture::Full,
+        ..RecorderOptions::default()
+    };
+    let mut recorder = TraceRecorder::new(
+        "broken",
+        options,
+        TraceWriter::append(&trace, false).unwrap(),
+    );
+    let actions = vec![
+        Action::ToolCall(ToolCall::new("fs_read", serde_json::Map::new())),
+        Action::Finish(Finish {
+            answer: "never".to_owned(),
+        }),
+    ];
+    let outcome = run_agent_result(
+        &Task::new("read a file"),
+        &mut ScriptedModel::new(actions),
+        &registry,
+        RunOptions { max_steps: 3 },
+        &mut recorder,
+    );
+    let Err(AgentError::Internal { result, cause }) = outcome else {
+        panic!("expected an internal error, got {outcome:?}")
+    };
+    assert_eq!(result.exit_reason, ExitReason::InternalError);
+    assert_eq!(cause.kind(), "tool_server_failed");
+    assert_eq!(
+        cause.to_string(),
+        "tool \"fs_read\" failed: the server exited"
+    );
+    drop(recorder);
+    let events = read_events(&trace);
+    let ending = events.last().unwrap();
+    assert_eq!(ending["error_kind"], "tool_server_failed");
+    assert_eq!(names(&events[0]["tools"]), ["calculator", "fs_read"]);
+    let output = run(&["replay", trace.to_str().unwrap(), "--tools", "recorded"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).contains("broken: faithful"),
+        "{}",
+        stdout(&output)
+    );
+}
