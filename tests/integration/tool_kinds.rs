@@ -653,3 +653,28 @@ fn a_broken_tool_source_ends_the_run_as_its_internal_error_and_replays_from_the_
         stdout(&output)
     );
 }
+
+#[test]
+fn workdir_in_arguments_and_fixed_env_values_is_the_tasks_working_folder() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("template")).unwrap();
+    let tools = json!({
+        "workdir": {"template": "template"},
+        "tools": [{
+            "name": "where",
+            "input_schema": {"type": "object"},
+            "command": ["sh", "-c", "printf '%s|%s|%s' \"$0\" \"$PWD\" \"$W\"", "{workdir}"],
+            "env": {"W": "{workdir}"}
+        }]
+    });
+    let path = root.path().join("tools.json");
+    std::fs::write(&path, tools.to_string()).unwrap();
+    let file = ToolsFile::load(&path).unwrap();
+    let set = TaskTools::new(file, None)
+        .for_task(&root.path().join("work/task-1"))
+        .unwrap();
+    let outcome = call(&set, "where", json!({}));
+    let dir = set.workdir.display().to_string();
+    assert!(dir.ends_with("work/task-1"), "{dir}");
+    assert_eq!(outcome.observation.content, format!("{dir}|{dir}|{dir}"));
+}
