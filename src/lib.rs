@@ -14,6 +14,7 @@ pub mod import;
 pub mod model;
 pub mod output;
 mod plural;
+pub mod process;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -25,5 +25,6 @@ mod run_cli;
 mod samples;
 mod suite_load;
 mod support;
+mod tool_kinds;
 mod tools;
 mod traces;
