@@ -425,6 +425,8 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
         "FAIL: expected 'Hello, world!', got 'Helo, world!'\n[exit status 1]"
     );
     assert_eq!(observations[3]["content"], "PASS\n");
+    let shown = stdout(&run(&["show", trace.to_str().unwrap()]));
+    assert!(shown.contains("exit_status=1"), "{shown}");
     let tools_file = fixture("tools/e2e/tools.json");
     for task in ["fix-greeting", "untouched-copy", "edit-and-count"] {
         let trace = out.path().join(format!("traces/{task}.jsonl"));
