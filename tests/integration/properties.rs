@@ -189,7 +189,6 @@ fn recorder_options(summarizer: Summarizer) -> RecorderOptions {
         summarizer,
         durations: false,
         replay_of: None,
-        workdir_hash: None,
     }
 }
 
