@@ -691,7 +691,7 @@ fn the_tools_command_exits_3_when_a_server_cannot_start() {
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert_eq!(stdout(&output), "");
     assert!(
-        stderr(&output).starts_with("error: "),
+        stderr(&output).starts_with("internal error: "),
         "{}",
         stderr(&output)
     );
