@@ -3,7 +3,7 @@
 //! the previous complete file or none, never half of one. `docs/results-format.md` is the reference.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -218,29 +218,12 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
     Ok(results)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder, synced, then renamed
-/// over the target.
+/// Writes `bytes` to `path` atomically (see [`crate::output::Replacement`]); a target that is a
+/// symbolic link is refused, not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".to_owned());
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)?;
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    replacement.file().write_all(bytes)?;
+    replacement.commit()
 }
 
 /// The current time as RFC 3339 UTC, without a date library.

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, TraceEvent};
+use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
@@ -39,6 +39,7 @@ impl Default for RecorderOptions {
 pub struct TraceRecorder<S> {
     run_id: String,
     task_id: Option<String>,
+    workdir_hash: Option<String>,
     options: RecorderOptions,
     sink: S,
     /// The tokens of the run's model calls so far, for `run_finished.usage`.
@@ -51,6 +52,7 @@ impl<S: EventSink> TraceRecorder<S> {
         TraceRecorder {
             run_id: run_id.into(),
             task_id: None,
+            workdir_hash: None,
             options,
             sink,
             usage: None,
@@ -60,6 +62,13 @@ impl<S: EventSink> TraceRecorder<S> {
     /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
     pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
         self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Records `workdir_hash` on `run_started`: the content hash of the working-folder template
+    /// the run's tools ran in.
+    pub fn with_workdir_hash(mut self, hash: Option<String>) -> Self {
+        self.workdir_hash = hash;
         self
     }
 
@@ -85,6 +94,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 max_steps,
                 finish_gate_hash,
                 live,
+                tools,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
@@ -96,6 +106,18 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
                 e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                if !tools.is_empty() {
+                    e.tools = Some(
+                        tools
+                            .iter()
+                            .map(|(name, hash)| ToolRef {
+                                name: name.clone(),
+                                spec_hash: Some(hash.clone()),
+                            })
+                            .collect(),
+                    );
+                }
+                e.workdir_hash = self.workdir_hash.clone();
                 if let Some(live) = live {
                     e.api = Some(live.api.clone());
                     e.model = Some(ModelRef {
@@ -163,6 +185,8 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.output = Some(self.summary(&observation.content));
                 e.is_error = Some(observation.is_error);
                 e.error_kind = outcome.error_kind.clone();
+                e.exit_status = outcome.exit_status;
+                e.lossy = outcome.lossy.then_some(true);
                 e.content = full.then(|| observation.content.clone());
                 e.duration_ms = self.duration(duration);
                 e.call_id = call_id.map(str::to_owned);
