@@ -10,7 +10,7 @@ use clap::Args;
 use looptrace::import::{self, EmitOptions, ImportError, Importer, RunIds};
 use looptrace::trace::{Capture, Summarizer};
 
-use super::common::CaptureArg;
+use super::common::{CaptureArg, same_file};
 use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace import`.
@@ -49,6 +49,18 @@ pub fn run(args: ImportArgs) -> CliResult {
         summarizer: Summarizer::from_env(),
     };
     let (files, skipped) = collect(&args.paths, from)?;
+    if let Some(out) = &args.output
+        && let Some(input) = files
+            .iter()
+            .chain(&args.paths)
+            .find(|input| same_file(input, out))
+    {
+        return Err(CliError::input(format!(
+            "-o `{}` is the input `{}`: import never writes over its input; choose another file",
+            out.display(),
+            input.display()
+        )));
+    }
     let runs = match &args.output {
         Some(path) => write_atomically(path, |out| convert_all(&files, from, &options, out))?,
         None => {
@@ -152,27 +164,22 @@ fn import_error(err: ImportError) -> CliError {
     }
 }
 
-/// Writes through a temporary file beside `path`, renamed over it only when everything succeeded.
+/// Writes through a new temporary file beside `path`, renamed over it only when everything
+/// succeeded; a `path` that is a symbolic link is refused.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
 ) -> Result<u64, CliError> {
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::input(format!("`{}` is not a file name", path.display())))?;
-    let temp = folder.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    if path.file_name().is_none() {
+        return Err(CliError::input(format!(
+            "`{}` is not a file name",
+            path.display()
+        )));
+    }
+    let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
+    looptrace::output::refuse_symlink(path).map_err(refuse)?;
+    let (file, temp) = looptrace::output::create_temp_beside(path).map_err(refuse)?;
     let result = (|| {
-        let file = fs::File::create(&temp).map_err(|err| {
-            CliError::input(format!("failed to create `{}`: {err}", temp.display()))
-        })?;
         let mut out = BufWriter::new(file);
         let runs = write(&mut out)?;
         out.flush()?;
