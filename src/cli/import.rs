@@ -21,7 +21,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The format: `auto` (detected per file), or one of code-agent, swe-agent, mini-swe-agent,
-    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, looptrace.
+    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, otlp, looptrace.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub from: String,
     /// Write the trace here (replaced, never appended) instead of standard output.
@@ -164,9 +164,9 @@ fn import_error(err: ImportError) -> CliError {
     }
 }
 
-/// Writes through a new temporary file beside `path`, renamed over it only when everything
-/// succeeded; a `path` that is a symbolic link is refused.
-fn write_atomically(
+/// Writes `path` as a whole ([`looptrace::output::Replacement`]): the old content stays unless
+/// everything succeeded; a `path` that is a symbolic link is refused.
+pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
 ) -> Result<u64, CliError> {
@@ -177,24 +177,15 @@ fn write_atomically(
         )));
     }
     let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
-    looptrace::output::refuse_symlink(path).map_err(refuse)?;
-    let (file, temp) = looptrace::output::create_temp_beside(path).map_err(refuse)?;
-    let result = (|| {
-        let mut out = BufWriter::new(file);
-        let runs = write(&mut out)?;
-        out.flush()?;
-        out.into_inner()
-            .map_err(|err| CliError::internal(err.error()))?
-            .sync_all()?;
-        fs::rename(&temp, path).map_err(|err| {
-            CliError::input(format!("failed to replace `{}`: {err}", path.display()))
-        })?;
-        Ok(runs)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut replacement = looptrace::output::Replacement::begin(path).map_err(refuse)?;
+    let mut out = BufWriter::new(replacement.file());
+    let runs = write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    replacement
+        .commit()
+        .map_err(|err| CliError::input(format!("failed to replace `{}`: {err}", path.display())))?;
+    Ok(runs)
 }
 
 /// A foreign file imported to a temporary trace v1 file, removed when dropped.
@@ -314,6 +305,11 @@ impl ReportInputs {
 
 /// Walks folders for every importable file and imports the foreign ones (summary capture).
 pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary)
+}
+
+/// [`report_inputs`], importing foreign files with `capture`.
+pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
     let mut inputs = ReportInputs::default();
     // One set of run ids for every imported file, as `import` of several paths has.
     let mut ids = RunIds::default();
@@ -324,7 +320,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
             continue;
         }
         if !path.is_dir() {
-            if let Detected::Foreign(temp) = detect_and_import(path, Capture::Summary, &mut ids)? {
+            if let Detected::Foreign(temp) = detect_and_import(path, capture, &mut ids)? {
                 inputs.temps.push((arg.clone(), temp));
             }
             inputs.paths.push(arg.clone());
@@ -338,7 +334,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
         for file in found {
             let shown = file.display().to_string();
             let jsonl = shown.ends_with(".jsonl");
-            match detect_and_import(&file, Capture::Summary, &mut ids)? {
+            match detect_and_import(&file, capture, &mut ids)? {
                 Detected::Trace => inputs.paths.push(shown),
                 Detected::Unknown if jsonl => inputs.paths.push(shown),
                 Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
