@@ -221,6 +221,25 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, synced, then renamed
 /// over the target.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically_with(path, |file| file.write_all(bytes))
+}
+
+/// Writes `results` to `path` as pretty JSON, atomically, serialized straight into the file: a
+/// large evaluation's results are never held as one string.
+pub fn write_results(path: &Path, results: &ResultsFile) -> io::Result<()> {
+    write_atomically_with(path, |file| {
+        let mut out = io::BufWriter::with_capacity(256 * 1024, file);
+        serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    })
+}
+
+/// Like [`write_atomically`], with `write` producing the bytes into the temporary file.
+fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -229,7 +248,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut file = File::create(&temp)?;
-        file.write_all(bytes)?;
+        write(&mut file)?;
         file.sync_all()?;
         fs::rename(&temp, path)?;
         if let Ok(dir) = File::open(dir) {
