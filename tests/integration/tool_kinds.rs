@@ -425,6 +425,8 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
         "FAIL: expected 'Hello, world!', got 'Helo, world!'\n[exit status 1]"
     );
     assert_eq!(observations[3]["content"], "PASS\n");
+    let shown = stdout(&run(&["show", trace.to_str().unwrap()]));
+    assert!(shown.contains("exit_status=1"), "{shown}");
     let tools_file = fixture("tools/e2e/tools.json");
     for task in ["fix-greeting", "untouched-copy", "edit-and-count"] {
         let trace = out.path().join(format!("traces/{task}.jsonl"));
@@ -677,4 +679,20 @@ fn workdir_in_arguments_and_fixed_env_values_is_the_tasks_working_folder() {
     let dir = set.workdir.display().to_string();
     assert!(dir.ends_with("work/task-1"), "{dir}");
     assert_eq!(outcome.observation.content, format!("{dir}|{dir}|{dir}"));
+}
+
+#[test]
+fn the_tools_command_exits_3_when_a_server_cannot_start() {
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().join("tools.json");
+    let tools = json!({"mcp_servers": [{"name": "dead", "command": ["false"], "timeout_s": 5}]});
+    std::fs::write(&path, tools.to_string()).unwrap();
+    let output = run(&["tools", "--tools-file", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output).starts_with("internal error: "),
+        "{}",
+        stderr(&output)
+    );
 }
