@@ -3,6 +3,7 @@
 //! built-in `calculator`.
 
 mod calculator;
+pub mod mcp;
 mod python_number;
 mod registry;
 mod runtime;

@@ -13,6 +13,7 @@ mod import;
 mod json_adapter;
 mod live_model;
 mod live_model_server;
+mod mcp;
 mod properties;
 mod real_traces;
 mod replay;

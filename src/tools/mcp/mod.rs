@@ -1,0 +1,5 @@
+//! MCP servers (stdio): the client that starts and talks to one server.
+
+mod client;
+
+pub use client::{CallReply, Launch, McpClient, McpTool, ServerFailed};

@@ -1,0 +1,267 @@
+//! MCP servers started for real: the fixture server `tests/fixtures/mcp/server.py` on the reference
+//! Python `mcp` package, and `@modelcontextprotocol/server-filesystem` from npm. `.ci/run`
+//! installs both under `target/` and names them in `LOOPTRACE_TEST_PYTHON` (a Python with `mcp`)
+//! and `LOOPTRACE_TEST_MCP_FS` (the filesystem server's program). Where one is unset a test prints
+//! one `SKIP` line and passes, except under `CI=true`, where it fails: CI must run them.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use looptrace::tools::mcp::{CallReply, Launch, McpClient, ServerFailed};
+use serde_json::{Map, Value, json};
+
+use crate::support::fixture;
+
+/// The program named by `variable`, or `None` (after a `SKIP` line) where it is unset outside CI.
+pub fn installed(variable: &str, test: &str) -> Option<PathBuf> {
+    match std::env::var_os(variable) {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
+            panic!("{variable} is unset under CI=true: .ci/run installs it and must set it")
+        }
+        _ => {
+            println!("SKIP {test}: {variable} is unset (.ci/run installs and sets it)");
+            None
+        }
+    }
+}
+
+/// The Python that has the `mcp` package, or `None` after a `SKIP` line.
+pub fn python(test: &str) -> Option<PathBuf> {
+    installed("LOOPTRACE_TEST_PYTHON", test)
+}
+
+/// The environment the servers get in these tests: `PATH` and whatever `extra` adds.
+fn env(extra: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+    let mut env = vec![(
+        OsString::from("PATH"),
+        std::env::var_os("PATH").unwrap_or_default(),
+    )];
+    env.extend(extra.iter().map(|(k, v)| (k.into(), v.into())));
+    env
+}
+
+fn launch(python: &Path, args: &[&str], timeout_s: u64) -> Launch {
+    let mut all = vec![
+        fixture("mcp/server.py")
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_owned(),
+    ];
+    all.extend(args.iter().map(|&a| a.to_owned()));
+    Launch {
+        name: "test".to_owned(),
+        program: python.to_owned(),
+        args: all,
+        cwd: fixture("mcp"),
+        env: env(&[]),
+        stderr_log: None,
+        start_timeout: Duration::from_secs(120),
+        timeout: Duration::from_secs(timeout_s),
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie), waiting up to 10 s for a SIGKILL to land.
+pub fn gone(pid: &str) -> bool {
+    for _ in 0..100 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().unwrap_or("").chars().next();
+        if matches!(state, None | Some('Z')) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => panic!("arguments are an object"),
+    }
+}
+
+fn content(reply: Result<CallReply, ServerFailed>) -> String {
+    match reply {
+        Ok(CallReply::Content(text)) => text,
+        other => panic!("expected content, got {other:?}"),
+    }
+}
+
+#[test]
+fn mcp_client_lists_every_page_of_tools_with_their_schemas() {
+    let Some(python) = python("mcp_client_lists_every_page_of_tools_with_their_schemas") else {
+        return;
+    };
+    let client = McpClient::start(&launch(&python, &["--page-size", "3"], 30)).unwrap();
+    let tools = client.list_tools().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "echo", "fail", "reject", "crash", "hang", "env", "cwd", "pid"
+        ]
+    );
+    assert_eq!(tools[0].description.as_deref(), Some("Repeats text."));
+    assert_eq!(
+        tools[0].input_schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "times": {"type": "integer", "minimum": 1, "maximum": 5}
+            },
+            "required": ["text"],
+            "additionalProperties": false
+        })
+    );
+}
+
+#[test]
+fn mcp_client_tells_content_tool_errors_and_protocol_errors_apart() {
+    let Some(python) = python("mcp_client_tells_content_tool_errors_and_protocol_errors_apart")
+    else {
+        return;
+    };
+    let client = McpClient::start(&launch(&python, &[], 30)).unwrap();
+    let reply = client.call("echo", &args(json!({"text": "ab", "times": 2})));
+    assert_eq!(content(reply), "abab");
+    assert_eq!(
+        client.call("fail", &Map::new()).unwrap(),
+        CallReply::ToolError("the tool failed on purpose".to_owned())
+    );
+    assert_eq!(
+        client.call("reject", &Map::new()).unwrap(),
+        CallReply::ProtocolError {
+            code: -32001,
+            message: "rejected on purpose".to_owned()
+        }
+    );
+    // Neither error broke the server.
+    assert!(!client.has_failed());
+    assert_eq!(
+        content(client.call("echo", &args(json!({"text": "c"})))),
+        "c"
+    );
+}
+
+#[test]
+fn mcp_client_fails_when_the_server_exits_mid_call() {
+    let Some(python) = python("mcp_client_fails_when_the_server_exits_mid_call") else {
+        return;
+    };
+    let client = McpClient::start(&launch(&python, &[], 30)).unwrap();
+    let failure = client.call("crash", &Map::new()).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "MCP server \"test\" exited during tools/call"
+    );
+    assert!(client.has_failed());
+    let again = client
+        .call("echo", &args(json!({"text": "x"})))
+        .unwrap_err();
+    assert_eq!(again.what, "failed earlier");
+}
+
+#[test]
+fn mcp_client_kills_a_server_that_hangs_past_its_timeout() {
+    let Some(python) = python("mcp_client_kills_a_server_that_hangs_past_its_timeout") else {
+        return;
+    };
+    let client = McpClient::start(&launch(&python, &[], 2)).unwrap();
+    let pid = content(client.call("pid", &Map::new()));
+    let failure = client.call("hang", &Map::new()).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "MCP server \"test\" did not answer tools/call within 2 s"
+    );
+    assert!(
+        gone(&pid),
+        "server {pid} still runs after its timeout killed it"
+    );
+}
+
+#[test]
+fn mcp_client_gives_the_server_only_its_environment_and_folder() {
+    let Some(python) = python("mcp_client_gives_the_server_only_its_environment_and_folder") else {
+        return;
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let mut launch = launch(&python, &[], 30);
+    launch.cwd = folder.path().to_owned();
+    launch.env = env(&[("GIVEN", "yes")]);
+    let client = McpClient::start(&launch).unwrap();
+    let read = |name: &str| content(client.call("env", &args(json!({"name": name}))));
+    assert_eq!(read("GIVEN"), "yes");
+    // Set for this test process by cargo, never passed on.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    assert_eq!(read("CARGO_MANIFEST_DIR"), "<unset>");
+    assert_eq!(read("HOME"), "<unset>");
+    let cwd = content(client.call("cwd", &Map::new()));
+    assert_eq!(
+        Path::new(&cwd).canonicalize().unwrap(),
+        folder.path().canonicalize().unwrap()
+    );
+}
+
+#[test]
+fn mcp_client_appends_the_server_stderr_to_its_log() {
+    let Some(python) = python("mcp_client_appends_the_server_stderr_to_its_log") else {
+        return;
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let log = folder.path().join("mcp-test.log");
+    let mut launch = launch(&python, &[], 30);
+    launch.stderr_log = Some(log.clone());
+    for text in ["one", "two"] {
+        let client = McpClient::start(&launch).unwrap();
+        content(client.call("echo", &args(json!({"text": text}))));
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.starts_with("test server") || l.starts_with("call"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "test server started",
+            "call echo [('text', 'one')]",
+            "test server started",
+            "call echo [('text', 'two')]"
+        ]
+    );
+}
+
+#[test]
+fn mcp_client_refuses_a_program_that_is_not_an_mcp_server() {
+    let Some(python) = python("mcp_client_refuses_a_program_that_is_not_an_mcp_server") else {
+        return;
+    };
+    let mut launch = launch(&python, &[], 30);
+    launch.args = vec!["-c".to_owned(), "print('hello')".to_owned()];
+    let failure = McpClient::start(&launch).unwrap_err();
+    assert!(
+        failure.what.starts_with("failed to initialize: "),
+        "{failure}"
+    );
+    launch.args = vec![
+        "-c".to_owned(),
+        "print('hello'); import time; time.sleep(60)".to_owned(),
+    ];
+    launch.start_timeout = Duration::from_secs(2);
+    let failure = McpClient::start(&launch).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "MCP server \"test\" did not answer initialize within 2 s"
+    );
+    launch.program = PathBuf::from("/nonexistent/server");
+    let failure = McpClient::start(&launch).unwrap_err();
+    assert!(
+        failure
+            .what
+            .starts_with("could not be started (/nonexistent/server): "),
+        "{failure}"
+    );
+}
