@@ -69,6 +69,8 @@ impl ToolRuntime for Tools {
                 is_error: false,
             },
             error_kind: None,
+            exit_status: None,
+            lossy: false,
         })
     }
 }
@@ -119,6 +121,7 @@ fn one_run(rng: &mut Rng, tools: &Tools, run_id: &str) -> Vec<String> {
         summarizer: Summarizer::sha256(),
         durations: false,
         replay_of: None,
+        workdir_hash: None,
     };
     let mut events: Vec<TraceEvent> = Vec::new();
     let mut recorder = TraceRecorder::new(run_id, options, &mut events);

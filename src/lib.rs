@@ -12,6 +12,7 @@ pub mod gate;
 pub mod import;
 pub mod model;
 mod plural;
+pub mod process;
 pub mod replay;
 pub mod report;
 pub mod run;

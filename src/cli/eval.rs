@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, file_identity, same_file};
+use super::common::{CaptureArg, ToolsFileArgs, file_identity, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
@@ -17,7 +17,7 @@ use looptrace::eval::{
     prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
     write_atomically,
 };
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
 
 /// Arguments of `looptrace eval`.
@@ -53,6 +53,9 @@ pub struct EvalArgs {
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
+    /// The tools file, for a suite that names none.
+    #[command(flatten)]
+    pub tools_file: ToolsFileArgs,
 }
 
 /// Arguments of `looptrace merge`.
@@ -194,6 +197,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
         let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
     }
+    let task_tools = suite
+        .tools
+        .clone()
+        .map(|file| TaskTools::new(file, Some(out.join("logs"))));
     let progress = progress_bar(selected.len());
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
@@ -214,6 +221,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         traces_dir: Some(traces_dir),
         stop: &stop,
         on_done: &on_done,
+        task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
     };
     let tasks = run_tasks(&selected, &tools, &options);
     if let Some(bar) = &progress {
@@ -352,6 +360,14 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
     };
     if let Some(capture) = args.capture {
         suite.capture = capture.into();
+    }
+    if let Some(tools) = args.tools_file.load()? {
+        if suite.tools.is_some() {
+            return Err(CliError::input(
+                "the suite has `tools` and --tools-file was given: use one of them",
+            ));
+        }
+        suite.tools = Some(tools);
     }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
     inputs.extend(args.baseline.iter().cloned());

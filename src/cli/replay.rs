@@ -7,18 +7,19 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{GateArgs, open_trace_writer};
+use super::common::{GateArgs, ToolsFileArgs, open_trace_writer};
 use super::show::RunIds;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
 use looptrace::gate::{CommandGate, FinishGate};
+use looptrace::replay::Recording;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
     RunReplay, ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
 };
 use looptrace::run::RunId;
 use looptrace::text::escape;
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{TaskToolSet, TaskTools, ToolRegistry, temp_workdir};
 use looptrace::trace::{
     Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, TraceRecorder,
     TraceWriter,
@@ -60,12 +61,16 @@ pub struct ReplayArgs {
     /// With `--tools live`, rerun this finish gate and compare its verdicts with the recorded ones.
     #[command(flatten)]
     pub gate: GateArgs,
+    /// The tools file the runs were recorded with: its tools run again with `--tools live`, each
+    /// run in a fresh copy of its working-folder template.
+    #[command(flatten)]
+    pub tools_file: ToolsFileArgs,
 }
 
 /// `--tools live|recorded`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ToolsArg {
-    /// Run the built-in tools again and compare every observation.
+    /// Run the tools again (built-in, and a tools file's) and compare every observation.
     Live,
     /// Serve the recorded observations in order.
     Recorded,
@@ -151,14 +156,24 @@ pub fn run(args: ReplayArgs) -> CliResult {
     };
     let mut gate = args.gate.command_gate();
     let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
-    let tools = ToolRegistry::builtin();
-    let tool_source = match args.tools {
-        ToolsArg::Live => ToolSource::Live(&tools),
-        ToolsArg::Recorded => ToolSource::Recorded,
+    let builtin = ToolRegistry::builtin();
+    let task_tools = args
+        .tools_file
+        .load()?
+        .map(|file| TaskTools::new(file, args.tools_file.log_dir.clone()));
+    let mode = match args.tools {
+        ToolsArg::Live => ToolSource::Live(&builtin).mode(),
+        ToolsArg::Recorded => ToolSource::Recorded.mode(),
     };
     let mut replays: Vec<(u64, RunReplay)> = Vec::new();
     each_selected_run(&args, |run| {
         let replay = prepare(run)?;
+        let run_tools = RunTools::new(task_tools.as_ref(), replay.recording())?;
+        let tool_source = match (args.tools, &run_tools.set) {
+            (ToolsArg::Recorded, _) => ToolSource::Recorded,
+            (ToolsArg::Live, Some(set)) => ToolSource::Live(&set.registry),
+            (ToolsArg::Live, None) => ToolSource::Live(&builtin),
+        };
         if !gate_noted && replay.recording().has_gate() {
             gate_noted = true;
             eprintln!(
@@ -176,6 +191,10 @@ pub fn run(args: ReplayArgs) -> CliResult {
                         source: source.clone(),
                         run_id: replay.recording().run_id().to_owned(),
                     }),
+                    workdir_hash: task_tools
+                        .as_ref()
+                        .and_then(|tools| tools.file().template_hash())
+                        .map(str::to_owned),
                 };
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
                     TraceRecorder::new(id.as_str(), options, writer);
@@ -191,7 +210,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
     // Reports list runs in order of first appearance, whatever order they ended in.
     replays.sort_by_key(|(index, _)| *index);
     let replays: Vec<RunReplay> = replays.into_iter().map(|(_, replay)| replay).collect();
-    let report = ReplayReport::new(&source, tool_source.mode(), options.model, &replays);
+    let report = ReplayReport::new(&source, mode, options.model, &replays);
     let text = match args.format {
         FormatArg::Text => render_text(&report),
         FormatArg::Json => render_json(&report),
@@ -203,6 +222,72 @@ pub fn run(args: ReplayArgs) -> CliResult {
         Ok(Outcome::Success)
     } else {
         Ok(Outcome::Failures)
+    }
+}
+
+/// The tools of one replayed run: with a tools file, a fresh working folder made from its
+/// template (removed when the run's replay is done) and the registry running there.
+struct RunTools {
+    set: Option<TaskToolSet>,
+    temp: Option<PathBuf>,
+}
+
+impl RunTools {
+    /// Makes the run's tools and prints, before any step runs, every way they differ from the
+    /// recording: a changed tool spec, a tool gone or added, a changed template.
+    fn new(tools: Option<&TaskTools>, recording: &Recording) -> Result<RunTools, CliError> {
+        let run_id = escape(recording.run_id()).into_owned();
+        let Some(tools) = tools else {
+            let listed: Vec<&str> = recording
+                .tools()
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|name| *name != "calculator")
+                .collect();
+            if !listed.is_empty() {
+                eprintln!(
+                    "warning: run {run_id} was recorded with tools from a tools file ({}); give --tools-file to run them",
+                    escape(&listed.join(", "))
+                );
+            }
+            return Ok(RunTools {
+                set: None,
+                temp: None,
+            });
+        };
+        let temp = match tools.file().template() {
+            Some(_) => Some(temp_workdir().map_err(|err| {
+                CliError::internal(format!("cannot make a temporary working folder: {err}"))
+            })?),
+            None => None,
+        };
+        let mut run_tools = RunTools { set: None, temp };
+        let dir = run_tools
+            .temp
+            .clone()
+            .unwrap_or_else(|| tools.file().folder().to_path_buf());
+        let set = tools.for_task(&dir).map_err(CliError::internal)?;
+        for change in recording.tool_changes(&set.registry.all_spec_hashes()) {
+            eprintln!("warning: run {run_id}: {}", escape(&change));
+        }
+        if let (Some(recorded), Some(now)) =
+            (recording.workdir_hash(), tools.file().template_hash())
+            && recorded != now
+        {
+            eprintln!(
+                "warning: run {run_id}: the working-folder template changed since the recording ({recorded} now {now})"
+            );
+        }
+        run_tools.set = Some(set);
+        Ok(run_tools)
+    }
+}
+
+impl Drop for RunTools {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_dir_all(temp);
+        }
     }
 }
 

@@ -201,6 +201,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             name: "traces".to_owned(),
             capture,
             tasks,
+            tools: None,
         },
         skipped,
     })

@@ -19,7 +19,7 @@ use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
-use crate::tools::{ToolRegistry, ToolRuntime};
+use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{
     Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
 };
@@ -40,6 +40,9 @@ pub struct RunnerOptions<'a> {
     pub stop: &'a AtomicBool,
     /// Called after each task with the number done, for progress display.
     pub on_done: &'a (dyn Fn(usize) + Sync),
+    /// The suite's tools file, and the folder holding each task's working folder
+    /// (`<folder>/<task-id>/`); `None` runs every task with the shared registry.
+    pub task_tools: Option<(&'a TaskTools, PathBuf)>,
 }
 
 /// Runs `tasks` and returns one result per task that ran, in suite order. Tasks not started
@@ -109,6 +112,31 @@ fn run_one(
     options: &RunnerOptions<'_>,
     started: Instant,
 ) -> TaskResult {
+    let own_tools = match &options.task_tools {
+        Some((task_tools, work_dir)) => {
+            match task_tools.for_task(&work_dir.join(task.id.as_str())) {
+                Ok(set) => Some(set.registry),
+                Err(failure) => {
+                    let result = internal(failure.message);
+                    return finish(
+                        task,
+                        options,
+                        result,
+                        Some(&failure.kind),
+                        Counts::default(),
+                        started,
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let tools = own_tools.as_ref().unwrap_or(tools);
+    let workdir_hash = options
+        .task_tools
+        .as_ref()
+        .and_then(|(task_tools, _)| task_tools.file().template_hash())
+        .map(str::to_owned);
     let mut prompt = Task::new(task.prompt.clone());
     let mut replay_gate: Option<Box<dyn FinishGate>> = None;
     let mut model: Box<dyn Model> = match &task.model {
@@ -181,6 +209,7 @@ fn run_one(
                     summarizer: options.summarizer.clone(),
                     durations: true,
                     replay_of: replay_of(&task.model),
+                    workdir_hash,
                 };
                 let mut observer = Counting {
                     counts: &mut counts,

@@ -138,6 +138,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
         name: suite.name,
         capture: defaults.capture.unwrap_or_default(),
         tasks,
+        tools: None,
     })
 }
 

@@ -58,10 +58,10 @@ impl ToolRuntime for RecordedTools {
             if let Some(error) = &self.panic
                 && !self.panicked.replace(true)
             {
-                return Err(ToolPanic {
-                    tool_name: call.tool_name.clone(),
-                    message: panic_message(error, &call.tool_name),
-                });
+                return Err(ToolPanic::new(
+                    call.tool_name.clone(),
+                    panic_message(error, &call.tool_name),
+                ));
             }
             return Ok(ToolOutcome::error(
                 call,
@@ -90,6 +90,8 @@ impl ToolRuntime for RecordedTools {
                 is_error: recorded.is_error,
             },
             error_kind: recorded.error_kind.clone(),
+            exit_status: recorded.exit_status,
+            lossy: recorded.lossy,
         })
     }
 }

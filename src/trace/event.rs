@@ -117,6 +117,18 @@ pub struct TraceEvent {
     /// The tools offered to the model (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolRef>>,
+    /// `sha256:HEX` of the working-folder template's content, when a tools file has one
+    /// (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir_hash: Option<String>,
+    /// The exit status of a command tool that exited with one other than 0 (observation with
+    /// `error_kind: exit_status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    /// The tool's output was not UTF-8 and was decoded with U+FFFD (observation; absent when
+    /// false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossy: Option<bool>,
     /// False where the source records no tool-error flag (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_errors_recorded: Option<bool>,
@@ -199,6 +211,9 @@ impl TraceEvent {
             model: None,
             api: None,
             tools: None,
+            workdir_hash: None,
+            exit_status: None,
+            lossy: None,
             tool_errors_recorded: None,
             call_id: None,
             usage: None,

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, TraceEvent};
+use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
@@ -21,6 +21,8 @@ pub struct RecorderOptions {
     pub durations: bool,
     /// Set when the run replays a recording.
     pub replay_of: Option<ReplayOf>,
+    /// The working-folder template's content hash, when a tools file has a template.
+    pub workdir_hash: Option<String>,
 }
 
 impl Default for RecorderOptions {
@@ -30,6 +32,7 @@ impl Default for RecorderOptions {
             summarizer: Summarizer::from_env(),
             durations: true,
             replay_of: None,
+            workdir_hash: None,
         }
     }
 }
@@ -82,6 +85,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 max_steps,
                 finish_gate_hash,
                 live,
+                tools,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
@@ -93,6 +97,18 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
                 e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                if !tools.is_empty() {
+                    e.tools = Some(
+                        tools
+                            .iter()
+                            .map(|(name, hash)| ToolRef {
+                                name: name.clone(),
+                                spec_hash: Some(hash.clone()),
+                            })
+                            .collect(),
+                    );
+                }
+                e.workdir_hash = self.options.workdir_hash.clone();
                 if let Some(live) = live {
                     e.api = Some(live.api.clone());
                     e.model = Some(ModelRef {
@@ -160,6 +176,8 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.output = Some(self.summary(&observation.content));
                 e.is_error = Some(observation.is_error);
                 e.error_kind = outcome.error_kind.clone();
+                e.exit_status = outcome.exit_status;
+                e.lossy = outcome.lossy.then_some(true);
                 e.content = full.then(|| observation.content.clone());
                 e.duration_ms = self.duration(duration);
                 e.call_id = call_id.map(str::to_owned);

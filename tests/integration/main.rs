@@ -21,5 +21,6 @@ mod report;
 mod run_cli;
 mod samples;
 mod support;
+mod tool_kinds;
 mod tools;
 mod traces;

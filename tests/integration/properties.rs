@@ -189,6 +189,7 @@ fn recorder_options(summarizer: Summarizer) -> RecorderOptions {
         summarizer,
         durations: false,
         replay_of: None,
+        workdir_hash: None,
     }
 }
 
@@ -206,7 +207,7 @@ proptest! {
         let writer = TraceWriter::append(&path, false).unwrap();
         let mut recorder = TraceRecorder::new("r", recorder_options(Summarizer::sha256()), writer);
         let task = Task::new(task);
-        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None, live: None };
+        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None, live: None, tools: &[] };
         let acted = RunEvent::ModelAction {
             step: 1,
             action: &action,
@@ -401,7 +402,7 @@ proptest! {
         let mut recorder = TraceRecorder::new("r", options, Vec::new());
         let task = Task::new(task);
         let finish = Action::Finish(Finish { answer: answer.clone() });
-        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None, live: None }).unwrap();
+        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None, live: None, tools: &[] }).unwrap();
         recorder
             .on_event(&RunEvent::ModelAction {
                 step: 1,
