@@ -11,7 +11,9 @@ use std::time::Duration;
 use looptrace::tools::mcp::{CallReply, Launch, McpClient, ServerFailed};
 use serde_json::{Map, Value, json};
 
-use crate::support::fixture;
+use crate::support::{
+    assert_replays_live_faithfully, fixture, looptrace, read_events, run, stderr, stdout,
+};
 
 /// The program named by `variable`, or `None` (after a `SKIP` line) where it is unset outside CI.
 pub fn installed(variable: &str, test: &str) -> Option<PathBuf> {
@@ -264,4 +266,250 @@ fn mcp_client_refuses_a_program_that_is_not_an_mcp_server() {
             .starts_with("could not be started (/nonexistent/server): "),
         "{failure}"
     );
+}
+
+/// Each task's observations as `(tool_name, error_kind, content)` and its `run_finished`.
+fn task_trace(out: &Path, task: &str) -> (Vec<(String, String, String)>, Value) {
+    let events = read_events(&out.join(format!("traces/{task}.jsonl")));
+    let text = |event: &Value, key: &str| event[key].as_str().unwrap_or("").to_owned();
+    let observations = events
+        .iter()
+        .filter(|e| e["event_type"] == "observation")
+        .map(|e| {
+            (
+                text(e, "tool_name"),
+                text(e, "error_kind"),
+                text(e, "content"),
+            )
+        })
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["event_type"] == "run_finished")
+        .cloned()
+        .unwrap_or_default();
+    (observations, finished)
+}
+
+fn observation(tool: &str, error_kind: &str, content: &str) -> (String, String, String) {
+    (tool.to_owned(), error_kind.to_owned(), content.to_owned())
+}
+
+#[test]
+fn the_tools_command_starts_mcp_servers_to_list_their_tools() {
+    if python("the_tools_command_starts_mcp_servers_to_list_their_tools").is_none() {
+        return;
+    }
+    let tools_file = fixture("mcp/tools.json");
+    let output = run(&["tools", "--tools-file", tools_file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let specs: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let names: Vec<&str> = specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    // Every page of tools/list, each name with the server's prefix.
+    assert_eq!(
+        names,
+        [
+            "calculator",
+            "py_crash",
+            "py_cwd",
+            "py_echo",
+            "py_env",
+            "py_fail",
+            "py_hang",
+            "py_pid",
+            "py_reject"
+        ]
+    );
+    let echo = &specs[3];
+    assert_eq!(echo["description"], "Repeats text.");
+    assert_eq!(echo["input_schema"]["required"], json!(["text"]));
+    assert_eq!(
+        echo["input_schema"]["properties"]["times"],
+        json!({"type": "integer", "minimum": 1, "maximum": 5})
+    );
+}
+
+#[test]
+fn the_tools_command_is_exit_3_when_a_server_fails_to_start() {
+    let folder = tempfile::tempdir().unwrap();
+    let tools_file = folder.path().join("tools.json");
+    std::fs::write(
+        &tools_file,
+        r#"{"mcp_servers": [{"name": "broken", "command": ["false"]}]}"#,
+    )
+    .unwrap();
+    let output = run(&["tools", "--tools-file", tools_file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("MCP server \"broken\" failed to initialize"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "");
+}
+
+#[test]
+fn an_eval_turns_mcp_results_errors_and_broken_servers_into_observations_and_internal_errors() {
+    if python(
+        "an_eval_turns_mcp_results_errors_and_broken_servers_into_observations_and_internal_errors",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let output = looptrace()
+        .args(["eval", fixture("mcp/suite.json").to_str().unwrap()])
+        .args(["--out", out.path().to_str().unwrap(), "--jobs", "1"])
+        .env("LOOPTRACE_TEST_SECRET", "s3cret")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = out.path();
+
+    let (seen, finished) = task_trace(out, "echo");
+    assert_eq!(seen, [observation("py_echo", "", "hihi")]);
+    assert_eq!(finished["exit_reason"], "finished");
+
+    // The secret in looptrace's environment never reaches the server, which runs in the tools
+    // file's folder (it does not use `{workdir}`).
+    let (seen, _) = task_trace(out, "environment");
+    let folder = fixture("mcp").canonicalize().unwrap();
+    assert_eq!(
+        seen,
+        [
+            observation("py_env", "", "<unset>"),
+            observation("py_cwd", "", folder.to_str().unwrap())
+        ]
+    );
+
+    let (seen, _) = task_trace(out, "invalid-arguments");
+    assert_eq!(
+        seen,
+        [observation(
+            "py_echo",
+            "invalid_arguments",
+            "invalid arguments for py_echo: /text: 5 is not of type \"string\"; /times: 9 is greater than the maximum of 5"
+        )]
+    );
+
+    let (seen, _) = task_trace(out, "tool-error");
+    assert_eq!(
+        seen,
+        [observation(
+            "py_fail",
+            "tool_error",
+            "the tool failed on purpose"
+        )]
+    );
+
+    let (seen, _) = task_trace(out, "protocol-error");
+    assert_eq!(
+        seen,
+        [observation(
+            "py_reject",
+            "tool_protocol_error",
+            "JSON-RPC error -32001: rejected on purpose"
+        )]
+    );
+
+    // A crash and a hang each end their task; the next task gets a new server.
+    for (task, after, what) in [
+        ("crash", "after-crash", "exited during tools/call"),
+        ("hang", "after-hang", "did not answer tools/call within 5 s"),
+    ] {
+        let (seen, finished) = task_trace(out, task);
+        assert_eq!(seen, []);
+        assert_eq!(finished["exit_reason"], "internal_error");
+        assert_eq!(finished["error_kind"], "tool_server_failed");
+        assert!(
+            finished["error"].as_str().unwrap().ends_with(what),
+            "{finished}"
+        );
+        let (_, finished) = task_trace(out, after);
+        assert_eq!(finished["exit_reason"], "finished", "{after}");
+    }
+
+    // The server's stderr: started once for the suite and again after each failure; the
+    // invalid arguments never reached it.
+    let log = std::fs::read_to_string(out.join("logs/mcp-py.log")).unwrap();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [
+            "test server started",
+            "call echo [('text', 'hi'), ('times', 2)]",
+            "call env [('name', 'LOOPTRACE_TEST_SECRET')]",
+            "call cwd []",
+            "call fail []",
+            "call reject []",
+            "call crash []",
+            "test server started",
+            "call echo [('text', 'back')]",
+            "call hang []",
+            "test server started",
+            "call echo [('text', 'again')]"
+        ]
+    );
+}
+
+#[test]
+fn a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_and_replays_faithfully()
+ {
+    if installed(
+        "LOOPTRACE_TEST_MCP_FS",
+        "a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_and_replays_faithfully",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let output = run(&[
+        "eval",
+        fixture("mcp/e2e/suite.json").to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let work = out.path().join("work");
+    let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
+    assert_eq!(
+        read(work.join("fix-greeting/greeting.txt")),
+        "Hello, world!\n"
+    );
+    assert_eq!(read(work.join("own-copy/greeting.txt")), "Helo, world!\n");
+    assert_eq!(
+        read(work.join("own-copy/notes.txt")),
+        "looked, left the typo\n"
+    );
+    assert!(!work.join("fix-greeting/notes.txt").exists());
+    assert_eq!(read(fixture("mcp/e2e/repo/greeting.txt")), "Helo, world!\n");
+
+    let (seen, _) = task_trace(out.path(), "fix-greeting");
+    assert_eq!(
+        seen,
+        [
+            observation("fs_read_text_file", "", "Helo, world!\n"),
+            observation("bash", "exit_status", "FAIL: Helo, world!\n[exit status 1]"),
+            observation("fs_write_file", "", "Successfully wrote to greeting.txt"),
+            observation("bash", "", "PASS\n"),
+        ]
+    );
+    // One server per task, started in that task's folder.
+    let log = read(out.path().join("logs/mcp-fs.log"));
+    for task in ["fix-greeting", "own-copy"] {
+        let folder = work.join(task).canonicalize().unwrap();
+        assert!(log.contains(folder.to_str().unwrap()), "{log}");
+    }
+
+    let tools_file = fixture("mcp/e2e/tools.json");
+    for task in ["fix-greeting", "own-copy"] {
+        let trace = out.path().join(format!("traces/{task}.jsonl"));
+        assert_replays_live_faithfully(&trace, &tools_file);
+    }
 }
