@@ -121,7 +121,6 @@ fn one_run(rng: &mut Rng, tools: &Tools, run_id: &str) -> Vec<String> {
         summarizer: Summarizer::sha256(),
         durations: false,
         replay_of: None,
-        workdir_hash: None,
     };
     let mut events: Vec<TraceEvent> = Vec::new();
     let mut recorder = TraceRecorder::new(run_id, options, &mut events);

@@ -18,7 +18,7 @@ struct Cli {
 enum Command {
     /// Run one task against a file of raw model responses or a live model server.
     Run(run::RunArgs),
-    /// Print the registered tool specs as JSON.
+    /// Print every tool's spec as JSON: the calculator and a tools file's tools.
     Tools(tools::ToolsArgs),
     /// Print a trace's events, run by run.
     Show(show::ShowArgs),

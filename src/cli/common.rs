@@ -61,8 +61,9 @@ pub struct ToolsFileArgs {
     /// are offered beside the calculator.
     #[arg(long, value_name = "FILE")]
     pub tools_file: Option<PathBuf>,
-    /// Write MCP servers' stderr to DIR/mcp-<name>.log (default: discarded).
-    #[arg(long, value_name = "DIR", requires = "tools_file")]
+    /// Write MCP servers' stderr to DIR/mcp-<name>.log (default: discarded, or `OUT/logs` in
+    /// eval).
+    #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
 }
 

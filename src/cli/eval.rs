@@ -197,10 +197,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
         let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
     }
-    let task_tools = suite
-        .tools
-        .clone()
-        .map(|file| TaskTools::new(file, Some(out.join("logs"))));
+    let task_tools = suite.tools.clone().map(|file| {
+        let logs = args.tools_file.log_dir.clone();
+        TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
+    });
     let progress = progress_bar(selected.len());
     let on_done = |done: usize| {
         if let Some(bar) = &progress {

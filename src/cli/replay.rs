@@ -191,13 +191,14 @@ pub fn run(args: ReplayArgs) -> CliResult {
                         source: source.clone(),
                         run_id: replay.recording().run_id().to_owned(),
                     }),
-                    workdir_hash: task_tools
-                        .as_ref()
-                        .and_then(|tools| tools.file().template_hash())
-                        .map(str::to_owned),
                 };
+                let workdir_hash = task_tools
+                    .as_ref()
+                    .and_then(|tools| tools.file().template_hash())
+                    .map(str::to_owned);
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
-                    TraceRecorder::new(id.as_str(), options, writer);
+                    TraceRecorder::new(id.as_str(), options, writer)
+                        .with_workdir_hash(workdir_hash);
                 replay.run_with_gate(tool_source, live_gate(&mut gate), &mut recorder)
             }
             _ => replay.run_with_gate(tool_source, live_gate(&mut gate), &mut NoObserver),

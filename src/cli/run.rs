@@ -234,10 +234,10 @@ fn run_with_tools(
             let writer: TraceWriter = open_trace_writer(path, args.fsync)?;
             let recorder_options = RecorderOptions {
                 capture: args.capture.into(),
-                workdir_hash,
                 ..RecorderOptions::default()
             };
-            let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer);
+            let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer)
+                .with_workdir_hash(workdir_hash);
             run_agent_with(
                 &task,
                 model.as_mut(),

@@ -209,12 +209,12 @@ fn run_one(
                     summarizer: options.summarizer.clone(),
                     durations: true,
                     replay_of: replay_of(&task.model),
-                    workdir_hash,
                 };
                 let mut observer = Counting {
                     counts: &mut counts,
                     inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
-                        .with_task_id(task.id.as_str()),
+                        .with_task_id(task.id.as_str())
+                        .with_workdir_hash(workdir_hash),
                 };
                 run_agent_with(
                     &prompt,

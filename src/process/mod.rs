@@ -6,4 +6,4 @@ mod cut;
 mod run;
 
 pub use cut::{CutText, cut_bytes, cut_output};
-pub use run::{Ended, Finished, OutputMode, ProcessSpec, run_process};
+pub use run::{Ended, Finished, Kept, OutputMode, ProcessSpec, run_process};

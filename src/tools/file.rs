@@ -4,7 +4,7 @@
 //! path; typed structs then read what passed, and only what a schema cannot say (unique names,
 //! programs that exist, a template folder that exists) is checked by hand.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -113,13 +113,6 @@ impl McpServerConfig {
     }
 }
 
-/// The top level, read key by key so that a flaw in one entry does not hide the others'.
-struct RawFile {
-    workdir: Option<RawWorkdir>,
-    env: Vec<String>,
-    tools: Vec<Value>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWorkdir {
@@ -188,170 +181,72 @@ impl ToolsFile {
         folder: &Path,
         root: &str,
     ) -> Result<ToolsFile, Vec<(String, String)>> {
-        let at = |pointer: &str| json_path(root, pointer);
-        let mut problems: Vec<(String, String)> = schema()
-            .iter_errors(value)
-            .map(|err| (at(err.instance_path().as_str()), err.to_string()))
-            .collect();
-        // The hand-written checks below still look at every entry the schema passed, so one
-        // run reports every problem.
-        let flawed: Vec<String> = problems.iter().map(|(path, _)| path.clone()).collect();
-        let clean = |path: &str| {
-            let (field, item) = (format!("{path}."), format!("{path}["));
-            !flawed
-                .iter()
-                .any(|f| f == path || f.starts_with(&field) || f.starts_with(&item))
-        };
-        let Some(object) = value.as_object() else {
-            return Err(problems);
-        };
-        let entries = |key: &str| -> Vec<Value> {
-            match object.get(key) {
-                Some(Value::Array(items)) => items.clone(),
-                _ => Vec::new(),
-            }
-        };
-        let raw = RawFile {
-            workdir: object
-                .get("workdir")
-                .filter(|_| clean(&at("/workdir")))
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
-            env: entries("env")
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
+        let mut check = Checker {
+            root,
+            problems: schema()
+                .iter_errors(value)
+                .map(|err| {
+                    (
+                        json_path(root, err.instance_path().as_str()),
+                        err.to_string(),
+                    )
+                })
                 .collect(),
-            tools: entries("tools"),
+            flawed: Vec::new(),
+            folder: folder
+                .canonicalize()
+                .unwrap_or_else(|_| folder.to_path_buf()),
+            search_path: std::env::var_os("PATH").unwrap_or_default(),
+            names: BTreeMap::from([(
+                "calculator".to_owned(),
+                "the built-in calculator".to_owned(),
+            )]),
         };
-        let servers = entries("mcp_servers");
-        let folder = folder
-            .canonicalize()
-            .unwrap_or_else(|_| folder.to_path_buf());
-        let template = raw.workdir.and_then(|workdir| {
-            let path = folder.join(&workdir.template);
-            if path.is_dir() {
-                Some(path)
-            } else {
-                problems.push((
-                    at("/workdir/template"),
-                    format!("no folder `{}`", path.display()),
-                ));
-                None
-            }
-        });
-        let template_hash = match &template {
-            Some(dir) => match workdir::content_hash(dir) {
-                Ok(hash) => Some(hash),
-                Err(err) => {
-                    problems.push((at("/workdir/template"), format!("cannot read it: {err}")));
-                    None
-                }
-            },
-            None => None,
+        // The hand-written checks still look at every entry the schema passed, so one run
+        // reports every problem.
+        check.flawed = check
+            .problems
+            .iter()
+            .map(|(path, _)| path.clone())
+            .collect();
+        let Some(object) = value.as_object() else {
+            return Err(check.problems);
         };
-        let search_path = std::env::var_os("PATH").unwrap_or_default();
-        let mut names: BTreeMap<String, String> = BTreeMap::new();
-        names.insert(
-            "calculator".to_owned(),
-            "the built-in calculator".to_owned(),
-        );
-        let mut claim = |name: &str, path: String, problems: &mut Vec<(String, String)>| match names
-            .get(name)
-        {
-            Some(first) => problems.push((
-                path,
-                format!("the tool name {name:?} is already taken by {first}"),
-            )),
-            None => {
-                names.insert(name.to_owned(), path);
-            }
+        let entries = |key: &str| match object.get(key) {
+            Some(Value::Array(items)) => items.as_slice(),
+            _ => &[],
         };
+        let (template, template_hash) = match object.get("workdir") {
+            Some(workdir) => check.workdir(workdir),
+            None => (None, None),
+        };
+        let env_names = entries("env")
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
         let mut command_tools = Vec::new();
         let mut bash = None;
-        for (i, entry) in raw.tools.iter().enumerate() {
-            let path = at(&format!("/tools/{i}"));
-            if !clean(&path) {
-                continue;
-            }
-            if entry.get("builtin").is_some() {
-                let config: BashConfig = match serde_json::from_value(entry.clone()) {
-                    Ok(config) => config,
-                    Err(err) => {
-                        problems.push((path, err.to_string()));
-                        continue;
-                    }
-                };
-                claim("bash", path.clone(), &mut problems);
-                match find_program(Path::new("bash"), &search_path) {
-                    Some(program) => bash = Some(BashTool::new(config, program, entry)),
-                    None => problems.push((path, "no program `bash` on PATH".to_owned())),
-                }
-                continue;
-            }
-            let config: CommandToolConfig = match serde_json::from_value(entry.clone()) {
-                Ok(config) => config,
-                Err(err) => {
-                    problems.push((path, err.to_string()));
-                    continue;
-                }
-            };
-            claim(&config.name, format!("{path}.name"), &mut problems);
-            if let Err(err) = jsonschema::validator_for(&config.input_schema) {
-                problems.push((
-                    format!("{path}.input_schema"),
-                    format!("not a valid JSON Schema: {err}"),
-                ));
-            }
-            match resolve_program(&config.command[0], &folder, &search_path) {
-                Ok(program) => command_tools.push(CommandTool::new(config, program, entry)),
-                Err(message) => problems.push((format!("{path}.command[0]"), message)),
+        for (i, entry) in entries("tools").iter().enumerate() {
+            match check.tool(i, entry) {
+                Some(Tool::Command(tool)) => command_tools.push(tool),
+                Some(Tool::Bash(tool)) => bash = Some(tool),
+                None => {}
             }
         }
-        let mut prefixes = BTreeSet::new();
         let mut mcp_servers = Vec::new();
-        for (i, entry) in servers.iter().enumerate() {
-            let path = at(&format!("/mcp_servers/{i}"));
-            if !clean(&path) {
-                continue;
+        for (i, entry) in entries("mcp_servers").iter().enumerate() {
+            if let Some(server) = check.server(i, entry, &mcp_servers) {
+                mcp_servers.push(server);
             }
-            let mut server: McpServerConfig = match serde_json::from_value(entry.clone()) {
-                Ok(server) => server,
-                Err(err) => {
-                    problems.push((path, err.to_string()));
-                    continue;
-                }
-            };
-            if !prefixes.insert(server.prefix.clone().unwrap_or_default())
-                && server.prefix.is_some()
-            {
-                problems.push((
-                    format!("{path}.prefix"),
-                    "another server has the same prefix".to_owned(),
-                ));
-            }
-            if mcp_servers
-                .iter()
-                .any(|s: &McpServerConfig| s.name == server.name)
-            {
-                problems.push((
-                    format!("{path}.name"),
-                    format!("another server is named {:?}", server.name),
-                ));
-            }
-            match resolve_program(&server.command[0], &folder, &search_path) {
-                Ok(program) => server.program = program,
-                Err(message) => problems.push((format!("{path}.command[0]"), message)),
-            }
-            server.json_path = path;
-            mcp_servers.push(server);
         }
-        if !problems.is_empty() {
-            return Err(problems);
+        if !check.problems.is_empty() {
+            return Err(check.problems);
         }
         Ok(ToolsFile {
-            folder,
+            folder: check.folder,
             template,
             template_hash,
-            env_names: raw.env,
+            env_names,
             command_tools,
             bash,
             mcp_servers,
@@ -441,6 +336,137 @@ impl ToolsFile {
             register(&mut registry, provider)?;
         }
         Ok(registry)
+    }
+}
+
+/// What the schema cannot say, checked entry by entry with the problems found so far.
+struct Checker<'a> {
+    root: &'a str,
+    problems: Vec<(String, String)>,
+    /// Paths the schema already found wrong: their entries are not read again.
+    flawed: Vec<String>,
+    folder: PathBuf,
+    search_path: OsString,
+    /// Tool names taken so far, with where.
+    names: BTreeMap<String, String>,
+}
+
+enum Tool {
+    Command(CommandTool),
+    Bash(BashTool),
+}
+
+impl Checker<'_> {
+    fn at(&self, pointer: &str) -> String {
+        json_path(self.root, pointer)
+    }
+
+    /// Whether the schema found nothing wrong at or under `path`.
+    fn clean(&self, path: &str) -> bool {
+        let (field, item) = (format!("{path}."), format!("{path}["));
+        !self
+            .flawed
+            .iter()
+            .any(|f| f == path || f.starts_with(&field) || f.starts_with(&item))
+    }
+
+    fn problem(&mut self, path: String, message: impl Into<String>) {
+        self.problems.push((path, message.into()));
+    }
+
+    /// An entry the schema passed, as its typed struct.
+    fn read<T: serde::de::DeserializeOwned>(&mut self, path: &str, entry: &Value) -> Option<T> {
+        if !self.clean(path) {
+            return None;
+        }
+        serde_json::from_value(entry.clone())
+            .map_err(|err| self.problem(path.to_owned(), err.to_string()))
+            .ok()
+    }
+
+    /// Takes a tool name, or reports who has it.
+    fn claim(&mut self, name: &str, path: String) {
+        match self.names.get(name) {
+            Some(first) => {
+                let message = format!("the tool name {name:?} is already taken by {first}");
+                self.problem(path, message);
+            }
+            None => {
+                self.names.insert(name.to_owned(), path);
+            }
+        }
+    }
+
+    /// The template folder and its content hash.
+    fn workdir(&mut self, value: &Value) -> (Option<PathBuf>, Option<String>) {
+        let path = self.at("/workdir/template");
+        let Some(workdir) = self.read::<RawWorkdir>(&self.at("/workdir"), value) else {
+            return (None, None);
+        };
+        let template = self.folder.join(&workdir.template);
+        if !template.is_dir() {
+            self.problem(path, format!("no folder `{}`", template.display()));
+            return (None, None);
+        }
+        match workdir::content_hash(&template) {
+            Ok(hash) => (Some(template), Some(hash)),
+            Err(err) => {
+                self.problem(path, format!("cannot read it: {err}"));
+                (None, None)
+            }
+        }
+    }
+
+    fn tool(&mut self, i: usize, entry: &Value) -> Option<Tool> {
+        let path = self.at(&format!("/tools/{i}"));
+        if entry.get("builtin").is_some() {
+            let config: BashConfig = self.read(&path, entry)?;
+            self.claim("bash", path.clone());
+            let Some(program) = find_program(Path::new("bash"), &self.search_path) else {
+                self.problem(path, "no program `bash` on PATH");
+                return None;
+            };
+            return Some(Tool::Bash(BashTool::new(config, program, entry)));
+        }
+        let config: CommandToolConfig = self.read(&path, entry)?;
+        self.claim(&config.name, format!("{path}.name"));
+        if let Err(err) = jsonschema::validator_for(&config.input_schema) {
+            let message = format!("not a valid JSON Schema: {err}");
+            self.problem(format!("{path}.input_schema"), message);
+        }
+        match resolve_program(&config.command[0], &self.folder, &self.search_path) {
+            Ok(program) => Some(Tool::Command(CommandTool::new(config, program, entry))),
+            Err(message) => {
+                self.problem(format!("{path}.command[0]"), message);
+                None
+            }
+        }
+    }
+
+    fn server(
+        &mut self,
+        i: usize,
+        entry: &Value,
+        earlier: &[McpServerConfig],
+    ) -> Option<McpServerConfig> {
+        let path = self.at(&format!("/mcp_servers/{i}"));
+        let mut server: McpServerConfig = self.read(&path, entry)?;
+        if server.prefix.is_some() && earlier.iter().any(|s| s.prefix == server.prefix) {
+            self.problem(
+                format!("{path}.prefix"),
+                "another server has the same prefix",
+            );
+        }
+        if earlier.iter().any(|s| s.name == server.name) {
+            let message = format!("another server is named {:?}", server.name);
+            self.problem(format!("{path}.name"), message);
+        }
+        match resolve_program(&server.command[0], &self.folder, &self.search_path) {
+            Ok(program) => server.program = program,
+            Err(message) => self.problem(format!("{path}.command[0]"), message),
+        }
+        server.json_path = path;
+        Some(server)
     }
 }
 

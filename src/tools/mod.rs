@@ -23,7 +23,8 @@ pub use file::{
 pub use provider::{ToolContext, ToolFailure, ToolProvider, ToolReply};
 pub use python_number::{PyNumber, format_python_float, integer_negative_zero_as_zero};
 pub use registry::{
-    RegistryError, TOOL_PANIC, ToolOutcome, ToolPanic, ToolRegistry, panic_text, valid_name,
+    RegistryError, TOOL_PANIC, TOOL_SERVER_FAILED, ToolOutcome, ToolPanic, ToolRegistry,
+    panic_text, valid_name,
 };
 pub use runtime::ToolRuntime;
 pub use spec::{ToolDefinition, ToolError, ToolHandler, ToolSpec};

@@ -84,6 +84,9 @@ pub struct ToolPanic {
 /// The kind of a handler panic.
 pub const TOOL_PANIC: &str = "tool_panic";
 
+/// The kind of a tool server that crashed, hung or broke its protocol.
+pub const TOOL_SERVER_FAILED: &str = "tool_server_failed";
+
 impl ToolPanic {
     /// A handler panic of `tool_name` with this message.
     pub fn new(tool_name: String, message: String) -> Self {

@@ -51,13 +51,34 @@ fn walk(root: &Path, relative: &Path, out: &mut Vec<std::path::PathBuf>) -> io::
     Ok(())
 }
 
-/// Makes `dir` an exact copy of `template`, removing whatever `dir` held before.
+/// Makes `dir` an exact copy of `template`, removing whatever `dir` held before. A `dir` inside
+/// the template is refused: the copy would copy itself.
 pub fn copy_fresh(template: &Path, dir: &Path) -> io::Result<()> {
+    if let (Ok(template), Some(dir)) = (template.canonicalize(), resolved(dir))
+        && dir.starts_with(&template)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the working folder would be inside its template `{}`",
+                template.display()
+            ),
+        ));
+    }
     match fs::remove_dir_all(dir) {
         Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
         _ => {}
     }
     copy_tree(template, dir)
+}
+
+/// `path` with its longest existing ancestor resolved (symbolic links, `..`), the rest appended.
+fn resolved(path: &Path) -> Option<std::path::PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    absolute.ancestors().find_map(|ancestor| {
+        let rest = absolute.strip_prefix(ancestor).ok()?;
+        Some(ancestor.canonicalize().ok()?.join(rest))
+    })
 }
 
 fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {

@@ -21,8 +21,6 @@ pub struct RecorderOptions {
     pub durations: bool,
     /// Set when the run replays a recording.
     pub replay_of: Option<ReplayOf>,
-    /// The working-folder template's content hash, when a tools file has a template.
-    pub workdir_hash: Option<String>,
 }
 
 impl Default for RecorderOptions {
@@ -32,7 +30,6 @@ impl Default for RecorderOptions {
             summarizer: Summarizer::from_env(),
             durations: true,
             replay_of: None,
-            workdir_hash: None,
         }
     }
 }
@@ -42,6 +39,7 @@ impl Default for RecorderOptions {
 pub struct TraceRecorder<S> {
     run_id: String,
     task_id: Option<String>,
+    workdir_hash: Option<String>,
     options: RecorderOptions,
     sink: S,
 }
@@ -52,6 +50,7 @@ impl<S: EventSink> TraceRecorder<S> {
         TraceRecorder {
             run_id: run_id.into(),
             task_id: None,
+            workdir_hash: None,
             options,
             sink,
         }
@@ -60,6 +59,13 @@ impl<S: EventSink> TraceRecorder<S> {
     /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
     pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
         self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Records `workdir_hash` on `run_started`: the content hash of the working-folder template
+    /// the run's tools ran in.
+    pub fn with_workdir_hash(mut self, hash: Option<String>) -> Self {
+        self.workdir_hash = hash;
         self
     }
 
@@ -108,7 +114,7 @@ impl<S: EventSink> TraceRecorder<S> {
                             .collect(),
                     );
                 }
-                e.workdir_hash = self.options.workdir_hash.clone();
+                e.workdir_hash = self.workdir_hash.clone();
                 if let Some(live) = live {
                     e.api = Some(live.api.clone());
                     e.model = Some(ModelRef {

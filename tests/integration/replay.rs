@@ -651,7 +651,6 @@ fn record(actions: Vec<Action>, tools: &ToolRegistry) -> RecordedRun {
         summarizer: Summarizer::sha256(),
         durations: false,
         replay_of: None,
-        workdir_hash: None,
     };
     let mut recorder = TraceRecorder::new("user-run", options, &mut events);
     let _ = run_agent_result(

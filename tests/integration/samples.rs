@@ -65,7 +65,6 @@ pub fn record(run: &SampleRun, run_id: &str, capture: Capture) -> Vec<TraceEvent
         summarizer: Summarizer::sha256(),
         durations: false,
         replay_of: None,
-        workdir_hash: None,
     };
     let mut recorder = TraceRecorder::new(run_id, options, &mut events);
     let responses = run.responses.iter().map(|r| r.to_string()).collect();
@@ -149,7 +148,6 @@ fn record_gated() -> Vec<TraceEvent> {
         summarizer: Summarizer::sha256(),
         durations: false,
         replay_of: None,
-        workdir_hash: None,
     };
     let mut recorder = TraceRecorder::new("finish-gate-full", options, &mut events);
     let mut model = JsonModelAdapter::new(ScriptedRawModel::new(

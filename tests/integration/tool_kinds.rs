@@ -425,6 +425,8 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
         "FAIL: expected 'Hello, world!', got 'Helo, world!'\n[exit status 1]"
     );
     assert_eq!(observations[3]["content"], "PASS\n");
+    let shown = stdout(&run(&["show", trace.to_str().unwrap()]));
+    assert!(shown.contains("exit_status=1"), "{shown}");
     let tools_file = fixture("tools/e2e/tools.json");
     for task in ["fix-greeting", "untouched-copy", "edit-and-count"] {
         let trace = out.path().join(format!("traces/{task}.jsonl"));
@@ -511,4 +513,150 @@ fn a_suite_names_its_tools_file_inside_its_folder_or_holds_the_tools_inline() {
     let bad_inline = problems(json!({"tools": [{"builtin": "bash", "timeout_s": "1"}]}));
     assert_eq!(bad_inline.len(), 1, "{bad_inline:?}");
     assert_eq!(bad_inline[0].0, "$.tools.tools[0].timeout_s");
+}
+
+#[test]
+fn run_removes_its_temporary_working_folder_unless_asked_to_keep_it() {
+    let root = tempfile::tempdir().unwrap();
+    let responses = root.path().join("responses.txt");
+    let touch = json!({"type": "tool_call", "tool_name": "bash", "arguments": {"command": "touch made-by-the-run"}});
+    let finish = json!({"type": "finish", "answer": "done"});
+    std::fs::write(&responses, format!("{touch}\n{finish}\n")).unwrap();
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run_once = |keep: bool| {
+        let mut command = crate::support::looptrace();
+        command
+            .args(["run", "--task", "t", "--responses"])
+            .arg(&responses);
+        command.arg("--tools-file").arg(fixture("tools/tools.json"));
+        if keep {
+            command.arg("--keep-workdir");
+        }
+        let output = command.env("TMPDIR", &tmp).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        output
+    };
+    run_once(false);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    let output = run_once(true);
+    let kept = stderr(&output);
+    let kept = Path::new(kept.trim().strip_prefix("working folder kept: ").unwrap());
+    assert!(kept.starts_with(&tmp), "{}", kept.display());
+    assert!(kept.join("made-by-the-run").exists());
+    assert!(kept.join("README.txt").exists());
+}
+
+/// A tool source that breaks on every call, as a crashed server does.
+struct BrokenServer;
+
+impl looptrace::tools::ToolProvider for BrokenServer {
+    fn specs(&self) -> Vec<looptrace::tools::ToolSpec> {
+        vec![looptrace::tools::ToolSpec {
+            name: "fs_read".to_owned(),
+            description: "reads".to_owned(),
+            input_schema: json!({"type": "object"}),
+            output_description: "text".to_owned(),
+            error_description: "none".to_owned(),
+        }]
+    }
+
+    fn call(
+        &self,
+        _tool_name: &str,
+        _arguments: &serde_json::Map<String, Value>,
+    ) -> Result<looptrace::tools::ToolReply, looptrace::tools::ToolFailure> {
+        Err(looptrace::tools::ToolFailure::new(
+            looptrace::tools::TOOL_SERVER_FAILED,
+            "the server exited",
+        ))
+    }
+}
+
+#[test]
+fn a_broken_tool_source_ends_the_run_as_its_internal_error_and_replays_from_the_recording() {
+    use looptrace::agent::{AgentError, RunOptions, run_agent_result};
+    use looptrace::model::ScriptedModel;
+    use looptrace::run::{Action, ExitReason, Finish, Task};
+    use looptrace::trace::{Capture, RecorderOptions, TraceRecorder, TraceWriter};
+
+    let mut registry = looptrace::tools::ToolRegistry::builtin();
+    registry.register_provider(Box::new(BrokenServer)).unwrap();
+    registry.record_spec_hashes();
+    let root = tempfile::tempdir().unwrap();
+    let trace = root.path().join("trace.jsonl");
+    let options = RecorderOptions {
+        capture: Capture::Full,
+        ..RecorderOptions::default()
+    };
+    let mut recorder = TraceRecorder::new(
+        "broken",
+        options,
+        TraceWriter::append(&trace, false).unwrap(),
+    );
+    let actions = vec![
+        Action::ToolCall(ToolCall::new("fs_read", serde_json::Map::new())),
+        Action::Finish(Finish {
+            answer: "never".to_owned(),
+        }),
+    ];
+    let outcome = run_agent_result(
+        &Task::new("read a file"),
+        &mut ScriptedModel::new(actions),
+        &registry,
+        RunOptions { max_steps: 3 },
+        &mut recorder,
+    );
+    let Err(AgentError::Internal { result, cause }) = outcome else {
+        panic!("expected an internal error, got {outcome:?}")
+    };
+    assert_eq!(result.exit_reason, ExitReason::InternalError);
+    assert_eq!(cause.kind(), "tool_server_failed");
+    assert_eq!(
+        cause.to_string(),
+        "tool \"fs_read\" failed: the server exited"
+    );
+    drop(recorder);
+    let events = read_events(&trace);
+    let ending = events.last().unwrap();
+    assert_eq!(ending["error_kind"], "tool_server_failed");
+    assert_eq!(names(&events[0]["tools"]), ["calculator", "fs_read"]);
+    let output = run(&["replay", trace.to_str().unwrap(), "--tools", "recorded"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).contains("broken: faithful"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn workdir_in_arguments_and_fixed_env_values_is_the_tasks_working_folder() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("template")).unwrap();
+    let tools = json!({
+        "workdir": {"template": "template"},
+        "tools": [{
+            "name": "where",
+            "input_schema": {"type": "object"},
+            "command": ["sh", "-c", "printf '%s|%s|%s' \"$0\" \"$PWD\" \"$W\"", "{workdir}"],
+            "env": {"W": "{workdir}"}
+        }]
+    });
+    let path = root.path().join("tools.json");
+    std::fs::write(&path, tools.to_string()).unwrap();
+    let file = ToolsFile::load(&path).unwrap();
+    let set = TaskTools::new(file, None)
+        .for_task(&root.path().join("work/task-1"))
+        .unwrap();
+    let outcome = call(&set, "where", json!({}));
+    let dir = set.workdir.display().to_string();
+    assert!(dir.ends_with("work/task-1"), "{dir}");
+    assert_eq!(outcome.observation.content, format!("{dir}|{dir}|{dir}"));
 }
