@@ -10,7 +10,7 @@ use clap::Args;
 use looptrace::import::{self, EmitOptions, ImportError, Importer, RunIds};
 use looptrace::trace::{Capture, Summarizer};
 
-use super::common::CaptureArg;
+use super::common::{CaptureArg, same_file};
 use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace import`.
@@ -21,7 +21,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The format: `auto` (detected per file), or one of code-agent, swe-agent, mini-swe-agent,
-    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, looptrace.
+    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, otlp, looptrace.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub from: String,
     /// Write the trace here (replaced, never appended) instead of standard output.
@@ -49,6 +49,18 @@ pub fn run(args: ImportArgs) -> CliResult {
         summarizer: Summarizer::from_env(),
     };
     let (files, skipped) = collect(&args.paths, from)?;
+    if let Some(out) = &args.output
+        && let Some(input) = files
+            .iter()
+            .chain(&args.paths)
+            .find(|input| same_file(input, out))
+    {
+        return Err(CliError::input(format!(
+            "-o `{}` is the input `{}`: import never writes over its input; choose another file",
+            out.display(),
+            input.display()
+        )));
+    }
     let runs = match &args.output {
         Some(path) => write_atomically(path, |out| convert_all(&files, from, &options, out))?,
         None => {
@@ -152,27 +164,22 @@ fn import_error(err: ImportError) -> CliError {
     }
 }
 
-/// Writes through a temporary file beside `path`, renamed over it only when everything succeeded.
-fn write_atomically(
+/// Writes through a new temporary file beside `path`, renamed over it only when everything
+/// succeeded; a `path` that is a symbolic link is refused.
+pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
 ) -> Result<u64, CliError> {
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::input(format!("`{}` is not a file name", path.display())))?;
-    let temp = folder.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    if path.file_name().is_none() {
+        return Err(CliError::input(format!(
+            "`{}` is not a file name",
+            path.display()
+        )));
+    }
+    let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
+    looptrace::output::refuse_symlink(path).map_err(refuse)?;
+    let (file, temp) = looptrace::output::create_temp_beside(path).map_err(refuse)?;
     let result = (|| {
-        let file = fs::File::create(&temp).map_err(|err| {
-            CliError::input(format!("failed to create `{}`: {err}", temp.display()))
-        })?;
         let mut out = BufWriter::new(file);
         let runs = write(&mut out)?;
         out.flush()?;
@@ -307,6 +314,11 @@ impl ReportInputs {
 
 /// Walks folders for every importable file and imports the foreign ones (summary capture).
 pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary)
+}
+
+/// [`report_inputs`], importing foreign files with `capture`.
+pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
     let mut inputs = ReportInputs::default();
     // One set of run ids for every imported file, as `import` of several paths has.
     let mut ids = RunIds::default();
@@ -317,7 +329,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
             continue;
         }
         if !path.is_dir() {
-            if let Detected::Foreign(temp) = detect_and_import(path, Capture::Summary, &mut ids)? {
+            if let Detected::Foreign(temp) = detect_and_import(path, capture, &mut ids)? {
                 inputs.temps.push((arg.clone(), temp));
             }
             inputs.paths.push(arg.clone());
@@ -331,7 +343,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
         for file in found {
             let shown = file.display().to_string();
             let jsonl = shown.ends_with(".jsonl");
-            match detect_and_import(&file, Capture::Summary, &mut ids)? {
+            match detect_and_import(&file, capture, &mut ids)? {
                 Detected::Trace => inputs.paths.push(shown),
                 Detected::Unknown if jsonl => inputs.paths.push(shown),
                 Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,

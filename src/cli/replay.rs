@@ -15,14 +15,15 @@ use looptrace::gate::{CommandGate, FinishGate};
 use looptrace::replay::Recording;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
-    RunReplay, ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
+    RunReplay, ToolSource, Verdict, WireSettings, render_check_json, render_check_text,
+    render_json, render_text,
 };
 use looptrace::run::RunId;
 use looptrace::text::escape;
 use looptrace::tools::{TaskToolSet, TaskTools, ToolRegistry, temp_workdir};
 use looptrace::trace::{
-    Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, TraceRecorder,
-    TraceWriter,
+    Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, Summarizer,
+    TraceRecorder, TraceWriter,
 };
 
 /// Arguments of `looptrace replay`.
@@ -55,9 +56,19 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
     /// Parse the recorded raw model output again with today's adapter instead of replaying the
-    /// recorded actions.
+    /// recorded actions; a live run's response bodies go through its wire format's adapter and
+    /// every request is compared with the recorded hash.
     #[arg(long)]
     pub raw: bool,
+    /// With `--raw` on a live run: the system prompt the requests carry (as `run --system`).
+    #[arg(long, value_name = "TEXT", requires = "raw")]
+    pub system: Option<String>,
+    /// With `--raw` on a live run: the sampling temperature the requests carry.
+    #[arg(long, value_name = "T", requires = "raw")]
+    pub temperature: Option<f64>,
+    /// With `--raw` on a live run: the output token limit the requests carry.
+    #[arg(long, value_name = "N", requires = "raw")]
+    pub max_output_tokens: Option<u32>,
     /// With `--tools live`, rerun this finish gate and compare its verdicts with the recorded ones.
     #[command(flatten)]
     pub gate: GateArgs,
@@ -120,8 +131,15 @@ pub fn run(args: ReplayArgs) -> CliResult {
         },
     };
     let source = file_name(&args.trace);
+    let wire = WireSettings {
+        system: args.system.clone(),
+        temperature: args.temperature,
+        max_output_tokens: args.max_output_tokens,
+        ..WireSettings::default()
+    };
+    let summarizer = Summarizer::from_env();
     let prepare = |run: &StreamedRun| {
-        PreparedReplay::new(&run.run, options).map_err(|err| {
+        PreparedReplay::with_wire(&run.run, options, summarizer.clone(), &wire).map_err(|err| {
             CliError::input(escape(&format!("{}: {err}", args.trace.display())).into_owned())
         })
     };

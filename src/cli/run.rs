@@ -71,8 +71,8 @@ pub struct LiveArgs {
     /// Talk to a live model server in this wire format instead of reading `--responses`.
     #[arg(long, value_enum, requires_all = ["base_url", "model"])]
     pub api: Option<ApiArg>,
-    /// The server's base URL (`http://127.0.0.1:8080/v1` for openai-chat, the host root for
-    /// anthropic-messages).
+    /// The server's base URL (`http://127.0.0.1:8080/v1` for openai-chat and openai-responses,
+    /// the host root for anthropic-messages).
     #[arg(long, value_name = "URL", requires = "api")]
     pub base_url: Option<String>,
     /// The model name sent in every request.
@@ -107,13 +107,15 @@ pub struct LiveArgs {
     pub system: Option<String>,
 }
 
-/// `--api openai-chat|anthropic-messages`.
+/// `--api openai-chat|anthropic-messages|openai-responses`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ApiArg {
     /// Chat Completions.
     OpenaiChat,
     /// Anthropic Messages.
     AnthropicMessages,
+    /// OpenAI Responses.
+    OpenaiResponses,
 }
 
 impl LiveArgs {
@@ -149,6 +151,7 @@ impl LiveArgs {
         let api = match api {
             ApiArg::OpenaiChat => Api::OpenAiChat,
             ApiArg::AnthropicMessages => Api::AnthropicMessages,
+            ApiArg::OpenaiResponses => Api::OpenAiResponses,
         };
         let mut config = LiveConfig::new(api, base_url.clone(), model.clone());
         config.api_key = api_key_from_env(self.api_key_env.as_deref()).map_err(CliError::input)?;

@@ -74,7 +74,7 @@ pub struct Shard {
 /// Which live model a `chat` task ran against.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatName {
-    /// `openai-chat` or `anthropic-messages`.
+    /// `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub api: String,
     /// The model name sent in requests.
     pub model: String,
@@ -218,17 +218,16 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
     Ok(results)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder, synced, then renamed
-/// over the target.
+/// Writes `bytes` to `path` atomically: a new temporary file in the same folder, synced, then
+/// renamed over the target. A target that is a symbolic link is refused, not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".to_owned());
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    crate::output::refuse_symlink(path)?;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let (mut file, temp) = crate::output::create_temp_beside(path)?;
     let result = (|| {
-        let mut file = File::create(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         fs::rename(&temp, path)?;

@@ -225,8 +225,16 @@ pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteE
         canonical_base: base_dir.canonicalize().ok(),
     };
     let text = &crate::tools::integer_negative_zero_as_zero(text);
-    let value: Value = match serde_json::from_str(text) {
-        Ok(value) => value,
+    let value: Value = match super::strict_json::parse_noting_repeats(text) {
+        Ok((value, repeated)) => {
+            for path in repeated {
+                checker.problem(
+                    &path,
+                    "key given twice in one object (which value is meant?)",
+                );
+            }
+            value
+        }
         Err(err) => {
             return Err(SuiteErrors {
                 file: "<suite>".to_owned(),
@@ -326,6 +334,9 @@ impl Checker<'_> {
     fn suite(&mut self, value: &Value) -> Option<Suite> {
         let map = self.object(value, "$")?;
         self.only_keys(map, &["$schema", "name", "defaults", "tasks", "tools"], "$");
+        if let Some(v) = map.get("$schema") {
+            self.string(v, "$.$schema");
+        }
         let tools = map.get("tools").and_then(|v| self.tools(v));
         let name = match map.get("name") {
             Some(v) => self.string(v, "$.name").and_then(|name| {
@@ -619,7 +630,9 @@ impl Checker<'_> {
             Api::parse(&name).or_else(|| {
                 self.problem(
                     &format!("{path}.api"),
-                    format!("expected \"openai-chat\" or \"anthropic-messages\", got {name:?}"),
+                    format!(
+                        "expected \"openai-chat\", \"anthropic-messages\" or \"openai-responses\", got {name:?}"
+                    ),
                 );
                 None
             })

@@ -246,10 +246,20 @@ impl Recording {
         &self.steps
     }
 
-    /// The recorded turn a rerun takes at `step` (from 1).
-    pub fn step(&self, step: u64) -> Option<&RecordedStep> {
-        let index = usize::try_from(step.checked_sub(1)?).ok()?;
-        self.steps.get(index)
+    /// The recorded entries of the turn at `step` (several for a multi-call turn), with the index
+    /// of the first in [`Recording::steps`]; none past the recording.
+    pub fn turn_entries(&self, step: u64) -> (usize, &[RecordedStep]) {
+        let start = self.steps.partition_point(|entry| entry.step < step);
+        let len = self.steps[start..]
+            .iter()
+            .take_while(|entry| entry.step == step)
+            .count();
+        (start, &self.steps[start..start + len])
+    }
+
+    /// The step of the last recorded model turn (0 for none).
+    pub fn last_step(&self) -> u64 {
+        self.steps.last().map_or(0, |entry| entry.step)
     }
 
     /// How the run ended; `None` for an incomplete recording.

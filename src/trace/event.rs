@@ -166,6 +166,10 @@ pub struct TraceEvent {
     /// The source records no ending; this one was inferred (run_finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending_inferred: Option<bool>,
+    /// The request body sent to a live model, in the canonical JSON its `request_hash` hashes,
+    /// full capture only (first event of a turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<String>,
     /// A live model's HTTP response body, full capture only (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_response: Option<String>,
@@ -227,6 +231,7 @@ impl TraceEvent {
             native_ending: None,
             autosubmitted: None,
             ending_inferred: None,
+            request_body: None,
             raw_response: None,
         }
     }

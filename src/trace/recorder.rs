@@ -7,7 +7,7 @@ use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, Trac
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
-use crate::model::CallRecord;
+use crate::model::{CallRecord, Usage};
 use crate::run::{Action, ExitReason};
 
 /// What a recorder writes besides the events themselves.
@@ -42,6 +42,8 @@ pub struct TraceRecorder<S> {
     workdir_hash: Option<String>,
     options: RecorderOptions,
     sink: S,
+    /// The tokens of the run's model calls so far, for `run_finished.usage`.
+    usage: Option<Usage>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -53,6 +55,7 @@ impl<S: EventSink> TraceRecorder<S> {
             workdir_hash: None,
             options,
             sink,
+            usage: None,
         }
     }
 
@@ -239,7 +242,10 @@ impl<S: EventSink> TraceRecorder<S> {
             e.usage = record.usage;
             e.request_hash = record.request_hash.clone();
             e.finish_reason = record.finish_reason.clone();
-            e.raw_response = record.raw_response.clone().filter(|_| self.full());
+            if self.full() {
+                e.request_body = record.request_body.clone();
+                e.raw_response = record.raw_response.clone();
+            }
         }
     }
 
@@ -262,8 +268,26 @@ fn budget_of(error_kind: &str) -> Option<&'static str> {
 }
 
 impl<S: EventSink> RunObserver for TraceRecorder<S> {
+    /// Records the event; `run_finished` also gets the run's summed `usage`.
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
-        let trace_event = self.trace_event(event);
+        let mut trace_event = self.trace_event(event);
+        match event {
+            RunEvent::RunStarted { .. } => self.usage = None,
+            RunEvent::ModelAction {
+                record: Some(record),
+                ..
+            }
+            | RunEvent::ModelFeedback {
+                record: Some(record),
+                ..
+            } => {
+                if let Some(usage) = &record.usage {
+                    self.usage.get_or_insert_default().add(usage);
+                }
+            }
+            RunEvent::RunFinished { .. } => trace_event.usage = self.usage,
+            _ => {}
+        }
         self.sink.record(&trace_event)
     }
 }

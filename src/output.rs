@@ -1,0 +1,119 @@
+//! Opening output files without following symbolic links. A link placed where looptrace writes
+//! (an old output folder, a shared CI workspace) would otherwise make it truncate or append to
+//! whatever the link points at; every file looptrace creates, truncates or appends to is opened
+//! here, with `O_NOFOLLOW` on the last component, and files replaced by renaming are written to a
+//! temporary file that must not exist yet.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The error for an output path that is a symbolic link.
+fn link_error() -> io::Error {
+    io::Error::other("it is a symbolic link, and looptrace never writes through one")
+}
+
+/// Opens with `options`, never through a symbolic link at `path`.
+fn open_nofollow(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    match options.open(path) {
+        Ok(file) => Ok(file),
+        // O_NOFOLLOW reports a link as ELOOP; say what it means.
+        Err(_) if is_symlink(path) => Err(link_error()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether `path` itself is a symbolic link (dangling or not).
+pub fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Fails if `path` is a symbolic link: for outputs about to be replaced.
+pub fn refuse_symlink(path: &Path) -> io::Result<()> {
+    if is_symlink(path) {
+        return Err(link_error());
+    }
+    Ok(())
+}
+
+/// Opens `path` for appending (and reading), creating it if needed; never truncates.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    open_nofollow(
+        OpenOptions::new().read(true).append(true).create(true),
+        path,
+    )
+}
+
+/// Creates `path`, or truncates the regular file already there.
+pub fn create_truncate(path: &Path) -> io::Result<File> {
+    open_nofollow(
+        OpenOptions::new().write(true).create(true).truncate(true),
+        path,
+    )
+}
+
+/// Creates a new temporary file beside `path` (same folder, so it can be renamed over `path`),
+/// named `.NAME.tmp-PID-N`; an existing file or link of that name is never opened.
+pub fn create_temp_beside(path: &Path) -> io::Result<(File, PathBuf)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".to_owned());
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = folder.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        match open_nofollow(OpenOptions::new().write(true).create_new(true), &temp) {
+            Ok(file) => return Ok((file, temp)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists || is_symlink(&temp) => {
+                if n > 1_000 {
+                    return Err(err);
+                }
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_opener_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for result in [open_append(&link), create_truncate(&link)] {
+            assert_eq!(
+                result.unwrap_err().to_string(),
+                "it is a symbolic link, and looptrace never writes through one"
+            );
+        }
+        assert!(refuse_symlink(&link).is_err());
+        assert!(refuse_symlink(&target).is_ok());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn temporary_files_are_always_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        let (_, first) = create_temp_beside(&out).unwrap();
+        let (_, second) = create_temp_beside(&out).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(first.parent(), Some(dir.path()));
+    }
+}
