@@ -8,7 +8,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use looptrace::run::ToolCall;
 use looptrace::tools::mcp::{CallReply, Launch, McpClient, ServerFailed};
+use looptrace::tools::{TaskToolSet, TaskTools, ToolRuntime, ToolsFile};
 use serde_json::{Map, Value, json};
 
 use crate::support::{
@@ -512,4 +514,30 @@ fn a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_an
         let trace = out.path().join(format!("traces/{task}.jsonl"));
         assert_replays_live_faithfully(&trace, &tools_file);
     }
+}
+
+#[test]
+fn a_task_goes_on_with_a_new_suite_server_when_another_task_broke_it() {
+    if python("a_task_goes_on_with_a_new_suite_server_when_another_task_broke_it").is_none() {
+        return;
+    }
+    let file = ToolsFile::load(&fixture("mcp/tools.json")).unwrap();
+    let tools = TaskTools::new(file, None);
+    let root = tempfile::tempdir().unwrap();
+    // Two tasks at once share the suite's one server.
+    let first = tools.for_task(&root.path().join("first")).unwrap();
+    let second = tools.for_task(&root.path().join("second")).unwrap();
+    let call = |set: &TaskToolSet, tool: &str, arguments: Value| {
+        set.registry.execute(&ToolCall::new(tool, args(arguments)))
+    };
+    let pid = |set: &TaskToolSet| call(set, "py_pid", json!({})).unwrap().observation.content;
+    let before = pid(&first);
+    assert_eq!(pid(&second), before);
+    let failure = call(&first, "py_crash", json!({})).unwrap_err();
+    assert_eq!(failure.kind, "tool_server_failed");
+    let after = pid(&second);
+    assert_ne!(after, before);
+    // A task that starts now gets the same new server.
+    let third = tools.for_task(&root.path().join("third")).unwrap();
+    assert_eq!(pid(&third), after);
 }

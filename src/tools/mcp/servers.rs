@@ -1,7 +1,8 @@
 //! The MCP servers of one tools file and the [`ToolProvider`] each running server is. A server
 //! whose command or environment uses `{workdir}` starts for every task in that task's folder;
 //! any other starts once, in the tools file's folder, and serves every task until it fails: then
-//! the task that saw it fail ends as `tool_server_failed`, and the next task starts a new one.
+//! the task whose call saw it fail ends as `tool_server_failed`, and the next call of any other
+//! task starts a new one.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,7 @@ const MIN_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The MCP servers of one tools file, started on demand.
 #[derive(Debug, Default)]
 pub struct McpServers {
-    servers: Vec<Server>,
+    servers: Vec<Arc<Server>>,
     folder: PathBuf,
 }
 
@@ -53,9 +54,11 @@ impl McpServers {
     pub fn new(configs: Vec<McpServerConfig>, folder: PathBuf) -> Self {
         let servers = configs
             .into_iter()
-            .map(|config| Server {
-                config,
-                shared: Mutex::new(None),
+            .map(|config| {
+                Arc::new(Server {
+                    config,
+                    shared: Mutex::new(None),
+                })
             })
             .collect();
         McpServers { servers, folder }
@@ -69,12 +72,26 @@ impl McpServers {
     ) -> Result<Vec<Box<dyn ToolProvider>>, ToolFailure> {
         let mut providers: Vec<Box<dyn ToolProvider>> = Vec::new();
         for server in &self.servers {
-            let running = if server.config.per_task() {
-                Arc::new(Running::start(&server.config, context, &context.workdir)?)
+            let provider = if server.config.per_task() {
+                McpProvider {
+                    running: Mutex::new(Arc::new(Running::start(
+                        &server.config,
+                        context,
+                        &context.workdir,
+                    )?)),
+                    restart: None,
+                }
             } else {
-                server.shared(context, &self.folder)?
+                McpProvider {
+                    running: Mutex::new(server.shared(context, &self.folder)?),
+                    restart: Some(Restart {
+                        server: Arc::clone(server),
+                        context: context.clone(),
+                        folder: self.folder.clone(),
+                    }),
+                }
             };
-            providers.push(Box::new(McpProvider { running }));
+            providers.push(Box::new(provider));
         }
         Ok(providers)
     }
@@ -162,12 +179,44 @@ impl Running {
 
 /// A running server as one task's tool source.
 struct McpProvider {
-    running: Arc<Running>,
+    running: Mutex<Arc<Running>>,
+    /// How to get the suite's server anew, for a server shared by the suite's tasks: when
+    /// another task's call broke it, this task goes on with a new one.
+    restart: Option<Restart>,
+}
+
+struct Restart {
+    server: Arc<Server>,
+    context: ToolContext,
+    folder: PathBuf,
+}
+
+impl McpProvider {
+    /// The server to call: the task's own, or the suite's current one when the task's has failed
+    /// (a failure seen by this task's own call ended the task already).
+    fn running(&self) -> Result<Arc<Running>, ToolFailure> {
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(restart) = self
+            .restart
+            .as_ref()
+            .filter(|_| running.client.has_failed())
+        {
+            *running = restart.server.shared(&restart.context, &restart.folder)?;
+        }
+        Ok(Arc::clone(&running))
+    }
 }
 
 impl ToolProvider for McpProvider {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.running.specs.clone()
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        running.specs.clone()
     }
 
     fn call(
@@ -175,7 +224,7 @@ impl ToolProvider for McpProvider {
         tool_name: &str,
         arguments: &Map<String, Value>,
     ) -> Result<ToolReply, ToolFailure> {
-        let running = &self.running;
+        let running = self.running()?;
         let Some(index) = running.specs.iter().position(|s| s.name == tool_name) else {
             return Ok(ToolReply::error(
                 "unknown_tool",
@@ -202,8 +251,8 @@ impl ToolProvider for McpProvider {
 impl std::fmt::Debug for McpProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpProvider")
-            .field("client", &self.running.client)
-            .finish()
+            .field("shared", &self.restart.is_some())
+            .finish_non_exhaustive()
     }
 }
 
