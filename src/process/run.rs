@@ -104,11 +104,16 @@ pub fn run_process(spec: &ProcessSpec) -> std::io::Result<Finished> {
         });
     }
     let started = Instant::now();
+    // Most tool calls end within milliseconds: poll often at first, then every 5 ms.
+    let mut pause = Duration::from_micros(100);
     let finished = loop {
         match exited_unreaped(group) {
             Ok(true) => break true,
             Ok(false) if started.elapsed() >= spec.timeout => break false,
-            Ok(false) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(false) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
             Err(err) => {
                 kill_group(group);
                 let _ = child.wait();

@@ -660,3 +660,19 @@ fn workdir_in_arguments_and_fixed_env_values_is_the_tasks_working_folder() {
     assert!(dir.ends_with("work/task-1"), "{dir}");
     assert_eq!(outcome.observation.content, format!("{dir}|{dir}|{dir}"));
 }
+
+#[test]
+fn the_tools_command_exits_3_when_a_server_cannot_start() {
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().join("tools.json");
+    let tools = json!({"mcp_servers": [{"name": "dead", "command": ["false"], "timeout_s": 5}]});
+    std::fs::write(&path, tools.to_string()).unwrap();
+    let output = run(&["tools", "--tools-file", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output).starts_with("internal error: "),
+        "{}",
+        stderr(&output)
+    );
+}
