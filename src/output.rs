@@ -85,6 +85,75 @@ pub fn create_temp_beside(path: &Path) -> io::Result<(File, PathBuf)> {
     }
 }
 
+/// An output being replaced as a whole. A regular file (or a path with nothing yet) is written to a
+/// new temporary file and renamed over the target only on [`Replacement::commit`], so a failure
+/// leaves the old content; a device or FIFO already there (`-o /dev/null`, a named pipe) is written
+/// in place, because renaming over it would replace the device node itself.
+pub struct Replacement {
+    file: File,
+    path: PathBuf,
+    temp: Option<PathBuf>,
+}
+
+impl Replacement {
+    /// Starts replacing `path`; a symbolic link there is refused.
+    pub fn begin(path: &Path) -> io::Result<Self> {
+        refuse_symlink(path)?;
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if special {
+            let file = open_nofollow(OpenOptions::new().write(true), path)?;
+            return Ok(Self {
+                file,
+                path: path.to_path_buf(),
+                temp: None,
+            });
+        }
+        let (file, temp) = create_temp_beside(path)?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            temp: Some(temp),
+        })
+    }
+
+    /// The file to write the new content to.
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Makes the new content the target's: synced, renamed over it, the folder synced.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        let result = self
+            .file
+            .sync_all()
+            .and_then(|()| std::fs::rename(&temp, &self.path));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temp);
+            return result;
+        }
+        let folder = match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        if let Ok(folder) = File::open(folder) {
+            let _ = folder.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Replacement {
+    /// An uncommitted replacement leaves no temporary file behind.
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -105,6 +174,31 @@ mod tests {
         assert!(refuse_symlink(&link).is_err());
         assert!(refuse_symlink(&target).is_ok());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_device_is_written_in_place_never_renamed_over() {
+        let mut replacement = Replacement::begin(Path::new("/dev/null")).unwrap();
+        io::Write::write_all(replacement.file(), b"gone").unwrap();
+        replacement.commit().unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(!meta.is_file(), "/dev/null must stay a device");
+    }
+
+    #[test]
+    fn an_uncommitted_replacement_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        std::fs::write(&out, "old").unwrap();
+        let mut replacement = Replacement::begin(&out).unwrap();
+        io::Write::write_all(replacement.file(), b"new").unwrap();
+        drop(replacement);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut replacement = Replacement::begin(&out).unwrap();
+        io::Write::write_all(replacement.file(), b"new").unwrap();
+        replacement.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
     }
 
     #[test]

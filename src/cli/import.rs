@@ -164,8 +164,8 @@ fn import_error(err: ImportError) -> CliError {
     }
 }
 
-/// Writes through a new temporary file beside `path`, renamed over it only when everything
-/// succeeded; a `path` that is a symbolic link is refused.
+/// Writes `path` as a whole ([`looptrace::output::Replacement`]): the old content stays unless
+/// everything succeeded; a `path` that is a symbolic link is refused.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
@@ -177,24 +177,15 @@ pub fn write_atomically(
         )));
     }
     let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
-    looptrace::output::refuse_symlink(path).map_err(refuse)?;
-    let (file, temp) = looptrace::output::create_temp_beside(path).map_err(refuse)?;
-    let result = (|| {
-        let mut out = BufWriter::new(file);
-        let runs = write(&mut out)?;
-        out.flush()?;
-        out.into_inner()
-            .map_err(|err| CliError::internal(err.error()))?
-            .sync_all()?;
-        fs::rename(&temp, path).map_err(|err| {
-            CliError::input(format!("failed to replace `{}`: {err}", path.display()))
-        })?;
-        Ok(runs)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut replacement = looptrace::output::Replacement::begin(path).map_err(refuse)?;
+    let mut out = BufWriter::new(replacement.file());
+    let runs = write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    replacement
+        .commit()
+        .map_err(|err| CliError::input(format!("failed to replace `{}`: {err}", path.display())))?;
+    Ok(runs)
 }
 
 /// A foreign file imported to a temporary trace v1 file, removed when dropped.

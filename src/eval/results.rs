@@ -3,7 +3,7 @@
 //! the previous complete file or none, never half of one. `docs/results-format.md` is the reference.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -218,28 +218,12 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
     Ok(results)
 }
 
-/// Writes `bytes` to `path` atomically: a new temporary file in the same folder, synced, then
-/// renamed over the target. A target that is a symbolic link is refused, not replaced.
+/// Writes `bytes` to `path` atomically (see [`crate::output::Replacement`]); a target that is a
+/// symbolic link is refused, not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    crate::output::refuse_symlink(path)?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let (mut file, temp) = crate::output::create_temp_beside(path)?;
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)?;
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    replacement.file().write_all(bytes)?;
+    replacement.commit()
 }
 
 /// The current time as RFC 3339 UTC, without a date library.
