@@ -337,25 +337,6 @@ fn the_tools_command_starts_mcp_servers_to_list_their_tools() {
 }
 
 #[test]
-fn the_tools_command_is_exit_3_when_a_server_fails_to_start() {
-    let folder = tempfile::tempdir().unwrap();
-    let tools_file = folder.path().join("tools.json");
-    std::fs::write(
-        &tools_file,
-        r#"{"mcp_servers": [{"name": "broken", "command": ["false"]}]}"#,
-    )
-    .unwrap();
-    let output = run(&["tools", "--tools-file", tools_file.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("MCP server \"broken\" failed to initialize"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(stdout(&output), "");
-}
-
-#[test]
 fn an_eval_turns_mcp_results_errors_and_broken_servers_into_observations_and_internal_errors() {
     if python(
         "an_eval_turns_mcp_results_errors_and_broken_servers_into_observations_and_internal_errors",
