@@ -69,6 +69,8 @@ impl ToolRuntime for Tools {
                 is_error: false,
             },
             error_kind: None,
+            exit_status: None,
+            lossy: false,
         })
     }
 }

@@ -7,11 +7,14 @@
 
 pub mod agent;
 pub mod eval;
+pub mod export;
 pub mod fault;
 pub mod gate;
 pub mod import;
 pub mod model;
+pub mod output;
 mod plural;
+pub mod process;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -42,3 +42,23 @@ pub fn csv_text(text: &str) -> Cow<'_, str> {
         escaped
     }
 }
+
+/// Writes `<what> `FILE` has N problem(s):` and one indented `PATH: MESSAGE` line per problem:
+/// how every checked user file (suites, tools files) lists what is wrong with it.
+pub fn write_problems(
+    f: &mut std::fmt::Formatter<'_>,
+    what: &str,
+    file: &str,
+    problems: &[(String, String)],
+) -> std::fmt::Result {
+    let n = problems.len() as u64;
+    write!(
+        f,
+        "{what} `{file}` has {}:",
+        crate::plural(n, "problem", "problems")
+    )?;
+    for (path, message) in problems {
+        write!(f, "\n  {path}: {message}")?;
+    }
+    Ok(())
+}

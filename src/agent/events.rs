@@ -22,6 +22,8 @@ pub enum RunEvent<'a> {
         finish_gate_hash: Option<&'a str>,
         /// The wire format and model of a live model.
         live: Option<&'a LiveIdentity>,
+        /// Each tool's name and spec hash, when the runtime records them.
+        tools: &'a [(String, String)],
     },
     /// A model call failed and will be tried again (same step as the turn it belongs to).
     ModelRetry {

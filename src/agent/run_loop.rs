@@ -36,9 +36,9 @@ pub enum InternalError {
     /// A model server failed after the retries its class allows.
     #[error("model server failed: {0}")]
     Provider(ProviderError),
-    /// A tool handler panicked.
+    /// A tool handler panicked or a tool source broke (boxed: the error stays small).
     #[error(transparent)]
-    ToolPanic(#[from] ToolPanic),
+    ToolPanic(Box<ToolPanic>),
     /// An observer (the trace writer) could not record an event.
     #[error("failed to record the run: {0}")]
     Observer(#[source] io::Error),
@@ -47,13 +47,19 @@ pub enum InternalError {
     FinishGate(#[from] GateFailure),
 }
 
+impl From<ToolPanic> for InternalError {
+    fn from(panic: ToolPanic) -> Self {
+        InternalError::ToolPanic(Box::new(panic))
+    }
+}
+
 impl InternalError {
     /// The stable kind written to traces and reports.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &str {
         match self {
             InternalError::ModelFailure(_) => "model_failure",
             InternalError::Provider(error) => error.kind.as_str(),
-            InternalError::ToolPanic(_) => "tool_panic",
+            InternalError::ToolPanic(panic) => &panic.kind,
             InternalError::Observer(_) => "trace_write_failed",
             InternalError::FinishGate(_) => "finish_gate_failed",
         }
@@ -216,11 +222,13 @@ pub fn run_agent_with(
     };
     let finish_gate_hash = gate.as_ref().map(|gate| gate.config_hash());
     let live = model.live_identity();
+    let tool_hashes = tools.spec_hashes();
     run.emit(RunEvent::RunStarted {
         task,
         max_steps: options.max_steps,
         finish_gate_hash: finish_gate_hash.as_deref(),
         live: live.as_ref(),
+        tools: &tool_hashes,
     })?;
     let mut history: Vec<HistoryItem> = Vec::new();
     let mut tokens_used: u64 = 0;

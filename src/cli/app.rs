@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{eval, import, replay, report, run, show, tools};
+use super::{eval, export, import, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -18,7 +18,7 @@ struct Cli {
 enum Command {
     /// Run one task against a file of raw model responses or a live model server.
     Run(run::RunArgs),
-    /// Print the registered tool specs as JSON.
+    /// Print every tool's spec as JSON: the calculator and a tools file's tools.
     Tools(tools::ToolsArgs),
     /// Print a trace's events, run by run.
     Show(show::ShowArgs),
@@ -32,6 +32,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Convert other agents' trajectories to looptrace traces.
     Import(import::ImportArgs),
+    /// Export runs as OpenTelemetry spans (OTLP/JSON).
+    Export(export::ExportArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -71,5 +73,6 @@ fn dispatch(command: Command) -> CliResult {
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Import(args) => import::run(args),
+        Command::Export(args) => export::run(args),
     }
 }

@@ -1,12 +1,13 @@
 //! Pieces several commands share: capture flags, reading response files, opening trace outputs.
 
 use std::io::{self, StdoutLock, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
 use super::CliError;
 use looptrace::gate::{CommandGate, CommandGateConfig};
+use looptrace::tools::{TOOL_NAME_CLASH, TaskToolSet, TaskTools, ToolsFile, temp_workdir};
 use looptrace::trace::{Capture, TraceWriter};
 
 /// `--capture summary|full`.
@@ -50,6 +51,67 @@ impl GateArgs {
         let program = self.program.clone()?;
         let command = std::iter::once(program).chain(self.args.iter().cloned());
         Some(CommandGate::new(CommandGateConfig::new(command.collect())))
+    }
+}
+
+/// `--tools-file FILE`.
+#[derive(Debug, Args)]
+pub struct ToolsFileArgs {
+    /// A tools file (command tools, bash, MCP servers, a working-folder template) whose tools
+    /// are offered beside the calculator.
+    #[arg(long, value_name = "FILE")]
+    pub tools_file: Option<PathBuf>,
+    /// Write MCP servers' stderr to DIR/mcp-<name>.log (default: discarded, or `OUT/logs` in
+    /// eval).
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+}
+
+impl ToolsFileArgs {
+    /// The tools file, loaded and checked: every problem with its JSON path is exit 2.
+    pub fn load(&self) -> Result<Option<ToolsFile>, CliError> {
+        self.tools_file
+            .as_deref()
+            .map(|path| ToolsFile::load(path).map_err(CliError::input))
+            .transpose()
+    }
+
+    /// The tools of one task with its own working folder: a fresh temporary copy of the
+    /// template (returned, to be removed afterwards), or the tools file's folder without one.
+    /// A server that fails to start is exit 3.
+    pub fn one_task(&self) -> Result<Option<(TaskTools, TaskToolSet, Option<PathBuf>)>, CliError> {
+        let Some(file) = self.load()? else {
+            return Ok(None);
+        };
+        let temp = match file.template() {
+            Some(_) => Some(temp_workdir().map_err(|err| {
+                CliError::internal(format!("cannot make a temporary working folder: {err}"))
+            })?),
+            None => None,
+        };
+        let tools = TaskTools::new(file, self.log_dir.clone());
+        let dir = temp
+            .clone()
+            .unwrap_or_else(|| tools.file().folder().to_path_buf());
+        match tools.for_task(&dir) {
+            Ok(set) => Ok(Some((tools, set, temp))),
+            Err(failure) => {
+                if let Some(temp) = &temp {
+                    let _ = std::fs::remove_dir_all(temp);
+                }
+                if failure.kind == TOOL_NAME_CLASH {
+                    Err(CliError::input(format!(
+                        "tools file `{}`: {failure}",
+                        self.tools_file
+                            .as_deref()
+                            .unwrap_or(Path::new(""))
+                            .display()
+                    )))
+                } else {
+                    Err(CliError::internal(failure))
+                }
+            }
+        }
     }
 }
 
@@ -149,7 +211,8 @@ pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// Whether two paths name the same file: the same path after resolving symlinks and `..`, or the
-/// same device and inode. A path that does not exist yet is resolved through its folder.
+/// same device and inode. A path that does not exist yet is resolved through its nearest existing
+/// folder, so `o/results.json` and `./o/../o/results.json` are one file before `o` exists.
 pub fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
@@ -161,13 +224,30 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn resolve(path: &Path) -> Option<std::path::PathBuf> {
+/// `path` made absolute with symlinks resolved as far as it exists; the rest is added as written,
+/// `.` dropped and `..` taking away the step before it.
+pub fn resolve(path: &Path) -> Option<std::path::PathBuf> {
+    use std::path::Component;
     if let Ok(canonical) = path.canonicalize() {
         return Some(canonical);
     }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+    let absolute = std::env::current_dir().ok()?.join(path);
+    let mut existing = absolute.as_path();
+    let mut base = loop {
+        match existing.canonicalize() {
+            Ok(canonical) => break canonical,
+            Err(_) => existing = existing.parent()?,
+        }
     };
-    Some(parent.canonicalize().ok()?.join(path.file_name()?))
+    for component in absolute.strip_prefix(existing).ok()?.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                base.pop();
+            }
+            Component::Normal(name) => base.push(name),
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(base)
 }

@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, file_identity, same_file};
+use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
-    prepare_traces_dir, read_results, render_junit, render_report, run_tasks, suite_info,
-    write_atomically, write_results,
+    prepare_traces_dir, read_results, remove_stale_traces, render_junit, render_report, run_tasks,
+    suite_info, write_atomically, write_results,
 };
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
 
 /// Arguments of `looptrace eval`.
@@ -53,6 +53,9 @@ pub struct EvalArgs {
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
+    /// The tools file, for a suite that names none.
+    #[command(flatten)]
+    pub tools_file: ToolsFileArgs,
 }
 
 /// Arguments of `looptrace merge`.
@@ -131,8 +134,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
     };
     // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
-    // whatever path or link leads there. Task traces are checked by listing `DIR/traces` once:
-    // only files already there under a selected task's name can clash.
+    // whatever path or link leads there, or another of its outputs; and no output is written
+    // through a symbolic link. Task traces are checked by listing `DIR/traces` once: only files
+    // already there under a selected task's name can clash.
+    let input_paths = &inputs;
     let inputs: HashMap<_, &PathBuf> = inputs
         .iter()
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
@@ -156,6 +161,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
         .chain(existing_traces)
     {
+        if looptrace::output::is_symlink(&output) {
+            return Err(CliError::input(format!(
+                "{flag}: `{}` is a symbolic link, and eval never writes through one (remove it or choose another path)",
+                output.display()
+            )));
+        }
         if let Some(input) = file_identity(&output).and_then(|id| inputs.get(&id)) {
             return Err(CliError::input(format!(
                 "{flag} would overwrite the input `{}` (with `{}`)",
@@ -163,6 +174,11 @@ pub fn run(args: EvalArgs) -> CliResult {
                 output.display()
             )));
         }
+    }
+    // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
+    refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
+    if let Some(junit) = &args.junit {
+        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
     }
     let junit_folder = args.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
@@ -194,6 +210,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
         let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
     }
+    let task_tools = suite.tools.clone().map(|file| {
+        let logs = args.tools_file.log_dir.clone();
+        TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
+    });
     let progress = progress_bar(selected.len());
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
@@ -214,6 +234,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         traces_dir: Some(traces_dir),
         stop: &stop,
         on_done: &on_done,
+        task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
     };
     let tasks = run_tasks(&selected, &tools, &options);
     if let Some(bar) = &progress {
@@ -245,6 +266,15 @@ pub fn run(args: EvalArgs) -> CliResult {
             CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
         })?;
     }
+    let written = results
+        .tasks
+        .iter()
+        .map(|task| format!("{}.jsonl", task.id))
+        .collect();
+    report_stale(
+        &out.join("traces"),
+        &remove_stale_traces(&out.join("traces"), &written),
+    );
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&in_scope(b, &suite, &selected), &results));
@@ -264,6 +294,42 @@ pub fn run(args: EvalArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&results, comparison.as_ref()))
+}
+
+/// Says on stderr which traces of earlier evaluations were removed from `DIR/traces`, and which
+/// `.jsonl` files there were left because eval never writes such names, and which could not be
+/// removed (the folder then disagrees with `results.json`, which the warning says).
+fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
+    const SHOWN: usize = 10;
+    let list = |names: &[String]| {
+        let mut text = names[..names.len().min(SHOWN)].join(", ");
+        if names.len() > SHOWN {
+            text.push_str(&format!(" and {} more", names.len() - SHOWN));
+        }
+        looptrace::text::escape(&text).into_owned()
+    };
+    if !stale.removed.is_empty() {
+        eprintln!(
+            "removed {} of earlier evaluations from `{}` (tasks this eval did not run): {}",
+            looptrace::plural(stale.removed.len() as u64, "trace", "traces"),
+            traces.display(),
+            list(&stale.removed)
+        );
+    }
+    if !stale.foreign.is_empty() {
+        eprintln!(
+            "warning: left {} in `{}` that eval does not write (not in results.json): {}",
+            looptrace::plural(stale.foreign.len() as u64, "file", "files"),
+            traces.display(),
+            list(&stale.foreign)
+        );
+    }
+    for (name, err) in &stale.failed {
+        eprintln!(
+            "warning: failed to remove the earlier trace `{}` (not in results.json): {err}",
+            looptrace::text::escape(&traces.join(name).display().to_string())
+        );
+    }
 }
 
 /// Runs `looptrace merge`.
@@ -352,6 +418,14 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
     if let Some(capture) = args.capture {
         suite.capture = capture.into();
     }
+    if let Some(tools) = args.tools_file.load()? {
+        if suite.tools.is_some() {
+            return Err(CliError::input(
+                "the suite has `tools` and --tools-file was given: use one of them",
+            ));
+        }
+        suite.tools = Some(tools);
+    }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
     inputs.extend(args.baseline.iter().cloned());
     for task in &suite.tasks {
@@ -410,6 +484,56 @@ fn same_path(a: &Path, b: &Path) -> bool {
             .collect()
     }
     parts(a) == parts(b)
+}
+
+/// Fails when an input file (a `--traces` recording, a suite's replay source, the suite, the
+/// baseline) lies in `traces`, however it is named; folders are resolved once each.
+fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliError> {
+    let Some(traces_resolved) = resolve(traces) else {
+        return Ok(());
+    };
+    let mut inside: HashMap<PathBuf, bool> = HashMap::new();
+    for input in inputs {
+        let folder = folder_of(input);
+        let is_inside = *inside.entry(folder.clone()).or_insert_with(|| {
+            resolve(&folder).is_some_and(|folder| folder.starts_with(&traces_resolved))
+        });
+        if is_inside {
+            return Err(CliError::input(format!(
+                "the input `{}` is in this eval's own `{}`, whose traces every eval replaces or removes: copy it elsewhere or choose another --out",
+                input.display(),
+                traces.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+fn refuse_output_clash(
+    junit: &Path,
+    results: &Path,
+    traces: &Path,
+    trace_names: &std::collections::HashSet<String>,
+) -> Result<(), CliError> {
+    let clash = if same_file(junit, results) {
+        Some(results.to_path_buf())
+    } else {
+        junit
+            .file_name()
+            .map(|name| name.to_string_lossy())
+            .filter(|name| trace_names.contains(name.as_ref()))
+            .filter(|_| same_file(&folder_of(junit), traces))
+            .map(|name| traces.join(name.as_ref()))
+    };
+    match clash {
+        Some(other) => Err(CliError::input(format!(
+            "--junit `{}` is the output `{}` of this eval: choose another file",
+            junit.display(),
+            other.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Fails unless a file can be created in `dir`: a read-only mount or a folder without write

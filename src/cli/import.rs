@@ -10,7 +10,7 @@ use clap::Args;
 use looptrace::import::{self, EmitOptions, ImportError, Importer, RunIds};
 use looptrace::trace::{Capture, Summarizer};
 
-use super::common::CaptureArg;
+use super::common::{CaptureArg, same_file};
 use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace import`.
@@ -21,7 +21,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The format: `auto` (detected per file), or one of code-agent, swe-agent, mini-swe-agent,
-    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, looptrace.
+    /// openhands, codex, claude-code, gemini-cli, inspect, otel-genai, otlp, looptrace.
     #[arg(long, value_name = "FORMAT", default_value = "auto")]
     pub from: String,
     /// Write the trace here (replaced, never appended) instead of standard output.
@@ -49,6 +49,18 @@ pub fn run(args: ImportArgs) -> CliResult {
         summarizer: Summarizer::from_env(),
     };
     let (files, skipped) = collect(&args.paths, from)?;
+    if let Some(out) = &args.output
+        && let Some(input) = files
+            .iter()
+            .chain(&args.paths)
+            .find(|input| same_file(input, out))
+    {
+        return Err(CliError::input(format!(
+            "-o `{}` is the input `{}`: import never writes over its input; choose another file",
+            out.display(),
+            input.display()
+        )));
+    }
     let runs = match &args.output {
         Some(path) => write_atomically(path, |out| convert_all(&files, from, &options, out))?,
         None => {
@@ -152,42 +164,28 @@ fn import_error(err: ImportError) -> CliError {
     }
 }
 
-/// Writes through a temporary file beside `path`, renamed over it only when everything succeeded.
-fn write_atomically(
+/// Writes `path` as a whole ([`looptrace::output::Replacement`]): the old content stays unless
+/// everything succeeded; a `path` that is a symbolic link is refused.
+pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<u64, CliError>,
 ) -> Result<u64, CliError> {
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::input(format!("`{}` is not a file name", path.display())))?;
-    let temp = folder.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let file = fs::File::create(&temp).map_err(|err| {
-            CliError::input(format!("failed to create `{}`: {err}", temp.display()))
-        })?;
-        let mut out = BufWriter::new(file);
-        let runs = write(&mut out)?;
-        out.flush()?;
-        out.into_inner()
-            .map_err(|err| CliError::internal(err.error()))?
-            .sync_all()?;
-        fs::rename(&temp, path).map_err(|err| {
-            CliError::input(format!("failed to replace `{}`: {err}", path.display()))
-        })?;
-        Ok(runs)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
+    if path.file_name().is_none() {
+        return Err(CliError::input(format!(
+            "`{}` is not a file name",
+            path.display()
+        )));
     }
-    result
+    let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
+    let mut replacement = looptrace::output::Replacement::begin(path).map_err(refuse)?;
+    let mut out = BufWriter::new(replacement.file());
+    let runs = write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    replacement
+        .commit()
+        .map_err(|err| CliError::input(format!("failed to replace `{}`: {err}", path.display())))?;
+    Ok(runs)
 }
 
 /// A foreign file imported to a temporary trace v1 file, removed when dropped.
@@ -311,6 +309,11 @@ impl ReportInputs {
 /// all of them in order would give them (a file whose ids clash with an earlier file's is
 /// imported again after it), and the first failure in order is the one reported.
 pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary)
+}
+
+/// [`report_inputs`], importing foreign files with `capture`.
+pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
     // Every file to detect: its path, the name shown, and whether a folder walk found it.
     let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
     // What `paths` becomes, with a placeholder where a probed file's verdict goes.
@@ -337,7 +340,7 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
             probed.push((file, shown, true));
         }
     }
-    let detected = detect_all(&probed)?;
+    let detected = detect_all(&probed, capture)?;
     let mut inputs = ReportInputs::default();
     let mut detected: Vec<Option<Detected>> = detected.into_iter().map(Some).collect();
     for entry in order {
@@ -375,7 +378,10 @@ pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
 }
 
 /// Detects and imports every file, in parallel; see [`report_inputs`].
-fn detect_all(files: &[(PathBuf, String, bool)]) -> Result<Vec<Detected>, CliError> {
+fn detect_all(
+    files: &[(PathBuf, String, bool)],
+    capture: Capture,
+) -> Result<Vec<Detected>, CliError> {
     type Slot = Option<Result<(Detected, RunIds), CliError>>;
     let slots: Vec<std::sync::Mutex<Slot>> =
         files.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -392,8 +398,8 @@ fn detect_all(files: &[(PathBuf, String, bool)]) -> Result<Vec<Detected>, CliErr
                         break;
                     };
                     let mut ids = RunIds::default();
-                    let result = detect_and_import(path, Capture::Summary, &mut ids)
-                        .map(|found| (found, ids));
+                    let result =
+                        detect_and_import(path, capture, &mut ids).map(|found| (found, ids));
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(result);
                     }
@@ -415,7 +421,7 @@ fn detect_all(files: &[(PathBuf, String, bool)]) -> Result<Vec<Detected>, CliErr
             Ok(()) => found,
             Err(_) => {
                 drop(found);
-                detect_and_import(path, Capture::Summary, &mut ids)?
+                detect_and_import(path, capture, &mut ids)?
             }
         };
         detected.push(found);

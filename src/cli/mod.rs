@@ -7,6 +7,7 @@ mod app;
 mod common;
 mod error;
 mod eval;
+mod export;
 mod import;
 mod replay;
 mod report;

@@ -7,21 +7,23 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{GateArgs, open_trace_writer};
+use super::common::{GateArgs, ToolsFileArgs, open_trace_writer};
 use super::show::RunIds;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
 use looptrace::gate::{CommandGate, FinishGate};
+use looptrace::replay::Recording;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
-    RunReplay, ToolSource, Verdict, render_check_json, render_check_text, render_json, render_text,
+    RunReplay, ToolSource, Verdict, WireSettings, render_check_json, render_check_text,
+    render_json, render_text,
 };
 use looptrace::run::RunId;
 use looptrace::text::escape;
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{TaskToolSet, TaskTools, ToolRegistry, temp_workdir};
 use looptrace::trace::{
-    Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, TraceRecorder,
-    TraceWriter,
+    Capture, ReadOptions, RecorderOptions, ReplayOf, RunStream, StreamedRun, Summarizer,
+    TraceRecorder, TraceWriter,
 };
 
 /// Arguments of `looptrace replay`.
@@ -54,18 +56,32 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
     /// Parse the recorded raw model output again with today's adapter instead of replaying the
-    /// recorded actions.
+    /// recorded actions; a live run's response bodies go through its wire format's adapter and
+    /// every request is compared with the recorded hash.
     #[arg(long)]
     pub raw: bool,
+    /// With `--raw` on a live run: the system prompt the requests carry (as `run --system`).
+    #[arg(long, value_name = "TEXT", requires = "raw")]
+    pub system: Option<String>,
+    /// With `--raw` on a live run: the sampling temperature the requests carry.
+    #[arg(long, value_name = "T", requires = "raw")]
+    pub temperature: Option<f64>,
+    /// With `--raw` on a live run: the output token limit the requests carry.
+    #[arg(long, value_name = "N", requires = "raw")]
+    pub max_output_tokens: Option<u32>,
     /// With `--tools live`, rerun this finish gate and compare its verdicts with the recorded ones.
     #[command(flatten)]
     pub gate: GateArgs,
+    /// The tools file the runs were recorded with: its tools run again with `--tools live`, each
+    /// run in a fresh copy of its working-folder template.
+    #[command(flatten)]
+    pub tools_file: ToolsFileArgs,
 }
 
 /// `--tools live|recorded`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ToolsArg {
-    /// Run the built-in tools again and compare every observation.
+    /// Run the tools again (built-in, and a tools file's) and compare every observation.
     Live,
     /// Serve the recorded observations in order.
     Recorded,
@@ -115,8 +131,15 @@ pub fn run(args: ReplayArgs) -> CliResult {
         },
     };
     let source = file_name(&args.trace);
+    let wire = WireSettings {
+        system: args.system.clone(),
+        temperature: args.temperature,
+        max_output_tokens: args.max_output_tokens,
+        ..WireSettings::default()
+    };
+    let summarizer = Summarizer::from_env();
     let prepare = |run: &StreamedRun| {
-        PreparedReplay::new(&run.run, options).map_err(|err| {
+        PreparedReplay::with_wire(&run.run, options, summarizer.clone(), &wire).map_err(|err| {
             CliError::input(escape(&format!("{}: {err}", args.trace.display())).into_owned())
         })
     };
@@ -151,14 +174,24 @@ pub fn run(args: ReplayArgs) -> CliResult {
     };
     let mut gate = args.gate.command_gate();
     let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
-    let tools = ToolRegistry::builtin();
-    let tool_source = match args.tools {
-        ToolsArg::Live => ToolSource::Live(&tools),
-        ToolsArg::Recorded => ToolSource::Recorded,
+    let builtin = ToolRegistry::builtin();
+    let task_tools = args
+        .tools_file
+        .load()?
+        .map(|file| TaskTools::new(file, args.tools_file.log_dir.clone()));
+    let mode = match args.tools {
+        ToolsArg::Live => ToolSource::Live(&builtin).mode(),
+        ToolsArg::Recorded => ToolSource::Recorded.mode(),
     };
     let mut replays: Vec<(u64, RunReplay)> = Vec::new();
     each_selected_run(&args, |run| {
         let replay = prepare(run)?;
+        let run_tools = RunTools::new(task_tools.as_ref(), replay.recording())?;
+        let tool_source = match (args.tools, &run_tools.set) {
+            (ToolsArg::Recorded, _) => ToolSource::Recorded,
+            (ToolsArg::Live, Some(set)) => ToolSource::Live(&set.registry),
+            (ToolsArg::Live, None) => ToolSource::Live(&builtin),
+        };
         if !gate_noted && replay.recording().has_gate() {
             gate_noted = true;
             eprintln!(
@@ -177,8 +210,13 @@ pub fn run(args: ReplayArgs) -> CliResult {
                         run_id: replay.recording().run_id().to_owned(),
                     }),
                 };
+                let workdir_hash = task_tools
+                    .as_ref()
+                    .and_then(|tools| tools.file().template_hash())
+                    .map(str::to_owned);
                 let mut recorder: TraceRecorder<&mut TraceWriter> =
-                    TraceRecorder::new(id.as_str(), options, writer);
+                    TraceRecorder::new(id.as_str(), options, writer)
+                        .with_workdir_hash(workdir_hash);
                 replay.run_with_gate(tool_source, live_gate(&mut gate), &mut recorder)
             }
             _ => replay.run_with_gate(tool_source, live_gate(&mut gate), &mut NoObserver),
@@ -191,7 +229,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
     // Reports list runs in order of first appearance, whatever order they ended in.
     replays.sort_by_key(|(index, _)| *index);
     let replays: Vec<RunReplay> = replays.into_iter().map(|(_, replay)| replay).collect();
-    let report = ReplayReport::new(&source, tool_source.mode(), options.model, &replays);
+    let report = ReplayReport::new(&source, mode, options.model, &replays);
     let text = match args.format {
         FormatArg::Text => render_text(&report),
         FormatArg::Json => render_json(&report),
@@ -203,6 +241,72 @@ pub fn run(args: ReplayArgs) -> CliResult {
         Ok(Outcome::Success)
     } else {
         Ok(Outcome::Failures)
+    }
+}
+
+/// The tools of one replayed run: with a tools file, a fresh working folder made from its
+/// template (removed when the run's replay is done) and the registry running there.
+struct RunTools {
+    set: Option<TaskToolSet>,
+    temp: Option<PathBuf>,
+}
+
+impl RunTools {
+    /// Makes the run's tools and prints, before any step runs, every way they differ from the
+    /// recording: a changed tool spec, a tool gone or added, a changed template.
+    fn new(tools: Option<&TaskTools>, recording: &Recording) -> Result<RunTools, CliError> {
+        let run_id = escape(recording.run_id()).into_owned();
+        let Some(tools) = tools else {
+            let listed: Vec<&str> = recording
+                .tools()
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|name| *name != "calculator")
+                .collect();
+            if !listed.is_empty() {
+                eprintln!(
+                    "warning: run {run_id} was recorded with tools from a tools file ({}); give --tools-file to run them",
+                    escape(&listed.join(", "))
+                );
+            }
+            return Ok(RunTools {
+                set: None,
+                temp: None,
+            });
+        };
+        let temp = match tools.file().template() {
+            Some(_) => Some(temp_workdir().map_err(|err| {
+                CliError::internal(format!("cannot make a temporary working folder: {err}"))
+            })?),
+            None => None,
+        };
+        let mut run_tools = RunTools { set: None, temp };
+        let dir = run_tools
+            .temp
+            .clone()
+            .unwrap_or_else(|| tools.file().folder().to_path_buf());
+        let set = tools.for_task(&dir).map_err(CliError::internal)?;
+        for change in recording.tool_changes(&set.registry.all_spec_hashes()) {
+            eprintln!("warning: run {run_id}: {}", escape(&change));
+        }
+        if let (Some(recorded), Some(now)) =
+            (recording.workdir_hash(), tools.file().template_hash())
+            && recorded != now
+        {
+            eprintln!(
+                "warning: run {run_id}: the working-folder template changed since the recording ({recorded} now {now})"
+            );
+        }
+        run_tools.set = Some(set);
+        Ok(run_tools)
+    }
+}
+
+impl Drop for RunTools {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_dir_all(temp);
+        }
     }
 }
 

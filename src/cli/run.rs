@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{CaptureArg, GateArgs, open_trace_writer, read_responses, same_file};
+use super::common::{
+    CaptureArg, GateArgs, ToolsFileArgs, open_trace_writer, read_responses, same_file,
+};
 use super::{CliError, CliResult, Outcome};
 use std::time::Duration;
 
@@ -52,6 +54,13 @@ pub struct RunArgs {
     /// Check every finish with this program before the run may end.
     #[command(flatten)]
     pub gate: GateArgs,
+    /// Tools beside the calculator.
+    #[command(flatten)]
+    pub tools_file: ToolsFileArgs,
+    /// Keep the temporary working folder made from the tools file's template (its path is
+    /// printed on stderr) instead of removing it after the run.
+    #[arg(long, requires = "tools_file")]
+    pub keep_workdir: bool,
     #[command(flatten)]
     pub live: LiveArgs,
 }
@@ -62,8 +71,8 @@ pub struct LiveArgs {
     /// Talk to a live model server in this wire format instead of reading `--responses`.
     #[arg(long, value_enum, requires_all = ["base_url", "model"])]
     pub api: Option<ApiArg>,
-    /// The server's base URL (`http://127.0.0.1:8080/v1` for openai-chat, the host root for
-    /// anthropic-messages).
+    /// The server's base URL (`http://127.0.0.1:8080/v1` for openai-chat and openai-responses,
+    /// the host root for anthropic-messages).
     #[arg(long, value_name = "URL", requires = "api")]
     pub base_url: Option<String>,
     /// The model name sent in every request.
@@ -98,13 +107,15 @@ pub struct LiveArgs {
     pub system: Option<String>,
 }
 
-/// `--api openai-chat|anthropic-messages`.
+/// `--api openai-chat|anthropic-messages|openai-responses`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ApiArg {
     /// Chat Completions.
     OpenaiChat,
     /// Anthropic Messages.
     AnthropicMessages,
+    /// OpenAI Responses.
+    OpenaiResponses,
 }
 
 impl LiveArgs {
@@ -140,6 +151,7 @@ impl LiveArgs {
         let api = match api {
             ApiArg::OpenaiChat => Api::OpenAiChat,
             ApiArg::AnthropicMessages => Api::AnthropicMessages,
+            ApiArg::OpenaiResponses => Api::OpenAiResponses,
         };
         let mut config = LiveConfig::new(api, base_url.clone(), model.clone());
         config.api_key = api_key_from_env(self.api_key_env.as_deref()).map_err(CliError::input)?;
@@ -160,14 +172,47 @@ pub fn run(args: RunArgs) -> CliResult {
         return Err(CliError::input("--max-steps must be at least 1"));
     }
     let limits = args.live.limits()?;
-    let run_id = match args.run_id {
+    let run_id = match args.run_id.clone() {
         Some(id) if id.is_empty() => return Err(CliError::input("--run-id must not be empty")),
         Some(id) => RunId(id),
         None => RunId::generate(),
     };
-    let task = Task::new(args.task);
-    let tools = ToolRegistry::builtin();
-    let mut model: Box<dyn Model> = match (args.live.model(&tools)?, &args.responses) {
+    let task = Task::new(args.task.clone());
+    let one_task = args.tools_file.one_task()?;
+    let outcome = match &one_task {
+        Some((tools, set, _)) => {
+            let hash = tools.file().template_hash().map(str::to_owned);
+            run_with_tools(&args, task, run_id, limits, Some(&set.registry), hash)
+        }
+        None => run_with_tools(&args, task, run_id, limits, None, None),
+    };
+    if let Some((_, _, Some(temp))) = &one_task {
+        if args.keep_workdir {
+            eprintln!("working folder kept: {}", temp.display());
+        } else {
+            let _ = std::fs::remove_dir_all(temp);
+        }
+    }
+    outcome
+}
+
+fn run_with_tools(
+    args: &RunArgs,
+    task: Task,
+    run_id: RunId,
+    limits: Limits,
+    tools: Option<&ToolRegistry>,
+    workdir_hash: Option<String>,
+) -> CliResult {
+    let builtin;
+    let tools = match tools {
+        Some(tools) => tools,
+        None => {
+            builtin = ToolRegistry::builtin();
+            &builtin
+        }
+    };
+    let mut model: Box<dyn Model> = match (args.live.model(tools)?, &args.responses) {
         (Some(live), _) => Box::new(live),
         (None, Some(responses)) => Box::new(JsonModelAdapter::new(ScriptedRawModel::new(
             read_responses(responses)?,
@@ -194,11 +239,12 @@ pub fn run(args: RunArgs) -> CliResult {
                 capture: args.capture.into(),
                 ..RecorderOptions::default()
             };
-            let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer);
+            let mut recorder = TraceRecorder::new(run_id.as_str(), recorder_options, writer)
+                .with_workdir_hash(workdir_hash);
             run_agent_with(
                 &task,
                 model.as_mut(),
-                &tools,
+                tools,
                 gate,
                 options,
                 limits,
@@ -208,7 +254,7 @@ pub fn run(args: RunArgs) -> CliResult {
         None => run_agent_with(
             &task,
             model.as_mut(),
-            &tools,
+            tools,
             gate,
             options,
             limits,

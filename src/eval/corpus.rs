@@ -207,6 +207,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             name: "traces".to_owned(),
             capture,
             tasks,
+            tools: None,
         },
         skipped,
     })

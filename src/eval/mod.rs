@@ -10,6 +10,7 @@ mod render;
 mod results;
 mod runner;
 mod shard;
+mod strict_json;
 mod suite;
 mod suite_fast;
 
@@ -23,7 +24,7 @@ pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
     now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
-pub use runner::{RunnerOptions, prepare_traces_dir, run_tasks};
+pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
 pub use shard::list_shards;
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,

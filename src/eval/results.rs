@@ -3,7 +3,7 @@
 //! the previous complete file or none, never half of one. `docs/results-format.md` is the reference.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -74,7 +74,7 @@ pub struct Shard {
 /// Which live model a `chat` task ran against.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatName {
-    /// `openai-chat` or `anthropic-messages`.
+    /// `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub api: String,
     /// The model name sent in requests.
     pub model: String,
@@ -218,48 +218,24 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
     Ok(results)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder, synced, then renamed
-/// over the target.
+/// Writes `bytes` to `path` atomically (see [`crate::output::Replacement`]); a target that is a
+/// symbolic link is refused, not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomically_with(path, |file| file.write_all(bytes))
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    replacement.file().write_all(bytes)?;
+    replacement.commit()
 }
 
 /// Writes `results` to `path` as pretty JSON, atomically, serialized straight into the file: a
 /// large evaluation's results are never held as one string.
 pub fn write_results(path: &Path, results: &ResultsFile) -> io::Result<()> {
-    write_atomically_with(path, |file| {
-        let mut out = io::BufWriter::with_capacity(256 * 1024, file);
-        serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
-        out.write_all(b"\n")?;
-        out.flush()
-    })
-}
-
-/// Like [`write_atomically`], with `write` producing the bytes into the temporary file.
-fn write_atomically_with(
-    path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".to_owned());
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = File::create(&temp)?;
-        write(&mut file)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)?;
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.file());
+    serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    drop(out);
+    replacement.commit()
 }
 
 /// The current time as RFC 3339 UTC, without a date library.

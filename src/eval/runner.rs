@@ -2,7 +2,8 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
-use std::fs::{self, File};
+use std::collections::HashSet;
+use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -12,14 +13,14 @@ use std::time::Instant;
 
 use super::expect::{Verdict, check};
 use super::results::{ChatName, TaskResult};
-use super::suite::{SuiteTask, TaskModel};
+use super::suite::{SuiteTask, TaskId, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
 use crate::model::{JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
 use crate::replay::Recording;
 use crate::run::{ExitReason, RunResult, Task};
-use crate::tools::{ToolRegistry, ToolRuntime};
+use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{
     Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
 };
@@ -40,6 +41,9 @@ pub struct RunnerOptions<'a> {
     pub stop: &'a AtomicBool,
     /// Called after each task with the number done, for progress display.
     pub on_done: &'a (dyn Fn(usize) + Sync),
+    /// The suite's tools file, and the folder holding each task's working folder
+    /// (`<folder>/<task-id>/`); `None` runs every task with the shared registry.
+    pub task_tools: Option<(&'a TaskTools, PathBuf)>,
 }
 
 /// Runs `tasks` and returns one result per task that ran, in suite order. Tasks not started
@@ -111,6 +115,31 @@ fn run_one(
     options: &RunnerOptions<'_>,
     started: Instant,
 ) -> TaskResult {
+    let own_tools = match &options.task_tools {
+        Some((task_tools, work_dir)) => {
+            match task_tools.for_task(&work_dir.join(task.id.as_str())) {
+                Ok(set) => Some(set.registry),
+                Err(failure) => {
+                    let result = internal(failure.message);
+                    return finish(
+                        task,
+                        options,
+                        result,
+                        Some(&failure.kind),
+                        Counts::default(),
+                        started,
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let tools = own_tools.as_ref().unwrap_or(tools);
+    let workdir_hash = options
+        .task_tools
+        .as_ref()
+        .and_then(|(task_tools, _)| task_tools.file().template_hash())
+        .map(str::to_owned);
     let mut prompt = Task::new(task.prompt.clone());
     let mut replay_gate: Option<Box<dyn FinishGate>> = None;
     let mut model: Box<dyn Model> = match &task.model {
@@ -187,7 +216,8 @@ fn run_one(
                 let mut observer = Counting {
                     counts: &mut counts,
                     inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
-                        .with_task_id(task.id.as_str()),
+                        .with_task_id(task.id.as_str())
+                        .with_workdir_hash(workdir_hash),
                 };
                 run_agent_with(
                     &prompt,
@@ -293,7 +323,8 @@ fn internal(message: String) -> RunResult {
 
 fn open_task_trace(dir: &Path, task: &SuiteTask) -> io::Result<TraceWriter> {
     // The output folder is the evaluation's own: each task's trace holds this evaluation's run.
-    let file = File::create(dir.join(format!("{}.jsonl", task.id)))?;
+    // A link placed there is never followed (the command refuses one before any task runs).
+    let file = crate::output::create_truncate(&dir.join(format!("{}.jsonl", task.id)))?;
     Ok(TraceWriter::from_file(file, false))
 }
 
@@ -397,6 +428,47 @@ fn finish(
             .as_ref()
             .map(|_| format!("traces/{}.jsonl", task.id)),
     }
+}
+
+/// What [`remove_stale_traces`] did in `DIR/traces`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StaleTraces {
+    /// Trace files of earlier evaluations, removed (file names).
+    pub removed: Vec<String>,
+    /// `.jsonl` files not named as eval names traces, left in place (file names).
+    pub foreign: Vec<String>,
+    /// Files that could not be removed, with the reason.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`)
+/// that is not in `written`: after an evaluation, its folder holds exactly the runs its
+/// `results.json` lists. Links are removed, never followed; folders and other names are left.
+pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTraces {
+    let mut stale = StaleTraces::default();
+    let Ok(entries) = fs::read_dir(traces) else {
+        return stale;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".jsonl") else {
+            continue;
+        };
+        if written.contains(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if TaskId::parse(stem).is_err() {
+            stale.foreign.push(name);
+            continue;
+        }
+        match fs::remove_file(entry.path()) {
+            Ok(()) => stale.removed.push(name),
+            Err(err) => stale.failed.push((name, err.to_string())),
+        }
+    }
+    stale.removed.sort();
+    stale.foreign.sort();
+    stale
 }
 
 /// Creates `DIR/traces`, failing with a message that names it.

@@ -15,6 +15,7 @@ use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
 use crate::run::{Action, ExitReason};
+use crate::tools::ToolsFile;
 use crate::trace::{Capture, ReadOptions, read_trace};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.
@@ -29,6 +30,8 @@ pub struct Suite {
     pub capture: Capture,
     /// The tasks, in file order.
     pub tasks: Vec<SuiteTask>,
+    /// The suite's tools file (`tools`), loaded and checked.
+    pub tools: Option<ToolsFile>,
 }
 
 /// A task id: letters, digits, `.`, `_`, `-`; it names the task's trace file.
@@ -168,17 +171,7 @@ pub struct SuiteErrors {
 
 impl fmt::Display for SuiteErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.problems.len();
-        write!(
-            f,
-            "suite `{}` has {}:",
-            self.file,
-            crate::plural(n as u64, "problem", "problems")
-        )?;
-        for (path, message) in &self.problems {
-            write!(f, "\n  {path}: {message}")?;
-        }
-        Ok(())
+        crate::text::write_problems(f, "suite", &self.file, &self.problems)
     }
 }
 
@@ -232,8 +225,16 @@ pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteE
         canonical_base: base_dir.canonicalize().ok(),
     };
     let text = &crate::tools::integer_negative_zero_as_zero(text);
-    let value: Value = match serde_json::from_str(text) {
-        Ok(value) => value,
+    let value: Value = match super::strict_json::parse_noting_repeats(text) {
+        Ok((value, repeated)) => {
+            for path in repeated {
+                checker.problem(
+                    &path,
+                    "key given twice in one object (which value is meant?)",
+                );
+            }
+            value
+        }
         Err(err) => {
             return Err(SuiteErrors {
                 file: "<suite>".to_owned(),
@@ -332,7 +333,11 @@ impl Checker<'_> {
 
     fn suite(&mut self, value: &Value) -> Option<Suite> {
         let map = self.object(value, "$")?;
-        self.only_keys(map, &["$schema", "name", "defaults", "tasks"], "$");
+        self.only_keys(map, &["$schema", "name", "defaults", "tasks", "tools"], "$");
+        if let Some(v) = map.get("$schema") {
+            self.string(v, "$.$schema");
+        }
+        let tools = map.get("tools").and_then(|v| self.tools(v));
         let name = match map.get("name") {
             Some(v) => self.string(v, "$.name").and_then(|name| {
                 if name.trim().is_empty() {
@@ -393,7 +398,58 @@ impl Checker<'_> {
             name: name?,
             capture: defaults.capture,
             tasks,
+            tools,
         })
+    }
+
+    /// `tools`: a tools file's path, relative to the suite and inside its folder, or the same
+    /// object inline (its paths then resolve against the suite's folder).
+    fn tools(&mut self, value: &Value) -> Option<ToolsFile> {
+        let base = self
+            .canonical_base
+            .clone()
+            .unwrap_or_else(|| self.base_dir.to_path_buf());
+        match value {
+            Value::String(relative) => {
+                let path = base.join(relative);
+                let inside = path
+                    .canonicalize()
+                    .is_ok_and(|resolved| resolved.starts_with(&base));
+                if Path::new(relative).is_absolute() || !inside {
+                    self.problem(
+                        "$.tools",
+                        format!("`{relative}` is not a file inside the suite's folder"),
+                    );
+                    return None;
+                }
+                match ToolsFile::load(&path) {
+                    Ok(tools) => Some(tools),
+                    Err(err) => {
+                        for (at, message) in err.problems {
+                            self.problem("$.tools", format!("`{relative}` {at}: {message}"));
+                        }
+                        None
+                    }
+                }
+            }
+            Value::Object(_) => match ToolsFile::from_value(value, &base, "$.tools") {
+                Ok(tools) => Some(tools),
+                Err(problems) => {
+                    self.problems.extend(problems);
+                    None
+                }
+            },
+            other => {
+                self.problem(
+                    "$.tools",
+                    format!(
+                        "expected a tools file's path or a tools object, got {}",
+                        type_name(other)
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn defaults(&mut self, value: &Value) -> Defaults {
@@ -574,7 +630,9 @@ impl Checker<'_> {
             Api::parse(&name).or_else(|| {
                 self.problem(
                     &format!("{path}.api"),
-                    format!("expected \"openai-chat\" or \"anthropic-messages\", got {name:?}"),
+                    format!(
+                        "expected \"openai-chat\", \"anthropic-messages\" or \"openai-responses\", got {name:?}"
+                    ),
                 );
                 None
             })

@@ -1,14 +1,25 @@
 //! The fast path for loading suites: typed deserialization straight into suite tasks, for suites
 //! that need no file access (no replay tasks) and break no rule. Anything it cannot prove valid
-//! (an unknown key, a `null`, a replay task, a bad id, a zero budget, ...) sends the loader to the
-//! full checker, which reports every problem with its JSON path; so both paths accept exactly the
-//! same suites and only the checker ever reports.
+//! (an unknown key, a `null`, a replay task, a bad id, a zero budget, a key given twice, ...)
+//! sends the loader to the full checker, which reports every problem with its JSON path; so both
+//! paths accept exactly the same suites and only the checker ever reports. The property test
+//! `fast_and_full_suite_loading_agree` in `tests/integration/eval.rs` and the `suite_load` fuzz
+//! target hold the two together.
+//!
+//! Derived serde code is more lenient than the suite format in two ways, both closed here: a
+//! derived struct also reads a JSON array (its fields by position), so every struct is read
+//! through [`Object`], which takes only a JSON object; and a derived enum also reads
+//! `{"full": null}`, so enums are read from strings by hand.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
 
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value};
 
+use super::strict_json::UniqueKeys;
 use super::suite::{DEFAULT_MAX_STEPS, Expectations, Suite, SuiteTask, TaskId, TaskModel};
 use crate::run::{Action, ExitReason, Finish, ToolCall};
 use crate::trace::Capture;
@@ -20,8 +31,8 @@ struct FastSuite {
     _schema: Option<String>,
     name: String,
     #[serde(default, deserialize_with = "present")]
-    defaults: Option<FastDefaults>,
-    tasks: Vec<FastTask>,
+    defaults: Option<Object<FastDefaults>>,
+    tasks: Vec<Object<FastTask>>,
 }
 
 #[derive(Deserialize)]
@@ -29,7 +40,7 @@ struct FastSuite {
 struct FastDefaults {
     #[serde(default, deserialize_with = "present")]
     max_steps: Option<u32>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "capture")]
     capture: Option<Capture>,
 }
 
@@ -41,9 +52,9 @@ struct FastTask {
     prompt: Option<String>,
     #[serde(default, deserialize_with = "present")]
     max_steps: Option<u32>,
-    model: FastModel,
+    model: Object<FastModel>,
     #[serde(default, deserialize_with = "present")]
-    expect: Option<FastExpect>,
+    expect: Option<Object<FastExpect>>,
 }
 
 #[derive(Deserialize)]
@@ -52,7 +63,7 @@ struct FastModel {
     #[serde(default, deserialize_with = "present")]
     responses: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
-    actions: Option<Vec<FastAction>>,
+    actions: Option<Vec<Object<FastAction>>>,
 }
 
 #[derive(Deserialize)]
@@ -60,7 +71,7 @@ struct FastModel {
 enum FastAction {
     ToolCall {
         tool_name: String,
-        arguments: Map<String, Value>,
+        arguments: UniqueKeys,
     },
     Finish {
         answer: String,
@@ -70,7 +81,7 @@ enum FastAction {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FastExpect {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "exit_reason")]
     exit_reason: Option<ExitReason>,
     #[serde(default, deserialize_with = "present")]
     answer: Option<String>,
@@ -85,36 +96,76 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
+/// A derived struct or internally tagged enum read only from a JSON object, never an array.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OnlyMaps<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for OnlyMaps<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(OnlyMaps(PhantomData))
+            .map(Object)
+    }
+}
+
+/// `"summary"` or `"full"`, and nothing else that serde would read as the enum.
+fn capture<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Capture>, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "summary" => Ok(Some(Capture::Summary)),
+        "full" => Ok(Some(Capture::Full)),
+        _ => Err(serde::de::Error::custom("unknown capture mode")),
+    }
+}
+
+/// An exit reason's name, and nothing else that serde would read as the enum.
+fn exit_reason<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExitReason>, D::Error> {
+    ExitReason::parse(&String::deserialize(d)?)
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom("unknown exit reason"))
+}
+
 /// The suite, when the fast path can prove it valid; `None` sends the caller to the checker.
 pub fn load_fast(text: &str) -> Option<Suite> {
-    let suite: FastSuite = serde_json::from_str(text).ok()?;
+    let Object(suite) = serde_json::from_str::<Object<FastSuite>>(text).ok()?;
     if suite.name.trim().is_empty() || suite.tasks.is_empty() {
         return None;
     }
-    let defaults = suite.defaults.unwrap_or(FastDefaults {
-        max_steps: None,
-        capture: None,
-    });
+    let defaults = suite.defaults.map_or(
+        FastDefaults {
+            max_steps: None,
+            capture: None,
+        },
+        |d| d.0,
+    );
     if defaults.max_steps == Some(0) {
         return None;
     }
     let mut ids = HashSet::with_capacity(suite.tasks.len());
     let mut tasks = Vec::with_capacity(suite.tasks.len());
-    for task in suite.tasks {
+    for Object(task) in suite.tasks {
         let id = TaskId::parse(&task.id).ok()?;
         if !ids.insert(id.clone()) || task.max_steps == Some(0) {
             return None;
         }
-        let model = match (task.model.responses, task.model.actions) {
+        let model = match (task.model.0.responses, task.model.0.actions) {
             (Some(responses), None) if !responses.is_empty() => TaskModel::Responses(responses),
             (None, Some(actions)) if !actions.is_empty() => {
-                TaskModel::Actions(actions.into_iter().map(action).collect())
+                TaskModel::Actions(actions.into_iter().map(|a| action(a.0)).collect())
             }
             _ => return None,
         };
         let expect = task
             .expect
-            .map_or_else(Expectations::default, |e| Expectations {
+            .map_or_else(Expectations::default, |Object(e)| Expectations {
                 exit_reason: e.exit_reason,
                 answer: e.answer,
                 answer_contains: e.answer_contains,
@@ -138,6 +189,7 @@ pub fn load_fast(text: &str) -> Option<Suite> {
         name: suite.name,
         capture: defaults.capture.unwrap_or_default(),
         tasks,
+        tools: None,
     })
 }
 
@@ -146,7 +198,7 @@ fn action(action: FastAction) -> Action {
         FastAction::ToolCall {
             tool_name,
             arguments,
-        } => Action::ToolCall(ToolCall::new(tool_name, arguments)),
+        } => Action::ToolCall(ToolCall::new(tool_name, arguments.0)),
         FastAction::Finish { answer } => Action::Finish(Finish { answer }),
     }
 }

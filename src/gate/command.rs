@@ -5,22 +5,14 @@
 //! program runs in its own process group, and the whole group is killed when it is done or timed
 //! out, so nothing it started outlives the check.
 
-use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::contract::{FinishGate, GateFailure, GateVerdict};
-use super::cut::cut_output;
-
-/// How long to wait for the output pipe to close after the program ended and its group was
-/// killed (a process that left the group may still hold it).
-const DRAIN_GRACE: Duration = Duration::from_secs(1);
+use crate::process::{Ended, OutputMode, ProcessSpec, cut_bytes, run_process};
 
 /// A command gate as configured: what a suite or the command line says.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -52,9 +44,7 @@ impl CommandGateConfig {
     pub fn hash(&self) -> String {
         // Serializing a struct of strings and integers cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();
-        let digest = Sha256::digest(&json);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        format!("sha256:{hex}")
+        crate::trace::sha256_tagged(&json)
     }
 }
 
@@ -95,82 +85,42 @@ impl CommandGate {
         &self.config
     }
 
-    fn spawn(&self) -> Result<(Child, mpsc::Receiver<Vec<u8>>), GateFailure> {
-        let (reader, writer) = std::io::pipe()
-            .map_err(|err| GateFailure::new(format!("cannot make a pipe: {err}")))?;
-        let writer_err = writer
-            .try_clone()
-            .map_err(|err| GateFailure::new(format!("cannot make a pipe: {err}")))?;
-        let mut command = Command::new(&self.program);
-        command
-            .args(self.config.command.iter().skip(1))
-            .stdin(Stdio::piped())
-            .stdout(writer)
-            .stderr(writer_err)
-            .process_group(0);
-        if let Some(dir) = &self.dir {
-            command.current_dir(dir);
+    fn process(&self, answer: &str) -> ProcessSpec {
+        ProcessSpec {
+            program: self.program.clone(),
+            args: self.config.command.iter().skip(1).cloned().collect(),
+            dir: self.dir.clone(),
+            env: None,
+            stdin: serde_json::json!({ "answer": answer })
+                .to_string()
+                .into_bytes(),
+            timeout: Duration::from_secs(self.config.timeout_s),
+            output: OutputMode::Merged,
+            keep_bytes: self.config.max_output_bytes,
         }
-        let child = command.spawn().map_err(|err| {
-            GateFailure::new(format!("cannot run `{}`: {err}", self.program.display()))
-        })?;
-        // `command` holds the pipe's write ends until it is dropped: drop it now, so the reader
-        // sees the end of the output when the program and its children close theirs.
-        drop(command);
-        let (sender, receiver) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = reader;
-            let mut output = Vec::new();
-            let _ = reader.read_to_end(&mut output);
-            let _ = sender.send(output);
-        });
-        Ok((child, receiver))
     }
 }
 
 impl FinishGate for CommandGate {
     fn check(&mut self, answer: &str) -> Result<GateVerdict, GateFailure> {
-        let timeout = Duration::from_secs(self.config.timeout_s);
-        let (mut child, output) = self.spawn()?;
-        let group = child.id();
-        if let Some(mut stdin) = child.stdin.take() {
-            let input = serde_json::json!({ "answer": answer }).to_string();
-            // A gate may exit without reading its input; a broken pipe is then no error.
-            std::thread::spawn(move || {
-                let _ = stdin.write_all(input.as_bytes());
-            });
-        }
-        let started = Instant::now();
-        let finished = loop {
-            match exited_unreaped(group) {
-                Ok(true) => break true,
-                Ok(false) if started.elapsed() >= timeout => break false,
-                Ok(false) => std::thread::sleep(Duration::from_millis(5)),
-                Err(err) => {
-                    kill_group(group);
-                    let _ = child.wait();
-                    return Err(GateFailure::new(format!("cannot wait for the gate: {err}")));
-                }
-            }
-        };
-        // Whatever the program left running in its group goes with it. The program is not reaped
-        // yet, so its pid (the group's id) cannot have been reused by then.
-        kill_group(group);
-        let status = child.wait();
-        if !finished {
+        let finished = run_process(&self.process(answer)).map_err(|err| {
+            GateFailure::new(format!("cannot run `{}`: {err}", self.program.display()))
+        })?;
+        let Ended::Exited(status) = finished.ended else {
             return Err(GateFailure::new(format!(
                 "`{}` ran past its timeout of {} s; its process group was killed",
                 self.program.display(),
                 self.config.timeout_s
             )));
-        }
-        let status =
-            status.map_err(|err| GateFailure::new(format!("cannot wait for the gate: {err}")))?;
-        let bytes = output.recv_timeout(DRAIN_GRACE).unwrap_or_default();
-        let text = cut_output(
-            &String::from_utf8_lossy(&bytes),
+        };
+        let out = &finished.stdout;
+        let text = cut_bytes(
+            &out.head,
+            out.dropped,
+            &out.tail,
             self.config.max_output_bytes,
-        );
+        )
+        .text;
         match (status.code(), status.signal()) {
             (Some(0), _) => Ok(GateVerdict {
                 accepted: true,
@@ -194,31 +144,5 @@ impl FinishGate for CommandGate {
 
     fn config_hash(&self) -> String {
         self.config.hash()
-    }
-}
-
-/// Whether the child `pid` has exited, leaving it unreaped (`WNOWAIT`) so its pid stays taken.
-fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
-    let id = libc::id_t::from(pid);
-    // SAFETY: `siginfo_t` is plain data for which all zeros is a valid value, and `waitid` only
-    // writes into the struct it is given.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-        if libc::waitid(libc::P_PID, id, &mut info, flags) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // With WNOHANG and no change of state, `si_pid` stays 0.
-        Ok(info.si_pid() != 0)
-    }
-}
-
-/// Kills every process of the group led by `leader` (the gate ran with `process_group(0)`).
-fn kill_group(leader: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(leader) {
-        // SAFETY: `kill` has no memory-safety preconditions; a group that is gone gives ESRCH.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
     }
 }

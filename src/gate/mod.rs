@@ -5,10 +5,9 @@
 
 mod command;
 mod contract;
-mod cut;
 mod recorded;
 
+pub use crate::process::cut_output;
 pub use command::{CommandGate, CommandGateConfig};
 pub use contract::{EMPTY_REJECTION, FinishGate, GateFailure, GateVerdict};
-pub use cut::cut_output;
 pub use recorded::{RecordedGate, RecordedVerdict};

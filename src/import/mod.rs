@@ -14,6 +14,7 @@ mod looptrace;
 mod mini_swe_agent;
 mod openhands;
 mod otel_genai;
+mod otlp;
 mod run;
 mod swe_agent;
 
@@ -34,6 +35,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &gemini_cli::GeminiCli,
     &inspect::Inspect,
     &otel_genai::OtelGenai,
+    &otlp::Otlp,
 ];
 
 /// The importer named `name` (a `--from` value).

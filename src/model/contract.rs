@@ -88,6 +88,19 @@ impl Usage {
     pub fn total(&self) -> u64 {
         self.input_tokens.unwrap_or(0) + self.output_tokens.unwrap_or(0)
     }
+
+    /// Adds another call's counts; a count neither reports stays absent.
+    pub fn add(&mut self, other: &Usage) {
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        self.input_tokens = sum(self.input_tokens, other.input_tokens);
+        self.output_tokens = sum(self.output_tokens, other.output_tokens);
+        self.cache_read_tokens = sum(self.cache_read_tokens, other.cache_read_tokens);
+        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens);
+        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens);
+    }
 }
 
 /// A failed attempt at a model call that was retried.
@@ -110,6 +123,8 @@ pub struct CallRecord {
     pub usage: Option<Usage>,
     /// The hash of the request body in canonical JSON (`sha256=HEX` or `hmac-sha256=HEX`).
     pub request_hash: Option<String>,
+    /// The request body as sent (canonical JSON), written to traces with full capture only.
+    pub request_body: Option<String>,
     /// The response body, written to traces with full capture only.
     pub raw_response: Option<String>,
     /// Why the provider stopped generating (`stop`, `length`, `tool_calls`, `end_turn`, ...).
@@ -121,7 +136,7 @@ pub struct CallRecord {
 /// Which wire format and model a live run talked to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveIdentity {
-    /// The wire format: `openai-chat` or `anthropic-messages`.
+    /// The wire format: `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub api: String,
     /// Where the server is: the base URL's host and port, never credentials or paths.
     pub provider: String,
@@ -180,6 +195,24 @@ pub enum ProviderErrorKind {
 }
 
 impl ProviderErrorKind {
+    /// Every class.
+    pub const ALL: [ProviderErrorKind; 7] = [
+        ProviderErrorKind::RateLimited,
+        ProviderErrorKind::ProviderUnavailable,
+        ProviderErrorKind::AuthFailed,
+        ProviderErrorKind::QuotaExceeded,
+        ProviderErrorKind::ContextLengthExceeded,
+        ProviderErrorKind::RequestRejected,
+        ProviderErrorKind::BadResponse,
+    ];
+
+    /// Parses the snake_case name.
+    pub fn parse(name: &str) -> Option<ProviderErrorKind> {
+        ProviderErrorKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+
     /// The snake_case name used as `error_kind` in traces.
     pub fn as_str(self) -> &'static str {
         match self {

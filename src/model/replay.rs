@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-use super::contract::{InvalidOutput, InvalidOutputKind, Model, ModelError, RawModel};
+use super::contract::{InvalidOutput, InvalidOutputKind, Model, ModelError, RawModel, TurnItem};
 use super::json_adapter::JsonModelAdapter;
 use crate::run::{Action, Finish, HistoryItem, Task, ToolCall};
 use crate::trace::{EventType, RecordedRun, TraceEvent};
@@ -55,6 +55,8 @@ pub struct ReplayModel {
     task: Task,
     max_steps: Option<u32>,
     turns: Vec<(u64, RecordedTurn)>,
+    /// The provider's call id of each turn entry, where recorded.
+    call_ids: Vec<Option<String>>,
     next: usize,
     calls: usize,
 }
@@ -64,23 +66,21 @@ impl ReplayModel {
     pub fn from_run(run: &RecordedRun) -> Result<ReplayModel, ReplayError> {
         let task = recorded_task(run)?;
         let mut turns = Vec::new();
+        let mut call_ids = Vec::new();
         for (line, event) in &run.events {
-            match event.event_type {
-                EventType::ModelAction => turns.push((
-                    event.step,
-                    RecordedTurn::Action(action_of(run, *line, event)?),
-                )),
-                EventType::ModelFeedback => turns.push((
-                    event.step,
-                    RecordedTurn::Invalid(feedback_of(run, *line, event)?),
-                )),
-                _ => {}
-            }
+            let turn = match event.event_type {
+                EventType::ModelAction => RecordedTurn::Action(action_of(run, *line, event)?),
+                EventType::ModelFeedback => RecordedTurn::Invalid(feedback_of(run, *line, event)?),
+                _ => continue,
+            };
+            turns.push((event.step, turn));
+            call_ids.push(event.call_id.clone());
         }
         Ok(ReplayModel {
             max_steps: run.started().and_then(|e| e.max_steps),
             task,
             turns,
+            call_ids,
             next: 0,
             calls: 0,
         })
@@ -146,7 +146,9 @@ impl Model for ReplayModel {
     ) -> Result<Action, ModelError> {
         self.calls += 1;
         let Some((_, turn)) = self.turns.get(self.next) else {
-            return Err(ModelError::Failure(end_of_recording(self.turns.len())));
+            return Err(ModelError::Failure(end_of_recording(last_step(
+                &self.turns,
+            ))));
         };
         self.next += 1;
         match turn {
@@ -154,6 +156,43 @@ impl Model for ReplayModel {
             RecordedTurn::Invalid(error) => Err(ModelError::InvalidOutput(error.clone())),
         }
     }
+
+    /// Every recorded entry of the next step: a multi-call turn comes back as one turn.
+    fn next_turn(
+        &mut self,
+        _task: &Task,
+        _history: &[HistoryItem],
+    ) -> Result<Vec<TurnItem>, ModelError> {
+        self.calls += 1;
+        let Some(&(step, _)) = self.turns.get(self.next) else {
+            return Err(ModelError::Failure(end_of_recording(last_step(
+                &self.turns,
+            ))));
+        };
+        let mut items = Vec::new();
+        while let Some((_, turn)) = self.turns.get(self.next).filter(|(s, _)| *s == step) {
+            let call_id = self.call_ids.get(self.next).cloned().flatten();
+            items.push(match turn {
+                RecordedTurn::Action(action) => TurnItem::Action {
+                    call_id,
+                    action: action.clone(),
+                },
+                RecordedTurn::Invalid(error) => TurnItem::Invalid {
+                    call_id,
+                    error: error.clone(),
+                },
+            });
+            self.next += 1;
+        }
+        Ok(items)
+    }
+}
+
+/// The step of the last recorded turn: the step a rerun runs out of recording after.
+fn last_step(turns: &[(u64, RecordedTurn)]) -> usize {
+    turns
+        .last()
+        .map_or(0, |(step, _)| usize::try_from(*step).unwrap_or(usize::MAX))
 }
 
 /// The recorded raw responses of a run, served in order.

@@ -11,9 +11,13 @@ use std::rc::Rc;
 
 use super::recording::{RecordedStep, Recording};
 use super::verdict::{Divergence, DivergenceKind, NotCompared};
+use super::wire::RequestLog;
 use crate::agent::{RunEvent, RunObserver};
 use crate::gate::GateVerdict;
-use crate::model::{InvalidOutput, Model, ModelError, RecordedTurn, end_of_recording};
+use crate::model::{
+    CallRecord, InvalidOutput, LiveIdentity, Model, ModelError, RecordedTurn, TurnItem,
+    end_of_recording,
+};
 use crate::run::{Action, ExitReason, HistoryItem, RunResult, Task};
 use crate::tools::ToolOutcome;
 
@@ -31,8 +35,16 @@ pub(crate) struct Comparator<'a> {
     stop: StopFlag,
     divergences: Vec<Divergence>,
     not_compared: Vec<NotCompared>,
+    /// The last step the rerun took a model turn at.
     turns_taken: u64,
+    /// How many entries the rerun's turn at `turns_taken` has had so far.
+    entries_in_turn: usize,
+    /// The recorded entry the last model event was compared with.
+    current: Option<usize>,
+    /// Which recorded entries a model event of the rerun was compared with.
+    reached: Vec<bool>,
     recording_end_reported: bool,
+    requests: Option<RequestLog>,
 }
 
 impl<'a> Comparator<'a> {
@@ -52,7 +64,26 @@ impl<'a> Comparator<'a> {
             divergences: Vec::new(),
             not_compared: Vec::new(),
             turns_taken: 0,
+            entries_in_turn: 0,
+            current: None,
+            reached: vec![false; recording.steps().len()],
             recording_end_reported: false,
+            requests: None,
+        }
+    }
+
+    /// Also reports the request divergences a replayed wire logs, each before the model turn it
+    /// belongs to.
+    pub(crate) fn with_requests(mut self, requests: RequestLog) -> Self {
+        self.requests = Some(requests);
+        self
+    }
+
+    fn take_requests(&mut self) {
+        let Some(log) = &self.requests else { return };
+        let found = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
+        for divergence in found {
+            self.push(divergence);
         }
     }
 
@@ -92,12 +123,34 @@ impl<'a> Comparator<'a> {
         }
     }
 
+    /// One entry of the rerun's turn at `step`, compared with the recorded entry at the same place
+    /// of the same step: a multi-call turn is compared call by call.
     fn turn(&mut self, step: u64, actual: &RecordedTurn) {
-        self.turns_taken = step;
-        let Some(recorded) = self.recording.step(step) else {
+        if step != self.turns_taken {
+            self.turns_taken = step;
+            self.entries_in_turn = 0;
+        }
+        let place = self.entries_in_turn;
+        self.entries_in_turn += 1;
+        self.current = None;
+        let (start, entries) = self.recording.turn_entries(step);
+        if entries.is_empty() {
             self.recording_ended(step, format!("a model turn at step {step}"));
             return;
+        }
+        let Some(recorded) = entries.get(place) else {
+            self.push(Divergence::new(
+                step,
+                DivergenceKind::ModelTurn,
+                "none",
+                describe_turn(actual),
+            ));
+            return;
         };
+        self.current = Some(start + place);
+        if let Some(reached) = self.reached.get_mut(start + place) {
+            *reached = true;
+        }
         if recorded.turn != *actual {
             self.push(Divergence::new(
                 step,
@@ -110,9 +163,12 @@ impl<'a> Comparator<'a> {
 
     fn observation(&mut self, step: u64, outcome: &ToolOutcome) {
         let actual = &outcome.observation;
-        let recorded_step = self.recording.step(step);
-        let Some(recorded) = recorded_step.and_then(|s| s.observation.as_ref()) else {
-            let last = self.recording.steps().len() as u64;
+        let recorded_entry = self
+            .current
+            .and_then(|index| self.recording.steps().get(index))
+            .filter(|entry| entry.step == step);
+        let Some(recorded) = recorded_entry.and_then(|s| s.observation.as_ref()) else {
+            let last = self.recording.last_step();
             if self.recording.ending().is_none() && step == last {
                 self.recording_ended(step, format!("an observation at step {step}"));
             } else {
@@ -169,6 +225,7 @@ impl<'a> Comparator<'a> {
                 actual: summary,
                 recorded_text: Some(recorded.content.clone()),
                 actual_text: Some(actual.content.clone()),
+                path: None,
             });
         }
     }
@@ -199,7 +256,7 @@ impl<'a> Comparator<'a> {
     fn finished(&mut self, result: &RunResult, error_kind: Option<&str>) {
         let ending = self.recording.ending();
         let step = u64::from(result.steps_used);
-        let turns = self.recording.steps().len() as u64;
+        let turns = self.recording.last_step();
         // The replay models fail only when asked past the end of the recording.
         let past_end = result.exit_reason == ExitReason::InternalError
             && error_kind == Some("model_failure")
@@ -235,6 +292,7 @@ impl<'a> Comparator<'a> {
                         actual: result.exit_reason.as_str().to_owned(),
                         recorded_text: recorded.error.clone(),
                         actual_text: result.error.clone(),
+                        path: None,
                     });
                 } else if recorded.error_kind.is_none()
                     && result.exit_reason != ExitReason::Finished
@@ -265,8 +323,14 @@ impl<'a> Comparator<'a> {
                 }
             }
         }
-        let taken = usize::try_from(self.turns_taken).unwrap_or(usize::MAX);
-        let unreached: Vec<&RecordedStep> = self.recording.steps().iter().skip(taken).collect();
+        let unreached: Vec<&RecordedStep> = self
+            .recording
+            .steps()
+            .iter()
+            .zip(&self.reached)
+            .filter(|(_, reached)| !**reached)
+            .map(|(entry, _)| entry)
+            .collect();
         for recorded in unreached {
             self.push(Divergence::new(
                 recorded.step,
@@ -282,7 +346,7 @@ impl<'a> Comparator<'a> {
             return;
         }
         self.recording_end_reported = true;
-        let turns = self.recording.steps().len();
+        let turns = usize::try_from(self.recording.last_step()).unwrap_or(usize::MAX);
         self.push(Divergence::new(
             step,
             DivergenceKind::RecordingEnded,
@@ -312,6 +376,9 @@ impl RunObserver for Comparator<'_> {
                 })?
             }
             _ => self.inner.on_event(event)?,
+        }
+        if !self.stop.get() {
+            self.take_requests();
         }
         if !self.stop.get() {
             self.compare(event);
@@ -346,18 +413,43 @@ impl<'m> StopGate<'m> {
     }
 }
 
-impl Model for StopGate<'_> {
-    fn next_action(&mut self, task: &Task, history: &[HistoryItem]) -> Result<Action, ModelError> {
+impl StopGate<'_> {
+    /// Counts the turn; `Err` once the rerun must stop.
+    fn admit(&mut self) -> Result<(), ModelError> {
         self.turns += 1;
         if self.stop.get() {
             self.refused_at = Some(self.turns);
             return Err(ModelError::Failure(STOPPED.to_owned()));
         }
+        Ok(())
+    }
+}
+
+impl Model for StopGate<'_> {
+    fn next_action(&mut self, task: &Task, history: &[HistoryItem]) -> Result<Action, ModelError> {
+        self.admit()?;
         self.inner.next_action(task, history)
+    }
+
+    fn next_turn(
+        &mut self,
+        task: &Task,
+        history: &[HistoryItem],
+    ) -> Result<Vec<TurnItem>, ModelError> {
+        self.admit()?;
+        self.inner.next_turn(task, history)
     }
 
     fn last_raw_output(&self) -> Option<&str> {
         self.inner.last_raw_output()
+    }
+
+    fn take_call_record(&mut self) -> CallRecord {
+        self.inner.take_call_record()
+    }
+
+    fn live_identity(&self) -> Option<LiveIdentity> {
+        self.inner.live_identity()
     }
 }
 

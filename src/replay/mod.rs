@@ -12,6 +12,7 @@ mod recording;
 mod render;
 mod runner;
 mod verdict;
+mod wire;
 
 pub use compare::{STOPPED, STOPPED_KIND};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
@@ -28,3 +29,4 @@ pub use runner::{
 pub use verdict::{
     Divergence, DivergenceKind, Ending, NotCompared, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict,
 };
+pub use wire::{JsonDifference, WireSettings, first_difference, is_live};

@@ -1,13 +1,14 @@
 //! `RecordedTools`: a tool runtime that serves a recording's observations in order, like a VCR
 //! cassette, for runs whose tools are not built in. Each call gets the next recorded observation
 //! with its recorded content, `is_error` and error kind; a call for another tool than the recorded
-//! one gets an error observation saying so, and a recorded tool panic is replayed as a panic.
+//! one gets an error observation saying so, and a recorded tool panic (or a tool server that
+//! failed) is replayed as the same internal error.
 
 use std::cell::Cell;
 
 use super::recording::{RecordedObservation, Recording};
 use crate::run::{ExitReason, Observation, ToolCall};
-use crate::tools::{ToolOutcome, ToolPanic, ToolRuntime};
+use crate::tools::{TOOL_PANIC, TOOL_SERVER_FAILED, ToolOutcome, ToolPanic, ToolRuntime};
 
 /// The error kind of the observation served for a call of another tool than the recorded one.
 pub const TOOL_MISMATCH: &str = "replay_tool_mismatch";
@@ -20,7 +21,8 @@ pub const NOT_RECORDED: &str = "replay_not_recorded";
 pub struct RecordedTools {
     observations: Vec<RecordedObservation>,
     last_step: u64,
-    panic: Option<String>,
+    /// The recorded fatal tool failure: its kind and error text.
+    panic: Option<(String, String)>,
     next: Cell<usize>,
     panicked: Cell<bool>,
 }
@@ -31,11 +33,14 @@ impl RecordedTools {
     pub fn new(recording: &Recording) -> Self {
         let panic = recording
             .ending()
-            .filter(|e| {
-                e.exit_reason == ExitReason::InternalError
-                    && e.error_kind.as_deref() == Some("tool_panic")
-            })
-            .map(|e| e.error.clone().unwrap_or_default());
+            .and_then(|e| match e.error_kind.as_deref() {
+                Some(kind @ (TOOL_PANIC | TOOL_SERVER_FAILED))
+                    if e.exit_reason == ExitReason::InternalError =>
+                {
+                    Some((kind.to_owned(), e.error.clone().unwrap_or_default()))
+                }
+                _ => None,
+            });
         RecordedTools {
             observations: recording.observations().cloned().collect(),
             last_step: recording.steps().last().map_or(0, |s| s.step),
@@ -55,13 +60,15 @@ impl ToolRuntime for RecordedTools {
     fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic> {
         let index = self.next.get();
         let Some(recorded) = self.observations.get(index) else {
-            if let Some(error) = &self.panic
+            if let Some((kind, error)) = &self.panic
                 && !self.panicked.replace(true)
             {
-                return Err(ToolPanic {
-                    tool_name: call.tool_name.clone(),
-                    message: panic_message(error, &call.tool_name),
-                });
+                let mut panic = ToolPanic::new(
+                    call.tool_name.clone(),
+                    panic_message(error, &call.tool_name),
+                );
+                panic.kind.clone_from(kind);
+                return Err(panic);
             }
             return Ok(ToolOutcome::error(
                 call,
@@ -90,13 +97,18 @@ impl ToolRuntime for RecordedTools {
                 is_error: recorded.is_error,
             },
             error_kind: recorded.error_kind.clone(),
+            exit_status: recorded.exit_status,
+            lossy: recorded.lossy,
         })
     }
 }
 
-/// The panic message inside a recorded `tool "NAME" panicked: MESSAGE` error, so the rerun's
-/// error reads the same.
+/// The message inside a recorded `tool "NAME" panicked: MESSAGE` (or `failed: MESSAGE`) error,
+/// so the rerun's error reads the same.
 fn panic_message(error: &str, tool_name: &str) -> String {
-    let prefix = format!("tool {tool_name:?} panicked: ");
-    error.strip_prefix(&prefix).unwrap_or(error).to_owned()
+    ["panicked", "failed"]
+        .iter()
+        .find_map(|verb| error.strip_prefix(&format!("tool {tool_name:?} {verb}: ")))
+        .unwrap_or(error)
+        .to_owned()
 }

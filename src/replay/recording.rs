@@ -8,7 +8,9 @@ use thiserror::Error;
 use crate::gate::{GateVerdict, RecordedGate, RecordedVerdict};
 use crate::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::run::{Action, ExitReason, Task};
-use crate::trace::{Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, TraceEvent};
+use crate::trace::{
+    Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, ToolRef, TraceEvent,
+};
 
 /// Why a recorded run cannot be replayed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -60,6 +62,10 @@ pub struct RecordedObservation {
     pub is_error_recorded: bool,
     /// The error kind, for errors.
     pub error_kind: Option<String>,
+    /// The exit status of a command tool that exited with one other than 0.
+    pub exit_status: Option<i32>,
+    /// Whether the output was decoded with U+FFFD.
+    pub lossy: bool,
     /// The content itself.
     pub content: String,
 }
@@ -101,6 +107,8 @@ pub struct Recording {
     summarizer: Summarizer,
     gate_verdicts: Vec<RecordedVerdict>,
     finish_gate_hash: Option<String>,
+    tools: Vec<ToolRef>,
+    workdir_hash: Option<String>,
 }
 
 impl Recording {
@@ -156,6 +164,10 @@ impl Recording {
         Ok(Recording {
             gate_verdicts,
             finish_gate_hash: started.and_then(|(_, e)| e.finish_gate_hash.clone()),
+            tools: started
+                .and_then(|(_, e)| e.tools.clone())
+                .unwrap_or_default(),
+            workdir_hash: started.and_then(|(_, e)| e.workdir_hash.clone()),
             run_id: run.run_id.clone(),
             capture: started
                 .and_then(|(_, e)| e.capture)
@@ -165,6 +177,48 @@ impl Recording {
             ending,
             summarizer,
         })
+    }
+
+    /// The tools `run_started` lists with their spec hashes (empty when not recorded).
+    pub fn tools(&self) -> &[ToolRef] {
+        &self.tools
+    }
+
+    /// The working-folder template's content hash at recording time.
+    pub fn workdir_hash(&self) -> Option<&str> {
+        self.workdir_hash.as_deref()
+    }
+
+    /// Every difference between the recorded tools and `now` (name and spec hash of each tool
+    /// offered today), as lines for the user, before any step runs: a changed spec, a tool gone,
+    /// a tool added. Nothing when the recording lists no tools.
+    pub fn tool_changes(&self, now: &[(String, String)]) -> Vec<String> {
+        if self.tools.is_empty() {
+            return Vec::new();
+        }
+        let mut changes = Vec::new();
+        for recorded in &self.tools {
+            match now.iter().find(|(name, _)| *name == recorded.name) {
+                None => changes.push(format!(
+                    "tool `{}` was recorded but is not offered now",
+                    recorded.name
+                )),
+                Some((_, hash)) if recorded.spec_hash.as_ref().is_some_and(|r| r != hash) => {
+                    changes.push(format!(
+                        "the spec of tool `{}` changed since the recording ({} now {hash})",
+                        recorded.name,
+                        recorded.spec_hash.as_deref().unwrap_or_default()
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        for (name, _) in now {
+            if !self.tools.iter().any(|t| t.name == *name) {
+                changes.push(format!("tool `{name}` is offered now but was not recorded"));
+            }
+        }
+        changes
     }
 
     /// The recorded run's id.
@@ -187,15 +241,35 @@ impl Recording {
         self.model.clone()
     }
 
-    /// The recorded model turns in order; turn `i` is step `i + 1` of a rerun.
+    /// The recorded model turn entries in order, one per `model_action` or `model_feedback`: a
+    /// turn with several tool calls has several entries with its step.
     pub fn steps(&self) -> &[RecordedStep] {
         &self.steps
     }
 
-    /// The recorded turn a rerun takes at `step` (from 1).
-    pub fn step(&self, step: u64) -> Option<&RecordedStep> {
-        let index = usize::try_from(step.checked_sub(1)?).ok()?;
-        self.steps.get(index)
+    /// The recorded entries of the turn at `step` (several for a multi-call turn), with the index
+    /// of the first in [`Recording::steps`]; none past the recording.
+    pub fn turn_entries(&self, step: u64) -> (usize, &[RecordedStep]) {
+        let start = self.steps.partition_point(|entry| entry.step < step);
+        let len = self.steps[start..]
+            .iter()
+            .take_while(|entry| entry.step == step)
+            .count();
+        (start, &self.steps[start..start + len])
+    }
+
+    /// How many model turns were recorded (a multi-call turn counts once).
+    pub fn turn_count(&self) -> usize {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(at, entry)| *at == 0 || self.steps[at - 1].step != entry.step)
+            .count()
+    }
+
+    /// The step of the last recorded model turn (0 for none).
+    pub fn last_step(&self) -> u64 {
+        self.steps.last().map_or(0, |entry| entry.step)
     }
 
     /// How the run ended; `None` for an incomplete recording.
@@ -366,6 +440,8 @@ fn observation_of(
         is_error: event.is_error_by_rule(),
         is_error_recorded: event.is_error.is_some(),
         error_kind: event.error_kind.clone(),
+        exit_status: event.exit_status,
+        lossy: event.lossy.unwrap_or(false),
         content: event.content.clone().ok_or_else(|| missing("content"))?,
     })
 }

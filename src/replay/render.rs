@@ -123,14 +123,21 @@ fn describe_not_compared(fields: &[NotCompared]) -> String {
 }
 
 fn render_divergence(out: &mut String, divergence: &Divergence) {
+    let at = divergence
+        .path
+        .as_deref()
+        .map(|path| format!(" at {}", escape(path)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "  step {}  {} ({})",
+        "  step {}  {} ({}){at}",
         divergence.step,
         divergence.what.describe(),
         divergence.what
     );
+    // The values at a request's path are JSON already; other texts are quoted.
     let side = |value: &str, text: &Option<String>| match text {
+        Some(text) if divergence.path.is_some() => escape(&format!("{value}  {text}")).into_owned(),
         Some(text) => escape(&format!("{value}  {text:?}")).into_owned(),
         None => escape(value).into_owned(),
     };

@@ -11,6 +11,7 @@ use super::compare::{Comparator, StopFlag, StopGate};
 use super::recorded_tools::RecordedTools;
 use super::recording::{Recording, ReplaySetupError};
 use super::verdict::{Ending, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict};
+use super::wire::{RequestLog, WireReplayModel, WireSettings, is_live};
 use crate::agent::{AgentError, InternalError, RunObserver, RunOptions, run_agent_with_gate};
 use crate::gate::FinishGate;
 use crate::model::{Model, ReplayModel};
@@ -35,7 +36,9 @@ pub enum ModelSource {
     #[default]
     Parsed,
     /// The recorded `raw_output` of every turn, parsed again by today's `JsonModelAdapter`, so an
-    /// adapter change shows as a divergence.
+    /// adapter change shows as a divergence. A live run's recorded `raw_response` bodies go
+    /// through today's adapter for its `api` instead, and every request is checked against the
+    /// recorded `request_hash`.
     Raw,
 }
 
@@ -103,6 +106,8 @@ pub struct ReplayRunError {
 pub struct PreparedReplay {
     recording: Recording,
     model: Box<dyn Model>,
+    /// Where a replayed live wire logs its request divergences.
+    requests: Option<RequestLog>,
     max_steps: u32,
     options: ReplayOptions,
 }
@@ -131,15 +136,38 @@ impl PreparedReplay {
         options: ReplayOptions,
         summarizer: Summarizer,
     ) -> Result<Self, ReplaySetupError> {
+        PreparedReplay::with_wire(run, options, summarizer, &WireSettings::default())
+    }
+
+    /// Like [`PreparedReplay::with_summarizer`]; a raw replay of a live run builds its requests
+    /// with `wire` (system prompt, sampling settings, tools offered).
+    pub fn with_wire(
+        run: &RecordedRun,
+        options: ReplayOptions,
+        summarizer: Summarizer,
+        wire: &WireSettings,
+    ) -> Result<Self, ReplaySetupError> {
+        let live_raw = options.model == ModelSource::Raw && is_live(run);
+        if live_raw {
+            // The response bodies are checked first: a summary-capture trace is refused for them.
+            WireReplayModel::check(run)?;
+        }
         let recording = Recording::with_summarizer(run, summarizer)?;
         let max_steps = recording.budget(options.max_steps)?;
+        let mut requests = None;
         let model: Box<dyn Model> = match options.model {
             ModelSource::Parsed => Box::new(recording.model()),
+            ModelSource::Raw if live_raw => {
+                let (model, log) = WireReplayModel::new(run, &recording, wire)?;
+                requests = Some(log);
+                Box::new(model)
+            }
             ModelSource::Raw => Box::new(ReplayModel::raw_from_run(run)?.1),
         };
         Ok(PreparedReplay {
             recording,
             model,
+            requests,
             max_steps,
             options,
         })
@@ -160,7 +188,7 @@ impl PreparedReplay {
         RunCheck {
             run_id: self.recording.run_id().to_owned(),
             replayable: true,
-            model_turns: self.recording.steps().len(),
+            model_turns: self.recording.turn_count(),
             observations: self.recording.observations().count(),
             max_steps: self.max_steps,
             recorded: recorded_ending(&self.recording),
@@ -203,6 +231,9 @@ impl PreparedReplay {
         let stop_at_first = self.options.on_divergence == OnDivergence::Stop;
         let mut comparator =
             Comparator::new(&self.recording, observer, stop_at_first, stop.clone());
+        if let Some(requests) = self.requests.take() {
+            comparator = comparator.with_requests(requests);
+        }
         let mut stop_gate = StopGate::new(self.model.as_mut(), stop);
         let task = self.recording.task().clone();
         let options = RunOptions {

@@ -57,6 +57,9 @@ pub enum DivergenceKind {
     StepsUsed,
     /// The finish gate accepted where the recorded gate rejected, or the other way round.
     GateVerdict,
+    /// The request today's loop would send to a live model hashes differently from the recorded
+    /// `request_hash` (raw replay of a live run).
+    Request,
 }
 
 impl DivergenceKind {
@@ -73,6 +76,7 @@ impl DivergenceKind {
             DivergenceKind::ExitReason => "exit_reason",
             DivergenceKind::StepsUsed => "steps_used",
             DivergenceKind::GateVerdict => "gate_verdict",
+            DivergenceKind::Request => "request",
         }
     }
 
@@ -89,6 +93,7 @@ impl DivergenceKind {
             DivergenceKind::ExitReason => "the exit reason differs",
             DivergenceKind::StepsUsed => "the steps used differ",
             DivergenceKind::GateVerdict => "the finish gate's verdict differs",
+            DivergenceKind::Request => "the request to the model differs",
         }
     }
 }
@@ -116,6 +121,10 @@ pub struct Divergence {
     /// The rerun's text behind a summary, when the recording has the text too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_text: Option<String>,
+    /// For a request, the first JSON path where the recorded and actual bodies differ (the texts
+    /// are then the values there), when the recording has the body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl Divergence {
@@ -133,6 +142,7 @@ impl Divergence {
             actual: actual.into(),
             recorded_text: None,
             actual_text: None,
+            path: None,
         }
     }
 }

@@ -18,10 +18,10 @@
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
-use super::event::{Event, EventKind};
+use super::event::{Event, EventKind, EventSpend};
 use super::hash::{FastMap, fingerprint};
 use super::histogram::Histogram;
-use super::model::{BudgetExhaustion, Ending, EndingCounts, FinishGateTotals};
+use super::model::{BUDGETS, BudgetExhaustion, Ending, EndingCounts, FinishGateTotals, SpendStats};
 
 /// A string taken from a trace: borrowed from the chunk while scanning, owned in pieces.
 pub(crate) type Text<'a> = Cow<'a, [u8]>;
@@ -109,6 +109,8 @@ pub(crate) struct Totals<'a> {
     unknown_order: Vec<Text<'a>>,
     /// Runs with a finish gate, their rejections and attempts.
     pub finish_gate: FinishGateTotals,
+    /// Tokens, cost and duration per ending.
+    pub spend: [SpendStats; 5],
 }
 
 impl<'a> Totals<'a> {
@@ -170,6 +172,15 @@ impl<'a> Totals<'a> {
         };
         match ending {
             Ending::MaxStepsExceeded => {
+                let budget = closing.and_then(|closing| closing.budget.as_deref());
+                let at = match budget {
+                    None => 0,
+                    Some(name) => BUDGETS
+                        .iter()
+                        .position(|known| known.as_bytes() == name)
+                        .unwrap_or(BUDGETS.len() - 1),
+                };
+                self.budget.by_budget[at] += 1;
                 self.budget.runs += 1;
                 self.budget.tool_successes += run.successes;
                 self.budget.tool_errors += run.tool_errors;
@@ -179,6 +190,7 @@ impl<'a> Totals<'a> {
             Ending::InternalError => bump(&mut self.internal_by_kind, &kind(), 1),
             Ending::Finished | Ending::Incomplete => {}
         }
+        run.spend.fold_into(&mut self.spend[ending.index()]);
         if run.gate_checks > 0 {
             self.finish_gate.runs.add(ending, 1);
             self.finish_gate.rejections.add(ending, run.gate_rejections);
@@ -229,6 +241,7 @@ impl<'a> Totals<'a> {
                 .map(|name| Cow::Owned(name.into_owned()))
                 .collect(),
             finish_gate: self.finish_gate,
+            spend: self.spend,
         }
     }
 }
@@ -245,6 +258,12 @@ impl Totals<'static> {
             mine.merge(theirs);
         }
         self.budget.runs += other.budget.runs;
+        for (mine, theirs) in self.budget.by_budget.iter_mut().zip(other.budget.by_budget) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.spend.iter_mut().zip(&other.spend) {
+            mine.merge(theirs);
+        }
         self.budget.tool_successes += other.budget.tool_successes;
         self.budget.tool_errors += other.budget.tool_errors;
         self.budget.feedback += other.budget.feedback;
@@ -294,6 +313,116 @@ pub(crate) struct Closing<'a> {
     ending: Ending,
     error_kind: Option<Text<'a>>,
     steps_used: Option<u64>,
+    budget: Option<Text<'a>>,
+}
+
+/// What a run (or a part of one) recorded of its tokens, cost and time, kept small since runs
+/// left open between chunks keep it. Figures of the ending (`final_*`) replace the sums over the
+/// run's other events.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Spend {
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    duration_ms: f64,
+    first_ts: i64,
+    last_ts: i64,
+    flags: u8,
+}
+
+const HAS_TOKENS: u8 = 1;
+const HAS_COST: u8 = 2;
+const HAS_DURATION: u8 = 4;
+const FINAL_TOKENS: u8 = 8;
+const FINAL_COST: u8 = 16;
+const FINAL_DURATION: u8 = 32;
+
+impl Default for Spend {
+    fn default() -> Self {
+        Spend {
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: 0.0,
+            duration_ms: 0.0,
+            first_ts: i64::MAX,
+            last_ts: i64::MIN,
+            flags: 0,
+        }
+    }
+}
+
+impl Spend {
+    /// Adds one event's figures; those of the run's ending replace the sums so far.
+    fn add(&mut self, event: &EventSpend, ending: bool) {
+        if let Some(ts) = event.ts_ms {
+            self.first_ts = self.first_ts.min(ts);
+            self.last_ts = self.last_ts.max(ts);
+        }
+        let set = |flags: &mut u8, has: u8, fin: u8| *flags |= has | if ending { fin } else { 0 };
+        if let Some(tokens) = event.tokens {
+            if ending {
+                (self.input_tokens, self.output_tokens) = (0, 0);
+            }
+            self.input_tokens += tokens.input;
+            self.output_tokens += tokens.output;
+            set(&mut self.flags, HAS_TOKENS, FINAL_TOKENS);
+        }
+        if let Some(cost) = event.cost_usd {
+            self.cost_usd = if ending { cost } else { self.cost_usd + cost };
+            set(&mut self.flags, HAS_COST, FINAL_COST);
+        }
+        if let Some(duration) = event.duration_ms {
+            self.duration_ms = if ending {
+                duration
+            } else {
+                self.duration_ms + duration
+            };
+            set(&mut self.flags, HAS_DURATION, FINAL_DURATION);
+        }
+    }
+
+    /// Adds the figures of the run's earlier part, except where this part holds the ending's.
+    fn absorb_earlier(&mut self, earlier: &Spend) {
+        self.first_ts = self.first_ts.min(earlier.first_ts);
+        self.last_ts = self.last_ts.max(earlier.last_ts);
+        if self.flags & FINAL_TOKENS == 0 {
+            self.input_tokens += earlier.input_tokens;
+            self.output_tokens += earlier.output_tokens;
+            self.flags |= earlier.flags & HAS_TOKENS;
+        }
+        if self.flags & FINAL_COST == 0 {
+            self.cost_usd += earlier.cost_usd;
+            self.flags |= earlier.flags & HAS_COST;
+        }
+        if self.flags & FINAL_DURATION == 0 {
+            self.duration_ms += earlier.duration_ms;
+            self.flags |= earlier.flags & HAS_DURATION;
+        }
+    }
+
+    /// Counts the run in its ending's totals: the ending's duration, else the span of its
+    /// events' times, else the sum of its calls' durations.
+    fn fold_into(&self, stats: &mut SpendStats) {
+        if self.flags & HAS_TOKENS != 0 {
+            stats.runs_with_tokens += 1;
+            stats.input_tokens += self.input_tokens;
+            stats.output_tokens += self.output_tokens;
+        }
+        if self.flags & HAS_COST != 0 {
+            stats.runs_with_cost += 1;
+            stats.cost_usd += self.cost_usd;
+        }
+        let span = (self.last_ts > self.first_ts).then(|| (self.last_ts - self.first_ts) as f64);
+        let duration = if self.flags & FINAL_DURATION != 0 {
+            Some(self.duration_ms)
+        } else {
+            span.or((self.flags & HAS_DURATION != 0).then_some(self.duration_ms))
+        };
+        if let Some(duration) = duration {
+            stats.runs_with_duration += 1;
+            stats.duration_ms += duration;
+        }
+    }
 }
 
 /// Error observations waiting for the tool name of a tool call in earlier input.
@@ -329,6 +458,7 @@ pub(crate) struct RunState<'a> {
     last_tool: Option<Text<'a>>,
     pending: Pending<'a>,
     closing: Option<Closing<'a>>,
+    spend: Spend,
 }
 
 impl<'a> RunState<'a> {
@@ -345,6 +475,7 @@ impl<'a> RunState<'a> {
             last_tool: None,
             pending: Pending::default(),
             closing: None,
+            spend: Spend::default(),
         }
     }
 
@@ -371,13 +502,23 @@ impl<'a> RunState<'a> {
                 ending: closing.ending,
                 error_kind: text_into_owned(closing.error_kind),
                 steps_used: closing.steps_used,
+                budget: text_into_owned(closing.budget),
             }),
+            spend: self.spend,
         }
     }
 
     /// Applies one event; returns whether it closed the run.
-    fn apply(&mut self, step: u64, kind: EventKind<'a>, totals: &mut Totals<'a>) -> bool {
+    fn apply(
+        &mut self,
+        step: u64,
+        kind: EventKind<'a>,
+        spend: &EventSpend,
+        totals: &mut Totals<'a>,
+    ) -> bool {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
+        self.spend
+            .add(spend, matches!(kind, EventKind::Ended { .. }));
         match kind {
             EventKind::RunStarted | EventKind::OtherAction => {}
             EventKind::GateVerdict { accepted } => {
@@ -424,11 +565,13 @@ impl<'a> RunState<'a> {
                 ending,
                 error_kind,
                 steps_used,
+                budget,
             } => {
                 self.closing = Some(Closing {
                     ending,
                     error_kind,
                     steps_used,
+                    budget,
                 });
                 return true;
             }
@@ -542,13 +685,14 @@ impl<'a> ChunkState<'a> {
                     ending: Ending::Incomplete,
                     error_kind: None,
                     steps_used: None,
+                    budget: None,
                 });
                 close(at, previous, heads, totals);
             }
             *open = Some(RunState::new(false, *file));
         }
         let run = open.get_or_insert_with(|| RunState::new(first_in_chunk, *file));
-        if run.apply(event.step, event.kind, totals)
+        if run.apply(event.step, event.kind, &event.spend, totals)
             && let Some(run) = open.take()
         {
             close(at, run, heads, totals);
@@ -638,6 +782,7 @@ struct OpenRun {
     feedback: u64,
     gate_checks: u64,
     gate_rejections: u64,
+    spend: Spend,
 }
 
 impl OpenRun {
@@ -650,6 +795,7 @@ impl OpenRun {
             feedback: self.feedback,
             gate_checks: self.gate_checks,
             gate_rejections: self.gate_rejections,
+            spend: self.spend,
             ..RunState::new(false, self.file)
         }
     }
@@ -700,6 +846,7 @@ impl Merger {
                 state.feedback += previous.feedback;
                 state.gate_checks += previous.gate_checks;
                 state.gate_rejections += previous.gate_rejections;
+                state.spend.absorb_earlier(&previous.spend);
                 if state.last_tool.is_none() && previous.last_tool.is_some() {
                     state.last_tool = Some(tool);
                 }
@@ -732,6 +879,7 @@ impl Merger {
             feedback: state.feedback,
             gate_checks: state.gate_checks,
             gate_rejections: state.gate_rejections,
+            spend: state.spend,
         };
         self.open.insert(key, open);
     }

@@ -533,6 +533,7 @@ fn build_report(
         steps,
         internal_errors: sorted(&totals.internal_by_kind),
         finish_gate: totals.finish_gate.clone(),
+        spend: totals.spend,
         warnings,
     }
 }

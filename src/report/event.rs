@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use super::error::LineError;
 use super::model::Ending;
-use super::scan::{key_number, name, scan_line};
+use super::scan::{TokenCounts, key_number, name, scan_line};
 
 const RUN_STARTED: u128 = name(b"run_started");
 const MODEL_ACTION: u128 = name(b"model_action");
@@ -18,7 +18,7 @@ const MODEL_RETRY: u128 = name(b"model_retry");
 const INTERNAL_ERROR: u128 = name(b"internal_error");
 
 /// An event of one run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Event<'a> {
     /// The run it belongs to.
     pub run_id: Cow<'a, [u8]>,
@@ -26,6 +26,22 @@ pub(crate) struct Event<'a> {
     pub step: u64,
     /// What happened.
     pub kind: EventKind<'a>,
+    /// The tokens, cost and time it records.
+    pub spend: EventSpend,
+}
+
+/// The tokens, cost and time one event records: a turn's or a call's, or the whole run's on its
+/// ending.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct EventSpend {
+    /// `usage`.
+    pub tokens: Option<TokenCounts>,
+    /// `cost_usd`.
+    pub cost_usd: Option<f64>,
+    /// `duration_ms`.
+    pub duration_ms: Option<f64>,
+    /// `ts`, as milliseconds since 1970, when it reads as RFC 3339.
+    pub ts_ms: Option<i64>,
 }
 
 /// What an event records.
@@ -72,6 +88,8 @@ pub(crate) enum EventKind<'a> {
         error_kind: Option<Cow<'a, [u8]>>,
         /// `steps_used`, if recorded.
         steps_used: Option<u64>,
+        /// Which budget ran out, if recorded.
+        budget: Option<Cow<'a, [u8]>>,
     },
     /// An event type this version does not know.
     Unknown {
@@ -132,20 +150,113 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
             ending: ending.ok_or(LineError::MissingField("exit_reason"))?,
             error_kind: fields.error_kind,
             steps_used: fields.steps_used,
+            budget: fields.budget,
         },
         INTERNAL_ERROR => EventKind::Ended {
             ending: Ending::InternalError,
             error_kind: fields.error_kind,
             steps_used: fields.steps_used,
+            budget: None,
         },
         _ => EventKind::Unknown { event_type },
     };
-    Ok(Event { run_id, step, kind })
+    let spend = EventSpend {
+        tokens: fields.usage,
+        cost_usd: fields.cost_usd,
+        duration_ms: fields.duration_ms,
+        ts_ms: fields.ts.as_deref().and_then(rfc3339_ms),
+    };
+    Ok(Event {
+        run_id,
+        step,
+        kind,
+        spend,
+    })
+}
+
+/// Milliseconds since 1970 of an RFC 3339 time (`2025-06-01T12:00:00.250Z`, `...+02:00`); `None`
+/// for anything else. Fractions past milliseconds are cut.
+pub(crate) fn rfc3339_ms(text: &[u8]) -> Option<i64> {
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        part.iter().try_fold(0i64, |value, &byte| {
+            byte.is_ascii_digit()
+                .then(|| value * 10 + i64::from(byte - b'0'))
+        })
+    };
+    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
+    if separators
+        .iter()
+        .any(|&(at, byte)| text.get(at) != Some(&byte))
+        || !matches!(text.get(10), Some(b'T' | b't' | b' '))
+    {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut at = 19;
+    let mut millis = 0;
+    if text.get(at) == Some(&b'.') {
+        at += 1;
+        let start = at;
+        while text.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        if at == start {
+            return None;
+        }
+        let kept = (at - start).min(3);
+        millis = digits(start..start + kept)? * 10i64.pow(3 - kept as u32);
+    }
+    let offset_minutes = match text.get(at..)? {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), ..] if text.len() == at + 6 && text[at + 3] == b':' => {
+            let minutes = digits(at + 1..at + 3)? * 60 + digits(at + 4..at + 6)?;
+            if *sign == b'+' { minutes } else { -minutes }
+        }
+        _ => return None,
+    };
+    // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    Some(seconds * 1_000 + millis)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_rfc3339_times_as_milliseconds_since_1970() {
+        assert_eq!(rfc3339_ms(b"1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(rfc3339_ms(b"2000-03-01T00:00:01.5Z"), Some(951_868_801_500));
+        assert_eq!(
+            rfc3339_ms(b"2025-06-01T14:00:00.123456+02:00"),
+            rfc3339_ms(b"2025-06-01T12:00:00.123Z")
+        );
+        for bad in [
+            &b"2025-06-01"[..],
+            b"2025-13-01T00:00:00Z",
+            b"2025-06-01T00:00:00",
+            b"x",
+        ] {
+            assert_eq!(rfc3339_ms(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
 
     #[test]
     fn reads_the_write_up_lines() {
@@ -168,7 +279,8 @@ mod tests {
             EventKind::Ended {
                 ending: Ending::Finished,
                 error_kind: None,
-                steps_used: None
+                steps_used: None,
+                budget: None,
             }
         );
     }

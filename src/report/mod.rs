@@ -22,8 +22,8 @@ pub use error::{LineError, ReportError};
 pub use event::{check_line, is_run_started};
 pub use input::{Input, Source, collect_inputs};
 pub use model::{
-    BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
-    InvalidOutput, Report, StepStats, StepSummary, ToolReport, Warning,
+    BUDGETS, BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
+    InvalidOutput, Report, SpendStats, StepStats, StepSummary, ToolReport, Warning,
 };
 pub use render::{Format, RenderOptions, render};
 pub use scan::{Fields, ends_early, scan_line};

@@ -112,6 +112,8 @@ pub struct Report {
     pub internal_errors: BTreeMap<String, u64>,
     /// Finish gate verdicts, apart from invalid output.
     pub finish_gate: FinishGateTotals,
+    /// Tokens, cost and duration per ending, in the order of [`Ending::ALL`].
+    pub spend: [SpendStats; 5],
     /// Everything the reader tolerated, in input order.
     pub warnings: Vec<Warning>,
 }
@@ -138,17 +140,62 @@ pub struct FileEndings {
     pub exit_reasons: EndingCounts,
 }
 
+/// The budgets a `max_steps_exceeded` run can exhaust, as `run_finished.budget` names them (absent:
+/// `steps`; a name of no other budget counts as `other`).
+pub const BUDGETS: [&str; 6] = ["steps", "tokens", "cost", "time", "context", "other"];
+
 /// Totals over the runs that ended `max_steps_exceeded`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetExhaustion {
     /// Runs that ended `max_steps_exceeded`.
     pub runs: u64,
+    /// Those runs by the budget that ran out, in the order of [`BUDGETS`].
+    pub by_budget: [u64; 6],
     /// Their observations that were not errors.
     pub tool_successes: u64,
     /// Their error observations.
     pub tool_errors: u64,
     /// Their `model_feedback` events.
     pub feedback: u64,
+}
+
+/// What the runs of one ending spent, as far as their traces record it: each figure with the
+/// number of runs that recorded it, so a total over some runs is never read as one over all.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SpendStats {
+    /// Runs that recorded tokens (`usage` on `run_finished`, else on their turns).
+    pub runs_with_tokens: u64,
+    /// Their input tokens.
+    pub input_tokens: u64,
+    /// Their output tokens.
+    pub output_tokens: u64,
+    /// Runs that recorded a cost (`cost_usd` on `run_finished`, else on their turns).
+    pub runs_with_cost: u64,
+    /// Their cost in US dollars.
+    pub cost_usd: f64,
+    /// Runs with a duration: `run_finished.duration_ms`, else the span of their events' `ts`,
+    /// else the sum of their events' `duration_ms`.
+    pub runs_with_duration: u64,
+    /// Their duration in milliseconds.
+    pub duration_ms: f64,
+}
+
+impl SpendStats {
+    /// Adds every figure of `other`.
+    pub fn merge(&mut self, other: &SpendStats) {
+        self.runs_with_tokens += other.runs_with_tokens;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.runs_with_cost += other.runs_with_cost;
+        self.cost_usd += other.cost_usd;
+        self.runs_with_duration += other.runs_with_duration;
+        self.duration_ms += other.duration_ms;
+    }
+
+    /// Whether any run recorded anything.
+    pub fn any(&self) -> bool {
+        self.runs_with_tokens + self.runs_with_cost + self.runs_with_duration > 0
+    }
 }
 
 /// Runs whose finishes a finish gate checked: a rejection is a wrong answer, not invalid output.

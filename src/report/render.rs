@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, Table, presets};
 use serde_json::{Map, Value, json};
 
-use super::model::{Ending, EndingCounts, Report, StepStats};
+use super::model::{BUDGETS, Ending, EndingCounts, Report, SpendStats, StepStats};
 use crate::text::{csv_text, escape};
 
 /// An output format of `looptrace report`.
@@ -58,6 +58,8 @@ enum Cell {
     Mean(Option<f64>),
     /// A number of steps; `None` over no runs.
     Steps(Option<u64>),
+    /// An amount (dollars, seconds) shown with this many decimals; `None` when not recorded.
+    Amount(Option<f64>, usize),
 }
 
 impl Cell {
@@ -73,7 +75,10 @@ impl Cell {
             Cell::Share(Some(share)) => format!("{:.1}%", share * 100.0),
             Cell::Mean(Some(mean)) => format!("{mean:.2}"),
             Cell::Steps(Some(steps)) => steps.to_string(),
-            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) => "-".to_owned(),
+            Cell::Amount(Some(amount), decimals) => format!("{amount:.decimals$}"),
+            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) | Cell::Amount(None, _) => {
+                "-".to_owned()
+            }
         }
     }
 
@@ -86,7 +91,10 @@ impl Cell {
             Cell::Share(Some(share)) => format!("{share:.4}"),
             Cell::Mean(Some(mean)) => format!("{mean:.4}"),
             Cell::Steps(Some(steps)) => steps.to_string(),
-            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) => String::new(),
+            Cell::Amount(Some(amount), decimals) => format!("{amount:.decimals$}"),
+            Cell::Share(None) | Cell::Mean(None) | Cell::Steps(None) | Cell::Amount(None, _) => {
+                String::new()
+            }
         }
     }
 }
@@ -219,6 +227,29 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
         })
         .collect(),
     });
+    sections.push(Section {
+        id: "budget_by_kind",
+        title: format!(
+            "Budget exhaustion by budget (share of the {} that ended max_steps_exceeded)",
+            plural(budget.runs, "run", "runs")
+        ),
+        header: vec!["budget", "runs", "share"],
+        keys: 1,
+        rows: BUDGETS
+            .iter()
+            .zip(budget.by_budget)
+            .map(|(name, runs)| {
+                vec![
+                    Cell::Text((*name).to_owned()),
+                    Cell::Count(runs),
+                    Cell::Share(share(runs, budget.runs)),
+                ]
+            })
+            .collect(),
+    });
+    if report.spend.iter().any(SpendStats::any) {
+        sections.push(spend_section(report));
+    }
     let invalid = &report.invalid_output;
     let mut kinds: Vec<&String> = invalid
         .feedback_by_kind
@@ -367,6 +398,56 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
             .collect(),
     });
     sections
+}
+
+/// Tokens, cost and duration per exit reason, each over the runs that recorded it; only when some
+/// run recorded any.
+fn spend_section(report: &Report) -> Section {
+    let rows = Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let spend = &report.spend[ending.index()];
+            let recorded = |runs: u64, value: f64| (runs > 0).then_some(value);
+            let seconds = spend.duration_ms / 1000.0;
+            vec![
+                Cell::Text(ending.to_string()),
+                Cell::Count(report.exit_reasons.get(ending)),
+                Cell::Count(spend.runs_with_tokens),
+                Cell::Steps((spend.runs_with_tokens > 0).then_some(spend.input_tokens)),
+                Cell::Steps((spend.runs_with_tokens > 0).then_some(spend.output_tokens)),
+                Cell::Count(spend.runs_with_cost),
+                Cell::Amount(recorded(spend.runs_with_cost, spend.cost_usd), 4),
+                Cell::Count(spend.runs_with_duration),
+                Cell::Amount(recorded(spend.runs_with_duration, seconds), 3),
+                Cell::Amount(
+                    recorded(
+                        spend.runs_with_duration,
+                        seconds / spend.runs_with_duration.max(1) as f64,
+                    ),
+                    3,
+                ),
+            ]
+        })
+        .collect();
+    Section {
+        id: "spend",
+        title: "Tokens, cost and duration per exit reason (each over the runs that recorded it)"
+            .to_owned(),
+        header: vec![
+            "exit reason",
+            "runs",
+            "with tokens",
+            "input tokens",
+            "output tokens",
+            "with cost",
+            "cost (USD)",
+            "with duration",
+            "duration (s)",
+            "mean duration (s)",
+        ],
+        keys: 1,
+        rows,
+    }
 }
 
 /// The finish gate's sections, only when some run had a gate: rejections are wrong answers, kept
@@ -519,6 +600,11 @@ fn round4(value: f64) -> f64 {
     (value * 10_000.0).round() / 10_000.0
 }
 
+/// Six decimals: sums of floats (dollars, milliseconds) without their last-bit noise.
+fn round6(value: f64) -> f64 {
+    (value * 1_000_000.0).round() / 1_000_000.0
+}
+
 fn share_value(part: u64, whole: u64) -> Value {
     share(part, whole).map_or(Value::Null, |share| json!(round4(share)))
 }
@@ -569,7 +655,27 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
             "tool_successes": { "total": budget.tool_successes, "mean_per_run": mean(budget.tool_successes) },
             "tool_errors": { "total": budget.tool_errors, "mean_per_run": mean(budget.tool_errors) },
             "model_feedback": { "total": budget.feedback, "mean_per_run": mean(budget.feedback) },
+            "by_budget": BUDGETS.iter().zip(budget.by_budget).map(|(name, runs)| json!({
+                "budget": name,
+                "runs": runs,
+                "share": share_value(runs, budget.runs),
+            })).collect::<Vec<_>>(),
         },
+        "spend": Ending::ALL.iter().map(|&ending| {
+            let spend = &report.spend[ending.index()];
+            let recorded = |runs: u64, value: Value| if runs > 0 { value } else { Value::Null };
+            json!({
+                "exit_reason": ending.as_str(),
+                "runs": report.exit_reasons.get(ending),
+                "runs_with_tokens": spend.runs_with_tokens,
+                "input_tokens": recorded(spend.runs_with_tokens, json!(spend.input_tokens)),
+                "output_tokens": recorded(spend.runs_with_tokens, json!(spend.output_tokens)),
+                "runs_with_cost": spend.runs_with_cost,
+                "cost_usd": recorded(spend.runs_with_cost, json!(round6(spend.cost_usd))),
+                "runs_with_duration": spend.runs_with_duration,
+                "duration_ms": recorded(spend.runs_with_duration, json!(round6(spend.duration_ms))),
+            })
+        }).collect::<Vec<_>>(),
         "invalid_output": {
             "feedback_by_kind": counts_json(&invalid.feedback_by_kind),
             "endings_by_kind": counts_json(&invalid.endings_by_kind),

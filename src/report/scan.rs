@@ -19,7 +19,7 @@ use super::error::LineError;
 const MAX_DEPTH: usize = 128;
 
 /// The fields of one trace line that the report reads; each is `None` when absent or null.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Fields<'a> {
     /// `run_id`.
     pub run_id: Option<Cow<'a, [u8]>>,
@@ -41,6 +41,25 @@ pub struct Fields<'a> {
     pub steps_used: Option<u64>,
     /// `accepted` of a `finish_gate`.
     pub accepted: Option<bool>,
+    /// `budget` of a `max_steps_exceeded` ending.
+    pub budget: Option<Cow<'a, [u8]>>,
+    /// `usage` (a turn's, or the run's on `run_finished`), when recorded.
+    pub usage: Option<TokenCounts>,
+    /// `cost_usd` of a turn or of the run.
+    pub cost_usd: Option<f64>,
+    /// `duration_ms` of a call, or of the run on `run_finished`.
+    pub duration_ms: Option<f64>,
+    /// `ts`, the RFC 3339 time of the event.
+    pub ts: Option<Cow<'a, [u8]>>,
+}
+
+/// The input and output tokens of a `usage` object (each 0 when not given).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCounts {
+    /// `input_tokens`.
+    pub input: u64,
+    /// `output_tokens`.
+    pub output: u64,
 }
 
 /// Extracts the report's fields from one line (without its `\n`).
@@ -104,10 +123,10 @@ enum Check {
 
 const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 
-/// Every field of the trace format (`trace::TraceEvent`), with its check. The report keeps
-/// the first nine; the rest are checked and dropped, so that a line the trace reader refuses is
-/// refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 26] = [
+/// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
+/// check. The report keeps the first nine, `accepted` and the last five; the rest are checked and
+/// dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
+const KNOWN: [(&str, Check); 30] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -140,6 +159,10 @@ const KNOWN: [(&str, Check); 26] = [
     ("duration_ms", Check::Number),
     ("accepted", Check::Bool),
     ("finish_gate_hash", Check::Text),
+    ("budget", Check::Text),
+    ("usage", Check::Object),
+    ("cost_usd", Check::Number),
+    ("ts", Check::Text),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -168,6 +191,10 @@ const RAW_OUTPUT: u128 = name(b"raw_output");
 const ERROR: u128 = name(b"error");
 const DURATION_MS: u128 = name(b"duration_ms");
 const ACCEPTED: u128 = name(b"accepted");
+const BUDGET: u128 = name(b"budget");
+const USAGE: u128 = name(b"usage");
+const COST_USD: u128 = name(b"cost_usd");
+const TS: u128 = name(b"ts");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -198,6 +225,10 @@ fn known_field(key: &[u8]) -> Option<usize> {
         ERROR => Some(22),
         DURATION_MS => Some(23),
         ACCEPTED => Some(24),
+        BUDGET => Some(26),
+        USAGE => Some(27),
+        COST_USD => Some(28),
+        TS => Some(29),
         // Longer than the 15 bytes a key number holds, so compared as bytes.
         u128::MAX if key == b"finish_gate_hash" => Some(25),
         _ => None,
@@ -270,6 +301,11 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
             7 => fields.exit_reason = cursor.opt_string(field_name)?,
             8 => fields.steps_used = cursor.opt_count(field_name, check)?,
             24 => fields.accepted = cursor.opt_bool(field_name)?,
+            23 => fields.duration_ms = cursor.opt_number(field_name)?,
+            26 => fields.budget = cursor.opt_string(field_name)?,
+            27 => fields.usage = cursor.opt_usage(field_name)?,
+            28 => fields.cost_usd = cursor.opt_number(field_name)?,
+            29 => fields.ts = cursor.opt_string(field_name)?,
             _ => cursor.check_value(field_name, check)?,
         }
         Ok(())
@@ -532,6 +568,64 @@ impl<'a> Cursor<'a> {
         } else {
             Err(LineError::WrongType { field, expected })
         }
+    }
+
+    /// A finite number or null, as an `f64`.
+    fn opt_number(&mut self, field: &'static str) -> Result<Option<f64>, LineError> {
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => {
+                let start = self.pos;
+                self.number()?;
+                let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
+                match text.parse::<f64>() {
+                    Ok(value) if value.is_finite() => Ok(Some(value)),
+                    _ => Err(LineError::WrongType {
+                        field,
+                        expected: "a finite number",
+                    }),
+                }
+            }
+            Some(b'n') => self.literal(b"null").map(|()| None),
+            _ => self.wrong_type(field, "a number"),
+        }
+    }
+
+    /// `usage`: an object whose token counts are non-negative integers or null, each at most
+    /// once (others ignored), or null.
+    fn opt_usage(&mut self, field: &'static str) -> Result<Option<TokenCounts>, LineError> {
+        const COUNTS: [&[u8]; 5] = [
+            b"input_tokens",
+            b"output_tokens",
+            b"cache_read_tokens",
+            b"cache_write_tokens",
+            b"reasoning_tokens",
+        ];
+        match self.peek() {
+            Some(b'n') => return self.literal(b"null").map(|()| None),
+            Some(b'{') => {}
+            _ => return self.wrong_type(field, "an object"),
+        }
+        let mut counts = TokenCounts::default();
+        let mut seen = [false; 5];
+        self.object(|cursor, key| {
+            let Some(at) = COUNTS.iter().position(|name| **name == *key) else {
+                return cursor.skip_value(2);
+            };
+            if std::mem::replace(&mut seen[at], true) {
+                return Err(LineError::DuplicateField(field));
+            }
+            let value = cursor.opt_count(
+                field,
+                Check::Count(u64::MAX, "token counts that are non-negative integers"),
+            )?;
+            match at {
+                0 => counts.input = value.unwrap_or(0),
+                1 => counts.output = value.unwrap_or(0),
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(Some(counts))
     }
 
     fn opt_bool(&mut self, field: &'static str) -> Result<Option<bool>, LineError> {
@@ -1007,7 +1101,46 @@ mod tests {
             assert_eq!(syntax_message(line), message, "{line}");
         }
         let fine = r#"{"capture":"full","hash":null,"max_steps":4294967295,"duration_ms":-1.5e3,"argument_keys":[],"arguments":{"a":[1]},"replay_of":{"source":"a","run_id":"b","x":1},"unknown":{"u":1},"unknown":2,"content":"\ud83d\ude00"}"#;
-        assert_eq!(scan_line(fine.as_bytes()), Ok(Fields::default()));
+        assert_eq!(
+            scan_line(fine.as_bytes()),
+            Ok(Fields {
+                duration_ms: Some(-1500.0),
+                ..Fields::default()
+            })
+        );
+    }
+
+    #[test]
+    fn reads_and_checks_budget_usage_cost_and_time() {
+        let line = r#"{"budget":"tokens","usage":{"input_tokens":12,"output_tokens":null,"reasoning_tokens":3,"x":[1]},"cost_usd":0.25,"ts":"2025-06-01T12:00:00Z"}"#;
+        let fields = scan_line(line.as_bytes()).unwrap();
+        assert_eq!(fields.budget.as_deref(), Some(&b"tokens"[..]));
+        assert_eq!(
+            fields.usage,
+            Some(TokenCounts {
+                input: 12,
+                output: 0
+            })
+        );
+        assert_eq!(fields.cost_usd, Some(0.25));
+        assert_eq!(fields.ts.as_deref(), Some(&b"2025-06-01T12:00:00Z"[..]));
+        let cases = [
+            (r#"{"usage":5}"#, "`usage` must be an object"),
+            (
+                r#"{"usage":{"input_tokens":-1}}"#,
+                "`usage` must be token counts that are non-negative integers",
+            ),
+            (
+                r#"{"usage":{"output_tokens":1,"output_tokens":2}}"#,
+                "duplicate field `usage`",
+            ),
+            (r#"{"cost_usd":"1"}"#, "`cost_usd` must be a number"),
+            (r#"{"budget":1}"#, "`budget` must be a string"),
+            (r#"{"ts":1}"#, "`ts` must be a string"),
+        ];
+        for (line, message) in cases {
+            assert_eq!(syntax_message(line), message, "{line}");
+        }
     }
 
     #[test]

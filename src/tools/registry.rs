@@ -8,19 +8,32 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 use thiserror::Error;
 
+use super::file;
+use super::provider::{ToolProvider, ToolReply};
 use super::runtime::ToolRuntime;
-use super::spec::{ToolDefinition, ToolSpec};
+use super::spec::{ToolDefinition, ToolHandler, ToolSpec};
 use crate::run::{Observation, ToolCall};
 
 /// Tools by name, each with its schema compiled once.
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, RegisteredTool>,
+    providers: Vec<Box<dyn ToolProvider>>,
+    record_hashes: bool,
 }
 
 struct RegisteredTool {
-    definition: ToolDefinition,
+    spec: ToolSpec,
+    runner: Runner,
     validator: jsonschema::Validator,
+    hash: String,
+}
+
+/// What runs a registered tool.
+enum Runner {
+    Handler(ToolHandler),
+    /// The index of its provider.
+    Provider(usize),
 }
 
 /// Why a tool could not be registered.
@@ -29,6 +42,9 @@ pub enum RegistryError {
     /// Two tools with one name.
     #[error("a tool named {0:?} is already registered")]
     DuplicateName(String),
+    /// The name breaks the providers' rule `^[a-zA-Z0-9_-]{1,64}$`.
+    #[error("the tool name {0:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$")]
+    InvalidName(String),
     /// The tool's `input_schema` is not a valid JSON Schema.
     #[error("the input schema of tool {name:?} is invalid: {reason}")]
     InvalidSchema {
@@ -46,16 +62,40 @@ pub struct ToolOutcome {
     pub observation: Observation,
     /// `unknown_tool`, `invalid_arguments`, or the handler's own kind; `None` on success.
     pub error_kind: Option<String>,
+    /// The exit status of a command tool that exited with one other than 0.
+    pub exit_status: Option<i32>,
+    /// Whether the output was not UTF-8 and was decoded with U+FFFD.
+    pub lossy: bool,
 }
 
-/// A handler panicked: a bug in the tool, surfaced as an internal error.
+/// A handler panicked (a bug in the tool) or a tool source broke (a server that crashed or hung):
+/// surfaced as an internal error of `kind`.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("tool {tool_name:?} panicked: {message}")]
+#[error("tool {tool_name:?} {}: {message}", if kind == TOOL_PANIC { "panicked" } else { "failed" })]
 pub struct ToolPanic {
     /// The tool whose handler panicked.
     pub tool_name: String,
     /// The panic message.
     pub message: String,
+    /// `tool_panic`, or the provider's failure kind such as `tool_server_failed`.
+    pub kind: String,
+}
+
+/// The kind of a handler panic.
+pub const TOOL_PANIC: &str = "tool_panic";
+
+/// The kind of a tool server that crashed, hung or broke its protocol.
+pub const TOOL_SERVER_FAILED: &str = "tool_server_failed";
+
+impl ToolPanic {
+    /// A handler panic of `tool_name` with this message.
+    pub fn new(tool_name: String, message: String) -> Self {
+        ToolPanic {
+            tool_name,
+            message,
+            kind: TOOL_PANIC.to_owned(),
+        }
+    }
 }
 
 impl ToolRegistry {
@@ -75,36 +115,96 @@ impl ToolRegistry {
 
     /// Adds a tool, compiling its schema; refuses a name already taken.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
-        let name = definition.spec.name.clone();
+        let hash = file::spec_hash(&serde_json::to_value(&definition.spec).unwrap_or_default());
+        self.insert(definition.spec, Runner::Handler(definition.handler), hash)
+    }
+
+    /// Adds every tool of `provider`; refuses a name already taken or an invalid schema, leaving
+    /// the registry as it was.
+    pub fn register_provider(
+        &mut self,
+        provider: Box<dyn ToolProvider>,
+    ) -> Result<(), RegistryError> {
+        let index = self.providers.len();
+        let specs = provider.specs();
+        let mut added = Vec::new();
+        for spec in specs {
+            let hash = provider.spec_hash(&spec);
+            let name = spec.name.clone();
+            if let Err(err) = self.insert(spec, Runner::Provider(index), hash) {
+                for name in added {
+                    self.tools.remove(&name);
+                }
+                return Err(err);
+            }
+            added.push(name);
+        }
+        self.providers.push(provider);
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        spec: ToolSpec,
+        runner: Runner,
+        hash: String,
+    ) -> Result<(), RegistryError> {
+        let name = spec.name.clone();
         if self.tools.contains_key(&name) {
             return Err(RegistryError::DuplicateName(name));
         }
-        let validator =
-            jsonschema::validator_for(&definition.spec.input_schema).map_err(|err| {
-                RegistryError::InvalidSchema {
-                    name: name.clone(),
-                    reason: err.to_string(),
-                }
-            })?;
+        if !valid_name(&name) {
+            return Err(RegistryError::InvalidName(name));
+        }
+        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|err| {
+            RegistryError::InvalidSchema {
+                name: name.clone(),
+                reason: err.to_string(),
+            }
+        })?;
         self.tools.insert(
             name,
             RegisteredTool {
-                definition,
+                spec,
+                runner,
                 validator,
+                hash,
             },
         );
         Ok(())
     }
 
+    /// Makes [`ToolRuntime::spec_hashes`] list every tool, so `run_started.tools` is recorded
+    /// (set for registries built from a tools file).
+    pub fn record_spec_hashes(&mut self) {
+        self.record_hashes = true;
+    }
+
     /// The specs a model may be shown, by name. The handlers stay inside the registry.
     pub fn specs(&self) -> Vec<&ToolSpec> {
-        self.tools.values().map(|t| &t.definition.spec).collect()
+        self.tools.values().map(|t| &t.spec).collect()
     }
 
     /// The spec of one tool.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.tools.get(name).map(|t| &t.definition.spec)
+        self.tools.get(name).map(|t| &t.spec)
     }
+
+    /// Every tool's name and `spec_hash`, by name.
+    pub fn all_spec_hashes(&self) -> Vec<(String, String)> {
+        self.tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), tool.hash.clone()))
+            .collect()
+    }
+}
+
+/// The providers' rule for tool names: `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 impl ToolRuntime for ToolRegistry {
@@ -143,21 +243,43 @@ impl ToolRuntime for ToolRegistry {
                 ),
             ));
         }
-        let handler = &tool.definition.handler;
-        match catch_unwind(AssertUnwindSafe(|| handler(&call.arguments))) {
-            Ok(Ok(content)) => Ok(ToolOutcome {
+        let run = || match &tool.runner {
+            Runner::Handler(handler) => Ok(match handler(&call.arguments) {
+                Ok(content) => ToolReply::ok(content),
+                Err(err) => ToolReply::error(err.kind, err.message),
+            }),
+            Runner::Provider(index) => {
+                self.providers[*index].call(&call.tool_name, &call.arguments)
+            }
+        };
+        match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(Ok(reply)) => Ok(ToolOutcome {
                 observation: Observation {
                     tool_name: call.tool_name.clone(),
-                    content,
-                    is_error: false,
+                    content: reply.content,
+                    is_error: reply.error_kind.is_some(),
                 },
-                error_kind: None,
+                error_kind: reply.error_kind,
+                exit_status: reply.exit_status,
+                lossy: reply.lossy,
             }),
-            Ok(Err(err)) => Ok(ToolOutcome::error(call, &err.kind, err.message)),
-            Err(payload) => Err(ToolPanic {
+            Ok(Err(failure)) => Err(ToolPanic {
                 tool_name: call.tool_name.clone(),
-                message: panic_text(payload.as_ref()),
+                message: failure.message,
+                kind: failure.kind,
             }),
+            Err(payload) => Err(ToolPanic::new(
+                call.tool_name.clone(),
+                panic_text(payload.as_ref()),
+            )),
+        }
+    }
+
+    fn spec_hashes(&self) -> Vec<(String, String)> {
+        if self.record_hashes {
+            self.all_spec_hashes()
+        } else {
+            Vec::new()
         }
     }
 }
@@ -172,6 +294,8 @@ impl ToolOutcome {
                 is_error: true,
             },
             error_kind: Some(kind.to_owned()),
+            exit_status: None,
+            lossy: false,
         }
     }
 }
@@ -187,6 +311,8 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+// Providers are `Send + Sync` and handlers are `Arc<dyn Fn + Send + Sync>`, so a registry can be
+// shared by eval's worker threads.
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.tools.keys()).finish()

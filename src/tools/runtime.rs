@@ -8,4 +8,10 @@ use crate::run::ToolCall;
 pub trait ToolRuntime {
     /// The observation for `call`, or a panic that ends the run as an internal error.
     fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic>;
+
+    /// Each tool's name and `spec_hash`, recorded as `run_started.tools`; empty (the default)
+    /// records nothing, as for the built-in calculator alone.
+    fn spec_hashes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }

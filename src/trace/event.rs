@@ -117,6 +117,18 @@ pub struct TraceEvent {
     /// The tools offered to the model (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolRef>>,
+    /// `sha256:HEX` of the working-folder template's content, when a tools file has one
+    /// (run_started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir_hash: Option<String>,
+    /// The exit status of a command tool that exited with one other than 0 (observation with
+    /// `error_kind: exit_status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    /// The tool's output was not UTF-8 and was decoded with U+FFFD (observation; absent when
+    /// false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossy: Option<bool>,
     /// False where the source records no tool-error flag (run_started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_errors_recorded: Option<bool>,
@@ -154,6 +166,10 @@ pub struct TraceEvent {
     /// The source records no ending; this one was inferred (run_finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending_inferred: Option<bool>,
+    /// The request body sent to a live model, in the canonical JSON its `request_hash` hashes,
+    /// full capture only (first event of a turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<String>,
     /// A live model's HTTP response body, full capture only (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_response: Option<String>,
@@ -199,6 +215,9 @@ impl TraceEvent {
             model: None,
             api: None,
             tools: None,
+            workdir_hash: None,
+            exit_status: None,
+            lossy: None,
             tool_errors_recorded: None,
             call_id: None,
             usage: None,
@@ -212,6 +231,7 @@ impl TraceEvent {
             native_ending: None,
             autosubmitted: None,
             ending_inferred: None,
+            request_body: None,
             raw_response: None,
         }
     }

@@ -25,5 +25,6 @@ pub use runs::{
     read_event_at, read_run_at, read_trace,
 };
 pub use show::{ordinal, render_run, render_runs};
-pub use summary::Summarizer;
+pub(crate) use summary::hex;
+pub use summary::{Summarizer, sha256_tagged};
 pub use writer::{EventSink, TraceWriter};

@@ -3,11 +3,11 @@
 
 use std::io;
 
-use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, TraceEvent};
+use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
-use crate::model::CallRecord;
+use crate::model::{CallRecord, Usage};
 use crate::run::{Action, ExitReason};
 
 /// What a recorder writes besides the events themselves.
@@ -39,8 +39,11 @@ impl Default for RecorderOptions {
 pub struct TraceRecorder<S> {
     run_id: String,
     task_id: Option<String>,
+    workdir_hash: Option<String>,
     options: RecorderOptions,
     sink: S,
+    /// The tokens of the run's model calls so far, for `run_finished.usage`.
+    usage: Option<Usage>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -49,14 +52,23 @@ impl<S: EventSink> TraceRecorder<S> {
         TraceRecorder {
             run_id: run_id.into(),
             task_id: None,
+            workdir_hash: None,
             options,
             sink,
+            usage: None,
         }
     }
 
     /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
     pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
         self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Records `workdir_hash` on `run_started`: the content hash of the working-folder template
+    /// the run's tools ran in.
+    pub fn with_workdir_hash(mut self, hash: Option<String>) -> Self {
+        self.workdir_hash = hash;
         self
     }
 
@@ -82,6 +94,7 @@ impl<S: EventSink> TraceRecorder<S> {
                 max_steps,
                 finish_gate_hash,
                 live,
+                tools,
             } => {
                 let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
                 e.schema = Some(SCHEMA.to_owned());
@@ -93,6 +106,18 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.task = full.then(|| task.prompt.clone());
                 e.replay_of = self.options.replay_of.clone();
                 e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
+                if !tools.is_empty() {
+                    e.tools = Some(
+                        tools
+                            .iter()
+                            .map(|(name, hash)| ToolRef {
+                                name: name.clone(),
+                                spec_hash: Some(hash.clone()),
+                            })
+                            .collect(),
+                    );
+                }
+                e.workdir_hash = self.workdir_hash.clone();
                 if let Some(live) = live {
                     e.api = Some(live.api.clone());
                     e.model = Some(ModelRef {
@@ -160,6 +185,8 @@ impl<S: EventSink> TraceRecorder<S> {
                 e.output = Some(self.summary(&observation.content));
                 e.is_error = Some(observation.is_error);
                 e.error_kind = outcome.error_kind.clone();
+                e.exit_status = outcome.exit_status;
+                e.lossy = outcome.lossy.then_some(true);
                 e.content = full.then(|| observation.content.clone());
                 e.duration_ms = self.duration(duration);
                 e.call_id = call_id.map(str::to_owned);
@@ -215,7 +242,10 @@ impl<S: EventSink> TraceRecorder<S> {
             e.usage = record.usage;
             e.request_hash = record.request_hash.clone();
             e.finish_reason = record.finish_reason.clone();
-            e.raw_response = record.raw_response.clone().filter(|_| self.full());
+            if self.full() {
+                e.request_body = record.request_body.clone();
+                e.raw_response = record.raw_response.clone();
+            }
         }
     }
 
@@ -238,8 +268,26 @@ fn budget_of(error_kind: &str) -> Option<&'static str> {
 }
 
 impl<S: EventSink> RunObserver for TraceRecorder<S> {
+    /// Records the event; `run_finished` also gets the run's summed `usage`.
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
-        let trace_event = self.trace_event(event);
+        let mut trace_event = self.trace_event(event);
+        match event {
+            RunEvent::RunStarted { .. } => self.usage = None,
+            RunEvent::ModelAction {
+                record: Some(record),
+                ..
+            }
+            | RunEvent::ModelFeedback {
+                record: Some(record),
+                ..
+            } => {
+                if let Some(usage) = &record.usage {
+                    self.usage.get_or_insert_default().add(usage);
+                }
+            }
+            RunEvent::RunFinished { .. } => trace_event.usage = self.usage,
+            _ => {}
+        }
         self.sink.record(&trace_event)
     }
 }

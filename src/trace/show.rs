@@ -158,6 +158,12 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 "ok".to_owned()
             };
             parts.push(status);
+            if let Some(code) = event.exit_status {
+                parts.push(format!("exit_status={code}"));
+            }
+            if event.lossy == Some(true) {
+                parts.push("lossy".to_owned());
+            }
             if let Some(output) = text_or_summary(&event.content, &event.output) {
                 parts.push(format!("output={output}"));
             }

@@ -73,7 +73,12 @@ impl std::fmt::Debug for Summarizer {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `sha256:HEX` of `bytes`: the form of configuration and content hashes in `run_started`.
+pub fn sha256_tagged(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {

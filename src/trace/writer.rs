@@ -2,7 +2,7 @@
 //! `write` of one whole line on a file opened for appending. Appends from several processes never
 //! interleave within a line, and a crash loses nothing already written.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -41,13 +41,10 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    /// Opens `path` for appending, creating it if needed; never truncates.
+    /// Opens `path` for appending, creating it if needed; never truncates, and never writes
+    /// through a symbolic link.
     pub fn append(path: &Path, fsync: bool) -> io::Result<TraceWriter> {
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)?;
+        let file = crate::output::open_append(path)?;
         Ok(TraceWriter::from_file(file, fsync))
     }
 

@@ -12,11 +12,12 @@ use std::process::Output;
 use crate::support::{looptrace, sample, stderr, stdout};
 
 /// Name prefixes and extensions of the corpus, and what each is fed to.
-const KINDS: [(&str, &str); 4] = [
+const KINDS: [(&str, &str); 5] = [
     ("trace_", ".jsonl"),
     ("responses_", ".txt"),
     ("suite_", ".json"),
     ("results_", ".json"),
+    ("tools_", ".json"),
 ];
 
 /// The corpus folder.
@@ -166,7 +167,7 @@ fn the_corpus_holds_only_case_files_and_at_least_40() {
             .find(|(prefix, ext)| name.starts_with(prefix) && name.ends_with(ext));
         let Some((prefix, _)) = kind else {
             panic!(
-                "{name}: not a case name (trace_*.jsonl, responses_*.txt, suite_*.json, results_*.json)"
+                "{name}: not a case name (trace_*.jsonl, responses_*.txt, suite_*.json, results_*.json, tools_*.json)"
             );
         };
         *counts.entry(prefix).or_default() += 1;
@@ -240,6 +241,26 @@ fn run_refuses_every_bad_responses_file() {
     walk("responses_", |file, out| {
         let mut args = os(&["run", "--task", "t", "--responses"]);
         args.extend([
+            file.into(),
+            "--trace".into(),
+            out.join("trace.jsonl").into(),
+        ]);
+        args
+    });
+}
+
+#[test]
+fn run_and_tools_refuse_every_bad_tools_file() {
+    walk("tools_", |file, _| {
+        let mut args = os(&["tools", "--tools-file"]);
+        args.push(file.into());
+        args
+    });
+    walk("tools_", |file, out| {
+        let mut args = os(&["run", "--task", "t", "--responses"]);
+        args.extend([
+            sample("responses.txt").into(),
+            "--tools-file".into(),
             file.into(),
             "--trace".into(),
             out.join("trace.jsonl").into(),

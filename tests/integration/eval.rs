@@ -295,6 +295,7 @@ fn a_panicking_task_is_isolated() {
         traces_dir: None,
         stop: &stop,
         on_done: &|_| {},
+        task_tools: None,
     };
     let results = run_tasks(&suite.tasks, &explode_registry(), &options);
     let outcomes: Vec<(&str, ExitReason, Option<&str>)> = results

@@ -14,7 +14,7 @@ use looptrace::run::{
 use looptrace::tools::ToolRegistry;
 use serde_json::{Value, json};
 
-use crate::support::{fixture, run, stderr, stdout};
+use crate::support::{fixture, read_events, run, stderr, stdout};
 
 const TASK: &str = "compute 12 × 7 and say whether it exceeds 80";
 const FIRST: &str = "12 * 7 = 84";
@@ -53,14 +53,6 @@ fn rejection_of(answer: &str) -> String {
         "rejected: {}\nthe answer must say whether the product exceeds 80\n",
         json!({ "answer": answer })
     )
-}
-
-fn read_events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
 }
 
 fn of_type<'a>(events: &'a [Value], event_type: &str) -> Vec<&'a Value> {

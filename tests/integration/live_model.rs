@@ -8,25 +8,22 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::live_model_server::{Received, Reply, Server, anthropic, openai};
+use crate::live_model_server::{ConcurrencyServer, Received, Reply, Server, anthropic, openai};
 use crate::support::{looptrace, stderr, stdout};
 use looptrace::model::live::DEFAULT_SYSTEM;
 use looptrace::tools::calculator_spec;
 use looptrace::trace::Summarizer;
 
-const KEY_VAR: &str = "LOOPTRACE_TEST_API_KEY";
-const KEY: &str = "sk-test-9f8e7d6c5b4a-SECRET";
-const MULTIPLY: &str = r#"{"left": 12, "operation": "multiply", "right": 7}"#;
+pub(crate) const KEY_VAR: &str = "LOOPTRACE_TEST_API_KEY";
+pub(crate) const KEY: &str = "sk-test-9f8e7d6c5b4a-SECRET";
+pub(crate) const MULTIPLY: &str = r#"{"left": 12, "operation": "multiply", "right": 7}"#;
 
 /// Runs `looptrace run` against the server with a full-capture trace; returns the output and the
 /// trace's events.
-fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) {
+pub(crate) fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
-    let base_url = match api {
-        "openai-chat" => format!("{}/v1", server.url),
-        _ => server.url.clone(),
-    };
+    let base_url = base_url(server, api);
     let mut args = vec![
         "run",
         "--task",
@@ -59,7 +56,7 @@ fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, Vec<Value>) 
     (output, events)
 }
 
-fn read_events(trace: &Path) -> Vec<Value> {
+pub(crate) fn read_events(trace: &Path) -> Vec<Value> {
     std::fs::read_to_string(trace)
         .unwrap_or_default()
         .lines()
@@ -82,12 +79,20 @@ fn assert_no_key(output: &Output, trace: &Path) {
     }
 }
 
-fn result(output: &Output) -> Value {
+/// The base URL of `api` on the server: version included for the OpenAI formats.
+pub(crate) fn base_url(server: &Server, api: &str) -> String {
+    match api {
+        "anthropic-messages" => server.url.clone(),
+        _ => format!("{}/v1", server.url),
+    }
+}
+
+pub(crate) fn result(output: &Output) -> Value {
     serde_json::from_str(&stdout(output))
         .unwrap_or_else(|_| panic!("stdout is not JSON: {}", stdout(output)))
 }
 
-fn types(events: &[Value]) -> Vec<String> {
+pub(crate) fn types(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|e| format!("{}@{}", e["event_type"].as_str().unwrap(), e["step"]))
@@ -109,7 +114,7 @@ fn anthropic_tools() -> Value {
     json!([{"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}])
 }
 
-fn hash_of(request: &Received) -> String {
+pub(crate) fn hash_of(request: &Received) -> String {
     Summarizer::sha256().digest(request.raw.as_bytes())
 }
 
@@ -179,6 +184,11 @@ fn openai_chat_two_turn_calculator_run_sends_the_exact_requests() {
     assert_eq!(events[3]["request_hash"], hash_of(&requests[1]));
     assert_eq!(events[3]["finish_reason"], "stop");
     assert_eq!(events[3]["answer"], "12 × 7 = 84");
+    // The run's tokens: both turns summed; a count only one turn reports is its count.
+    assert_eq!(
+        events[4]["usage"],
+        json!({"input_tokens": 280, "output_tokens": 32, "cache_read_tokens": 64})
+    );
 }
 
 fn server_port(server: &Server) -> String {
@@ -674,4 +684,45 @@ fn a_suite_naming_an_unset_key_variable_is_rejected_before_any_request() {
     );
     assert!(server.received().is_empty());
     assert!(!dir.path().join("out/results.json").exists());
+}
+
+/// Evaluates `tasks` chat tasks at `--jobs jobs` against a server that holds each request until
+/// `jobs` are in flight at once; returns the peak the server saw and how many it served.
+fn peak_in_flight(tasks: usize, jobs: usize) -> (usize, usize) {
+    let server = ConcurrencyServer::start(
+        Reply::ok(openai::answer("84", "stop")),
+        tasks,
+        jobs,
+        Duration::from_secs(30),
+    );
+    let chat =
+        json!({"api": "openai-chat", "base_url": format!("{}/v1", server.url), "model": "m"});
+    let tasks: Vec<Value> = (0..tasks)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "prompt": "compute 12 × 7", "model": {"chat": chat},
+                        "expect": {"answer": "84"}})
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(&suite, json!({"name": "live", "tasks": tasks}).to_string()).unwrap();
+    let output = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .args(["--jobs", &jobs.to_string(), "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    server.peak_and_served()
+}
+
+#[test]
+fn eval_jobs_8_keeps_8_requests_in_flight() {
+    assert_eq!(peak_in_flight(12, 8), (8, 12));
+}
+
+#[test]
+fn eval_jobs_64_keeps_64_requests_in_flight() {
+    assert_eq!(peak_in_flight(80, 64), (64, 80));
 }

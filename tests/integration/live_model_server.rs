@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -105,7 +105,73 @@ impl Server {
     }
 }
 
+/// A server that answers every request with one reply, holding each request until `target`
+/// requests have been in flight at once (or `patience` passes), and records the peak: a test of
+/// how many requests a client keeps in flight that does not depend on timing.
+pub struct ConcurrencyServer {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    state: Arc<(Mutex<Flight>, Condvar)>,
+}
+
+#[derive(Default)]
+struct Flight {
+    in_flight: usize,
+    peak: usize,
+    served: usize,
+}
+
+impl ConcurrencyServer {
+    /// Serves `requests` requests with `reply`, each held until `target` are in flight at once
+    /// (once reached, no request waits) or until `patience` has passed for it.
+    pub fn start(reply: Reply, requests: usize, target: usize, patience: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state: Arc<(Mutex<Flight>, Condvar)> = Arc::default();
+        let shared = Arc::clone(&state);
+        // The acceptor is left to end with the test process if fewer requests come.
+        std::thread::spawn(move || {
+            let mut handlers = Vec::new();
+            for stream in listener.incoming().take(requests) {
+                let Ok(stream) = stream else { break };
+                let (state, reply) = (Arc::clone(&shared), reply.clone());
+                handlers.push(std::thread::spawn(move || {
+                    let log = Mutex::new(Vec::new());
+                    serve_with(stream, reply, &log, || {
+                        let (flight, changed) = &*state;
+                        let mut flight = flight.lock().unwrap();
+                        flight.in_flight += 1;
+                        flight.peak = flight.peak.max(flight.in_flight);
+                        changed.notify_all();
+                        let (mut flight, _) = changed
+                            .wait_timeout_while(flight, patience, |f| f.peak < target)
+                            .unwrap();
+                        flight.in_flight -= 1;
+                        flight.served += 1;
+                    });
+                }));
+            }
+            for handler in handlers {
+                let _ = handler.join();
+            }
+        });
+        ConcurrencyServer { url, state }
+    }
+
+    /// The most requests that were in flight at once, and how many were served. Called once the
+    /// client is done: a request is counted before its reply is sent.
+    pub fn peak_and_served(&self) -> (usize, usize) {
+        let flight = self.state.0.lock().unwrap();
+        (flight.peak, flight.served)
+    }
+}
+
 fn serve(stream: TcpStream, reply: Reply, log: &Mutex<Vec<Received>>) {
+    serve_with(stream, reply, log, || {});
+}
+
+/// Reads one request, logs it, runs `hold` (the request is then in flight), then replies.
+fn serve_with(stream: TcpStream, reply: Reply, log: &Mutex<Vec<Received>>, hold: impl FnOnce()) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -143,6 +209,7 @@ fn serve(stream: TcpStream, reply: Reply, log: &Mutex<Vec<Received>>) {
         body: serde_json::from_str(&raw).unwrap_or(Value::Null),
         raw,
     });
+    hold();
     let mut stream = stream;
     match reply {
         Reply::Silence(duration) => std::thread::sleep(duration),
@@ -257,5 +324,54 @@ pub mod anthropic {
     /// An error body.
     pub fn error(kind: &str, message: &str) -> Value {
         json!({"type": "error", "error": {"type": kind, "message": message}})
+    }
+}
+
+/// Realistic Responses bodies.
+pub mod responses {
+    use serde_json::{Value, json};
+
+    /// A response with a reasoning item and these `function_call` items: `(call_id, name,
+    /// arguments as sent)`.
+    pub fn function_calls(calls: &[(&str, &str, &str)]) -> Value {
+        let mut output = vec![json!({"type": "reasoning", "id": "rs_01", "summary": []})];
+        output.extend(
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (call_id, name, arguments))| {
+                    json!({"type": "function_call", "id": format!("fc_0{i}"), "call_id": call_id,
+                   "name": name, "arguments": arguments, "status": "completed"})
+                }),
+        );
+        json!({
+            "id": "resp_abc123",
+            "object": "response",
+            "created_at": 1_764_000_000,
+            "status": "completed",
+            "incomplete_details": null,
+            "model": "test-model",
+            "output": output,
+            "usage": {"input_tokens": 150, "input_tokens_details": {"cached_tokens": 32},
+                      "output_tokens": 25, "output_tokens_details": {"reasoning_tokens": 8},
+                      "total_tokens": 175}
+        })
+    }
+
+    /// A text answer.
+    pub fn answer(text: &str) -> Value {
+        json!({
+            "id": "resp_def456",
+            "object": "response",
+            "created_at": 1_764_000_001,
+            "status": "completed",
+            "incomplete_details": null,
+            "model": "test-model",
+            "output": [{"type": "message", "id": "msg_01", "status": "completed", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 210}
+        })
     }
 }

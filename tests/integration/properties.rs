@@ -206,7 +206,7 @@ proptest! {
         let writer = TraceWriter::append(&path, false).unwrap();
         let mut recorder = TraceRecorder::new("r", recorder_options(Summarizer::sha256()), writer);
         let task = Task::new(task);
-        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None, live: None };
+        let started = RunEvent::RunStarted { task: &task, max_steps: 3, finish_gate_hash: None, live: None, tools: &[] };
         let acted = RunEvent::ModelAction {
             step: 1,
             action: &action,
@@ -401,7 +401,7 @@ proptest! {
         let mut recorder = TraceRecorder::new("r", options, Vec::new());
         let task = Task::new(task);
         let finish = Action::Finish(Finish { answer: answer.clone() });
-        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None, live: None }).unwrap();
+        recorder.on_event(&RunEvent::RunStarted { task: &task, max_steps: 1, finish_gate_hash: None, live: None, tools: &[] }).unwrap();
         recorder
             .on_event(&RunEvent::ModelAction {
                 step: 1,
@@ -449,4 +449,51 @@ fn summaries_match_published_digests() {
         Summarizer::hmac(b"Jefe".to_vec()).summarize("what do ya want for nothing?"),
         "chars=28;hmac-sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
     );
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A tools file with any value at any of its keys loads or is refused with every problem at
+    /// a JSON path; it never panics.
+    #[test]
+    fn any_value_at_any_key_of_a_tools_file_is_loaded_or_refused_with_paths(
+        top in prop::sample::select(vec!["workdir", "env", "tools", "mcp_servers", "other"]),
+        key in prop::sample::select(vec![
+            "name", "builtin", "command", "input_schema", "env", "timeout_s",
+            "max_output_bytes", "prefix", "description", "template",
+        ]),
+        value in json_value(),
+        whole in any::<bool>(),
+    ) {
+        let mut file = serde_json::json!({
+            "workdir": {"template": "."},
+            "env": ["HOME"],
+            "tools": [
+                {"name": "t", "input_schema": {"type": "object"}, "command": ["cat"]},
+                {"builtin": "bash"}
+            ],
+            "mcp_servers": [{"name": "fs", "command": ["cat"], "prefix": "fs_"}]
+        });
+        if whole {
+            file[top] = value;
+        } else {
+            match &mut file[top] {
+                Value::Array(items) => match &mut items[0] {
+                    Value::Object(entry) => { entry.insert(key.to_owned(), value); }
+                    other => *other = value,
+                },
+                Value::Object(map) => { map.insert(key.to_owned(), value); }
+                _ => file[top] = value,
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        if let Err(problems) = looptrace::tools::ToolsFile::from_value(&file, dir.path(), "$") {
+            prop_assert!(!problems.is_empty());
+            for (path, message) in &problems {
+                prop_assert!(path.starts_with('$'), "{path}: {message}");
+                prop_assert!(!message.is_empty());
+            }
+        }
+    }
 }

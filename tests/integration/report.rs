@@ -82,6 +82,7 @@ fn numbers(report: &Report) -> impl PartialEq + std::fmt::Debug + '_ {
         &report.tools,
         report.steps,
         &report.internal_errors,
+        report.spend,
     )
 }
 
@@ -99,6 +100,95 @@ fn the_write_up_lines_read_as_one_finished_run() {
         json!({ "exit_reason": "finished", "runs": 1, "min": 2, "median": 2, "p90": 2, "max": 2 })
     );
     assert_eq!(report["warnings"], json!([]));
+}
+
+#[test]
+fn budgets_tokens_cost_and_duration_have_the_known_answers() {
+    let report = report_json(&[&path("spend.jsonl")]);
+    assert_eq!(exit_counts(&report["exit_reasons"]), [2, 4, 0, 0, 1]);
+    let by_budget: Vec<(String, u64)> = report["budget_exhaustion"]["by_budget"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["budget"].as_str().unwrap().to_owned(),
+                row["runs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("steps", 1),
+        ("tokens", 1),
+        ("cost", 0),
+        ("time", 0),
+        ("context", 1),
+        ("other", 1),
+    ];
+    assert_eq!(
+        by_budget,
+        expected.map(|(name, runs)| (name.to_owned(), runs))
+    );
+    let spend = &report["spend"];
+    // r1's ending holds its total (not added to its turns'); r2 has turn usage only, and its
+    // duration is the span of its times (2.5 s), not its one call's 7 ms.
+    assert_eq!(
+        spend[0],
+        json!({"exit_reason": "finished", "runs": 2, "runs_with_tokens": 2, "input_tokens": 280,
+               "output_tokens": 40, "runs_with_cost": 1, "cost_usd": 0.375,
+               "runs_with_duration": 2, "duration_ms": 2510.0})
+    );
+    assert_eq!(
+        spend[1],
+        json!({"exit_reason": "max_steps_exceeded", "runs": 4, "runs_with_tokens": 1,
+               "input_tokens": 1000, "output_tokens": 200, "runs_with_cost": 1, "cost_usd": 0.5,
+               "runs_with_duration": 1, "duration_ms": 60000.0})
+    );
+    assert_eq!(
+        spend[2],
+        json!({"exit_reason": "invalid_model_output", "runs": 0, "runs_with_tokens": 0,
+               "input_tokens": null, "output_tokens": null, "runs_with_cost": 0, "cost_usd": null,
+               "runs_with_duration": 0, "duration_ms": null})
+    );
+    assert_eq!(spend[4]["input_tokens"], 7);
+    assert_eq!(spend[4]["output_tokens"], 3);
+
+    let table = stdout(&run_in_crate(&["report", &path("spend.jsonl")]));
+    assert!(
+        table.contains(
+            "Budget exhaustion by budget (share of the 4 runs that ended max_steps_exceeded)"
+        ),
+        "{table}"
+    );
+    let csv = stdout(&run_in_crate(&[
+        "report",
+        "--format",
+        "csv",
+        &path("spend.jsonl"),
+    ]));
+    for row in [
+        "budget_by_kind,context,,runs,1",
+        "spend,finished,,input tokens,280",
+        "spend,finished,,cost (USD),0.3750",
+        "spend,finished,,duration (s),2.510",
+        "spend,finished,,mean duration (s),1.255",
+        "spend,max_steps_exceeded,,with tokens,1",
+        "spend,invalid_model_output,,input tokens,",
+    ] {
+        assert!(csv.lines().any(|line| line == row), "{row} not in\n{csv}");
+    }
+    let markdown = stdout(&run_in_crate(&[
+        "report",
+        "--format",
+        "markdown",
+        &path("spend.jsonl"),
+    ]));
+    assert!(
+        markdown.contains(
+            "| max_steps_exceeded | 4 | 1 | 1000 | 200 | 1 | 0.5000 | 1 | 60.000 | 60.000 |"
+        ),
+        "{markdown}"
+    );
 }
 
 #[test]
@@ -120,6 +210,14 @@ fn every_section_of_a_mixed_trace_has_the_known_answer() {
             "tool_successes": { "total": 1, "mean_per_run": 1.0 },
             "tool_errors": { "total": 1, "mean_per_run": 1.0 },
             "model_feedback": { "total": 1, "mean_per_run": 1.0 },
+            "by_budget": [
+                { "budget": "steps", "runs": 1, "share": 1.0 },
+                { "budget": "tokens", "runs": 0, "share": 0.0 },
+                { "budget": "cost", "runs": 0, "share": 0.0 },
+                { "budget": "time", "runs": 0, "share": 0.0 },
+                { "budget": "context", "runs": 0, "share": 0.0 },
+                { "budget": "other", "runs": 0, "share": 0.0 },
+            ],
         })
     );
     assert_eq!(
@@ -293,7 +391,12 @@ fn a_reused_run_id_begins_a_new_run_at_each_start_and_after_each_ending() {
 
 #[test]
 fn every_chunk_size_and_every_two_way_split_give_the_same_numbers() {
-    for name in ["mixed.jsonl", "reused_ids.jsonl", "cut_write.jsonl"] {
+    for name in [
+        "mixed.jsonl",
+        "reused_ids.jsonl",
+        "cut_write.jsonl",
+        "spend.jsonl",
+    ] {
         let trace = fixture(&format!("report/{name}"));
         let whole = analyze(&[&trace], &Options::default());
         for chunk_size in (1..=64).chain([100, 150, 333, 1000]) {

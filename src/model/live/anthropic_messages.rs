@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    LiveConfig, ParsedTurn, ToolResult, WireFormat, arguments_object, bad_response, count, object,
+    LiveConfig, ParsedTurn, ToolResult, WireFormat, add_tools_and_sampling, arguments_object,
+    bad_response, count, object,
 };
 use crate::model::{
     InvalidOutput, InvalidOutputKind, ProviderError, ProviderErrorKind, TurnItem, Usage,
@@ -91,22 +92,15 @@ impl WireFormat for AnthropicMessages {
             ("system", Value::String(config.system().to_owned())),
             ("messages", Value::Array(messages.to_vec())),
         ]);
-        if !tools.is_empty() {
-            let tools = tools
-                .iter()
-                .map(|spec| {
-                    json!({
-                        "name": spec.name,
-                        "description": spec.description,
-                        "input_schema": spec.input_schema,
-                    })
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-        }
-        if let Some(temperature) = config.temperature {
-            body["temperature"] = json!(temperature);
-        }
+        let tool = |spec: &ToolSpec| {
+            json!({
+                "name": spec.name,
+                "description": spec.description,
+                "input_schema": spec.input_schema,
+            })
+        };
+        // The output limit is always sent, above.
+        add_tools_and_sampling(&mut body, config, tools, tool, None);
         body
     }
 
@@ -162,7 +156,9 @@ impl WireFormat for AnthropicMessages {
             });
         }
         let assistant = (!blocks.is_empty() && !items.is_empty())
-            .then(|| json!({"role": "assistant", "content": blocks}));
+            .then(|| json!({"role": "assistant", "content": blocks}))
+            .into_iter()
+            .collect();
         Ok(ParsedTurn {
             assistant,
             items,

@@ -6,6 +6,7 @@
 mod anthropic_messages;
 pub mod http;
 mod openai_chat;
+mod openai_responses;
 
 use std::fmt;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use crate::trace::Summarizer;
 
 pub use anthropic_messages::AnthropicMessages;
 pub use openai_chat::OpenAiChat;
+pub use openai_responses::OpenAiResponses;
 
 /// The system prompt sent when the configuration names none.
 pub const DEFAULT_SYSTEM: &str = "Solve the user's task. Call the provided tools when they help. \
@@ -35,17 +37,24 @@ pub enum Api {
     OpenAiChat,
     /// Anthropic's Messages API (`/v1/messages`).
     AnthropicMessages,
+    /// OpenAI's Responses API (`/responses`): `function_call` output items.
+    OpenAiResponses,
 }
 
 impl Api {
     /// Every wire format.
-    pub const ALL: [Api; 2] = [Api::OpenAiChat, Api::AnthropicMessages];
+    pub const ALL: [Api; 3] = [
+        Api::OpenAiChat,
+        Api::AnthropicMessages,
+        Api::OpenAiResponses,
+    ];
 
-    /// The name users write: `openai-chat` or `anthropic-messages`.
+    /// The name users write: `openai-chat`, `anthropic-messages` or `openai-responses`.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiChat => "openai-chat",
             Api::AnthropicMessages => "anthropic-messages",
+            Api::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -58,6 +67,7 @@ impl Api {
         match self {
             Api::OpenAiChat => &OpenAiChat,
             Api::AnthropicMessages => &AnthropicMessages,
+            Api::OpenAiResponses => &OpenAiResponses,
         }
     }
 }
@@ -73,8 +83,8 @@ impl fmt::Display for Api {
 pub struct LiveConfig {
     /// The wire format.
     pub api: Api,
-    /// `http://127.0.0.1:8080/v1` for `openai-chat` (version included), the host root for
-    /// `anthropic-messages`.
+    /// `http://127.0.0.1:8080/v1` for `openai-chat` and `openai-responses` (version included), the
+    /// host root for `anthropic-messages`.
     pub base_url: String,
     /// The model name sent in every request.
     pub model: String,
@@ -161,8 +171,9 @@ pub struct ToolResult {
 /// A response, read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParsedTurn {
-    /// The assistant message to keep in the conversation (none for an empty response).
-    pub assistant: Option<Value>,
+    /// What to keep in the conversation: the assistant message, or the output items of formats
+    /// that answer with several (none for an empty response).
+    pub assistant: Vec<Value>,
     /// The turn's actions and rejected calls; empty for an empty response.
     pub items: Vec<TurnItem>,
     /// Tokens used.
@@ -350,8 +361,9 @@ impl Model for LiveModel {
             &policy,
             &mut self.record.retries,
         )
-        .map_err(|error| ProviderError::new(error.kind, self.redact(error.message)))?;
-        let reply = self.redact(reply);
+        .map_err(|error| ProviderError::new(error.kind, self.redact(error.message)));
+        self.record.request_body = Some(body);
+        let reply = self.redact(reply?);
         let parsed = serde_json::from_str::<Value>(&reply)
             .map_err(|err| {
                 ProviderError::new(
@@ -364,9 +376,7 @@ impl Model for LiveModel {
         let parsed = parsed?;
         self.record.usage = parsed.usage;
         self.record.finish_reason = parsed.finish_reason;
-        if let Some(assistant) = parsed.assistant {
-            self.messages.push(assistant);
-        }
+        self.messages.extend(parsed.assistant);
         if parsed.items.is_empty() {
             self.pending = vec![None];
             return Err(InvalidOutput::new(
@@ -447,6 +457,26 @@ fn write_canonical(value: &Value, out: &mut String) {
             out.push(']');
         }
         scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Adds the offered tools (none: no `tools` key), each in the format's shape, the temperature, and
+/// the output limit under the format's key when it is optional there.
+fn add_tools_and_sampling(
+    body: &mut Value,
+    config: &LiveConfig,
+    tools: &[ToolSpec],
+    tool: impl Fn(&ToolSpec) -> Value,
+    max_output_key: Option<&str>,
+) {
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools.iter().map(tool).collect());
+    }
+    if let Some(temperature) = config.temperature {
+        body["temperature"] = serde_json::json!(temperature);
+    }
+    if let (Some(key), Some(max)) = (max_output_key, config.max_output_tokens) {
+        body[key] = serde_json::json!(max);
     }
 }
 

@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    LiveConfig, ParsedTurn, ToolResult, WireFormat, arguments_object, bad_response, count, object,
+    LiveConfig, ParsedTurn, ToolResult, WireFormat, add_tools_and_sampling, arguments_object,
+    bad_response, count, object,
 };
 use crate::model::json_adapter::{missing, wrong_type};
 use crate::model::{
@@ -52,25 +53,14 @@ impl WireFormat for OpenAiChat {
             ("model", Value::String(config.model.clone())),
             ("messages", Value::Array(all)),
         ]);
-        if !tools.is_empty() {
-            let tools = tools
-                .iter()
-                .map(|spec| {
-                    json!({"type": "function", "function": {
-                        "name": spec.name,
-                        "description": spec.description,
-                        "parameters": spec.input_schema,
-                    }})
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-        }
-        if let Some(temperature) = config.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if let Some(max) = config.max_output_tokens {
-            body["max_tokens"] = json!(max);
-        }
+        let tool = |spec: &ToolSpec| {
+            json!({"type": "function", "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.input_schema,
+            }})
+        };
+        add_tools_and_sampling(&mut body, config, tools, tool, Some("max_tokens"));
         body
     }
 
@@ -141,13 +131,16 @@ impl WireFormat for OpenAiChat {
                 });
             }
         }
-        let assistant = (!items.is_empty()).then(|| {
-            let mut assistant = json!({"role": "assistant", "content": content});
-            if !kept_calls.is_empty() {
-                assistant["tool_calls"] = Value::Array(kept_calls);
-            }
-            assistant
-        });
+        let assistant = (!items.is_empty())
+            .then(|| {
+                let mut assistant = json!({"role": "assistant", "content": content});
+                if !kept_calls.is_empty() {
+                    assistant["tool_calls"] = Value::Array(kept_calls);
+                }
+                assistant
+            })
+            .into_iter()
+            .collect();
         Ok(ParsedTurn {
             assistant,
             items,
@@ -201,6 +194,12 @@ fn parse_call(call: &Value, index: usize) -> Result<ToolCall, InvalidOutput> {
             ));
         }
     };
+    arguments_from_text(name, text)
+}
+
+/// A call whose `arguments` arrive as a JSON string holding an object, parsed strictly (shared
+/// by the OpenAI formats).
+pub(super) fn arguments_from_text(name: String, text: &str) -> Result<ToolCall, InvalidOutput> {
     let value: Value = serde_json::from_str(text).map_err(|err| {
         InvalidOutput::new(
             InvalidOutputKind::InvalidJson,

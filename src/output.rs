@@ -1,0 +1,213 @@
+//! Opening output files without following symbolic links. A link placed where looptrace writes
+//! (an old output folder, a shared CI workspace) would otherwise make it truncate or append to
+//! whatever the link points at; every file looptrace creates, truncates or appends to is opened
+//! here, with `O_NOFOLLOW` on the last component, and files replaced by renaming are written to a
+//! temporary file that must not exist yet.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The error for an output path that is a symbolic link.
+fn link_error() -> io::Error {
+    io::Error::other("it is a symbolic link, and looptrace never writes through one")
+}
+
+/// Opens with `options`, never through a symbolic link at `path`.
+fn open_nofollow(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    match options.open(path) {
+        Ok(file) => Ok(file),
+        // O_NOFOLLOW reports a link as ELOOP; say what it means.
+        Err(_) if is_symlink(path) => Err(link_error()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether `path` itself is a symbolic link (dangling or not).
+pub fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Fails if `path` is a symbolic link: for outputs about to be replaced.
+pub fn refuse_symlink(path: &Path) -> io::Result<()> {
+    if is_symlink(path) {
+        return Err(link_error());
+    }
+    Ok(())
+}
+
+/// Opens `path` for appending (and reading), creating it if needed; never truncates.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    open_nofollow(
+        OpenOptions::new().read(true).append(true).create(true),
+        path,
+    )
+}
+
+/// Creates `path`, or truncates the regular file already there.
+pub fn create_truncate(path: &Path) -> io::Result<File> {
+    open_nofollow(
+        OpenOptions::new().write(true).create(true).truncate(true),
+        path,
+    )
+}
+
+/// Creates a new temporary file beside `path` (same folder, so it can be renamed over `path`),
+/// named `.NAME.tmp-PID-N`; an existing file or link of that name is never opened.
+pub fn create_temp_beside(path: &Path) -> io::Result<(File, PathBuf)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".to_owned());
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = folder.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        match open_nofollow(OpenOptions::new().write(true).create_new(true), &temp) {
+            Ok(file) => return Ok((file, temp)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists || is_symlink(&temp) => {
+                if n > 1_000 {
+                    return Err(err);
+                }
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// An output being replaced as a whole. A regular file (or a path with nothing yet) is written to a
+/// new temporary file and renamed over the target only on [`Replacement::commit`], so a failure
+/// leaves the old content; a device or FIFO already there (`-o /dev/null`, a named pipe) is written
+/// in place, because renaming over it would replace the device node itself.
+pub struct Replacement {
+    file: File,
+    path: PathBuf,
+    temp: Option<PathBuf>,
+}
+
+impl Replacement {
+    /// Starts replacing `path`; a symbolic link there is refused.
+    pub fn begin(path: &Path) -> io::Result<Self> {
+        refuse_symlink(path)?;
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if special {
+            let file = open_nofollow(OpenOptions::new().write(true), path)?;
+            return Ok(Self {
+                file,
+                path: path.to_path_buf(),
+                temp: None,
+            });
+        }
+        let (file, temp) = create_temp_beside(path)?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            temp: Some(temp),
+        })
+    }
+
+    /// The file to write the new content to.
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Makes the new content the target's: synced, renamed over it, the folder synced.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        let result = self
+            .file
+            .sync_all()
+            .and_then(|()| std::fs::rename(&temp, &self.path));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temp);
+            return result;
+        }
+        let folder = match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        if let Ok(folder) = File::open(folder) {
+            let _ = folder.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Replacement {
+    /// An uncommitted replacement leaves no temporary file behind.
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_opener_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for result in [open_append(&link), create_truncate(&link)] {
+            assert_eq!(
+                result.unwrap_err().to_string(),
+                "it is a symbolic link, and looptrace never writes through one"
+            );
+        }
+        assert!(refuse_symlink(&link).is_err());
+        assert!(refuse_symlink(&target).is_ok());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_device_is_written_in_place_never_renamed_over() {
+        let mut replacement = Replacement::begin(Path::new("/dev/null")).unwrap();
+        io::Write::write_all(replacement.file(), b"gone").unwrap();
+        replacement.commit().unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(!meta.is_file(), "/dev/null must stay a device");
+    }
+
+    #[test]
+    fn an_uncommitted_replacement_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        std::fs::write(&out, "old").unwrap();
+        let mut replacement = Replacement::begin(&out).unwrap();
+        io::Write::write_all(replacement.file(), b"new").unwrap();
+        drop(replacement);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mut replacement = Replacement::begin(&out).unwrap();
+        io::Write::write_all(replacement.file(), b"new").unwrap();
+        replacement.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
+    }
+
+    #[test]
+    fn temporary_files_are_always_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        let (_, first) = create_temp_beside(&out).unwrap();
+        let (_, second) = create_temp_beside(&out).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(first.parent(), Some(dir.path()));
+    }
+}
