@@ -254,12 +254,21 @@ pub fn detect_and_import(
     };
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp_path =
+        std::env::temp_dir().join(format!("looptrace-import-{}-{n}.jsonl", std::process::id()));
+    // The temporary folder is shared: only a file this process creates is written (and later
+    // removed), never one or a link that was already there.
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp_path)
+        .map_err(|err| {
+            CliError::internal(format!("failed to create `{}`: {err}", temp_path.display()))
+        })?;
     let temp = TempTrace {
-        path: std::env::temp_dir()
-            .join(format!("looptrace-import-{}-{n}.jsonl", std::process::id())),
+        path: temp_path,
         format: importer.name(),
     };
-    let file = fs::File::create(&temp.path).map_err(CliError::internal)?;
     let mut out = BufWriter::new(file);
     let options = EmitOptions {
         capture,

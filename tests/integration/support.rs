@@ -48,3 +48,25 @@ pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
+
+/// Replays `trace` with live tools from `tools_file` and checks that every run is faithful,
+/// with nothing on stderr.
+pub fn assert_replays_live_faithfully(trace: &Path, tools_file: &Path) {
+    let output = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--tools",
+        "live",
+        "--tools-file",
+        tools_file.to_str().unwrap(),
+    ]);
+    let shown = format!(
+        "{}: {}{}",
+        trace.display(),
+        stdout(&output),
+        stderr(&output)
+    );
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(stdout(&output).contains(": faithful"), "{shown}");
+    assert_eq!(stderr(&output), "", "{shown}");
+}
