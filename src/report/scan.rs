@@ -119,14 +119,22 @@ enum Check {
     Object,
     /// An object with string `source` and `run_id`, or null.
     ReplayOf,
+    /// A value of a nested type the report never reads, checked by the trace reader's own
+    /// deserializer (these appear on `run_started` lines only, so the slow path costs nothing).
+    Typed(fn(&[u8]) -> bool, &'static str),
+}
+
+/// Whether `bytes` deserializes as `T`, exactly as the trace reader reads that field.
+fn reads_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<T>(bytes).is_ok()
 }
 
 const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 
 /// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
-/// check. The report keeps the first nine, `accepted` and the last five; the rest are checked and
-/// dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 30] = [
+/// check. The report keeps the first nine, `accepted`, `duration_ms` and the five from `budget` to
+/// `ts`; the rest are checked and dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
+const KNOWN: [(&str, Check); 51] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -163,6 +171,51 @@ const KNOWN: [(&str, Check); 30] = [
     ("usage", Check::Object),
     ("cost_usd", Check::Number),
     ("ts", Check::Text),
+    ("task_id", Check::Text),
+    ("agent", Check::Text),
+    ("api", Check::Text),
+    ("workdir_hash", Check::Text),
+    ("call_id", Check::Text),
+    ("request_hash", Check::Text),
+    ("request_body", Check::Text),
+    ("raw_response", Check::Text),
+    ("finish_reason", Check::Text),
+    ("native_ending", Check::Text),
+    ("lossy", Check::Bool),
+    ("tool_errors_recorded", Check::Bool),
+    ("autosubmitted", Check::Bool),
+    ("ending_inferred", Check::Bool),
+    ("attempt", Check::Count(U32.0, U32.1)),
+    (
+        "http_status",
+        Check::Count(65_535, "an integer from 0 to 65535"),
+    ),
+    ("wait_ms", Check::Count(u64::MAX, "a non-negative integer")),
+    (
+        "exit_status",
+        Check::Typed(reads_as::<i32>, "an integer from -2147483648 to 2147483647"),
+    ),
+    (
+        "source",
+        Check::Typed(
+            reads_as::<crate::trace::RunSource>,
+            "an object with string `format` and `file`",
+        ),
+    ),
+    (
+        "model",
+        Check::Typed(
+            reads_as::<crate::trace::ModelRef>,
+            "an object with a string `name`",
+        ),
+    ),
+    (
+        "tools",
+        Check::Typed(
+            reads_as::<Vec<crate::trace::ToolRef>>,
+            "an array of objects with a string `name`",
+        ),
+    ),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -195,6 +248,26 @@ const BUDGET: u128 = name(b"budget");
 const USAGE: u128 = name(b"usage");
 const COST_USD: u128 = name(b"cost_usd");
 const TS: u128 = name(b"ts");
+const TASK_ID: u128 = name(b"task_id");
+const AGENT: u128 = name(b"agent");
+const API: u128 = name(b"api");
+const WORKDIR_HASH: u128 = name(b"workdir_hash");
+const CALL_ID: u128 = name(b"call_id");
+const REQUEST_HASH: u128 = name(b"request_hash");
+const REQUEST_BODY: u128 = name(b"request_body");
+const RAW_RESPONSE: u128 = name(b"raw_response");
+const FINISH_REASON: u128 = name(b"finish_reason");
+const NATIVE_ENDING: u128 = name(b"native_ending");
+const LOSSY: u128 = name(b"lossy");
+const AUTOSUBMITTED: u128 = name(b"autosubmitted");
+const ENDING_INFERRED: u128 = name(b"ending_inferred");
+const ATTEMPT: u128 = name(b"attempt");
+const HTTP_STATUS: u128 = name(b"http_status");
+const WAIT_MS: u128 = name(b"wait_ms");
+const EXIT_STATUS: u128 = name(b"exit_status");
+const SOURCE: u128 = name(b"source");
+const MODEL: u128 = name(b"model");
+const TOOLS: u128 = name(b"tools");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -229,8 +302,29 @@ fn known_field(key: &[u8]) -> Option<usize> {
         USAGE => Some(27),
         COST_USD => Some(28),
         TS => Some(29),
+        TASK_ID => Some(30),
+        AGENT => Some(31),
+        API => Some(32),
+        WORKDIR_HASH => Some(33),
+        CALL_ID => Some(34),
+        REQUEST_HASH => Some(35),
+        REQUEST_BODY => Some(36),
+        RAW_RESPONSE => Some(37),
+        FINISH_REASON => Some(38),
+        NATIVE_ENDING => Some(39),
+        LOSSY => Some(40),
+        AUTOSUBMITTED => Some(42),
+        ENDING_INFERRED => Some(43),
+        ATTEMPT => Some(44),
+        HTTP_STATUS => Some(45),
+        WAIT_MS => Some(46),
+        EXIT_STATUS => Some(47),
+        SOURCE => Some(48),
+        MODEL => Some(49),
+        TOOLS => Some(50),
         // Longer than the 15 bytes a key number holds, so compared as bytes.
         u128::MAX if key == b"finish_gate_hash" => Some(25),
+        u128::MAX if key == b"tool_errors_recorded" => Some(41),
         _ => None,
     }
 }
@@ -276,7 +370,7 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
     };
     let mut fields = Fields::default();
     // The known fields seen so far: a second one is an error, as it is for the trace reader.
-    let mut seen = 0u32;
+    let mut seen = 0u64;
     cursor.skip_ws();
     if cursor.peek() != Some(b'{') {
         return Err(cursor.syntax("expected a JSON object"));
@@ -541,6 +635,15 @@ impl<'a> Cursor<'a> {
                 _ => self.wrong_type(field, "an object"),
             },
             Check::ReplayOf => self.replay_of(field),
+            Check::Typed(reads, expected) => {
+                let start = self.pos;
+                self.skip_value(1)?;
+                if reads(&self.bytes[start..self.pos]) {
+                    Ok(())
+                } else {
+                    Err(LineError::WrongType { field, expected })
+                }
+            }
         }
     }
 
