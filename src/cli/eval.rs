@@ -47,9 +47,10 @@ pub struct EvalArgs {
     /// Accept a baseline from a suite with another name.
     #[arg(long, requires = "baseline")]
     pub baseline_any_suite: bool,
-    /// Run only shard K of N (1-based), e.g. `--shard 2/4`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    /// Run only shard K of N (1-based), e.g. `--shard 2/4`; `auto` reads K and N from the CI or
+    /// batch engine's variables (docs/scale-out.md).
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<ShardArg>,
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
@@ -74,6 +75,43 @@ pub struct MergeArgs {
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+}
+
+/// `--shard K/N|auto`.
+#[derive(Clone, Copy, Debug)]
+pub enum ShardArg {
+    /// `K/N`.
+    Fixed(Shard),
+    /// `auto`: from the environment, when the run starts.
+    Auto,
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ShardArg, String> {
+        if text == "auto" {
+            return Ok(ShardArg::Auto);
+        }
+        text.parse()
+            .map(ShardArg::Fixed)
+            .map_err(|err| format!("{err} (or auto)"))
+    }
+}
+
+impl ShardArg {
+    /// The shard, reading the environment for `auto` and saying on stderr which variables it used.
+    fn resolve(self) -> Result<Shard, CliError> {
+        match self {
+            ShardArg::Fixed(shard) => Ok(shard),
+            ShardArg::Auto => {
+                let (shard, used) =
+                    Shard::from_env(|name| std::env::var(name).ok()).map_err(CliError::Input)?;
+                eprintln!("{used}");
+                Ok(shard)
+            }
+        }
+    }
 }
 
 /// `--format table|json|markdown|csv`.
@@ -108,6 +146,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
     let tools = ToolRegistry::builtin();
+    let shard = args.shard.map(ShardArg::resolve).transpose()?;
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
         Some(path) => Some(read_baseline(path)?),
@@ -129,7 +168,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .clone()
         .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
     let results_path = out.join("results.json");
-    let selected = match args.shard {
+    let selected = match shard {
         Some(shard) => std::borrow::Cow::Owned(shard.select(&suite.tasks)),
         None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
     };
@@ -247,7 +286,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         created_at,
         eval_id: Some(eval_id),
         suite: suite_info(&suite),
-        shard: args.shard,
+        shard,
         capture: suite.capture,
         interrupted,
         partial: false,

@@ -25,7 +25,7 @@ pub use results::{
     now_rfc3339, read_results, suite_info, write_atomically,
 };
 pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
-pub use shard::list_shards;
+pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str,
