@@ -15,7 +15,7 @@ use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_results, remove_stale_traces, render_junit, render_report, run_tasks,
-    suite_info, write_atomically,
+    select_tasks, suite_info, write_atomically,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -51,6 +51,12 @@ pub struct EvalArgs {
     /// batch engine's variables (docs/scale-out.md).
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<ShardArg>,
+    /// Run only the tasks whose id matches PATTERN (`*` for any characters); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub only: Vec<String>,
+    /// Leave out the tasks whose id matches PATTERN (`*` for any characters); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub skip: Vec<String>,
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
@@ -168,9 +174,23 @@ pub fn run(args: EvalArgs) -> CliResult {
         .clone()
         .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
     let results_path = out.join("results.json");
+    // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
+    // shard of one split must be given the same patterns (merge checks).
+    let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() {
+        (std::borrow::Cow::Borrowed(suite.tasks.as_slice()), None)
+    } else {
+        let (tasks, selection) =
+            select_tasks(&suite.tasks, &args.only, &args.skip).map_err(CliError::Input)?;
+        if tasks.is_empty() {
+            return Err(CliError::input(
+                "--only and --skip together select no task of the suite",
+            ));
+        }
+        (std::borrow::Cow::Owned(tasks), Some(selection))
+    };
     let selected = match shard {
-        Some(shard) => std::borrow::Cow::Owned(shard.select(&suite.tasks)),
-        None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
+        Some(shard) => std::borrow::Cow::Owned(shard.select(&chosen)),
+        None => chosen,
     };
     // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
     // whatever path or link leads there, or another of its outputs; and no output is written
@@ -287,6 +307,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         eval_id: Some(eval_id),
         suite: suite_info(&suite),
         shard,
+        selection,
         capture: suite.capture,
         interrupted,
         partial: false,

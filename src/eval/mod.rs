@@ -9,6 +9,7 @@ mod merge;
 mod render;
 mod results;
 mod runner;
+mod select;
 mod shard;
 mod strict_json;
 mod suite;
@@ -25,6 +26,7 @@ pub use results::{
     now_rfc3339, read_results, suite_info, write_atomically,
 };
 pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
+pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,

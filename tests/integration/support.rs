@@ -48,3 +48,15 @@ pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
+
+/// Result rows without the fields that change from run to run (timings and run ids).
+pub fn stable(tasks: &[looptrace::eval::TaskResult]) -> Vec<looptrace::eval::TaskResult> {
+    tasks
+        .iter()
+        .map(|t| looptrace::eval::TaskResult {
+            duration_ms: 0.0,
+            run_id: None,
+            ..t.clone()
+        })
+        .collect()
+}
