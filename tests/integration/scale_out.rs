@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult};
+use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
 use crate::support::{looptrace, sample, stable, stderr};
 
@@ -262,3 +262,212 @@ fn a_pattern_that_matches_nothing_is_a_usage_error() {
     }
 }
 
+/// The ```yaml blocks of `docs/scale-out.md`, parsed.
+fn scale_out_yaml() -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut blocks = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("```yaml\n") {
+        let body = &rest[start + "```yaml\n".len()..];
+        let end = body.find("```").unwrap();
+        let block: serde_json::Value = serde_yaml_ng::from_str(&body[..end])
+            .unwrap_or_else(|err| panic!("block {}: {err}", blocks.len() + 1));
+        blocks.push(block);
+        rest = &body[end + 3..];
+    }
+    blocks
+}
+
+/// `PATH` with the built binary's folder first, so documented command lines run it.
+fn path_with_binary() -> std::ffi::OsString {
+    let bin = Path::new(env!("CARGO_BIN_EXE_looptrace")).parent().unwrap();
+    std::env::join_paths(
+        std::iter::once(bin.to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap()
+}
+
+/// Runs a documented shell line in `cwd` with the built binary first on `PATH` and exactly `vars`
+/// of the shard variables set.
+fn shell(line: &str, cwd: &Path, vars: &[(&str, String)]) -> Output {
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(line)
+        .current_dir(cwd)
+        .env("PATH", path_with_binary());
+    for name in SHARD_ENV_VARS {
+        command.env_remove(name);
+    }
+    command.envs(vars.iter().map(|(k, v)| (k, v)));
+    command.output().unwrap()
+}
+
+/// The stable rows of an unsharded run of the sample suite.
+fn unsharded(dir: &Path) -> Vec<TaskResult> {
+    let out = dir.join("unsharded");
+    let output = eval_with(&[sample("suite.json").to_str().unwrap()], &out, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stable(&read_results(&out.join("results.json")).tasks)
+}
+
+#[test]
+fn the_documented_kubernetes_jobs_shard_with_auto_and_merge_every_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = scale_out_yaml();
+    assert_eq!(blocks.len(), 3, "an Indexed Job, a merge Job, a workflow");
+    let (job, merge) = (&blocks[0], &blocks[1]);
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    let completions = job["spec"]["completions"].as_u64().unwrap() as usize;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let shards = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|var| var["name"] == "LOOPTRACE_SHARDS")
+        .expect("the Job sets LOOPTRACE_SHARDS")["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        shards,
+        completions.to_string(),
+        "completions = LOOPTRACE_SHARDS"
+    );
+    let eval_line = container["command"][2].as_str().unwrap();
+    assert_eq!(container["command"][0], "sh");
+    assert_eq!(container["command"][1], "-c");
+    assert!(eval_line.contains("looptrace eval ") && eval_line.contains("--shard auto"));
+    let merge_line = merge["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        .as_str()
+        .unwrap();
+    assert!(merge_line.starts_with("looptrace merge "), "{merge_line}");
+
+    // Each pod's command, with the volume and the suite swapped for local paths.
+    let results = dir.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let local = |line: &str| {
+        line.replace("/suite/suite.json", sample("suite.json").to_str().unwrap())
+            .replace(" /results/", &format!(" {}/", results.display()))
+    };
+    for index in 0..completions {
+        let vars = [
+            ("JOB_COMPLETION_INDEX", index.to_string()),
+            ("LOOPTRACE_SHARDS", shards.clone()),
+        ];
+        let output = shell(&local(eval_line), dir.path(), &vars);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!(
+                "shard {}/{completions} from Kubernetes",
+                index + 1
+            )),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = shell(&local(merge_line), dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged = read_results(&results.join("results.json"));
+    assert_eq!(stable(&merged.tasks), unsharded(dir.path()));
+
+    // One pod missing: the merge names it.
+    std::fs::remove_dir_all(results.join("shard-1")).unwrap();
+    std::fs::remove_file(results.join("results.json")).unwrap();
+    let output = shell(&local(merge_line), dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&format!("shards 2/{completions} of the split are missing")),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_documented_workflow_shards_a_matrix_with_auto_and_merges_its_artifacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = &scale_out_yaml()[2];
+    let eval_job = &workflow["jobs"]["eval"];
+    let matrix: Vec<u64> = eval_job["strategy"]["matrix"]["shard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(eval_job["strategy"]["fail-fast"], false);
+    assert_eq!(eval_job["env"]["LOOPTRACE_SHARD"], "${{ matrix.shard }}");
+    assert_eq!(
+        eval_job["env"]["LOOPTRACE_SHARDS"].as_u64(),
+        Some(matrix.len() as u64),
+        "LOOPTRACE_SHARDS = the matrix's length"
+    );
+    assert_eq!(matrix, (1..=matrix.len() as u64).collect::<Vec<_>>());
+    let steps = |job: &serde_json::Value| job["steps"].as_array().unwrap().clone();
+    let run_with = |job: &serde_json::Value, start: &str| {
+        steps(job)
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .find(|run| run.starts_with(start))
+            .unwrap_or_else(|| panic!("no step runs {start}"))
+            .to_owned()
+    };
+    let using = |job: &serde_json::Value, action: &str| {
+        steps(job)
+            .into_iter()
+            .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(action)))
+            .unwrap_or_else(|| panic!("no step uses {action}"))
+    };
+    let eval_line = run_with(eval_job, "looptrace eval ");
+    assert!(
+        eval_line.contains("--shard auto --out shard"),
+        "{eval_line}"
+    );
+    let upload = using(eval_job, "actions/upload-artifact");
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["path"], "shard/");
+    let merge_job = &workflow["jobs"]["merge"];
+    assert_eq!(merge_job["needs"], "eval");
+    assert_eq!(merge_job["if"], "always()");
+    let download = using(merge_job, "actions/download-artifact");
+    let pattern = download["with"]["pattern"].as_str().unwrap();
+    let downloads = download["with"]["path"].as_str().unwrap();
+    let merge_line = run_with(merge_job, "looptrace merge ");
+
+    // Every matrix job in its own checkout; its artifact lands where download-artifact puts it.
+    let shards = dir.path().join("merge-job").join(downloads);
+    std::fs::create_dir_all(&shards).unwrap();
+    let name = upload["with"]["name"].as_str().unwrap();
+    for shard in &matrix {
+        let checkout = dir.path().join(format!("job-{shard}"));
+        std::fs::create_dir(&checkout).unwrap();
+        let line = eval_line.replace("evals/suite.json", sample("suite.json").to_str().unwrap());
+        let vars = [
+            ("LOOPTRACE_SHARD", shard.to_string()),
+            ("LOOPTRACE_SHARDS", matrix.len().to_string()),
+        ];
+        let output = shell(&line, &checkout, &vars);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let artifact = name.replace("${{ matrix.shard }}", &shard.to_string());
+        assert!(glob_match(pattern, &artifact), "{pattern} vs {artifact}");
+        std::fs::rename(checkout.join("shard"), shards.join(artifact)).unwrap();
+    }
+    let summary = dir.path().join("summary.md");
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "export GITHUB_STEP_SUMMARY='{}'; {merge_line}",
+            summary.display()
+        ))
+        .current_dir(dir.path().join("merge-job"))
+        .env("PATH", path_with_binary())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(std::fs::read_to_string(&summary).unwrap().contains('|'));
+    let merged = read_results(&dir.path().join("merge-job/results.json"));
+    assert_eq!(stable(&merged.tasks), unsharded(dir.path()));
+}
