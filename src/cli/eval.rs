@@ -13,9 +13,9 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
-    TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
-    prepare_traces_dir, read_results, remove_stale_traces, render_junit, render_report, run_tasks,
-    select_tasks, suite_info, write_atomically,
+    TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
+    merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
+    render_junit, render_report, run_tasks, select_tasks, suite_info, write_atomically,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -57,6 +57,10 @@ pub struct EvalArgs {
     /// Leave out the tasks whose id matches PATTERN (`*` for any characters); repeatable.
     #[arg(long, value_name = "PATTERN")]
     pub skip: Vec<String>,
+    /// Run again only the tasks that failed, errored or were not reached in this earlier
+    /// `results.json`, updating it in place (the default `--out` is its folder).
+    #[arg(long, value_name = "RESULTS", conflicts_with_all = ["shard", "traces"])]
+    pub rerun_failed: Option<PathBuf>,
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
@@ -169,22 +173,42 @@ pub fn run(args: EvalArgs) -> CliResult {
             suite.name
         )));
     }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
+    let previous = match &args.rerun_failed {
+        Some(path) => Some(read_rerun(path, &suite)?),
+        None => None,
+    };
+    let out = match (&args.out, &args.rerun_failed) {
+        (Some(out), _) => out.clone(),
+        (None, Some(path)) => folder_of(path),
+        (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
+    };
     let results_path = out.join("results.json");
     // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
     // shard of one split must be given the same patterns (merge checks).
-    let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() {
+    let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
+    {
         (std::borrow::Cow::Borrowed(suite.tasks.as_slice()), None)
     } else {
-        let (tasks, selection) =
+        let (mut tasks, mut selection) =
             select_tasks(&suite.tasks, &args.only, &args.skip).map_err(CliError::Input)?;
         if tasks.is_empty() {
             return Err(CliError::input(
                 "--only and --skip together select no task of the suite",
             ));
+        }
+        if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
+            let failed = failed_ids(previous, &suite);
+            tasks.retain(|t| failed.contains(t.id.as_str()));
+            selection.tasks = tasks.iter().map(|t| t.id.to_string()).collect();
+            selection.rerun_failed = Some(path.display().to_string());
+            if tasks.is_empty() {
+                eprintln!(
+                    "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
+                    path.display()
+                );
+                print_report(previous, None, args.format)?;
+                return Ok(verdict(previous, None));
+            }
         }
         (std::borrow::Cow::Owned(tasks), Some(selection))
     };
@@ -300,6 +324,14 @@ pub fn run(args: EvalArgs) -> CliResult {
         bar.finish_and_clear();
     }
     let interrupted = stop.load(Ordering::SeqCst) && tasks.len() < selected.len();
+    let tasks = match (&previous, &args.rerun_failed) {
+        (Some(previous), Some(path)) => {
+            let rows = carry_over(previous, tasks, &suite);
+            copy_carried_traces(&rows, &folder_of(path), &out)?;
+            rows
+        }
+        _ => tasks,
+    };
     let results = ResultsFile {
         format: RESULTS_FORMAT.to_owned(),
         looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -445,6 +477,61 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> Re
         .tasks
         .retain(|t| ran.contains(t.id.as_str()) || !in_suite.contains(t.id.as_str()));
     scoped
+}
+
+/// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
+fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
+    let previous = read_results(path).map_err(CliError::Input)?;
+    let refuse = |why: String| {
+        Err(CliError::input(format!(
+            "--rerun-failed `{}` {why}",
+            path.display()
+        )))
+    };
+    if previous.suite.name != suite.name {
+        return refuse(format!(
+            "is from suite {:?}, this is suite {:?}",
+            previous.suite.name, suite.name
+        ));
+    }
+    if previous.partial {
+        return refuse("is a partial merge: rerun from complete results".to_owned());
+    }
+    if let Some(shard) = previous.shard {
+        return refuse(format!(
+            "covers only shard {shard}: merge the shards, then rerun from the merged results"
+        ));
+    }
+    Ok(previous)
+}
+
+/// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows
+/// carried over, so the new folder's `results.json` describes the traces beside it.
+fn copy_carried_traces(
+    rows: &[looptrace::eval::TaskResult],
+    from: &Path,
+    to: &Path,
+) -> Result<(), CliError> {
+    if same_file(from, to) {
+        return Ok(());
+    }
+    for trace in rows
+        .iter()
+        .filter(|row| row.carried_over)
+        .filter_map(|row| row.trace.as_deref())
+    {
+        let source = from.join(trace);
+        if source.is_file() {
+            std::fs::copy(&source, to.join(trace)).map_err(|err| {
+                CliError::internal(format!(
+                    "failed to copy the trace `{}` to `{}`: {err}",
+                    source.display(),
+                    to.display()
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.

@@ -7,6 +7,7 @@ mod expect;
 mod junit;
 mod merge;
 mod render;
+mod rerun;
 mod results;
 mod runner;
 mod select;
@@ -21,6 +22,7 @@ pub use expect::{Verdict, check};
 pub use junit::render_junit;
 pub use merge::merge_results;
 pub use render::{ReportFormat, reason_label, render_report};
+pub use rerun::{carry_over, failed_ids};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
     now_rfc3339, read_results, suite_info, write_atomically,

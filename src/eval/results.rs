@@ -130,6 +130,9 @@ pub struct TaskResult {
     /// The task's trace, relative to the results file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Whether this row was carried over from the results `--rerun-failed` updated, not run again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub carried_over: bool,
 }
 
 impl TaskResult {

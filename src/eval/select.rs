@@ -16,6 +16,9 @@ pub struct Selection {
     /// The `--skip` patterns: a task that matches one does not run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip: Vec<String>,
+    /// The results file `--rerun-failed` took its failed tasks from, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_failed: Option<String>,
     /// The ids of the selected tasks, in suite order.
     pub tasks: Vec<String>,
 }
@@ -66,6 +69,7 @@ pub fn select_tasks(
     let selection = Selection {
         only: only.to_vec(),
         skip: skip.to_vec(),
+        rerun_failed: None,
         tasks: selected.iter().map(|t| t.id.as_str().to_owned()).collect(),
     };
     Ok((selected, selection))

@@ -471,3 +471,176 @@ fn the_documented_workflow_shards_a_matrix_with_auto_and_merges_its_artifacts() 
     let merged = read_results(&dir.path().join("merge-job/results.json"));
     assert_eq!(stable(&merged.tasks), unsharded(dir.path()));
 }
+
+/// A suite of four tasks: `ok-1` and `ok-2` meet their expectations, `bad-1` and
+/// `bad-2` fail them as long as `fail` is true; with `fail` false every task meets them.
+fn rerun_suite(dir: &Path, fail: bool) -> PathBuf {
+    let finish = r#"{"type":"finish","answer":"done"}"#;
+    let task = |id: &str, expect_answer: &str| {
+        serde_json::json!({
+            "id": id,
+            "prompt": "say done",
+            "model": {"responses": [finish]},
+            "expect": {"exit_reason": "finished", "answer_contains": expect_answer}
+        })
+    };
+    let bad_answer = if fail { "never" } else { "done" };
+    let suite = serde_json::json!({
+        "name": "rerun",
+        "tasks": [task("ok-1", "done"), task("bad-1", bad_answer), task("ok-2", "done"), task("bad-2", bad_answer)]
+    });
+    let path = dir.join(if fail { "failing.json" } else { "fixed.json" });
+    std::fs::write(&path, suite.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let output = eval_with(&[failing.to_str().unwrap()], &out, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let before = read_results(&out.join("results.json"));
+    let ok_trace = std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap();
+    let bad_trace = std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap();
+
+    // The suite is fixed; rerun the failures, but skip `bad-2`.
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(&results)
+        .args(["--skip", "bad-2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "bad-2 still fails: {}",
+        stderr(&output)
+    );
+    let after = read_results(&results);
+    let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["ok-1", "bad-1", "ok-2", "bad-2"]);
+    let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, true, true]);
+    let selection = after.selection.clone().unwrap();
+    assert_eq!(selection.tasks, ["bad-1"]);
+    assert_eq!(selection.skip, ["bad-2"]);
+    assert_eq!(selection.rerun_failed.as_deref(), results.to_str());
+    // Carried rows are the earlier rows, marked; the rerun row is new.
+    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+        if new.carried_over {
+            assert_eq!(
+                TaskResult {
+                    carried_over: true,
+                    ..old.clone()
+                },
+                *new
+            );
+        }
+    }
+    assert_eq!(after.tasks[1].expectation, looptrace::eval::Verdict::Met);
+    assert_ne!(after.tasks[1].run_id, before.tasks[1].run_id);
+    assert_eq!(after.totals.expectations.failed, 1);
+    assert_eq!(
+        std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap(),
+        ok_trace
+    );
+    assert_ne!(
+        std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap(),
+        bad_trace
+    );
+    assert!(
+        out.join("traces/bad-2.jsonl").is_file(),
+        "a carried row keeps its trace"
+    );
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    assert_eq!(value["tasks"][0]["carried_over"], true);
+    assert!(value["tasks"][1].get("carried_over").is_none());
+
+    // Again, into another folder: only bad-2 runs, every trace is there.
+    let elsewhere = dir.path().join("elsewhere");
+    let output = eval_with(
+        &[
+            fixed.to_str().unwrap(),
+            "--rerun-failed",
+            results.to_str().unwrap(),
+        ],
+        &elsewhere,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let last = read_results(&elsewhere.join("results.json"));
+    assert_eq!(last.selection.unwrap().tasks, ["bad-2"]);
+    assert_eq!(last.totals.expectations.met, 4);
+    for id in ["ok-1", "bad-1", "ok-2", "bad-2"] {
+        assert!(
+            elsewhere.join(format!("traces/{id}.jsonl")).is_file(),
+            "{id}"
+        );
+    }
+
+    // Nothing left to rerun: the file is left as it was.
+    let unchanged = std::fs::read_to_string(elsewhere.join("results.json")).unwrap();
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(elsewhere.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing to rerun"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("results.json")).unwrap(),
+        unchanged
+    );
+
+    // After an interruption, the tasks it did not reach run too.
+    let cut = dir.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    let mut interrupted = serde_json::to_value(&before).unwrap();
+    interrupted["interrupted"] = true.into();
+    interrupted["tasks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t["id"] != "ok-2");
+    std::fs::write(cut.join("results.json"), interrupted.to_string()).unwrap();
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(cut.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let resumed = read_results(&cut.join("results.json"));
+    assert_eq!(resumed.selection.unwrap().tasks, ["bad-1", "ok-2", "bad-2"]);
+    let carried: Vec<bool> = resumed.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, false, false]);
+    assert!(!resumed.interrupted);
+
+    // A shard's results or another suite's are refused.
+    let shard = dir.path().join("shard");
+    eval_with(&[failing.to_str().unwrap(), "--shard", "1/2"], &shard, &[]);
+    let sample_suite = sample("suite.json");
+    for (suite, previous, expected) in [
+        (
+            &failing,
+            shard.join("results.json"),
+            "covers only shard 1/2",
+        ),
+        (&sample_suite, results.clone(), "is from suite \"rerun\""),
+    ] {
+        let output = looptrace()
+            .args(["eval", suite.to_str().unwrap(), "--rerun-failed"])
+            .arg(&previous)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+    }
+}
