@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Copies seed inputs into fuzz/corpus/<target>/ (gitignored): recorded traces and their lines for
-# trace_line, raw model responses for parse_json_action, suites for suite_load.
+# trace_line and readers_agree, raw model responses for parse_json_action, suites for suite_load,
+# other agents' trajectories for import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=fuzz/corpus
-mkdir -p "$corpus/trace_line" "$corpus/parse_json_action" "$corpus/suite_load" "$corpus/readers_agree"
+mkdir -p "$corpus/trace_line" "$corpus/parse_json_action" "$corpus/suite_load" "$corpus/readers_agree" \
+    "$corpus/import"
 
 # Whole trace files, then each of their lines alone.
 for file in sample_traces/*.jsonl tests/bad_inputs/trace_*.jsonl; do
@@ -40,6 +42,27 @@ done
 # The readers' agreement starts from the same traces and lines.
 cp "$corpus"/trace_line/* "$corpus/readers_agree/"
 
-for target in trace_line parse_json_action suite_load readers_agree; do
+# Every importer's fixtures and the sample traces, each behind the byte that makes the import
+# target show it under a file name of its kind (the order of NAMES in fuzz_targets/import.rs).
+name_byte() {
+    case "$1" in
+        *exit_statuses_*.yaml) echo 5 ;;
+        *.traj.json) echo 2 ;;
+        *.traj) echo 1 ;;
+        *.eval) echo 3 ;;
+        rollout-*.jsonl) echo 6 ;;
+        *trace.json) echo 7 ;;
+        *.json) echo 4 ;;
+        *) echo 0 ;;
+    esac
+}
+for file in tests/fixtures/import/*/* sample_traces/*.jsonl; do
+    [ -f "$file" ] || continue
+    [ "$(stat -c %s "$file")" -le 65536 ] || continue
+    base=$(basename "$file")
+    { printf "\\$(printf '%03o' "$(name_byte "$base")")"; cat "$file"; } >"$corpus/import/$base"
+done
+
+for target in trace_line parse_json_action suite_load readers_agree import; do
     echo "$target: $(find "$corpus/$target" -type f | wc -l) seeds"
 done

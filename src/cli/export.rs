@@ -15,6 +15,7 @@ use looptrace::report::{self, Source};
 use looptrace::text::escape;
 use looptrace::trace::{Capture, ReadOptions, RunStream, TraceReader};
 
+use super::common::same_file;
 use super::{CliError, CliResult, Outcome};
 
 /// Arguments of `looptrace export`.
@@ -58,6 +59,20 @@ pub fn run(args: ExportArgs) -> CliResult {
     let foreign = super::import::inputs_with_capture(&args.paths, capture)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
+    if let Some(out) = &args.output {
+        let named = inputs.iter().map(|input| PathBuf::from(&input.name));
+        let clash = named
+            .chain(args.paths.iter().map(PathBuf::from))
+            .chain(args.results.iter().cloned())
+            .find(|input| same_file(input, out));
+        if let Some(input) = clash {
+            return Err(CliError::input(format!(
+                "-o `{}` is the input `{}`: export never writes over its input; choose another file",
+                out.display(),
+                input.display()
+            )));
+        }
+    }
     let mut stats = ExportStats::default();
     let mut notes = Vec::new();
     let mut write = |out: &mut dyn Write| -> Result<u64, CliError> {

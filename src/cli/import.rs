@@ -254,12 +254,21 @@ pub fn detect_and_import(
     };
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp_path =
+        std::env::temp_dir().join(format!("looptrace-import-{}-{n}.jsonl", std::process::id()));
+    // The temporary folder is shared: only a file this process creates is written (and later
+    // removed), never one or a link that was already there.
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp_path)
+        .map_err(|err| {
+            CliError::internal(format!("failed to create `{}`: {err}", temp_path.display()))
+        })?;
     let temp = TempTrace {
-        path: std::env::temp_dir()
-            .join(format!("looptrace-import-{}-{n}.jsonl", std::process::id())),
+        path: temp_path,
         format: importer.name(),
     };
-    let file = fs::File::create(&temp.path).map_err(CliError::internal)?;
     let mut out = BufWriter::new(file);
     let options = EmitOptions {
         capture,
@@ -304,48 +313,129 @@ impl ReportInputs {
 }
 
 /// Walks folders for every importable file and imports the foreign ones (summary capture).
+///
+/// Files are detected and imported on one thread per core; run ids come out as one import of
+/// all of them in order would give them (a file whose ids clash with an earlier file's is
+/// imported again after it), and the first failure in order is the one reported.
 pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
     inputs_with_capture(paths, Capture::Summary)
 }
 
 /// [`report_inputs`], importing foreign files with `capture`.
 pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
-    let mut inputs = ReportInputs::default();
-    // One set of run ids for every imported file, as `import` of several paths has.
-    let mut ids = RunIds::default();
+    // Every file to detect: its path, the name shown, and whether a folder walk found it.
+    let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
+    // What `paths` becomes, with a placeholder where a probed file's verdict goes.
+    let mut order: Vec<Result<String, usize>> = Vec::new();
     for arg in paths {
         let path = Path::new(arg);
         if arg == "-" || !path.exists() {
-            inputs.paths.push(arg.clone());
+            order.push(Ok(arg.clone()));
             continue;
         }
         if !path.is_dir() {
-            if let Detected::Foreign(temp) = detect_and_import(path, capture, &mut ids)? {
-                inputs.temps.push((arg.clone(), temp));
-            }
-            inputs.paths.push(arg.clone());
+            order.push(Err(probed.len()));
+            probed.push((path.to_path_buf(), arg.clone(), false));
             continue;
         }
         let mut found = Vec::new();
         walk(path, &mut found)?;
         if found.is_empty() {
-            inputs.paths.push(arg.clone());
+            order.push(Ok(arg.clone()));
         }
         for file in found {
             let shown = file.display().to_string();
-            let jsonl = shown.ends_with(".jsonl");
-            match detect_and_import(&file, capture, &mut ids)? {
-                Detected::Trace => inputs.paths.push(shown),
-                Detected::Unknown if jsonl => inputs.paths.push(shown),
-                Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
-                Detected::Foreign(temp) => {
-                    inputs.temps.push((shown.clone(), temp));
-                    inputs.paths.push(shown);
-                }
+            order.push(Err(probed.len()));
+            probed.push((file, shown, true));
+        }
+    }
+    let detected = detect_all(&probed, capture)?;
+    let mut inputs = ReportInputs::default();
+    let mut detected: Vec<Option<Detected>> = detected.into_iter().map(Some).collect();
+    for entry in order {
+        let index = match entry {
+            Ok(arg) => {
+                inputs.paths.push(arg);
+                continue;
+            }
+            Err(index) => index,
+        };
+        let (_, shown, walked) = &probed[index];
+        let Some(found) = detected[index].take() else {
+            continue;
+        };
+        if !walked {
+            // Named: read whatever it is, as the report's own reader would.
+            if let Detected::Foreign(temp) = found {
+                inputs.temps.push((shown.clone(), temp));
+            }
+            inputs.paths.push(shown.clone());
+            continue;
+        }
+        let jsonl = shown.ends_with(".jsonl");
+        match found {
+            Detected::Trace => inputs.paths.push(shown.clone()),
+            Detected::Unknown if jsonl => inputs.paths.push(shown.clone()),
+            Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
+            Detected::Foreign(temp) => {
+                inputs.temps.push((shown.clone(), temp));
+                inputs.paths.push(shown.clone());
             }
         }
     }
     Ok(inputs)
+}
+
+/// Detects and imports every file, in parallel; see [`report_inputs`].
+fn detect_all(
+    files: &[(PathBuf, String, bool)],
+    capture: Capture,
+) -> Result<Vec<Detected>, CliError> {
+    type Slot = Option<Result<(Detected, RunIds), CliError>>;
+    let slots: Vec<std::sync::Mutex<Slot>> =
+        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((path, _, _)) = files.get(i) else {
+                        break;
+                    };
+                    let mut ids = RunIds::default();
+                    let result =
+                        detect_and_import(path, capture, &mut ids).map(|found| (found, ids));
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    // One set of run ids for every imported file, as `import` of several paths has.
+    let mut ids = RunIds::default();
+    let mut detected = Vec::with_capacity(files.len());
+    for ((path, _, _), slot) in files.iter().zip(slots) {
+        let result = slot
+            .into_inner()
+            .ok()
+            .flatten()
+            .ok_or_else(|| CliError::internal("a file was not imported"))?;
+        let (found, own) = result?;
+        let found = match ids.absorb(own) {
+            Ok(()) => found,
+            Err(_) => {
+                drop(found);
+                detect_and_import(path, capture, &mut ids)?
+            }
+        };
+        detected.push(found);
+    }
+    Ok(detected)
 }
 
 /// The per-input exit-reason counts regrouped per source format, in order of first appearance.

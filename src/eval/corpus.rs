@@ -63,6 +63,12 @@ impl RunSource {
     }
 }
 
+/// Bytes of open runs' lines kept parsed while a corpus is read (beyond them, runs are kept as
+/// line positions and read again when they end). Reading a corpus keeps every task until the
+/// evaluation ends, so its reading gets a smaller share than `show` and `replay`
+/// ([`crate::trace::OPEN_BYTES_BUDGET`]); runs written eight at a time fit in it many times over.
+const CORPUS_OPEN_BYTES: u64 = 4 * 1024 * 1024;
+
 /// A corpus suite and the runs that could not become tasks (with why).
 #[derive(Debug)]
 pub struct Corpus {
@@ -134,7 +140,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let mut ids = HashSet::new();
     for file in &files {
         let mut stream = match RunStream::open(file, ReadOptions::default()) {
-            Ok(stream) => stream,
+            Ok(stream) => stream.with_budget(CORPUS_OPEN_BYTES),
             Err(err) => {
                 problems.push((file.display().to_string(), err.to_string()));
                 continue;

@@ -25,7 +25,7 @@ pub use render::{ReportFormat, reason_label, render_report};
 pub use rerun::{carry_over, failed_ids};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
-    now_rfc3339, read_results, suite_info, write_atomically,
+    now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
 pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
 pub use select::{Selection, glob_match, select_tasks};

@@ -232,6 +232,18 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replacement.commit()
 }
 
+/// Writes `results` to `path` as pretty JSON, atomically, serialized straight into the file: a
+/// large evaluation's results are never held as one string.
+pub fn write_results(path: &Path, results: &ResultsFile) -> io::Result<()> {
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.file());
+    serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    drop(out);
+    replacement.commit()
+}
+
 /// The current time as RFC 3339 UTC, without a date library.
 pub fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()

@@ -7,8 +7,8 @@ use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::expect::{Verdict, check};
@@ -53,7 +53,9 @@ pub fn run_tasks(
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
 ) -> Vec<TaskResult> {
-    let slots: Vec<Mutex<Option<TaskResult>>> = tasks.iter().map(|_| Mutex::new(None)).collect();
+    // One lock over all slots (taken once per finished task): the slots become the returned
+    // list in place, so a large evaluation never holds its results twice.
+    let slots: Mutex<Vec<Option<TaskResult>>> = Mutex::new(tasks.iter().map(|_| None).collect());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let jobs = options.jobs.clamp(1, tasks.len().max(1));
@@ -67,17 +69,17 @@ pub fn run_tasks(
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(task) = tasks.get(i) else { break };
                     let result = run_isolated(task, tools, options);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(result);
-                    }
+                    slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
                     (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1);
                 }
             });
         }
     });
     slots
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
         .into_iter()
-        .filter_map(|slot| slot.into_inner().ok().flatten())
+        .flatten()
         .collect()
 }
 

@@ -9,9 +9,21 @@ use serde_json::Value;
 
 use super::error::ImportError;
 use super::importer::{
-    Context, Imported, Importer, Sink, for_each_line, head_text, str_at, text_of,
+    Context, Imported, Importer, Sink, for_each_line_keeping, head_text, str_at, text_of,
 };
 use super::run::{Ending, ImportedRun, arguments_of};
+
+/// The members of a line the importer reads; the rest (`toolUseResult` repeats a tool's whole
+/// output, `snapshot` lists file backups) is skipped unread.
+const READ_KEYS: &[&str] = &[
+    "type",
+    "message",
+    "sessionId",
+    "agentId",
+    "uuid",
+    "isMeta",
+    "isApiErrorMessage",
+];
 
 /// User text that marks an interrupted request.
 const INTERRUPTED: &str = "[Request interrupted by user";
@@ -46,7 +58,7 @@ impl Importer for ClaudeCode {
     ) -> Result<(), ImportError> {
         let mut prompts = 0usize;
         let mut current: Option<Prompt> = None;
-        for_each_line(input, context, |_, line| {
+        for_each_line_keeping(input, context, READ_KEYS, |_, line| {
             let kind = str_at(&line, "type").unwrap_or("");
             let message = line.get("message").unwrap_or(&Value::Null);
             match kind {

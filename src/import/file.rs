@@ -105,6 +105,18 @@ impl RunIds {
         self.seen.insert(candidate.clone());
         candidate
     }
+
+    /// Takes in the ids another `RunIds` gave out, if none of them was given out here: files
+    /// imported apart (in parallel) then get the ids one import of them all in order would have
+    /// given. On an overlap nothing changes and `other` comes back: import that file again with
+    /// these ids.
+    pub fn absorb(&mut self, other: RunIds) -> Result<(), RunIds> {
+        if other.seen.iter().any(|id| self.seen.contains(id)) {
+            return Err(other);
+        }
+        self.seen.extend(other.seen);
+        Ok(())
+    }
 }
 
 /// Imports `path` and writes its events as trace v1 JSONL to `out`; returns the importer used and

@@ -132,6 +132,27 @@ pub fn for_each_raw_line(
 pub fn for_each_line(
     input: &mut dyn BufRead,
     context: &Context,
+    each: impl FnMut(u64, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    for_each_object_line(input, context, None, each)
+}
+
+/// Like [`for_each_line`], keeping only the top-level members named in `keys`: the others are
+/// checked as JSON and skipped without being built, which saves most of the work on formats
+/// that repeat bulky content the importer does not read (Claude Code's `toolUseResult`).
+pub fn for_each_line_keeping(
+    input: &mut dyn BufRead,
+    context: &Context,
+    keys: &[&str],
+    each: impl FnMut(u64, Value) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    for_each_object_line(input, context, Some(keys), each)
+}
+
+fn for_each_object_line(
+    input: &mut dyn BufRead,
+    context: &Context,
+    keys: Option<&[&str]>,
     mut each: impl FnMut(u64, Value) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     for_each_raw_line(input, context, |number, line| {
@@ -139,17 +160,114 @@ pub fn for_each_line(
         if text.is_empty() {
             return Ok(());
         }
-        let value: Value = serde_json::from_slice(text).map_err(|err| {
+        let invalid = |err: serde_json::Error| {
             context.malformed(
                 format!("line {number}"),
                 format!("invalid JSON: {}", plain(&err)),
             )
-        })?;
+        };
+        let value = match keys {
+            None => serde_json::from_slice(text).map_err(invalid)?,
+            Some(keys) => {
+                let mut de = serde_json::Deserializer::from_slice(text);
+                let kept = serde::de::DeserializeSeed::deserialize(KeptMembers(keys), &mut de)
+                    .and_then(|kept| de.end().map(|()| kept))
+                    .map_err(invalid)?;
+                kept.map_or(Value::Null, Value::Object)
+            }
+        };
         if !value.is_object() {
             return Err(context.malformed(format!("line {number}"), "expected a JSON object"));
         }
         each(number, value)
     })
+}
+
+/// Reads a JSON value: an object with only the members named in `.0` (the others are read and
+/// dropped), or `None` for any other value.
+struct KeptMembers<'k>(&'k [&'k str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeptMembers<'_> {
+    type Value = Option<serde_json::Map<String, Value>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeptMembers<'_> {
+    type Value = Option<serde_json::Map<String, Value>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(key) = map.next_key_seed(KeyIfKept(self.0))? {
+            match key {
+                Some(key) => {
+                    kept.insert(key, map.next_value()?);
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(kept))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// A member name: `Some` if it is one of the kept names.
+struct KeyIfKept<'k>(&'k [&'k str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIfKept<'_> {
+    type Value = Option<String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeyIfKept<'_> {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.contains(&key).then(|| key.to_owned()))
+    }
 }
 
 /// The first non-whitespace byte of the input, without consuming anything.
@@ -203,4 +321,65 @@ pub fn head_text(head: &[u8]) -> std::borrow::Cow<'_, str> {
 /// The first non-whitespace byte of the head.
 pub fn first_byte(head: &[u8]) -> Option<u8> {
     head.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(input: &str) -> Result<Vec<(u64, Value)>, String> {
+        let context = Context {
+            file: "s.jsonl".to_owned(),
+            name: "s.jsonl".to_owned(),
+        };
+        let mut lines = Vec::new();
+        for_each_line_keeping(
+            &mut input.as_bytes(),
+            &context,
+            &["type", "message"],
+            |n, v| {
+                lines.push((n, v));
+                Ok(())
+            },
+        )
+        .map_err(|err| err.to_string())?;
+        Ok(lines)
+    }
+
+    #[test]
+    fn keeping_reads_only_the_named_members() {
+        let lines = kept(concat!(
+            "{\"type\":\"user\",\"toolUseResult\":{\"stdout\":\"x\\ny\",\"n\":[1,2e400]},",
+            "\"message\":{\"content\":\"hi\"},\"uuid\":\"u\"}\n",
+            "\n",
+            "{\"type\":\"a\",\"type\":\"b\"}\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            lines,
+            [
+                (
+                    1,
+                    serde_json::json!({"type": "user", "message": {"content": "hi"}})
+                ),
+                (3, serde_json::json!({"type": "b"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn keeping_still_rejects_what_is_not_a_json_object() {
+        let bad_member = kept("{\"type\":\"user\",\"toolUseResult\":{\"a\":tru}}\n").unwrap_err();
+        assert!(bad_member.contains("line 1"), "{bad_member}");
+        assert!(bad_member.contains("invalid JSON"), "{bad_member}");
+        let trailing = kept("{\"type\":\"user\"} x\n").unwrap_err();
+        assert!(trailing.contains("invalid JSON"), "{trailing}");
+        for not_object in ["[1,2]", "\"text\"", "3", "null", "true"] {
+            let err = kept(not_object).unwrap_err();
+            assert!(
+                err.contains("expected a JSON object"),
+                "{not_object}: {err}"
+            );
+        }
+    }
 }

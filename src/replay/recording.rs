@@ -241,7 +241,8 @@ impl Recording {
         self.model.clone()
     }
 
-    /// The recorded model turns in order; turn `i` is step `i + 1` of a rerun.
+    /// The recorded model turn entries in order, one per `model_action` or `model_feedback`: a
+    /// turn with several tool calls has several entries with its step.
     pub fn steps(&self) -> &[RecordedStep] {
         &self.steps
     }
@@ -255,6 +256,15 @@ impl Recording {
             .take_while(|entry| entry.step == step)
             .count();
         (start, &self.steps[start..start + len])
+    }
+
+    /// How many model turns were recorded (a multi-call turn counts once).
+    pub fn turn_count(&self) -> usize {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(at, entry)| *at == 0 || self.steps[at - 1].step != entry.step)
+            .count()
     }
 
     /// The step of the last recorded model turn (0 for none).

@@ -188,7 +188,7 @@ impl PreparedReplay {
         RunCheck {
             run_id: self.recording.run_id().to_owned(),
             replayable: true,
-            model_turns: self.recording.steps().len(),
+            model_turns: self.recording.turn_count(),
             observations: self.recording.observations().count(),
             max_steps: self.max_steps,
             recorded: recorded_ending(&self.recording),

@@ -31,7 +31,7 @@ pub struct TaskToolSet {
 impl TaskTools {
     /// The tools of `file`; MCP servers log to `log_dir` (`mcp-<name>.log`) when given.
     pub fn new(file: ToolsFile, log_dir: Option<PathBuf>) -> Self {
-        let servers = McpServers::new(file.mcp_servers().to_vec());
+        let servers = McpServers::new(file.mcp_servers().to_vec(), file.folder().to_path_buf());
         TaskTools {
             file,
             servers,

@@ -130,6 +130,9 @@ pub struct RunStream<R> {
     held_bytes: u64,
     budget: u64,
     done: bool,
+    /// Runs still open at the end of the input, closed one at a time as they are asked for, so
+    /// the runs put aside are not all read back into memory at once.
+    closing: VecDeque<String>,
 }
 
 impl RunStream<File> {
@@ -166,6 +169,7 @@ impl<R: Read> RunStream<R> {
             held_bytes: 0,
             budget: OPEN_BYTES_BUDGET,
             done: false,
+            closing: VecDeque::new(),
         }
     }
 
@@ -351,6 +355,13 @@ impl<R: Read> Iterator for RunStream<R> {
             if let Some(run) = self.ready.pop_front() {
                 return Some(Ok(run));
             }
+            if let Some(id) = self.closing.pop_front() {
+                if let Err(err) = self.close(&id) {
+                    self.closing.clear();
+                    return Some(Err(err));
+                }
+                continue;
+            }
             if self.done {
                 return None;
             }
@@ -374,11 +385,7 @@ impl<R: Read> Iterator for RunStream<R> {
                         .map(|(id, run)| (run.index, id.clone()))
                         .collect();
                     left.sort();
-                    for (_, id) in left {
-                        if let Err(err) = self.close(&id) {
-                            return Some(Err(err));
-                        }
-                    }
+                    self.closing = left.into_iter().map(|(_, id)| id).collect();
                 }
             }
         }

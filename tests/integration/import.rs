@@ -458,6 +458,47 @@ fn report_reads_foreign_files_and_folders_by_source() {
 }
 
 #[test]
+fn report_imports_a_folder_with_the_run_ids_of_one_import_in_order() {
+    // Five copies of one session share its run ids; `report` imports the files in parallel and
+    // must still tell the copies apart exactly as `import` of the folder does.
+    let dir = tempfile::tempdir().unwrap();
+    for copy in ["a", "b", "c", "d", "e"] {
+        let folder = dir.path().join(copy);
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::copy(
+            fixture("import/claude-code/session.jsonl"),
+            folder.join("session.jsonl"),
+        )
+        .unwrap();
+    }
+    let folder = dir.path().to_str().unwrap();
+    let output = run(&["report", "--format", "json", folder]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["input"]["files"], 5);
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!([]),
+        "no run id shared"
+    );
+    let imported = dir.path().join("all.trace");
+    let output = run(&["import", folder, "-o", imported.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&imported).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["event_type"] == "run_started")
+        .map(|event| event["run_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 5 * 3, "three prompts per copy");
+    assert!(ids.iter().any(|id| id.ends_with("~5")), "{ids:?}");
+    let again = run(&["report", "--format", "json", imported.to_str().unwrap()]);
+    let again: Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(report["exit_reasons"], again["exit_reasons"]);
+}
+
+#[test]
 fn report_skips_unknown_json_in_folders_but_not_named_files() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("suite.json"), "{\"tasks\": []}\n").unwrap();

@@ -234,6 +234,19 @@ fn a_multi_call_turn_replays_raw_and_parsed_faithfully() {
             "run_finished@2"
         ]
     );
+    let check = looptrace()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&check).contains(
+            "live: replayable (2 model turns, 2 observations, max_steps 5, recorded finished in 2 steps)"
+        ),
+        "{}",
+        stdout(&check)
+    );
     for extra in [&["--raw"][..], &[]] {
         let output = looptrace()
             .arg("replay")

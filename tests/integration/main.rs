@@ -15,6 +15,7 @@ mod live_model;
 mod live_model_server;
 mod live_replay;
 mod live_responses;
+mod mcp;
 mod otel_export;
 mod outputs;
 mod properties;

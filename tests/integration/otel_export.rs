@@ -103,6 +103,17 @@ fn export(args: &[&str]) -> String {
     stdout(&output)
 }
 
+/// `export --otlp SOURCE -o OUT`.
+fn export_to(source: &Path, out: &Path) -> std::process::Output {
+    run(&[
+        "export",
+        "--otlp",
+        source.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ])
+}
+
 fn export_one(path: &Path) -> Vec<Span> {
     let mut runs = parse(&export(&[path.to_str().unwrap()]));
     assert_eq!(runs.len(), 1, "one run, one line");
@@ -515,13 +526,7 @@ fn report_reads_the_export_back_with_the_same_exit_reasons() {
     ];
     for (i, source) in sources.iter().enumerate() {
         let exported = dir.path().join(format!("export-{i}.otlp.jsonl"));
-        let output = run(&[
-            "export",
-            "--otlp",
-            source.to_str().unwrap(),
-            "-o",
-            exported.to_str().unwrap(),
-        ]);
+        let output = export_to(source, &exported);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         let before = exit_reasons(&[source.to_str().unwrap()]);
         let after = exit_reasons(&[exported.to_str().unwrap()]);
@@ -548,13 +553,7 @@ fn bad_input_is_exit_2_with_its_place_and_nothing_written() {
     lines.insert(2, "{\"run_id\": oops}");
     std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
     let out = dir.path().join("out.jsonl");
-    let output = run(&[
-        "export",
-        "--otlp",
-        bad.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let output = export_to(&bad, &out);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("bad.jsonl:3:"),
@@ -562,6 +561,18 @@ fn bad_input_is_exit_2_with_its_place_and_nothing_written() {
         stderr(&output)
     );
     assert!(!out.exists(), "nothing half-written");
+
+    // The output may not be an input: the rename would replace the trace being exported.
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, &good).unwrap();
+    let output = export_to(dir.path(), &trace);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("never writes over its input"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), good);
 
     let missing = run(&["export", "--otlp", "no/such/file.jsonl"]);
     assert_eq!(missing.status.code(), Some(2));
@@ -671,5 +682,34 @@ fn the_export_parses_with_the_opentelemetry_protobuf_definitions() {
                 assert_eq!(decoded["attributes"]["looptrace.steps_used"], steps);
             }
         }
+    }
+}
+
+#[test]
+fn real_trajectories_read_back_with_the_same_exit_reasons() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-traces");
+    if !root.is_dir() {
+        println!(
+            "SKIP real-traces export round trip: {} not found",
+            root.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    sources.sort();
+    for source in sources {
+        let exported = dir.path().join("export.otlp.jsonl");
+        let output = export_to(&source, &exported);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(
+            exit_reasons(&[source.to_str().unwrap()]),
+            exit_reasons(&[exported.to_str().unwrap()]),
+            "{source:?}"
+        );
     }
 }

@@ -60,3 +60,25 @@ pub fn stable(tasks: &[looptrace::eval::TaskResult]) -> Vec<looptrace::eval::Tas
         })
         .collect()
 }
+
+/// Replays `trace` with live tools from `tools_file` and checks that every run is faithful,
+/// with nothing on stderr.
+pub fn assert_replays_live_faithfully(trace: &Path, tools_file: &Path) {
+    let output = run(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--tools",
+        "live",
+        "--tools-file",
+        tools_file.to_str().unwrap(),
+    ]);
+    let shown = format!(
+        "{}: {}{}",
+        trace.display(),
+        stdout(&output),
+        stderr(&output)
+    );
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(stdout(&output).contains(": faithful"), "{shown}");
+    assert_eq!(stderr(&output), "", "{shown}");
+}

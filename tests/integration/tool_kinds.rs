@@ -9,7 +9,7 @@ use looptrace::run::ToolCall;
 use looptrace::tools::{TaskToolSet, TaskTools, ToolOutcome, ToolRuntime, ToolsFile};
 use serde_json::{Value, json};
 
-use crate::support::{fixture, read_events, run, stderr, stdout};
+use crate::support::{assert_replays_live_faithfully, fixture, read_events, run, stderr, stdout};
 
 /// Every tool the fixture tools file offers, by name.
 const FIXTURE_TOOLS: [&str; 8] = [
@@ -430,27 +430,7 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
     let tools_file = fixture("tools/e2e/tools.json");
     for task in ["fix-greeting", "untouched-copy", "edit-and-count"] {
         let trace = out.path().join(format!("traces/{task}.jsonl"));
-        let output = run(&[
-            "replay",
-            trace.to_str().unwrap(),
-            "--tools",
-            "live",
-            "--tools-file",
-            tools_file.to_str().unwrap(),
-        ]);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{task}: {}{}",
-            stdout(&output),
-            stderr(&output)
-        );
-        assert!(
-            stdout(&output).contains(": faithful"),
-            "{}",
-            stdout(&output)
-        );
-        assert_eq!(stderr(&output), "", "{task}");
+        assert_replays_live_faithfully(&trace, &tools_file);
     }
     // Without the tools file, bash is an unknown tool: the replay diverges and says why.
     let output = run(&["replay", trace.to_str().unwrap()]);

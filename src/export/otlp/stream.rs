@@ -1,12 +1,20 @@
 //! The streaming driver: runs come from a [`RunStream`] as each ends, are turned into spans and
 //! written at once, so only the runs still open are held, whatever the size of the input.
+//!
+//! Two threads share the work: this one reads, parses and groups the input and writes the
+//! output; a second one builds and encodes the spans. Both queues between them are bounded, so
+//! memory stays bounded too; the order of the runs is kept.
 
 use std::io::{Read, Write};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
 use super::build::{BuildOptions, build_run};
-use super::ids::TraceIds;
+use super::ids::{TraceId, TraceIds};
 use super::json::encode_run;
-use crate::trace::{Capture, RunStream, TraceError};
+use crate::trace::{Capture, RecordedRun, RunStream, TraceError};
+
+/// How many runs wait in each queue between the two threads.
+const QUEUE_RUNS: usize = 32;
 
 /// What one export wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,6 +38,9 @@ pub enum ExportError {
     Write(std::io::Error),
 }
 
+/// One encoded run: its line and how many spans it holds.
+type Encoded = (Vec<u8>, u64);
+
 /// Exports every run of `stream`, whose file is named `file`, to `out`, one line per run.
 pub fn export_stream<R: Read>(
     stream: &mut RunStream<R>,
@@ -39,20 +50,80 @@ pub fn export_stream<R: Read>(
     out: &mut dyn Write,
     stats: &mut ExportStats,
 ) -> Result<(), ExportError> {
-    let mut line = Vec::with_capacity(64 * 1024);
-    for run in stream {
-        let streamed = run?;
-        let run = &streamed.run;
-        let trace_id = ids.assign(file, &run.run_id, streamed.occurrence);
-        let exported = build_run(run, trace_id, file, options);
-        if options.content && run.started().and_then(|e| e.capture) != Some(Capture::Full) {
-            stats.without_content += 1;
+    std::thread::scope(|scope| {
+        let (runs_in, runs_out) = sync_channel::<(RecordedRun, TraceId)>(QUEUE_RUNS);
+        let (lines_in, lines_out) = sync_channel::<Encoded>(QUEUE_RUNS);
+        scope.spawn(move || encode_all(&runs_out, &lines_in, file, options));
+        let mut write = |(line, spans): Encoded| -> Result<(), ExportError> {
+            out.write_all(&line).map_err(ExportError::Write)?;
+            stats.runs += 1;
+            stats.spans += spans;
+            Ok(())
+        };
+        let result = (|| {
+            for run in stream.by_ref() {
+                let streamed = run?;
+                let trace_id = ids.assign(file, &streamed.run.run_id, streamed.occurrence);
+                if options.content
+                    && streamed.run.started().and_then(|e| e.capture) != Some(Capture::Full)
+                {
+                    stats.without_content += 1;
+                }
+                send(&runs_in, (streamed.run, trace_id), &lines_out, &mut write)?;
+            }
+            Ok(())
+        })();
+        // Closing the queue ends the encoder once it has encoded what it was given.
+        drop(runs_in);
+        for encoded in lines_out {
+            if result.is_ok() {
+                write(encoded)?;
+            }
         }
-        line.clear();
-        encode_run(&exported, &mut line);
-        out.write_all(&line).map_err(ExportError::Write)?;
-        stats.runs += 1;
-        stats.spans += exported.spans.len() as u64;
+        result
+    })
+}
+
+/// Queues `item` for the encoder, writing finished lines while the queue is full, so neither
+/// thread ever waits for the other while the other waits too.
+fn send(
+    queue: &SyncSender<(RecordedRun, TraceId)>,
+    mut item: (RecordedRun, TraceId),
+    lines: &Receiver<Encoded>,
+    write: &mut impl FnMut(Encoded) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    loop {
+        while let Ok(encoded) = lines.try_recv() {
+            write(encoded)?;
+        }
+        match queue.try_send(item) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Full(back)) => {
+                item = back;
+                // The encoder is busy: wait for its next line.
+                match lines.recv() {
+                    Ok(encoded) => write(encoded)?,
+                    Err(_) => return Ok(()),
+                }
+            }
+            // The encoder is gone only if it panicked; the scope reports that.
+            Err(TrySendError::Disconnected(_)) => return Ok(()),
+        }
     }
-    Ok(())
+}
+
+fn encode_all(
+    runs: &Receiver<(RecordedRun, TraceId)>,
+    lines: &SyncSender<Encoded>,
+    file: &str,
+    options: &BuildOptions,
+) {
+    for (run, trace_id) in runs {
+        let exported = build_run(&run, trace_id, file, options);
+        let mut line = Vec::with_capacity(4096);
+        encode_run(&exported, &mut line);
+        if lines.send((line, exported.spans.len() as u64)).is_err() {
+            return;
+        }
+    }
 }
