@@ -52,8 +52,9 @@ import sys
 name, size = sys.argv[1], int(sys.argv[2])
 runs = sorted((float(s), int(kb)) for s, kb in (line.split() for line in sys.stdin))
 seconds, kb = runs[len(runs) // 2]
+every = ", ".join(f"{s:.2f}" for s, _ in runs)
 print(f"{name:<28}{seconds:>8.2f} s{size / 1e6 / seconds:>9.1f} MB/s{kb / 1024:>9.1f} MB peak"
-      f"   (runs: {", ".join(f"{s:.2f}" for s, _ in runs)})")
+      f"   (runs: {every})")
 ' "$name" "$BYTES"
 }
 

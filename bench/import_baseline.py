@@ -1,5 +1,6 @@
 """Baseline for bench/import.sh: the least a script does to count runs in Claude Code sessions,
-json.loads of every line and a count of the prompts (user lines whose content is text)."""
+json.loads of every line and a count of the prompts (user lines whose content is text, other than
+the marker of an interrupted request)."""
 
 import json
 import sys
@@ -22,7 +23,12 @@ def main(folder):
                 if isinstance(content, str):
                     prompts += 1
                 elif isinstance(content, list) and not any(
-                    isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+                    isinstance(b, dict)
+                    and (
+                        b.get("type") == "tool_result"
+                        or str(b.get("text", "")).startswith("[Request interrupted")
+                    )
+                    for b in content
                 ):
                     prompts += 1
     print(f"lines {lines} prompts {prompts}")

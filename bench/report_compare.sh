@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Paired comparison of `looptrace report` between two builds on the trace of bench/report.sh:
 # the two binaries run alternately, so a change in the machine's load hits both alike, and the
-# medians and their ratio are printed with the load average around the runs.
+# medians of wall time and of CPU time (user + system, which a busy machine changes far less than
+# wall time) and their ratios are printed with the load average around the runs.
 #
 #   bench/report_compare.sh OTHER_LOOPTRACE            # against this tree's release build
 #   RUNS=21 SIZE=1G bench/report_compare.sh /tmp/old/target/release/looptrace
@@ -23,7 +24,7 @@ THIS=${LOOPTRACE:-$TARGET/release/looptrace}
 TRACE=$OUT/traces-$SIZE-$SEED.jsonl
 mkdir -p "$OUT"
 
-cargo build --release --quiet --bin looptrace --example gen_traces
+[ -n "${LOOPTRACE_PREBUILT:-}" ] || cargo build --release --quiet --bin looptrace --example gen_traces
 [ -s "$TRACE" ] || "$TARGET"/release/examples/gen_traces "$TRACE" "$SIZE" "$SEED"
 cat "$TRACE" > /dev/null # into the page cache
 if ! cmp -s <("$OTHER" report --format csv "$TRACE" | grep '^exit_reasons,') \
@@ -42,21 +43,24 @@ else
         for which in other this; do
             binary=$OTHER
             [ "$which" = this ] && binary=$THIS
-            start=$EPOCHREALTIME
-            "$binary" report --format csv "$TRACE" > /dev/null
-            end=$EPOCHREALTIME
-            echo "$which $(python3 -c "print($end - $start)")"
+            /usr/bin/time -f "$which %e %U %S" -o "$OUT/compare.time" \
+                "$binary" report --format csv "$TRACE" > /dev/null
+            cat "$OUT/compare.time"
         done
     done | python3 -c '
 import statistics, sys
-times = {"other": [], "this": []}
+wall = {"other": [], "this": []}
+cpu = {"other": [], "this": []}
 for line in sys.stdin:
-    which, seconds = line.split()
-    times[which].append(float(seconds))
-other, this = statistics.median(times["other"]), statistics.median(times["this"])
-for name, values in times.items():
-    print(f"{name:<6} median {statistics.median(values):.3f} s, min {min(values):.3f}, max {max(values):.3f} ({len(values)} runs)")
-print(f"this / other: {this / other:.3f} (above 1: this build is slower)")
+    which, seconds, user, system = line.split()
+    wall[which].append(float(seconds))
+    cpu[which].append(float(user) + float(system))
+for name in wall:
+    print(f"{name:<6} wall median {statistics.median(wall[name]):.3f} s (min {min(wall[name]):.3f}, "
+          f"max {max(wall[name]):.3f}), CPU median {statistics.median(cpu[name]):.3f} s, {len(wall[name])} runs")
+for what, values in (("wall", wall), ("CPU", cpu)):
+    ratio = statistics.median(values["this"]) / statistics.median(values["other"])
+    print(f"this / other, {what} time: {ratio:.3f} (above 1: this build is slower)")
 '
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
