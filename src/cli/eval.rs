@@ -13,9 +13,10 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
-    TaskModel, Totals, compare, corpus_suite, list_shards, load_suite, merge_results, now_rfc3339,
-    prepare_traces_dir, read_results, remove_stale_traces, render_junit, render_report, run_tasks,
-    suite_info, write_atomically, write_results,
+    TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
+    merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
+    render_junit, render_report, run_tasks, select_tasks, suite_info, write_atomically,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -47,9 +48,20 @@ pub struct EvalArgs {
     /// Accept a baseline from a suite with another name.
     #[arg(long, requires = "baseline")]
     pub baseline_any_suite: bool,
-    /// Run only shard K of N (1-based), e.g. `--shard 2/4`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<Shard>,
+    /// Run only shard K of N (1-based), e.g. `--shard 2/4`; `auto` reads K and N from the CI or
+    /// batch engine's variables (docs/scale-out.md).
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<ShardArg>,
+    /// Run only the tasks whose id matches PATTERN (`*` for any characters); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub only: Vec<String>,
+    /// Leave out the tasks whose id matches PATTERN (`*` for any characters); repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub skip: Vec<String>,
+    /// Run again only the tasks that failed, errored or were not reached in this earlier
+    /// `results.json`, updating it in place (the default `--out` is its folder).
+    #[arg(long, value_name = "RESULTS", conflicts_with_all = ["shard", "traces"])]
+    pub rerun_failed: Option<PathBuf>,
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
@@ -74,6 +86,43 @@ pub struct MergeArgs {
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+}
+
+/// `--shard K/N|auto`.
+#[derive(Clone, Copy, Debug)]
+pub enum ShardArg {
+    /// `K/N`.
+    Fixed(Shard),
+    /// `auto`: from the environment, when the run starts.
+    Auto,
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ShardArg, String> {
+        if text == "auto" {
+            return Ok(ShardArg::Auto);
+        }
+        text.parse()
+            .map(ShardArg::Fixed)
+            .map_err(|err| format!("{err} (or auto)"))
+    }
+}
+
+impl ShardArg {
+    /// The shard, reading the environment for `auto` and saying on stderr which variables it used.
+    fn resolve(self) -> Result<Shard, CliError> {
+        match self {
+            ShardArg::Fixed(shard) => Ok(shard),
+            ShardArg::Auto => {
+                let (shard, used) =
+                    Shard::from_env(|name| std::env::var(name).ok()).map_err(CliError::Input)?;
+                eprintln!("{used}");
+                Ok(shard)
+            }
+        }
+    }
 }
 
 /// `--format table|json|markdown|csv`.
@@ -108,6 +157,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
     let tools = ToolRegistry::builtin();
+    let shard = args.shard.map(ShardArg::resolve).transpose()?;
     let (suite, inputs) = load(&args)?;
     let baseline = match &args.baseline {
         Some(path) => Some(read_baseline(path)?),
@@ -124,14 +174,48 @@ pub fn run(args: EvalArgs) -> CliResult {
             suite.name
         )));
     }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("looptrace-runs").join(folder_name(&suite.name)));
+    let previous = match &args.rerun_failed {
+        Some(path) => Some(read_rerun(path, &suite)?),
+        None => None,
+    };
+    let out = match (&args.out, &args.rerun_failed) {
+        (Some(out), _) => out.clone(),
+        (None, Some(path)) => folder_of(path),
+        (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
+    };
     let results_path = out.join("results.json");
-    let selected = match args.shard {
-        Some(shard) => std::borrow::Cow::Owned(shard.select(&suite.tasks)),
-        None => std::borrow::Cow::Borrowed(suite.tasks.as_slice()),
+    // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
+    // shard of one split must be given the same patterns (merge checks).
+    let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
+    {
+        (std::borrow::Cow::Borrowed(suite.tasks.as_slice()), None)
+    } else {
+        let (mut tasks, mut selection) =
+            select_tasks(&suite.tasks, &args.only, &args.skip).map_err(CliError::Input)?;
+        if tasks.is_empty() {
+            return Err(CliError::input(
+                "--only and --skip together select no task of the suite",
+            ));
+        }
+        if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
+            let failed = failed_ids(previous, &suite);
+            tasks.retain(|t| failed.contains(t.id.as_str()));
+            selection.tasks = tasks.iter().map(|t| t.id.to_string()).collect();
+            selection.rerun_failed = Some(path.display().to_string());
+            if tasks.is_empty() {
+                eprintln!(
+                    "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
+                    path.display()
+                );
+                print_report(previous, None, args.format)?;
+                return Ok(verdict(previous, None));
+            }
+        }
+        (std::borrow::Cow::Owned(tasks), Some(selection))
+    };
+    let selected = match shard {
+        Some(shard) => std::borrow::Cow::Owned(shard.select(&chosen)),
+        None => chosen,
     };
     // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
     // whatever path or link leads there, or another of its outputs; and no output is written
@@ -241,13 +325,22 @@ pub fn run(args: EvalArgs) -> CliResult {
         bar.finish_and_clear();
     }
     let interrupted = stop.load(Ordering::SeqCst) && tasks.len() < selected.len();
+    let tasks = match (&previous, &args.rerun_failed) {
+        (Some(previous), Some(path)) => {
+            let rows = carry_over(previous, tasks, &suite);
+            copy_carried_traces(&rows, &folder_of(path), &out)?;
+            rows
+        }
+        _ => tasks,
+    };
     let results = ResultsFile {
         format: RESULTS_FORMAT.to_owned(),
         looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
         created_at,
         eval_id: Some(eval_id),
         suite: suite_info(&suite),
-        shard: args.shard,
+        shard,
+        selection,
         capture: suite.capture,
         interrupted,
         partial: false,
@@ -383,6 +476,61 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> Re
         .tasks
         .retain(|t| ran.contains(t.id.as_str()) || !in_suite.contains(t.id.as_str()));
     scoped
+}
+
+/// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
+fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
+    let previous = read_results(path).map_err(CliError::Input)?;
+    let refuse = |why: String| {
+        Err(CliError::input(format!(
+            "--rerun-failed `{}` {why}",
+            path.display()
+        )))
+    };
+    if previous.suite.name != suite.name {
+        return refuse(format!(
+            "is from suite {:?}, this is suite {:?}",
+            previous.suite.name, suite.name
+        ));
+    }
+    if previous.partial {
+        return refuse("is a partial merge: rerun from complete results".to_owned());
+    }
+    if let Some(shard) = previous.shard {
+        return refuse(format!(
+            "covers only shard {shard}: merge the shards, then rerun from the merged results"
+        ));
+    }
+    Ok(previous)
+}
+
+/// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows
+/// carried over, so the new folder's `results.json` describes the traces beside it.
+fn copy_carried_traces(
+    rows: &[looptrace::eval::TaskResult],
+    from: &Path,
+    to: &Path,
+) -> Result<(), CliError> {
+    if same_file(from, to) {
+        return Ok(());
+    }
+    for trace in rows
+        .iter()
+        .filter(|row| row.carried_over)
+        .filter_map(|row| row.trace.as_deref())
+    {
+        let source = from.join(trace);
+        if source.is_file() {
+            std::fs::copy(&source, to.join(trace)).map_err(|err| {
+                CliError::internal(format!(
+                    "failed to copy the trace `{}` to `{}`: {err}",
+                    source.display(),
+                    to.display()
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.

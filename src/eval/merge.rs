@@ -33,6 +33,11 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
                 first.capture.as_str()
             ));
         }
+        if results.selection != first.selection {
+            return Err(format!(
+                "`{name}` selected other tasks (--only, --skip) than `{first_name}`: refusing to merge shards of different selections"
+            ));
+        }
         if results.partial {
             return Err(format!(
                 "`{name}` is itself a partial merge: merge the shard results it came from instead"

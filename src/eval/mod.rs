@@ -7,8 +7,10 @@ mod expect;
 mod junit;
 mod merge;
 mod render;
+mod rerun;
 mod results;
 mod runner;
+mod select;
 mod shard;
 mod strict_json;
 mod suite;
@@ -20,12 +22,14 @@ pub use expect::{Verdict, check};
 pub use junit::render_junit;
 pub use merge::merge_results;
 pub use render::{ReportFormat, reason_label, render_report};
+pub use rerun::{carry_over, failed_ids};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
     now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
 pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
-pub use shard::list_shards;
+pub use select::{Selection, glob_match, select_tasks};
+pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str,

@@ -34,6 +34,9 @@ pub struct ResultsFile {
     /// The shard this file covers, if the run was sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// The tasks `--only` and `--skip` selected; absent when the whole suite was selected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<super::select::Selection>,
     /// The trace capture used.
     pub capture: Capture,
     /// Whether the evaluation was interrupted before every task ran.
@@ -127,6 +130,9 @@ pub struct TaskResult {
     /// The task's trace, relative to the results file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Whether this row was carried over from the results `--rerun-failed` updated, not run again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub carried_over: bool,
 }
 
 impl TaskResult {

@@ -427,6 +427,7 @@ fn finish(
             .traces_dir
             .as_ref()
             .map(|_| format!("traces/{}.jsonl", task.id)),
+        carried_over: false,
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use looptrace::eval::{
-    ReportFormat, ResultsFile, RunnerOptions, TaskResult, Verdict, load_suite, load_suite_from_str,
+    ReportFormat, ResultsFile, RunnerOptions, Verdict, load_suite, load_suite_from_str,
     render_report, run_tasks,
 };
 use looptrace::run::ExitReason;
@@ -13,7 +13,7 @@ use looptrace::tools::{ToolDefinition, ToolRegistry, ToolSpec};
 use looptrace::trace::{Capture, Summarizer};
 use serde_json::json;
 
-use crate::support::{fixture, looptrace, sample, stderr, stdout};
+use crate::support::{fixture, looptrace, sample, stable, stderr, stdout};
 
 fn eval(args: &[&str], out: &Path) -> std::process::Output {
     looptrace()
@@ -34,18 +34,6 @@ fn write_suite(dir: &Path, suite: &serde_json::Value) -> PathBuf {
     let path = dir.join("suite.json");
     std::fs::write(&path, suite.to_string()).unwrap();
     path
-}
-
-/// Results without the fields that change from run to run.
-fn stable(tasks: &[TaskResult]) -> Vec<TaskResult> {
-    tasks
-        .iter()
-        .map(|t| TaskResult {
-            duration_ms: 0.0,
-            run_id: None,
-            ..t.clone()
-        })
-        .collect()
 }
 
 #[test]

@@ -24,6 +24,7 @@ mod replay;
 mod report;
 mod run_cli;
 mod samples;
+mod scale_out;
 mod suite_load;
 mod support;
 mod tool_kinds;

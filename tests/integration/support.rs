@@ -49,6 +49,18 @@ pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Result rows without the fields that change from run to run (timings and run ids).
+pub fn stable(tasks: &[looptrace::eval::TaskResult]) -> Vec<looptrace::eval::TaskResult> {
+    tasks
+        .iter()
+        .map(|t| looptrace::eval::TaskResult {
+            duration_ms: 0.0,
+            run_id: None,
+            ..t.clone()
+        })
+        .collect()
+}
+
 /// Replays `trace` with live tools from `tools_file` and checks that every run is faithful,
 /// with nothing on stderr.
 pub fn assert_replays_live_faithfully(trace: &Path, tools_file: &Path) {

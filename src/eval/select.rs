@@ -1,0 +1,106 @@
+//! `--only PATTERN` and `--skip PATTERN`: which tasks of a suite an evaluation runs. A pattern is
+//! a task id, or a glob where `*` stands for any run of characters (task ids never contain `*`).
+//! Every pattern must match some task of the suite, so a typo is an error, not an empty run.
+
+use serde::{Deserialize, Serialize};
+
+use super::suite::SuiteTask;
+
+/// What `results.json` records of a selection (`selection`): the patterns given and the tasks
+/// they chose, in suite order, before any `--shard` split them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// The `--only` patterns: a task runs only if it matches one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// The `--skip` patterns: a task that matches one does not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+    /// The results file `--rerun-failed` took its failed tasks from, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_failed: Option<String>,
+    /// The ids of the selected tasks, in suite order.
+    pub tasks: Vec<String>,
+}
+
+/// Whether `id` matches `pattern`, where `*` matches any run of characters.
+pub fn glob_match(pattern: &str, id: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = id.strip_prefix(first) else {
+        return false;
+    };
+    let middle: Vec<&str> = parts.collect();
+    let Some((last, middle)) = middle.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The tasks `only` and `skip` select, in suite order, with the record of the selection; or the
+/// first pattern that matches no task of the suite.
+pub fn select_tasks(
+    tasks: &[SuiteTask],
+    only: &[String],
+    skip: &[String],
+) -> Result<(Vec<SuiteTask>, Selection), String> {
+    for (flag, patterns) in [("--only", only), ("--skip", skip)] {
+        if let Some(pattern) = patterns
+            .iter()
+            .find(|p| !tasks.iter().any(|t| glob_match(p, t.id.as_str())))
+        {
+            return Err(format!(
+                "{flag} {pattern:?} matches no task of the suite (task ids, `*` for any characters)"
+            ));
+        }
+    }
+    let selected: Vec<SuiteTask> = tasks
+        .iter()
+        .filter(|t| only.is_empty() || only.iter().any(|p| glob_match(p, t.id.as_str())))
+        .filter(|t| !skip.iter().any(|p| glob_match(p, t.id.as_str())))
+        .cloned()
+        .collect();
+    let selection = Selection {
+        only: only.to_vec(),
+        skip: skip.to_vec(),
+        rerun_failed: None,
+        tasks: selected.iter().map(|t| t.id.as_str().to_owned()).collect(),
+    };
+    Ok((selected, selection))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn a_star_matches_any_run_of_characters_and_the_rest_is_literal() {
+        let cases = [
+            ("abc", "abc", true),
+            ("abc", "abcd", false),
+            ("ab", "abc", false),
+            ("*", "", true),
+            ("*", "anything", true),
+            ("a*", "abc", true),
+            ("a*", "ba", false),
+            ("*c", "abc", true),
+            ("*c", "abcd", false),
+            ("a*c", "ac", true),
+            ("a*c", "abbbc", true),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "acb", false),
+            ("a*a", "a", false),
+            ("*.x.*", "t.x.1", true),
+            ("a.c", "abc", false),
+        ];
+        for (pattern, id, expected) in cases {
+            assert_eq!(glob_match(pattern, id), expected, "{pattern} vs {id}");
+        }
+    }
+}

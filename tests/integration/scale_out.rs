@@ -1,0 +1,646 @@
+//! Spreading a suite across machines: `--shard auto` on each engine's variables, then `merge`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
+
+use crate::support::{looptrace, sample, stable, stderr};
+
+/// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
+fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
+    let mut command = looptrace();
+    command.arg("eval").args(args).arg("--out").arg(out);
+    for name in SHARD_ENV_VARS {
+        command.env_remove(name);
+    }
+    command.envs(vars.iter().map(|(k, v)| (k, v)));
+    command.output().unwrap()
+}
+
+fn read_results(path: &Path) -> ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The variables each engine sets for shard `k` (0-based) of `n`.
+fn engine_vars(engine: &str, k: usize, n: usize) -> Vec<(&'static str, String)> {
+    match engine {
+        "looptrace" => vec![
+            ("LOOPTRACE_SHARD", (k + 1).to_string()),
+            ("LOOPTRACE_SHARDS", n.to_string()),
+        ],
+        "kubernetes" => vec![
+            ("JOB_COMPLETION_INDEX", k.to_string()),
+            ("LOOPTRACE_SHARDS", n.to_string()),
+        ],
+        "gitlab" => vec![
+            ("CI_NODE_INDEX", (k + 1).to_string()),
+            ("CI_NODE_TOTAL", n.to_string()),
+        ],
+        "buildkite" => vec![
+            ("BUILDKITE_PARALLEL_JOB", k.to_string()),
+            ("BUILDKITE_PARALLEL_JOB_COUNT", n.to_string()),
+        ],
+        "circleci" => vec![
+            ("CIRCLE_NODE_INDEX", k.to_string()),
+            ("CIRCLE_NODE_TOTAL", n.to_string()),
+        ],
+        other => panic!("no engine {other}"),
+    }
+}
+
+#[test]
+fn shard_auto_on_every_engine_merges_back_to_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let full = dir.path().join("full");
+    let output = eval_with(&[suite], &full, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let full = read_results(&full.join("results.json"));
+    let n = 3;
+    for engine in ["looptrace", "kubernetes", "gitlab", "buildkite", "circleci"] {
+        let mut files: Vec<PathBuf> = Vec::new();
+        for k in 0..n {
+            let out = dir.path().join(format!("{engine}-{k}"));
+            let output = eval_with(
+                &[suite, "--shard", "auto"],
+                &out,
+                &engine_vars(engine, k, n),
+            );
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{engine}: {}",
+                stderr(&output)
+            );
+            assert!(
+                stderr(&output).contains(&format!("shard {}/{n} from", k + 1)),
+                "{engine}: {}",
+                stderr(&output)
+            );
+            files.push(out.join("results.json"));
+        }
+        let merged = dir.path().join(format!("{engine}.json"));
+        let output = looptrace()
+            .arg("merge")
+            .args(&files)
+            .arg("--out")
+            .arg(&merged)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{engine}: {}",
+            stderr(&output)
+        );
+        let merged = read_results(&merged);
+        assert_eq!(stable(&merged.tasks), stable(&full.tasks), "{engine}");
+        assert_eq!(merged.totals, full.totals, "{engine}");
+        assert_eq!(merged.shard, None);
+    }
+}
+
+#[test]
+fn shard_auto_without_usable_variables_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let cases: [(Vec<(&str, String)>, &str); 4] = [
+        (vec![], "none of LOOPTRACE_SHARD, JOB_COMPLETION_INDEX"),
+        (
+            vec![("JOB_COMPLETION_INDEX", "0".to_owned())],
+            "LOOPTRACE_SHARDS is not",
+        ),
+        (
+            engine_vars("circleci", 3, 3),
+            "CIRCLE_NODE_INDEX=\"3\" must be from 0 to 2",
+        ),
+        (
+            vec![
+                ("CI_NODE_INDEX", "1".to_owned()),
+                ("CI_NODE_TOTAL", "many".to_owned()),
+            ],
+            "CI_NODE_TOTAL=\"many\" is not a whole number",
+        ),
+    ];
+    for (vars, expected) in cases {
+        let out = dir.path().join("out");
+        let output = eval_with(&[suite, "--shard", "auto"], &out, &vars);
+        assert_eq!(output.status.code(), Some(2), "{vars:?}");
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+        assert!(!out.exists(), "{vars:?}: nothing is written");
+    }
+}
+
+#[test]
+fn only_and_skip_select_tasks_and_results_record_the_selection() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let full = dir.path().join("full");
+    eval_with(&[suite], &full, &[]);
+    let full = read_results(&full.join("results.json"));
+    let out = dir.path().join("some");
+    let output = eval_with(
+        &[
+            suite,
+            "--only",
+            "replay-*",
+            "--only",
+            "*-scripted",
+            "--only",
+            "never-valid",
+            "--skip",
+            "*invalid*",
+        ],
+        &out,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&out.join("results.json"));
+    let expected = ["divide-scripted", "never-valid", "replay-finished"];
+    let ids: Vec<&str> = results.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, expected);
+    let selection = results.selection.clone().unwrap();
+    assert_eq!(selection.tasks, expected);
+    assert_eq!(selection.only, ["replay-*", "*-scripted", "never-valid"]);
+    assert_eq!(selection.skip, ["*invalid*"]);
+    let by_id = |id: &str| full.tasks.iter().find(|t| t.id == id).unwrap().clone();
+    let wanted: Vec<TaskResult> = expected.iter().map(|id| by_id(id)).collect();
+    assert_eq!(stable(&results.tasks), stable(&wanted));
+    let traces: Vec<String> = std::fs::read_dir(out.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(traces.len(), 3, "{traces:?}");
+
+    // The file matches the results schema.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(value["selection"]["tasks"], serde_json::json!(expected));
+
+    // A selection split into shards merges back to the selection; different selections do not merge.
+    let mut files = Vec::new();
+    for k in 1..=2 {
+        let shard_out = dir.path().join(format!("sel{k}"));
+        let output = eval_with(
+            &[suite, "--skip", "replay-*", "--shard", &format!("{k}/2")],
+            &shard_out,
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        files.push(shard_out.join("results.json"));
+    }
+    let merged = dir.path().join("merged.json");
+    let output = looptrace()
+        .arg("merge")
+        .args(&files)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged = read_results(&merged);
+    let not_replays: Vec<TaskResult> = full
+        .tasks
+        .iter()
+        .filter(|t| !t.id.starts_with("replay-"))
+        .cloned()
+        .collect();
+    assert_eq!(stable(&merged.tasks), stable(&not_replays));
+    let other = dir.path().join("other");
+    eval_with(&[suite, "--shard", "2/2"], &other, &[]);
+    let output = looptrace()
+        .args(["merge", files[0].to_str().unwrap()])
+        .arg(other.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("refusing to merge shards of different selections"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_pattern_that_matches_nothing_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--only", "multiply-*", "--only", "typo*"],
+            "--only \"typo*\" matches no task",
+        ),
+        (&["--skip", "nope"], "--skip \"nope\" matches no task"),
+        (&["--skip", "*"], "select no task"),
+    ];
+    for (flags, expected) in cases {
+        let out = dir.path().join("out");
+        let mut args = vec![suite];
+        args.extend_from_slice(flags);
+        let output = eval_with(&args, &out, &[]);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}");
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+        assert!(!out.exists(), "{flags:?}: nothing is written");
+    }
+}
+
+/// The ```yaml blocks of `docs/scale-out.md`, parsed.
+fn scale_out_yaml() -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut blocks = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("```yaml\n") {
+        let body = &rest[start + "```yaml\n".len()..];
+        let end = body.find("```").unwrap();
+        let block: serde_json::Value = serde_yaml_ng::from_str(&body[..end])
+            .unwrap_or_else(|err| panic!("block {}: {err}", blocks.len() + 1));
+        blocks.push(block);
+        rest = &body[end + 3..];
+    }
+    blocks
+}
+
+/// `PATH` with the built binary's folder first, so documented command lines run it.
+fn path_with_binary() -> std::ffi::OsString {
+    let bin = Path::new(env!("CARGO_BIN_EXE_looptrace")).parent().unwrap();
+    std::env::join_paths(
+        std::iter::once(bin.to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap()
+}
+
+/// Runs a documented shell line in `cwd` with the built binary first on `PATH` and exactly `vars`
+/// of the shard variables set.
+fn shell(line: &str, cwd: &Path, vars: &[(&str, String)]) -> Output {
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(line)
+        .current_dir(cwd)
+        .env("PATH", path_with_binary());
+    for name in SHARD_ENV_VARS {
+        command.env_remove(name);
+    }
+    command.envs(vars.iter().map(|(k, v)| (k, v)));
+    command.output().unwrap()
+}
+
+/// The stable rows of an unsharded run of the sample suite.
+fn unsharded(dir: &Path) -> Vec<TaskResult> {
+    let out = dir.join("unsharded");
+    let output = eval_with(&[sample("suite.json").to_str().unwrap()], &out, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stable(&read_results(&out.join("results.json")).tasks)
+}
+
+#[test]
+fn the_documented_kubernetes_jobs_shard_with_auto_and_merge_every_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = scale_out_yaml();
+    assert_eq!(blocks.len(), 3, "an Indexed Job, a merge Job, a workflow");
+    let (job, merge) = (&blocks[0], &blocks[1]);
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    let completions = job["spec"]["completions"].as_u64().unwrap() as usize;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let shards = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|var| var["name"] == "LOOPTRACE_SHARDS")
+        .expect("the Job sets LOOPTRACE_SHARDS")["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        shards,
+        completions.to_string(),
+        "completions = LOOPTRACE_SHARDS"
+    );
+    let eval_line = container["command"][2].as_str().unwrap();
+    assert_eq!(container["command"][0], "sh");
+    assert_eq!(container["command"][1], "-c");
+    assert!(eval_line.contains("looptrace eval ") && eval_line.contains("--shard auto"));
+    let merge_line = merge["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        .as_str()
+        .unwrap();
+    assert!(merge_line.starts_with("looptrace merge "), "{merge_line}");
+
+    // Each pod's command, with the volume and the suite swapped for local paths.
+    let results = dir.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let local = |line: &str| {
+        line.replace("/suite/suite.json", sample("suite.json").to_str().unwrap())
+            .replace(" /results/", &format!(" {}/", results.display()))
+    };
+    for index in 0..completions {
+        let vars = [
+            ("JOB_COMPLETION_INDEX", index.to_string()),
+            ("LOOPTRACE_SHARDS", shards.clone()),
+        ];
+        let output = shell(&local(eval_line), dir.path(), &vars);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!(
+                "shard {}/{completions} from Kubernetes",
+                index + 1
+            )),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = shell(&local(merge_line), dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged = read_results(&results.join("results.json"));
+    assert_eq!(stable(&merged.tasks), unsharded(dir.path()));
+
+    // One pod missing: the merge names it.
+    std::fs::remove_dir_all(results.join("shard-1")).unwrap();
+    std::fs::remove_file(results.join("results.json")).unwrap();
+    let output = shell(&local(merge_line), dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&format!("shards 2/{completions} of the split are missing")),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_documented_workflow_shards_a_matrix_with_auto_and_merges_its_artifacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = &scale_out_yaml()[2];
+    let eval_job = &workflow["jobs"]["eval"];
+    let matrix: Vec<u64> = eval_job["strategy"]["matrix"]["shard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(eval_job["strategy"]["fail-fast"], false);
+    assert_eq!(eval_job["env"]["LOOPTRACE_SHARD"], "${{ matrix.shard }}");
+    assert_eq!(
+        eval_job["env"]["LOOPTRACE_SHARDS"].as_u64(),
+        Some(matrix.len() as u64),
+        "LOOPTRACE_SHARDS = the matrix's length"
+    );
+    assert_eq!(matrix, (1..=matrix.len() as u64).collect::<Vec<_>>());
+    let steps = |job: &serde_json::Value| job["steps"].as_array().unwrap().clone();
+    let run_with = |job: &serde_json::Value, start: &str| {
+        steps(job)
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .find(|run| run.starts_with(start))
+            .unwrap_or_else(|| panic!("no step runs {start}"))
+            .to_owned()
+    };
+    let using = |job: &serde_json::Value, action: &str| {
+        steps(job)
+            .into_iter()
+            .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(action)))
+            .unwrap_or_else(|| panic!("no step uses {action}"))
+    };
+    let eval_line = run_with(eval_job, "looptrace eval ");
+    assert!(
+        eval_line.contains("--shard auto --out shard"),
+        "{eval_line}"
+    );
+    let upload = using(eval_job, "actions/upload-artifact");
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["path"], "shard/");
+    let merge_job = &workflow["jobs"]["merge"];
+    assert_eq!(merge_job["needs"], "eval");
+    assert_eq!(merge_job["if"], "always()");
+    let download = using(merge_job, "actions/download-artifact");
+    let pattern = download["with"]["pattern"].as_str().unwrap();
+    let downloads = download["with"]["path"].as_str().unwrap();
+    let merge_line = run_with(merge_job, "looptrace merge ");
+
+    // Every matrix job in its own checkout; its artifact lands where download-artifact puts it.
+    let shards = dir.path().join("merge-job").join(downloads);
+    std::fs::create_dir_all(&shards).unwrap();
+    let name = upload["with"]["name"].as_str().unwrap();
+    for shard in &matrix {
+        let checkout = dir.path().join(format!("job-{shard}"));
+        std::fs::create_dir(&checkout).unwrap();
+        let line = eval_line.replace("evals/suite.json", sample("suite.json").to_str().unwrap());
+        let vars = [
+            ("LOOPTRACE_SHARD", shard.to_string()),
+            ("LOOPTRACE_SHARDS", matrix.len().to_string()),
+        ];
+        let output = shell(&line, &checkout, &vars);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let artifact = name.replace("${{ matrix.shard }}", &shard.to_string());
+        assert!(glob_match(pattern, &artifact), "{pattern} vs {artifact}");
+        std::fs::rename(checkout.join("shard"), shards.join(artifact)).unwrap();
+    }
+    let summary = dir.path().join("summary.md");
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "export GITHUB_STEP_SUMMARY='{}'; {merge_line}",
+            summary.display()
+        ))
+        .current_dir(dir.path().join("merge-job"))
+        .env("PATH", path_with_binary())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(std::fs::read_to_string(&summary).unwrap().contains('|'));
+    let merged = read_results(&dir.path().join("merge-job/results.json"));
+    assert_eq!(stable(&merged.tasks), unsharded(dir.path()));
+}
+
+/// A suite of four tasks: `ok-1` and `ok-2` meet their expectations, `bad-1` and
+/// `bad-2` fail them as long as `fail` is true; with `fail` false every task meets them.
+fn rerun_suite(dir: &Path, fail: bool) -> PathBuf {
+    let finish = r#"{"type":"finish","answer":"done"}"#;
+    let task = |id: &str, expect_answer: &str| {
+        serde_json::json!({
+            "id": id,
+            "prompt": "say done",
+            "model": {"responses": [finish]},
+            "expect": {"exit_reason": "finished", "answer_contains": expect_answer}
+        })
+    };
+    let bad_answer = if fail { "never" } else { "done" };
+    let suite = serde_json::json!({
+        "name": "rerun",
+        "tasks": [task("ok-1", "done"), task("bad-1", bad_answer), task("ok-2", "done"), task("bad-2", bad_answer)]
+    });
+    let path = dir.join(if fail { "failing.json" } else { "fixed.json" });
+    std::fs::write(&path, suite.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let output = eval_with(&[failing.to_str().unwrap()], &out, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let before = read_results(&out.join("results.json"));
+    let ok_trace = std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap();
+    let bad_trace = std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap();
+
+    // The suite is fixed; rerun the failures, but skip `bad-2`.
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(&results)
+        .args(["--skip", "bad-2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "bad-2 still fails: {}",
+        stderr(&output)
+    );
+    let after = read_results(&results);
+    let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["ok-1", "bad-1", "ok-2", "bad-2"]);
+    let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, true, true]);
+    let selection = after.selection.clone().unwrap();
+    assert_eq!(selection.tasks, ["bad-1"]);
+    assert_eq!(selection.skip, ["bad-2"]);
+    assert_eq!(selection.rerun_failed.as_deref(), results.to_str());
+    // Carried rows are the earlier rows, marked; the rerun row is new.
+    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+        if new.carried_over {
+            assert_eq!(
+                TaskResult {
+                    carried_over: true,
+                    ..old.clone()
+                },
+                *new
+            );
+        }
+    }
+    assert_eq!(after.tasks[1].expectation, looptrace::eval::Verdict::Met);
+    assert_ne!(after.tasks[1].run_id, before.tasks[1].run_id);
+    assert_eq!(after.totals.expectations.failed, 1);
+    assert_eq!(
+        std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap(),
+        ok_trace
+    );
+    assert_ne!(
+        std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap(),
+        bad_trace
+    );
+    assert!(
+        out.join("traces/bad-2.jsonl").is_file(),
+        "a carried row keeps its trace"
+    );
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    assert_eq!(value["tasks"][0]["carried_over"], true);
+    assert!(value["tasks"][1].get("carried_over").is_none());
+
+    // Again, into another folder: only bad-2 runs, every trace is there.
+    let elsewhere = dir.path().join("elsewhere");
+    let output = eval_with(
+        &[
+            fixed.to_str().unwrap(),
+            "--rerun-failed",
+            results.to_str().unwrap(),
+        ],
+        &elsewhere,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let last = read_results(&elsewhere.join("results.json"));
+    assert_eq!(last.selection.unwrap().tasks, ["bad-2"]);
+    assert_eq!(last.totals.expectations.met, 4);
+    for id in ["ok-1", "bad-1", "ok-2", "bad-2"] {
+        assert!(
+            elsewhere.join(format!("traces/{id}.jsonl")).is_file(),
+            "{id}"
+        );
+    }
+
+    // Nothing left to rerun: the file is left as it was.
+    let unchanged = std::fs::read_to_string(elsewhere.join("results.json")).unwrap();
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(elsewhere.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing to rerun"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("results.json")).unwrap(),
+        unchanged
+    );
+
+    // After an interruption, the tasks it did not reach run too.
+    let cut = dir.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    let mut interrupted = serde_json::to_value(&before).unwrap();
+    interrupted["interrupted"] = true.into();
+    interrupted["tasks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t["id"] != "ok-2");
+    std::fs::write(cut.join("results.json"), interrupted.to_string()).unwrap();
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(cut.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let resumed = read_results(&cut.join("results.json"));
+    assert_eq!(resumed.selection.unwrap().tasks, ["bad-1", "ok-2", "bad-2"]);
+    let carried: Vec<bool> = resumed.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, false, false]);
+    assert!(!resumed.interrupted);
+
+    // A shard's results or another suite's are refused.
+    let shard = dir.path().join("shard");
+    eval_with(&[failing.to_str().unwrap(), "--shard", "1/2"], &shard, &[]);
+    let sample_suite = sample("suite.json");
+    for (suite, previous, expected) in [
+        (
+            &failing,
+            shard.join("results.json"),
+            "covers only shard 1/2",
+        ),
+        (&sample_suite, results.clone(), "is from suite \"rerun\""),
+    ] {
+        let output = looptrace()
+            .args(["eval", suite.to_str().unwrap(), "--rerun-failed"])
+            .arg(&previous)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+    }
+}
