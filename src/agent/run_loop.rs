@@ -135,15 +135,7 @@ pub fn run_agent_result(
     options: RunOptions,
     observer: &mut dyn RunObserver,
 ) -> Result<RunResult, AgentError> {
-    run_agent_with(
-        task,
-        model,
-        tools,
-        None,
-        options,
-        Limits::default(),
-        observer,
-    )
+    run_agent_with_gate(task, model, tools, None, options, observer)
 }
 
 /// [`run_agent_result`] with a finish gate: a `Finish` ends the run only when `gate` accepts it;
