@@ -5,7 +5,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
-use crate::support::{looptrace, sample, stable, stderr};
+use crate::support::{doc_blocks, looptrace, sample, stable, stderr};
 
 /// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
 fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
@@ -264,19 +264,13 @@ fn a_pattern_that_matches_nothing_is_a_usage_error() {
 
 /// The ```yaml blocks of `docs/scale-out.md`, parsed.
 fn scale_out_yaml() -> Vec<serde_json::Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut blocks = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find("```yaml\n") {
-        let body = &rest[start + "```yaml\n".len()..];
-        let end = body.find("```").unwrap();
-        let block: serde_json::Value = serde_yaml_ng::from_str(&body[..end])
-            .unwrap_or_else(|err| panic!("block {}: {err}", blocks.len() + 1));
-        blocks.push(block);
-        rest = &body[end + 3..];
-    }
-    blocks
+    doc_blocks("scale-out.md", "yaml")
+        .iter()
+        .enumerate()
+        .map(|(i, block)| {
+            serde_yaml_ng::from_str(block).unwrap_or_else(|err| panic!("block {}: {err}", i + 1))
+        })
+        .collect()
 }
 
 /// `PATH` with the built binary's folder first, so documented command lines run it.
