@@ -25,6 +25,7 @@ mod report;
 mod run_cli;
 mod samples;
 mod scale_out;
+mod sql;
 mod suite_load;
 mod support;
 mod tool_kinds;
