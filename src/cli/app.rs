@@ -4,11 +4,11 @@
 use clap::{Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{eval, export, import, replay, report, run, show, tools};
+use super::{eval, export, help, import, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
-#[command(name = "looptrace", version, about, max_term_width = 100)]
+#[command(name = "looptrace", version, about, max_term_width = 100, after_help = help::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,22 +17,31 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one task against a file of raw model responses or a live model server.
+    #[command(after_help = help::RUN)]
     Run(run::RunArgs),
     /// Print every tool's spec as JSON: the calculator and a tools file's tools.
+    #[command(after_help = help::TOOLS)]
     Tools(tools::ToolsArgs),
     /// Print a trace's events, run by run.
+    #[command(after_help = help::SHOW)]
     Show(show::ShowArgs),
     /// Run a suite of tasks (or replay a corpus of traces) and report how they ended.
+    #[command(after_help = help::EVAL)]
     Eval(eval::EvalArgs),
     /// Combine shard results into one results file and report.
+    #[command(after_help = help::MERGE)]
     Merge(eval::MergeArgs),
     /// Summarize how the runs in trace files ended and why.
+    #[command(after_help = help::REPORT)]
     Report(report::ReportArgs),
     /// Rerun recorded runs and report the first divergence from each recording.
+    #[command(after_help = help::REPLAY)]
     Replay(replay::ReplayArgs),
     /// Convert other agents' trajectories to looptrace traces.
+    #[command(after_help = help::IMPORT)]
     Import(import::ImportArgs),
     /// Export runs as OpenTelemetry spans (OTLP/JSON).
+    #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
 }
 

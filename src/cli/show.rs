@@ -22,7 +22,7 @@ pub struct ShowArgs {
     #[arg(long, value_name = "N", requires = "run", value_parser = clap::value_parser!(u32).range(1..))]
     pub occurrence: Option<u32>,
     /// `text` for people, `json` for the parsed events as JSONL.
-    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    #[arg(short = 'f', long, value_enum, default_value_t = ShowFormat::Text)]
     pub format: ShowFormat,
     /// Skip malformed lines (counted and reported) instead of failing.
     #[arg(long)]

@@ -25,5 +25,5 @@ pub use model::{
     BUDGETS, BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
     InvalidOutput, Report, SpendStats, StepStats, StepSummary, ToolReport, Warning,
 };
-pub use render::{Format, RenderOptions, render};
+pub use render::{Format, RenderOptions, render, summary_line};
 pub use scan::{Fields, ends_early, scan_line};

@@ -45,6 +45,21 @@ pub fn render(report: &Report, format: Format, options: RenderOptions) -> Vec<u8
     }
 }
 
+/// The report in one line, for `--quiet`: runs per ending over all inputs.
+pub fn summary_line(report: &Report) -> String {
+    let counts = &report.exit_reasons;
+    let endings: Vec<String> = Ending::ALL
+        .iter()
+        .map(|&ending| format!("{} {ending}", counts.get(ending)))
+        .collect();
+    format!(
+        "{} in {}: {}\n",
+        plural(counts.total(), "run", "runs"),
+        plural(report.input.files, "file", "files"),
+        endings.join(", ")
+    )
+}
+
 /// One cell of a section.
 #[derive(Debug, Clone, PartialEq)]
 enum Cell {

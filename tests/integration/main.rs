@@ -27,6 +27,7 @@ mod samples;
 mod scale_out;
 mod suite_load;
 mod support;
+mod terminal;
 mod tool_kinds;
 mod tools;
 mod traces;

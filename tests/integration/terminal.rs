@@ -1,0 +1,153 @@
+//! What a person at a terminal sees: short flags, `--quiet`, help text, completions and man
+//! pages, `show` on folders and standard input, widths, borders and colour.
+
+use std::process::Output;
+
+use crate::support::{looptrace, sample, stderr, stdout};
+
+fn run_in_crate(args: &[&str]) -> Output {
+    looptrace()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("failed to start looptrace")
+}
+
+#[test]
+fn short_flags_mean_their_long_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let suite = sample("suite.json");
+    let short = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .args(["-j", "1", "-f", "json", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(short.status.code(), Some(0), "{}", stderr(&short));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&short)).unwrap();
+    assert_eq!(report["tasks"], 10);
+    assert!(out.join("results.json").is_file());
+
+    let merged = dir.path().join("merged.json");
+    let merge = looptrace()
+        .arg("merge")
+        .arg(out.join("results.json"))
+        .args(["-f", "csv", "-o"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(merge.status.code(), Some(0), "{}", stderr(&merge));
+    assert!(stdout(&merge).starts_with("section,key,count,share,detail\n"));
+    assert!(merged.is_file());
+    let long = dir.path().join("long.json");
+    let merge = looptrace()
+        .arg("merge")
+        .arg(out.join("results.json"))
+        .arg("--output")
+        .arg(&long)
+        .output()
+        .unwrap();
+    assert_eq!(merge.status.code(), Some(0), "{}", stderr(&merge));
+    assert!(long.is_file());
+
+    let show = run_in_crate(&["show", "sample_traces/multi_run.jsonl", "-f", "json"]);
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    assert!(stdout(&show).lines().all(|line| line.starts_with('{')));
+    let report = run_in_crate(&["report", "sample_traces/multi_run.jsonl", "-f", "markdown"]);
+    assert!(stdout(&report).starts_with("# looptrace report\n"));
+    let replay = run_in_crate(&["replay", "sample_traces/multi_run.jsonl", "-f", "json"]);
+    let replay: serde_json::Value = serde_json::from_str(&stdout(&replay)).unwrap();
+    assert!(replay.is_object());
+}
+
+#[test]
+fn quiet_prints_one_summary_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let eval = looptrace()
+        .arg("eval")
+        .arg(sample("suite.json"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(eval.status.code(), Some(0), "{}", stderr(&eval));
+    assert_eq!(
+        stdout(&eval),
+        "Suite \"sample\": 10 tasks: 6 finished, 1 max_steps_exceeded, 2 invalid_model_output, \
+         1 internal_error; expectations 9 met, 0 failed, 1 without\n"
+    );
+    assert_eq!(stderr(&eval), "");
+
+    let merge = looptrace()
+        .arg("merge")
+        .arg(out.join("results.json"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&merge), stdout(&eval));
+
+    let report = run_in_crate(&["report", "sample_traces/multi_run.jsonl", "-q"]);
+    assert_eq!(report.status.code(), Some(0));
+    assert_eq!(
+        stdout(&report),
+        "3 runs in 1 file: 1 finished, 1 max_steps_exceeded, 1 invalid_model_output, \
+         0 internal_error, 0 incomplete\n"
+    );
+
+    let replay = run_in_crate(&["replay", "sample_traces/multi_run.jsonl", "-q"]);
+    assert_eq!(replay.status.code(), Some(0));
+    assert_eq!(
+        stdout(&replay),
+        "3 runs of multi_run.jsonl replayed with live tools: 3 faithful, 0 diverged\n"
+    );
+}
+
+#[test]
+fn quiet_still_prints_errors() {
+    let report = run_in_crate(&["report", "no/such/file.jsonl", "-q"]);
+    assert_eq!(report.status.code(), Some(2));
+    assert!(
+        stderr(&report).contains("no/such/file.jsonl"),
+        "{}",
+        stderr(&report)
+    );
+    assert_eq!(stdout(&report), "");
+}
+
+#[test]
+fn help_has_examples_and_exit_codes() {
+    let top = run_in_crate(&["--help"]);
+    assert_eq!(top.status.code(), Some(0));
+    let text = stdout(&top);
+    for line in [
+        "Exit codes:",
+        "  0  success",
+        "  2  bad input or usage",
+        "  3  internal error",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    for command in [
+        "run", "tools", "show", "eval", "merge", "report", "replay", "import", "export",
+    ] {
+        let help = run_in_crate(&[command, "--help"]);
+        assert_eq!(help.status.code(), Some(0));
+        let text = stdout(&help);
+        let examples = text
+            .split("Examples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("`{command} --help` has no examples:\n{text}"));
+        assert!(
+            examples
+                .lines()
+                .all(|l| l.starts_with(&format!("  looptrace {command}"))
+                    || l.starts_with("  cat ")
+                    || l.is_empty()),
+            "`{command} --help` examples:\n{examples}"
+        );
+    }
+}
