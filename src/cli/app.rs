@@ -1,10 +1,10 @@
 //! The top-level command line: the clap parser, start-up checks, panic containment and dispatch
 //! to one subcommand.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{eval, export, help, import, replay, report, run, show, tools};
+use super::{docs, eval, export, help, import, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -43,6 +43,12 @@ enum Command {
     /// Export runs as OpenTelemetry spans (OTLP/JSON).
     #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
+    /// Print a shell completion script (bash, elvish, fish, powershell, zsh).
+    #[command(after_help = help::COMPLETIONS)]
+    Completions(docs::CompletionsArgs),
+    /// Print a manual page (roff) for looptrace or one of its commands.
+    #[command(after_help = help::MAN)]
+    Man(docs::ManArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -83,5 +89,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Replay(args) => replay::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
+        Command::Completions(args) => docs::completions(args, Cli::command()),
+        Command::Man(args) => docs::man(args, Cli::command()),
     }
 }

@@ -67,3 +67,16 @@ pub const EXPORT: &str = "\
 Examples:
   looptrace export --otlp runs/traces/ -o spans.jsonl
   looptrace export --otlp run.jsonl --results runs/results.json --content";
+
+/// Examples for `looptrace completions`.
+pub const COMPLETIONS: &str = "\
+Examples:
+  looptrace completions bash > ~/.local/share/bash-completion/completions/looptrace
+  looptrace completions zsh > \"${fpath[1]}/_looptrace\"
+  looptrace completions fish > ~/.config/fish/completions/looptrace.fish";
+
+/// Examples for `looptrace man`.
+pub const MAN: &str = "\
+Examples:
+  looptrace man | man -l -
+  looptrace man eval > looptrace-eval.1";

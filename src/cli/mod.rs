@@ -5,6 +5,7 @@
 
 mod app;
 mod common;
+mod docs;
 mod error;
 mod eval;
 mod export;

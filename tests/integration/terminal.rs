@@ -151,3 +151,56 @@ fn help_has_examples_and_exit_codes() {
         );
     }
 }
+
+#[test]
+fn completions_cover_every_command_and_flag() {
+    for shell in ["bash", "elvish", "fish", "powershell", "zsh"] {
+        let output = run_in_crate(&["completions", shell]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{shell}: {}",
+            stderr(&output)
+        );
+        let script = stdout(&output);
+        for word in ["replay", "completions", "quiet", "baseline-any-suite"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let bash = stdout(&run_in_crate(&["completions", "bash"]));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("looptrace.bash");
+    std::fs::write(&file, bash).unwrap();
+    let syntax = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", stderr(&syntax));
+
+    let unknown = run_in_crate(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn man_prints_roff_pages() {
+    let output = run_in_crate(&["man"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains(".TH looptrace 1"), "{page}");
+    assert!(page.contains(".SH SUBCOMMANDS"));
+    assert!(page.contains("looptrace\\-replay(1)"));
+    assert!(
+        page.contains("internal error"),
+        "exit codes missing:\n{page}"
+    );
+
+    let eval = stdout(&run_in_crate(&["man", "eval"]));
+    assert!(eval.contains(".TH looptrace-eval 1"), "{eval}");
+    assert!(eval.contains("\\fB\\-q\\fR, \\fB\\-\\-quiet\\fR"), "{eval}");
+
+    let unknown = run_in_crate(&["man", "evaluate"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("no command \"evaluate\""));
+    assert_eq!(stdout(&unknown), "");
+}
