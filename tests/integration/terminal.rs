@@ -204,3 +204,67 @@ fn man_prints_roff_pages() {
     assert!(stderr(&unknown).contains("no command \"evaluate\""));
     assert_eq!(stdout(&unknown), "");
 }
+
+#[test]
+fn show_reads_folders_in_sorted_order_and_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("b");
+    std::fs::create_dir(&nested).unwrap();
+    std::fs::copy(sample("multi_run.jsonl"), nested.join("z.jsonl")).unwrap();
+    std::fs::copy(sample("finished.full.jsonl"), dir.path().join("a.jsonl")).unwrap();
+    let folder = looptrace().arg("show").arg(dir.path()).output().unwrap();
+    assert_eq!(folder.status.code(), Some(0), "{}", stderr(&folder));
+    let text = stdout(&folder);
+    let heads: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("== ") || l.starts_with("run "))
+        .collect();
+    let a = format!("== {} ==", dir.path().join("a.jsonl").display());
+    let z = format!("== {} ==", nested.join("z.jsonl").display());
+    assert_eq!(
+        heads,
+        [
+            a.as_str(),
+            "run finished-full (5 events)",
+            z.as_str(),
+            "run multi-a (5 events)",
+            "run multi-b (8 events)",
+            "run multi-c (4 events)",
+        ]
+    );
+
+    // One file keeps today's output: no header.
+    let one = run_in_crate(&["show", "sample_traces/multi_run.jsonl"]);
+    let piped = looptrace()
+        .args(["show", "-"])
+        .stdin(std::fs::File::open(sample("multi_run.jsonl")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    assert_eq!(stdout(&piped), stdout(&one));
+    assert!(!stdout(&one).contains("=="));
+
+    // `--run` counts occurrences across every file.
+    let selected = looptrace()
+        .arg("show")
+        .arg(dir.path())
+        .args(["--run", "multi-b", "-f", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(selected.status.code(), Some(0), "{}", stderr(&selected));
+    assert_eq!(stdout(&selected).lines().count(), 8);
+}
+
+#[test]
+fn show_of_an_empty_folder_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = looptrace().arg("show").arg(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output).starts_with("warning: "),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains("no `*.jsonl` files found"));
+}
