@@ -15,8 +15,8 @@ use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
     merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
-    render_junit, render_report, run_tasks, select_tasks, suite_info, write_atomically,
-    write_results,
+    render_junit, render_report, run_tasks, select_tasks, suite_info, summary_line,
+    write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -31,14 +31,17 @@ pub struct EvalArgs {
     #[arg(long, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
     /// Tasks run at once (default: the number of cores).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Output folder for `traces/` and `results.json` (default: `looptrace-runs/<suite name>`).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// `--junit`, `--baseline`, `--baseline-any-suite`.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -71,11 +74,14 @@ pub struct MergeArgs {
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Write the merged results here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long, visible_alias = "output", value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
     /// missing shards, and the exit code is 1.
     #[arg(long)]
@@ -209,7 +215,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
-                print_report(previous, None, args.format)?;
+                print_report(previous, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
         }
@@ -300,7 +306,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         let logs = args.tools_file.log_dir.clone();
         TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
     });
-    let progress = progress_bar(selected.len());
+    let progress = progress_bar(selected.len()).filter(|_| !args.quiet);
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
             bar.set_position(done as u64);
@@ -373,12 +379,14 @@ pub fn run(args: EvalArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&in_scope(b, &suite, &selected), &results));
-    print_report(&results, comparison.as_ref(), args.format)?;
-    eprintln!(
-        "results: {} (traces in {})",
-        results_path.display(),
-        out.join("traces").display()
-    );
+    print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
+    if !args.quiet {
+        eprintln!(
+            "results: {} (traces in {})",
+            results_path.display(),
+            out.join("traces").display()
+        );
+    }
     if interrupted {
         eprintln!(
             "interrupted: {} of {} ran; results and traces so far are in `{}`",
@@ -493,7 +501,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
-    print_report(&merged, comparison.as_ref(), args.format)?;
+    print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
             "partial: shards {} are missing",
@@ -669,9 +677,15 @@ fn print_report(
     results: &ResultsFile,
     comparison: Option<&Comparison>,
     format: FormatArg,
+    quiet: bool,
 ) -> Result<(), CliError> {
+    let text = if quiet {
+        summary_line(results, comparison)
+    } else {
+        render_report(results, comparison, format.into())
+    };
     let mut out = super::common::outcome_stdout();
-    out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
 }

@@ -5,9 +5,11 @@
 
 mod app;
 mod common;
+mod docs;
 mod error;
 mod eval;
 mod export;
+mod help;
 mod import;
 mod replay;
 mod report;

@@ -15,8 +15,8 @@ use looptrace::gate::{CommandGate, FinishGate};
 use looptrace::replay::Recording;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
-    RunReplay, ToolSource, Verdict, WireSettings, render_check_json, render_check_text,
-    render_json, render_text,
+    RunReplay, ToolSource, Verdict, WireSettings, check_summary_line, render_check_json,
+    render_check_text, render_json, render_text, summary_line,
 };
 use looptrace::run::RunId;
 use looptrace::text::escape;
@@ -53,8 +53,11 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = OnDivergenceArg::Stop)]
     pub on_divergence: OnDivergenceArg,
     /// `text` for people, `json` for one JSON document.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Parse the recorded raw model output again with today's adapter instead of replaying the
     /// recorded actions; a live run's response bodies go through its wire format's adapter and
     /// every request is compared with the recorded hash.
@@ -156,6 +159,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
             runs: &checks,
         };
         let text = match args.format {
+            _ if args.quiet => check_summary_line(&report),
             FormatArg::Text => render_check_text(&report),
             FormatArg::Json => render_check_json(&report),
         };
@@ -173,7 +177,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         None => None,
     };
     let mut gate = args.gate.command_gate();
-    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
+    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live || args.quiet;
     let builtin = ToolRegistry::builtin();
     let task_tools = args
         .tools_file
@@ -231,6 +235,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
     let replays: Vec<RunReplay> = replays.into_iter().map(|(_, replay)| replay).collect();
     let report = ReplayReport::new(&source, mode, options.model, &replays);
     let text = match args.format {
+        _ if args.quiet => summary_line(&report),
         FormatArg::Text => render_text(&report),
         FormatArg::Json => render_json(&report),
     };

@@ -19,8 +19,11 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub paths: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Also break the exit reasons down per input file.
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
@@ -76,14 +79,18 @@ pub fn run(args: ReportArgs) -> CliResult {
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Csv => Format::Csv,
     };
-    let bytes = report::render(
-        &report,
-        format,
-        RenderOptions {
-            by_file: args.by.is_some(),
-            by_source: args.by == Some(ByArg::Source),
-        },
-    );
+    let bytes = if args.quiet {
+        report::summary_line(&report).into_bytes()
+    } else {
+        report::render(
+            &report,
+            format,
+            RenderOptions {
+                by_file: args.by.is_some(),
+                by_source: args.by == Some(ByArg::Source),
+            },
+        )
+    };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&bytes)?;
     stdout.flush()?;

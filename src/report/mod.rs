@@ -8,6 +8,7 @@
 mod aggregate;
 mod analyze;
 mod chunk;
+mod duration;
 mod error;
 mod event;
 mod hash;
@@ -22,8 +23,9 @@ pub use error::{LineError, ReportError};
 pub use event::{check_line, is_run_started};
 pub use input::{Input, Source, collect_inputs};
 pub use model::{
-    BUDGETS, BudgetExhaustion, Ending, EndingCounts, FileEndings, FinishGateTotals, InputTotals,
-    InvalidOutput, Report, SpendStats, StepStats, StepSummary, ToolReport, Warning,
+    BUDGETS, BudgetExhaustion, DurationSummary, Ending, EndingCounts, FileEndings,
+    FinishGateTotals, InputTotals, InvalidOutput, Report, SpendStats, StepStats, StepSummary,
+    ToolReport, Warning,
 };
-pub use render::{Format, RenderOptions, render};
+pub use render::{Format, RenderOptions, render, summary_line};
 pub use scan::{Fields, ends_early, scan_line};
