@@ -8,6 +8,7 @@ mod common;
 mod error;
 mod eval;
 mod export;
+mod html;
 mod import;
 mod replay;
 mod report;

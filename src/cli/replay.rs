@@ -53,7 +53,7 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = OnDivergenceArg::Stop)]
     pub on_divergence: OnDivergenceArg,
     /// `text` for people, `json` for one JSON document.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
     /// Parse the recorded raw model output again with today's adapter instead of replaying the
     /// recorded actions; a live run's response bodies go through its wire format's adapter and
