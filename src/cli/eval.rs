@@ -42,6 +42,9 @@ pub struct EvalArgs {
     /// Also write JUnit XML here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Compare with an earlier `results.json`.
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
@@ -239,6 +242,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let outputs = [
         ("--out", Some(results_path.clone())),
         ("--junit", args.junit.clone()),
+        ("--html", args.html.clone()),
     ];
     for (flag, output) in outputs
         .into_iter()
@@ -262,7 +266,13 @@ pub fn run(args: EvalArgs) -> CliResult {
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
     if let Some(junit) = &args.junit {
-        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
+        refuse_output_clash(
+            "--junit",
+            junit,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
     }
     let junit_folder = args.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
@@ -274,6 +284,29 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit.display()
         )));
     }
+    if let Some(html) = &args.html {
+        refuse_output_clash(
+            "--html",
+            html,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
+        if args
+            .junit
+            .as_deref()
+            .is_some_and(|junit| same_path(junit, html))
+        {
+            return Err(CliError::input("--html and --junit name the same file"));
+        }
+        let folder = folder_of(html);
+        if !folder.is_dir() && !same_path(&folder, &out) {
+            return Err(CliError::input(format!(
+                "--html `{}`: the folder does not exist",
+                html.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
@@ -282,6 +315,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
+    }
+    if let Some(html) = &args.html {
+        probe_writable("--html", &folder_of(html))?;
+        refuse_folder("--html", html)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -368,9 +405,16 @@ pub fn run(args: EvalArgs) -> CliResult {
         &out.join("traces"),
         &remove_stale_traces(&out.join("traces"), &written),
     );
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
+    let scoped = baseline.map(|b| in_scope(&b, &suite, &selected));
+    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    if let Some(html) = &args.html {
+        let view = scoped
+            .as_ref()
+            .zip(comparison.as_ref())
+            .map(|(b, c)| super::html::baseline_of(c, b, &results));
+        let title = format!("looptrace eval: {}", results.suite.name);
+        super::html::write_results_page(html, &title, &results, &out, view.as_ref())?;
+    }
     print_report(&results, comparison.as_ref(), args.format)?;
     eprintln!(
         "results: {} (traces in {})",
@@ -657,8 +701,9 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
-/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
+    flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
@@ -676,7 +721,7 @@ fn refuse_output_clash(
     };
     match clash {
         Some(other) => Err(CliError::input(format!(
-            "--junit `{}` is the output `{}` of this eval: choose another file",
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
             junit.display(),
             other.display()
         ))),

@@ -6,7 +6,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use looptrace::report::{Input, RunTable, Source};
+use looptrace::eval::{Comparison, ResultsFile};
+use looptrace::html::{Baseline, Page};
+use looptrace::report::{self, Ending, Input, Options, Report, RunRow, RunTable, Source};
 
 use super::common::same_file;
 use super::{CliError, CliResult, Outcome};
@@ -102,4 +104,138 @@ pub fn write_output(output: Option<&Path>, bytes: &[u8], inputs: &[&Path]) -> Cl
         Ok(0)
     })?;
     Ok(Outcome::Success)
+}
+/// The report and rows of the traces an evaluation wrote (`results.json`'s `trace` fields are
+/// relative to `folder`); a task whose trace is missing gets a row from its results alone.
+pub fn results_page_data(
+    results: &ResultsFile,
+    folder: &Path,
+) -> Result<(Report, RunTable), CliError> {
+    let mut inputs = Vec::new();
+    for task in &results.tasks {
+        if let Some(trace) = &task.trace {
+            let path = folder.join(trace);
+            if path.is_file() {
+                inputs.push(Input {
+                    name: trace.clone(),
+                    source: Source::Path(path),
+                });
+            }
+        }
+    }
+    let report =
+        report::analyze(&inputs, &Options::default(), Vec::new()).map_err(CliError::input)?;
+    let formats = vec!["looptrace"; inputs.len()];
+    let traced = read_rows(&inputs, &formats, false, true)?;
+    let mut table = RunTable {
+        files: traced.files.clone(),
+        rows: Vec::new(),
+    };
+    let by_run: std::collections::HashMap<&str, &RunRow> = traced
+        .rows
+        .iter()
+        .map(|row| (row.run_id.as_str(), row))
+        .collect();
+    let by_task: std::collections::HashMap<&str, &RunRow> = traced
+        .rows
+        .iter()
+        .filter_map(|row| row.task_id.as_deref().map(|task| (task, row)))
+        .collect();
+    for task in &results.tasks {
+        let found = match &task.run_id {
+            Some(run) => by_run.get(run.as_str()),
+            None => by_task.get(task.id.as_str()),
+        };
+        let mut row = match found {
+            Some(row) => (*row).clone(),
+            None => {
+                table.files.push(String::from("(no trace)"));
+                RunRow {
+                    file: u32::try_from(table.files.len() - 1).unwrap_or(u32::MAX),
+                    run_id: task.run_id.clone().unwrap_or_else(|| task.id.clone()),
+                    task_id: None,
+                    ending: ending_of(task.exit_reason),
+                    steps: task.steps_used,
+                    error_kinds: task.error_kind.iter().cloned().collect(),
+                    tools: Vec::new(),
+                    verdict: None,
+                    source: "looptrace",
+                    duration_ms: Some(task.duration_ms),
+                    divergence: None,
+                    timeline: Vec::new(),
+                }
+            }
+        };
+        row.task_id = Some(task.id.clone());
+        row.verdict = Some(task.expectation.as_str().to_owned());
+        table.rows.push(row);
+    }
+    Ok((report, table))
+}
+
+fn ending_of(reason: looptrace::run::ExitReason) -> Ending {
+    Ending::ALL
+        .into_iter()
+        .find(|e| e.as_str() == reason.as_str())
+        .unwrap_or(Ending::Incomplete)
+}
+
+/// The baseline section's data: transitions, and the tasks newly failing, newly fixed and still
+/// failing.
+pub fn baseline_of(
+    comparison: &Comparison,
+    baseline: &ResultsFile,
+    current: &ResultsFile,
+) -> Baseline {
+    let failed_before: std::collections::HashSet<&str> = baseline
+        .tasks
+        .iter()
+        .filter(|t| t.fails())
+        .map(|t| t.id.as_str())
+        .collect();
+    Baseline {
+        transitions: comparison
+            .transitions
+            .iter()
+            .map(|((from, to), n)| (ending_of(*from), ending_of(*to), *n as u64))
+            .collect(),
+        newly_failing: comparison.regressions.clone(),
+        newly_fixed: comparison.improvements.clone(),
+        still_failing: current
+            .tasks
+            .iter()
+            .filter(|t| t.fails() && failed_before.contains(t.id.as_str()))
+            .map(|t| t.id.clone())
+            .collect(),
+    }
+}
+
+/// Renders the HTML page of a results file (of `eval` or `merge`) and writes it to `path`.
+pub fn write_results_page(
+    path: &Path,
+    title: &str,
+    results: &ResultsFile,
+    folder: &Path,
+    baseline: Option<&Baseline>,
+) -> Result<(), CliError> {
+    let (report, runs) = results_page_data(results, folder)?;
+    let mut context = vec![format!(
+        "suite {} ({} of {} tasks)",
+        results.suite.name,
+        results.tasks.len(),
+        results.suite.tasks
+    )];
+    if results.partial {
+        context.push("partial: some shards are missing".to_owned());
+    }
+    let page = Page {
+        title,
+        context: &context,
+        report: &report,
+        runs: &runs,
+        verdict: "expectation",
+        baseline,
+    };
+    write_output(Some(path), &looptrace::html::render(&page), &[])?;
+    Ok(())
 }

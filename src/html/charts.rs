@@ -251,7 +251,10 @@ fn tools(report: &Report) -> String {
                         crate::plural(tool.calls, "call", "calls")
                     ),
                     None if !recorded => format!("errors not recorded ({} calls)", tool.calls),
-                    None => format!("{} errors, no calls", tool.errors),
+                    None => format!(
+                        "{}, no calls",
+                        crate::plural(tool.errors, "error", "errors")
+                    ),
                 },
                 ending: None,
             }

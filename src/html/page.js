@@ -74,7 +74,9 @@
     if (r[2] !== null) meta = "task " + r[2] + " \u00b7 " + meta;
     if (r[7] !== null) meta += " \u00b7 " + D.verdict + ": " + r[7];
     box.appendChild(el("p", meta, "note"));
-    if (r[10] !== null) box.appendChild(el("p", "first divergence from the recording at step " + r[10], "divergence"));
+    if (r[10] !== null) {
+      box.appendChild(el("p", "first divergence from the recording at step " + r[10] + ": " + r[11], "divergence"));
+    }
     if (!events.length) box.appendChild(el("p", "No events of this run were read.", "note"));
     var table = el("table"), head = el("tr");
     ["step", "event", "tool", "observation, answer or feedback", "gate", "error kind", "duration"].forEach(function (h) { head.appendChild(el("th", h)); });

@@ -11,7 +11,7 @@ use super::timeline::round_ms;
 use crate::report::{Ending, RunTable};
 
 /// `[file, run_id, task_id, ending, steps, error_kinds, tools, verdict, source, duration_ms,
-/// divergence_step]` per run.
+/// divergence_step, divergence]` per run.
 pub fn rows(runs: &RunTable) -> Value {
     Value::Array(
         runs.rows
@@ -28,7 +28,8 @@ pub fn rows(runs: &RunTable) -> Value {
                     r.verdict,
                     r.source,
                     r.duration_ms.map(round_ms),
-                    r.divergence_step,
+                    r.divergence.as_ref().map(|d| d.0),
+                    r.divergence.as_ref().map(|d| d.1.as_str()),
                 ])
             })
             .collect(),

@@ -38,8 +38,8 @@ pub struct RunRow {
     pub source: &'static str,
     /// Its duration, by the rule of `docs/report.md`.
     pub duration_ms: Option<f64>,
-    /// The step a replay first diverged at.
-    pub divergence_step: Option<u64>,
+    /// Where a replay first diverged from this recorded run: the step, and what differed.
+    pub divergence: Option<(u64, String)>,
     /// Its events, when the view shows timelines; empty otherwise.
     pub timeline: Vec<TimelineStep>,
 }
@@ -161,7 +161,7 @@ impl RunRow {
             verdict,
             source,
             duration_ms: duration(run),
-            divergence_step: None,
+            divergence: None,
             timeline: if timelines {
                 run.events
                     .iter()

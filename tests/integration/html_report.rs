@@ -176,13 +176,6 @@ fn the_page_is_self_contained_and_holds_trace_text_only_escaped() {
 #[test]
 fn the_page_shows_the_runs_and_their_counts_in_a_real_browser() {
     let test = "the_page_shows_the_runs_and_their_counts_in_a_real_browser";
-    let (Some(python), Some(chromium), Some(driver)) = (
-        installed("LOOPTRACE_TEST_PYTHON", test),
-        installed("LOOPTRACE_TEST_CHROMIUM", test),
-        installed("LOOPTRACE_TEST_CHROMEDRIVER", test),
-    ) else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     let json = dir.path().join("report.json");
@@ -197,15 +190,24 @@ fn the_page_shows_the_runs_and_their_counts_in_a_real_browser() {
         ]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     }
-    browser_check(&python, &chromium, &driver, &page, &json);
+    browser_check("planted", test, &page, &json);
 }
 
-/// Runs `tests/html/check_report.py` on `page` against the report JSON `json`.
-fn browser_check(python: &Path, chromium: &Path, driver: &Path, page: &Path, json: &Path) {
+/// Runs `tests/html/check_report.py MODE` on `page` against the report JSON `json`, or prints
+/// `SKIP` where Python, Chromium or its driver is not named (fails under `CI=true`).
+fn browser_check(mode: &str, test: &str, page: &Path, json: &Path) {
+    let (Some(python), Some(chromium), Some(driver)) = (
+        installed("LOOPTRACE_TEST_PYTHON", test),
+        installed("LOOPTRACE_TEST_CHROMIUM", test),
+        installed("LOOPTRACE_TEST_CHROMEDRIVER", test),
+    ) else {
+        return;
+    };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/html/check_report.py");
     let output = Command::new(python)
         .arg(script)
-        .args([chromium, driver, page, json])
+        .arg(mode)
+        .args([&chromium, &driver, page, json])
         .output()
         .expect("failed to start Python");
     assert!(
@@ -279,6 +281,16 @@ fn list_escapes_trace_text_in_the_terminal() {
     assert!(!stdout(&output).contains('\u{1b}'), "{}", stdout(&output));
 }
 
+/// Runs `command` with `args`: exit 2, `message` on stderr, nothing on stdout.
+fn refused(command: &[&str], args: &[&str], message: &str) {
+    let all: Vec<&str> = command.iter().chain(args).copied().collect();
+    let output = run(&all);
+    assert_eq!(output.status.code(), Some(2), "{all:?}");
+    let err = stderr(&output);
+    assert!(err.contains(message), "{all:?}: {err}");
+    assert!(output.stdout.is_empty(), "{all:?}");
+}
+
 #[test]
 fn list_refuses_bad_selectors_and_formats() {
     for (args, message) in [
@@ -294,16 +306,7 @@ fn list_refuses_bad_selectors_and_formats() {
         ),
     ] {
         let trace = sample("finished.full.jsonl");
-        let mut all = vec!["report", path_str(&trace)];
-        all.extend(args);
-        let output = run(&all);
-        assert_eq!(output.status.code(), Some(2), "{all:?}");
-        assert!(
-            stderr(&output).contains(message),
-            "{all:?}: {}",
-            stderr(&output)
-        );
-        assert!(output.stdout.is_empty());
+        refused(&["report", path_str(&trace)], &args, message);
     }
 }
 
@@ -328,4 +331,234 @@ fn standard_input_makes_the_same_page_as_the_file() {
     assert_eq!(data["files"], serde_json::json!(["<stdin>"]));
     assert_eq!(data["runs"].as_array().unwrap().len(), 7);
     assert_eq!(data["timelines"][2].as_array().unwrap().len(), 6);
+}
+
+/// `eval` of the sample suite into `out`, with `extra` arguments.
+fn eval(out: &Path, extra: &[&str]) -> std::process::Output {
+    let suite = sample("suite.json");
+    let mut args = vec!["eval", path_str(&suite), "--out", path_str(out)];
+    args.extend(extra);
+    run(&args)
+}
+
+#[test]
+fn eval_html_shows_every_task_its_verdict_and_what_moved_since_the_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = eval(&dir.path().join("first"), &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // A baseline in which the first task had failed and the second had run out of steps.
+    let mut baseline: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("first/results.json")).unwrap())
+            .unwrap();
+    let fixed = baseline["tasks"][0]["id"].as_str().unwrap().to_owned();
+    baseline["tasks"][0]["exit_reason"] = "max_steps_exceeded".into();
+    baseline["tasks"][0]["expectation"] = "failed".into();
+    let base = dir.path().join("base.json");
+    std::fs::write(&base, baseline.to_string()).unwrap();
+    let out = dir.path().join("second");
+    let page_path = dir.path().join("report.html");
+    let second = eval(
+        &out,
+        &[
+            "--baseline",
+            path_str(&base),
+            "--html",
+            path_str(&page_path),
+        ],
+    );
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    let data = page_data(&page);
+    let tasks = results["tasks"].as_array().unwrap();
+    let rows = data["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), tasks.len());
+    for (row, task) in rows.iter().zip(tasks) {
+        assert_eq!(row[1], task["run_id"]);
+        assert_eq!(row[2], task["id"]);
+        assert_eq!(row[4], task["steps_used"]);
+        assert_eq!(row[7], task["expectation"]);
+    }
+    // Every task's timeline was read from its trace.
+    for timeline in data["timelines"].as_array().unwrap() {
+        assert!(timeline.as_array().unwrap().len() >= 2);
+    }
+    assert!(page.contains("Since the baseline"));
+    let fixed_bucket = &page[page.find("id=\"newly-fixed\"").unwrap()..];
+    let fixed_bucket = &fixed_bucket[..fixed_bucket.find("</div>").unwrap()];
+    assert!(fixed_bucket.contains("Newly fixed (1)"), "{fixed_bucket}");
+    assert!(
+        fixed_bucket.contains(&format!("<code>{fixed}</code>")),
+        "{fixed_bucket}"
+    );
+    assert!(page.contains("Newly failing (0)") && page.contains("Still failing (0)"));
+    // The page counts what `report` counts over the same traces.
+    let json = dir.path().join("report.json");
+    let report = run(&[
+        "report",
+        path_str(&out.join("traces")),
+        "-f",
+        "json",
+        "-o",
+        path_str(&json),
+    ]);
+    assert_eq!(report.status.code(), Some(0));
+    browser_check(
+        "counts",
+        "eval_html_shows_every_task_its_verdict_and_what_moved_since_the_baseline",
+        &page_path,
+        &json,
+    );
+}
+
+#[test]
+fn eval_html_is_refused_before_any_task_runs_where_it_cannot_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (html, message) in [
+        (out.join("results.json"), "--html"),
+        (
+            dir.path().join("missing/report.html"),
+            "the folder does not exist",
+        ),
+        (dir.path().to_path_buf(), "--html"),
+    ] {
+        let output = eval(&out, &["--html", path_str(&html)]);
+        assert_eq!(output.status.code(), Some(2), "{}", html.display());
+        assert!(stderr(&output).contains(message), "{}", stderr(&output));
+        assert!(!out.join("results.json").exists(), "a task ran");
+    }
+}
+
+/// Three faithful runs and two that diverge: at step 1 (an edited observation) and at step 2 (a
+/// renamed tool).
+fn replay_trace(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for file in [
+        sample("multi_run.jsonl"),
+        fixture("replay/edited_observation.jsonl"),
+        fixture("replay/renamed_tool.jsonl"),
+    ] {
+        lines.extend(std::fs::read(file).unwrap());
+    }
+    let trace = dir.join("recorded.jsonl");
+    std::fs::write(&trace, lines).unwrap();
+    trace
+}
+
+#[test]
+fn replay_html_marks_each_runs_first_divergence() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = replay_trace(dir.path());
+    let page_path = dir.path().join("replay.html");
+    let output = run(&[
+        "replay",
+        path_str(&trace),
+        "-f",
+        "html",
+        "-o",
+        path_str(&page_path),
+    ]);
+    // Runs diverged: exit 1, as with the other formats; the page is written all the same.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+    let data = page_data(&std::fs::read_to_string(&page_path).unwrap());
+    let rows = data["runs"].as_array().unwrap();
+    let seen: Vec<(&str, &str, Value)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[1].as_str().unwrap(),
+                r[7].as_str().unwrap(),
+                r[10].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("multi-a", "faithful", Value::Null),
+            ("multi-b", "faithful", Value::Null),
+            ("multi-c", "faithful", Value::Null),
+            ("edited-observation", "diverged", 1.into()),
+            ("renamed-tool", "diverged", 2.into()),
+        ]
+    );
+    let note = rows[4][11].as_str().unwrap();
+    assert!(
+        note.contains("tool_name") && note.contains("web_search"),
+        "{note}"
+    );
+    let json = dir.path().join("report.json");
+    let report = run(&[
+        "report",
+        path_str(&trace),
+        "-f",
+        "json",
+        "-o",
+        path_str(&json),
+    ]);
+    assert_eq!(report.status.code(), Some(0));
+    browser_check(
+        "replay",
+        "replay_html_marks_each_runs_first_divergence",
+        &page_path,
+        &json,
+    );
+}
+
+#[test]
+fn replay_of_one_run_shows_that_run_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = replay_trace(dir.path());
+    let output = run(&["replay", path_str(&trace), "--run", "multi-b", "-f", "html"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(
+        page.contains("Exit reasons (of 1 run)"),
+        "the totals are not of the one run"
+    );
+    let data = page_data(&page);
+    assert_eq!(data["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(data["runs"][0][1], "multi-b");
+}
+
+#[test]
+fn replay_writes_every_format_to_output_and_refuses_clashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = replay_trace(dir.path());
+    for format in ["text", "json"] {
+        let printed = run(&["replay", path_str(&trace), "-f", format]);
+        let out = dir.path().join(format!("replay.{format}"));
+        let written = run(&[
+            "replay",
+            path_str(&trace),
+            "-f",
+            format,
+            "--output",
+            path_str(&out),
+        ]);
+        assert_eq!(written.status.code(), printed.status.code());
+        assert!(written.stdout.is_empty());
+        // The same report, but for the paths of the reruns' working folders, none here.
+        assert_eq!(std::fs::read(&out).unwrap(), printed.stdout, "{format}");
+    }
+    let before = std::fs::read(&trace).unwrap();
+    for (args, message) in [
+        (vec!["-o", path_str(&trace)], "would overwrite the input"),
+        (vec!["--check", "-f", "html"], "--check prints text or JSON"),
+        (
+            vec![
+                "-o",
+                path_str(&dir.path().join("same.jsonl")),
+                "--trace",
+                path_str(&dir.path().join("same.jsonl")),
+            ],
+            "is the --trace output too",
+        ),
+    ] {
+        refused(&["replay", path_str(&trace)], &args, message);
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
 }
