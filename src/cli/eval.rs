@@ -89,6 +89,9 @@ pub struct MergeArgs {
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `--shard K/N|auto`.
@@ -413,7 +416,8 @@ pub fn run(args: EvalArgs) -> CliResult {
             .zip(comparison.as_ref())
             .map(|(b, c)| super::html::baseline_of(c, b, &results));
         let title = format!("looptrace eval: {}", results.suite.name);
-        super::html::write_results_page(html, &title, &results, &out, view.as_ref())?;
+        let folder = |_: &looptrace::eval::TaskResult| out.clone();
+        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
     }
     print_report(&results, comparison.as_ref(), args.format)?;
     eprintln!(
@@ -486,6 +490,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
+    if let Some(html) = &args.html {
+        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
+    }
     let merged = merge_results(&inputs).map_err(CliError::Input)?;
     if merged.partial && !args.allow_partial {
         return Err(CliError::input(format!(
@@ -497,6 +504,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
         write_results(out, &merged).map_err(|err| {
             CliError::input(format!("failed to write `{}`: {err}", out.display()))
         })?;
+    }
+    if let Some(html) = &args.html {
+        super::html::write_merged_page(html, &merged, &inputs, &args.results)?;
     }
     print_report(&merged, None, args.format)?;
     if merged.partial {

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use looptrace::eval::{Comparison, ResultsFile};
+use looptrace::eval::{Comparison, ResultsFile, TaskResult};
 use looptrace::html::{Baseline, Page};
 use looptrace::report::{self, Ending, Input, Options, Report, RunRow, RunTable, Source};
 
@@ -105,16 +105,17 @@ pub fn write_output(output: Option<&Path>, bytes: &[u8], inputs: &[&Path]) -> Cl
     })?;
     Ok(Outcome::Success)
 }
-/// The report and rows of the traces an evaluation wrote (`results.json`'s `trace` fields are
-/// relative to `folder`); a task whose trace is missing gets a row from its results alone.
+/// The report and rows of the traces an evaluation wrote (a task's `trace` is relative to
+/// `folder(task)`, the folder of the results file it came from); a task whose trace is missing
+/// gets a row from its results alone.
 pub fn results_page_data(
     results: &ResultsFile,
-    folder: &Path,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
 ) -> Result<(Report, RunTable), CliError> {
     let mut inputs = Vec::new();
     for task in &results.tasks {
         if let Some(trace) = &task.trace {
-            let path = folder.join(trace);
+            let path = folder(task).join(trace);
             if path.is_file() {
                 inputs.push(Input {
                     name: trace.clone(),
@@ -215,7 +216,7 @@ pub fn write_results_page(
     path: &Path,
     title: &str,
     results: &ResultsFile,
-    folder: &Path,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
     baseline: Option<&Baseline>,
 ) -> Result<(), CliError> {
     let (report, runs) = results_page_data(results, folder)?;
@@ -238,4 +239,52 @@ pub fn write_results_page(
     };
     write_output(Some(path), &looptrace::html::render(&page), &[])?;
     Ok(())
+}
+
+/// `merge --html FILE` may not name a results file it reads or its `--out`.
+pub fn refuse_merge_clash(
+    html: &Path,
+    results: &[PathBuf],
+    out: Option<&Path>,
+) -> Result<(), CliError> {
+    if let Some(input) = results.iter().find(|input| same_file(input, html)) {
+        return Err(CliError::input(format!(
+            "--html would overwrite the input `{}`",
+            input.display()
+        )));
+    }
+    if out.is_some_and(|out| out == html || same_file(out, html)) {
+        return Err(CliError::input(format!(
+            "--html `{}` is the --out file too: choose another file",
+            html.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The page of merged results: each task's trace is read beside the shard results it came from.
+pub fn write_merged_page(
+    html: &Path,
+    merged: &ResultsFile,
+    inputs: &[(String, ResultsFile)],
+    paths: &[PathBuf],
+) -> Result<(), CliError> {
+    let mut folders = std::collections::HashMap::new();
+    for ((_, results), path) in inputs.iter().zip(paths) {
+        let folder = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        for task in &results.tasks {
+            folders.insert(task.id.clone(), folder.clone());
+        }
+    }
+    let folder = |task: &TaskResult| {
+        folders
+            .get(&task.id)
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."))
+    };
+    let title = format!("looptrace merge: {}", merged.suite.name);
+    write_results_page(html, &title, merged, &folder, None)
 }

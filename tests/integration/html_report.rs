@@ -562,3 +562,64 @@ fn replay_writes_every_format_to_output_and_refuses_clashes() {
     }
     assert_eq!(std::fs::read(&trace).unwrap(), before);
 }
+
+#[test]
+fn merge_html_reads_each_tasks_trace_beside_its_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut results = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let out = dir.path().join(format!("shard{}", &shard[..1]));
+        let output = eval(&out, &["--shard", shard]);
+        assert!(
+            output.status.code().is_some_and(|c| c < 2),
+            "{}",
+            stderr(&output)
+        );
+        results.push(out.join("results.json"));
+    }
+    let page_path = dir.path().join("merged.html");
+    let output = run(&[
+        "merge",
+        path_str(&results[0]),
+        path_str(&results[1]),
+        "--html",
+        path_str(&page_path),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let data = page_data(&std::fs::read_to_string(&page_path).unwrap());
+    let suite: Value =
+        serde_json::from_slice(&std::fs::read(sample("suite.json")).unwrap()).unwrap();
+    let mut ids: Vec<&str> = data["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[2].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let mut expected: Vec<&str> = suite["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    for timeline in data["timelines"].as_array().unwrap() {
+        assert!(
+            timeline.as_array().unwrap().len() >= 2,
+            "a task's trace was not read"
+        );
+    }
+    let merged = [path_str(&results[0]), path_str(&results[1])];
+    refused(
+        &["merge", merged[0], merged[1]],
+        &["--html", merged[0]],
+        "--html would overwrite the input",
+    );
+    let out = dir.path().join("all.json");
+    refused(
+        &["merge", merged[0], merged[1]],
+        &["--out", path_str(&out), "--html", path_str(&out)],
+        "is the --out file too",
+    );
+}
