@@ -86,17 +86,20 @@ pub struct MergeArgs {
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
-    /// `--junit`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
+    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
 }
 
-/// The JUnit file and the baseline comparison, which `eval` and `merge` give alike.
+/// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// Also write JUnit XML here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Compare with an earlier `results.json`.
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
@@ -247,6 +250,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let outputs = [
         ("--out", Some(results_path.clone())),
         ("--junit", args.verdicts.junit.clone()),
+        ("--html", args.verdicts.html.clone()),
     ];
     for (flag, output) in outputs
         .into_iter()
@@ -270,7 +274,13 @@ pub fn run(args: EvalArgs) -> CliResult {
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
     if let Some(junit) = &args.verdicts.junit {
-        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
+        refuse_output_clash(
+            "--junit",
+            junit,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
     }
     let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
@@ -282,6 +292,30 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit.display()
         )));
     }
+    if let Some(html) = &args.verdicts.html {
+        refuse_output_clash(
+            "--html",
+            html,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
+        if args
+            .verdicts
+            .junit
+            .as_deref()
+            .is_some_and(|junit| same_path(junit, html))
+        {
+            return Err(CliError::input("--html and --junit name the same file"));
+        }
+        let folder = folder_of(html);
+        if !folder.is_dir() && !same_path(&folder, &out) {
+            return Err(CliError::input(format!(
+                "--html `{}`: the folder does not exist",
+                html.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
@@ -290,6 +324,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
+    }
+    if let Some(html) = &args.verdicts.html {
+        probe_writable("--html", &folder_of(html))?;
+        refuse_folder("--html", html)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -376,9 +414,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         &out.join("traces"),
         &remove_stale_traces(&out.join("traces"), &written),
     );
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
+    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
+    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    if let Some(html) = &args.verdicts.html {
+        let view = scoped
+            .as_ref()
+            .zip(comparison.as_ref())
+            .map(|(b, c)| super::html::baseline_of(c, b, &results));
+        let title = format!("looptrace eval: {}", results.suite.name);
+        let folder = |_: &looptrace::eval::TaskResult| out.clone();
+        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
+    }
     print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
     if !args.quiet {
         eprintln!(
@@ -475,6 +521,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
+    if let Some(html) = &args.verdicts.html {
+        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
+    }
     let merged = merge_results(&results).map_err(CliError::Input)?;
     if merged.partial && !args.allow_partial {
         return Err(CliError::input(format!(
@@ -501,6 +550,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
     print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
@@ -741,8 +793,9 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
-/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
+    flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
@@ -760,7 +813,7 @@ fn refuse_output_clash(
     };
     match clash {
         Some(other) => Err(CliError::input(format!(
-            "--junit `{}` is the output `{}` of this eval: choose another file",
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
             junit.display(),
             other.display()
         ))),

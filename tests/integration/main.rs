@@ -9,6 +9,7 @@ mod eval;
 mod eval_load;
 mod faults;
 mod finish_gate;
+mod html_report;
 mod import;
 mod json_adapter;
 mod live_model;
