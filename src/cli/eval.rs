@@ -15,8 +15,8 @@ use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
     merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
-    render_junit, render_report, run_tasks, select_tasks, suite_info, write_atomically,
-    write_results,
+    render_junit, render_report, run_tasks, select_tasks, suite_info, summary_line,
+    write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -31,14 +31,17 @@ pub struct EvalArgs {
     #[arg(long, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
     /// Tasks run at once (default: the number of cores).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Output folder for `traces/` and `results.json` (default: `looptrace-runs/<suite name>`).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// `--junit`, `--baseline`, `--baseline-any-suite`.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -71,26 +74,32 @@ pub struct MergeArgs {
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Write the merged results here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long, visible_alias = "output", value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
-    /// `--junit`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
+    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
 }
 
-/// The JUnit file and the baseline comparison, which `eval` and `merge` give alike.
+/// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// Also write JUnit XML here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Compare with an earlier `results.json`.
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
@@ -209,7 +218,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
-                print_report(previous, None, args.format)?;
+                print_report(previous, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
         }
@@ -241,6 +250,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let outputs = [
         ("--out", Some(results_path.clone())),
         ("--junit", args.verdicts.junit.clone()),
+        ("--html", args.verdicts.html.clone()),
     ];
     for (flag, output) in outputs
         .into_iter()
@@ -264,7 +274,13 @@ pub fn run(args: EvalArgs) -> CliResult {
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
     if let Some(junit) = &args.verdicts.junit {
-        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
+        refuse_output_clash(
+            "--junit",
+            junit,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
     }
     let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
@@ -276,6 +292,30 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit.display()
         )));
     }
+    if let Some(html) = &args.verdicts.html {
+        refuse_output_clash(
+            "--html",
+            html,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
+        if args
+            .verdicts
+            .junit
+            .as_deref()
+            .is_some_and(|junit| same_path(junit, html))
+        {
+            return Err(CliError::input("--html and --junit name the same file"));
+        }
+        let folder = folder_of(html);
+        if !folder.is_dir() && !same_path(&folder, &out) {
+            return Err(CliError::input(format!(
+                "--html `{}`: the folder does not exist",
+                html.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
@@ -284,6 +324,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
+    }
+    if let Some(html) = &args.verdicts.html {
+        probe_writable("--html", &folder_of(html))?;
+        refuse_folder("--html", html)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -300,7 +344,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         let logs = args.tools_file.log_dir.clone();
         TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
     });
-    let progress = progress_bar(selected.len());
+    let progress = progress_bar(selected.len()).filter(|_| !args.quiet);
     let on_done = |done: usize| {
         if let Some(bar) = &progress {
             bar.set_position(done as u64);
@@ -370,15 +414,25 @@ pub fn run(args: EvalArgs) -> CliResult {
         &out.join("traces"),
         &remove_stale_traces(&out.join("traces"), &written),
     );
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
-    print_report(&results, comparison.as_ref(), args.format)?;
-    eprintln!(
-        "results: {} (traces in {})",
-        results_path.display(),
-        out.join("traces").display()
-    );
+    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
+    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    if let Some(html) = &args.verdicts.html {
+        let view = scoped
+            .as_ref()
+            .zip(comparison.as_ref())
+            .map(|(b, c)| super::html::baseline_of(c, b, &results));
+        let title = format!("looptrace eval: {}", results.suite.name);
+        let folder = |_: &looptrace::eval::TaskResult| out.clone();
+        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
+    }
+    print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
+    if !args.quiet {
+        eprintln!(
+            "results: {} (traces in {})",
+            results_path.display(),
+            out.join("traces").display()
+        );
+    }
     if interrupted {
         eprintln!(
             "interrupted: {} of {} ran; results and traces so far are in `{}`",
@@ -467,6 +521,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
+    if let Some(html) = &args.verdicts.html {
+        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
+    }
     let merged = merge_results(&results).map_err(CliError::Input)?;
     if merged.partial && !args.allow_partial {
         return Err(CliError::input(format!(
@@ -493,7 +550,10 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
-    print_report(&merged, comparison.as_ref(), args.format)?;
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
+    print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
             "partial: shards {} are missing",
@@ -669,9 +729,15 @@ fn print_report(
     results: &ResultsFile,
     comparison: Option<&Comparison>,
     format: FormatArg,
+    quiet: bool,
 ) -> Result<(), CliError> {
+    let text = if quiet {
+        summary_line(results, comparison)
+    } else {
+        render_report(results, comparison, format.into())
+    };
     let mut out = super::common::outcome_stdout();
-    out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
 }
@@ -727,8 +793,9 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
-/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
+    flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
@@ -746,7 +813,7 @@ fn refuse_output_clash(
     };
     match clash {
         Some(other) => Err(CliError::input(format!(
-            "--junit `{}` is the output `{}` of this eval: choose another file",
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
             junit.display(),
             other.display()
         ))),

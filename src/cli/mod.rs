@@ -5,9 +5,12 @@
 
 mod app;
 mod common;
+mod docs;
 mod error;
 mod eval;
 mod export;
+mod help;
+mod html;
 mod import;
 mod replay;
 mod report;

@@ -39,6 +39,34 @@ pub fn render_report(
     }
 }
 
+/// The report in one line, for `--quiet`: the title, the tasks per exit reason, the
+/// expectations and, with a baseline, the regressions.
+pub fn summary_line(results: &ResultsFile, comparison: Option<&Comparison>) -> String {
+    let report = Report::new(results, comparison);
+    let reasons: Vec<String> = report
+        .rows
+        .iter()
+        .map(|(reason, count, _)| format!("{count} {reason}"))
+        .collect();
+    let e = results.totals.expectations;
+    let mut line = format!(
+        "{}: {}; expectations {} met, {} failed, {} without",
+        report.title(),
+        reasons.join(", "),
+        e.met,
+        e.failed,
+        e.none
+    );
+    if let Some(c) = comparison {
+        line.push_str(&format!(
+            "; {} against the baseline",
+            plural(c.regressions.len() as u64, "regression", "regressions")
+        ));
+    }
+    line.push('\n');
+    line
+}
+
 /// The label of an exit reason in reports: budget exhaustion says what it is.
 pub fn reason_label(reason: ExitReason) -> &'static str {
     match reason {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, Table, presets};
 use serde_json::{Map, Value, json};
 
-use super::model::{BUDGETS, Ending, EndingCounts, Report, SpendStats, StepStats};
+use super::model::{BUDGETS, DurationSummary, Ending, EndingCounts, Report, SpendStats, StepStats};
 use crate::text::{csv_text, escape};
 
 /// An output format of `looptrace report`.
@@ -43,6 +43,21 @@ pub fn render(report: &Report, format: Format, options: RenderOptions) -> Vec<u8
         Format::Markdown => render_markdown(report, options),
         Format::Csv => render_csv(report, options),
     }
+}
+
+/// The report in one line, for `--quiet`: runs per ending over all inputs.
+pub fn summary_line(report: &Report) -> String {
+    let counts = &report.exit_reasons;
+    let endings: Vec<String> = Ending::ALL
+        .iter()
+        .map(|&ending| format!("{} {ending}", counts.get(ending)))
+        .collect();
+    format!(
+        "{} in {}: {}\n",
+        plural(counts.total(), "run", "runs"),
+        plural(report.input.files, "file", "files"),
+        endings.join(", ")
+    )
 }
 
 /// One cell of a section.
@@ -250,6 +265,9 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
     if report.spend.iter().any(SpendStats::any) {
         sections.push(spend_section(report));
     }
+    if report.durations.iter().any(Option::is_some) {
+        sections.push(duration_section(report));
+    }
     let invalid = &report.invalid_output;
     let mut kinds: Vec<&String> = invalid
         .feedback_by_kind
@@ -445,6 +463,35 @@ fn spend_section(report: &Report) -> Section {
             "duration (s)",
             "mean duration (s)",
         ],
+        keys: 1,
+        rows,
+    }
+}
+
+/// Duration percentiles per exit reason, over the runs that recorded a duration; only when some
+/// run did.
+fn duration_section(report: &Report) -> Section {
+    let rows = Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let summary = report.durations[ending.index()];
+            let seconds = |pick: fn(&DurationSummary) -> f64| {
+                Cell::Amount(summary.as_ref().map(|s| pick(s) / 1000.0), 3)
+            };
+            vec![
+                Cell::Text(ending.to_string()),
+                Cell::Count(report.spend[ending.index()].runs_with_duration),
+                seconds(|s| s.p50_ms),
+                seconds(|s| s.p90_ms),
+                seconds(|s| s.p99_ms),
+                seconds(|s| s.max_ms),
+            ]
+        })
+        .collect();
+    Section {
+        id: "duration",
+        title: "Duration per exit reason in seconds (over the runs that recorded one)".to_owned(),
+        header: vec!["exit reason", "with duration", "p50", "p90", "p99", "max"],
         keys: 1,
         rows,
     }
@@ -674,6 +721,18 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
                 "cost_usd": recorded(spend.runs_with_cost, json!(round6(spend.cost_usd))),
                 "runs_with_duration": spend.runs_with_duration,
                 "duration_ms": recorded(spend.runs_with_duration, json!(round6(spend.duration_ms))),
+            })
+        }).collect::<Vec<_>>(),
+        "durations": Ending::ALL.iter().map(|&ending| {
+            let summary = report.durations[ending.index()];
+            let ms = |pick: fn(&DurationSummary) -> f64| summary.as_ref().map(|s| round6(pick(s)));
+            json!({
+                "exit_reason": ending.as_str(),
+                "runs_with_duration": report.spend[ending.index()].runs_with_duration,
+                "p50_ms": ms(|s| s.p50_ms),
+                "p90_ms": ms(|s| s.p90_ms),
+                "p99_ms": ms(|s| s.p99_ms),
+                "max_ms": ms(|s| s.max_ms),
             })
         }).collect::<Vec<_>>(),
         "invalid_output": {
