@@ -18,6 +18,7 @@ pub mod process;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod terminal;
 pub mod text;
 pub mod tools;
 pub mod trace;

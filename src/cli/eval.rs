@@ -15,8 +15,8 @@ use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
     merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
-    render_junit, render_report, run_tasks, select_tasks, suite_info, summary_line,
-    write_atomically, write_results,
+    render_junit, run_tasks, select_tasks, suite_info, summary_line, write_atomically,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -612,7 +612,8 @@ fn print_report(
     let text = if quiet {
         summary_line(results, comparison)
     } else {
-        render_report(results, comparison, format.into())
+        let style = super::common::stdout_style();
+        looptrace::eval::render_report_styled(results, comparison, format.into(), style)
     };
     let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;

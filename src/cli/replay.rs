@@ -160,7 +160,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         };
         let text = match args.format {
             _ if args.quiet => check_summary_line(&report),
-            FormatArg::Text => render_check_text(&report),
+            FormatArg::Text => super::common::stdout_style().finish(&render_check_text(&report)),
             FormatArg::Json => render_check_json(&report),
         };
         let mut out = super::common::outcome_stdout();
@@ -236,7 +236,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
     let report = ReplayReport::new(&source, mode, options.model, &replays);
     let text = match args.format {
         _ if args.quiet => summary_line(&report),
-        FormatArg::Text => render_text(&report),
+        FormatArg::Text => super::common::stdout_style().finish(&render_text(&report)),
         FormatArg::Json => render_json(&report),
     };
     let mut out = super::common::outcome_stdout();
