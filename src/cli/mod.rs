@@ -11,6 +11,7 @@ mod eval;
 mod export;
 mod help;
 mod import;
+mod progress;
 mod replay;
 mod report;
 mod run;
