@@ -2,7 +2,7 @@
 //! traces, `results.json` and JUnit, and print the exit-reason report.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,13 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
+use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
     TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
     merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
-    render_junit, render_report, run_tasks, select_tasks, suite_info, summary_line,
-    write_atomically, write_results,
+    render_junit, run_tasks, select_tasks, suite_info, summary_line, write_atomically,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -344,10 +345,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         let logs = args.tools_file.log_dir.clone();
         TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
     });
-    let progress = progress_bar(selected.len()).filter(|_| !args.quiet);
-    let on_done = |done: usize| {
-        if let Some(bar) = &progress {
-            bar.set_position(done as u64);
+    let progress = Progress::new(selected.len()).filter(|_| !args.quiet);
+    let on_done = |done: usize, task: &looptrace::eval::TaskResult| {
+        if let Some(progress) = &progress {
+            progress.task_done(done, task);
         }
     };
     let jobs = args
@@ -367,8 +368,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
     };
     let tasks = run_tasks(&selected, &tools, &options);
-    if let Some(bar) = &progress {
-        bar.finish_and_clear();
+    if let Some(progress) = &progress {
+        progress.finish();
     }
     let interrupted = stop.load(Ordering::SeqCst) && tasks.len() < selected.len();
     let tasks = match (&previous, &args.rerun_failed) {
@@ -734,7 +735,8 @@ fn print_report(
     let text = if quiet {
         summary_line(results, comparison)
     } else {
-        render_report(results, comparison, format.into())
+        let style = super::common::stdout_style();
+        looptrace::eval::render_report_styled(results, comparison, format.into(), style)
     };
     let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;
@@ -859,13 +861,4 @@ fn folder_name(name: &str) -> String {
         "" => "suite".to_owned(),
         _ => clean,
     }
-}
-
-fn progress_bar(len: usize) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(len as u64);
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    Some(bar)
 }

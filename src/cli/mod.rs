@@ -12,6 +12,7 @@ mod export;
 mod help;
 mod html;
 mod import;
+mod progress;
 mod replay;
 mod report;
 mod run;

@@ -190,6 +190,8 @@ pub fn run(args: ReplayArgs) -> CliResult {
         };
         let text = match args.format {
             _ if args.quiet => check_summary_line(&report),
+            FormatArg::Text => super::common::output_style(args.output.as_deref())
+                .finish(&render_check_text(&report)),
             FormatArg::Json => render_check_json(&report),
             _ => render_check_text(&report),
         };
@@ -280,7 +282,9 @@ pub fn run(args: ReplayArgs) -> CliResult {
         _ if args.quiet && !matches!(args.format, FormatArg::Html) => {
             summary_line(&report).into_bytes()
         }
-        FormatArg::Text => render_text(&report).into_bytes(),
+        FormatArg::Text => super::common::output_style(args.output.as_deref())
+            .finish(&render_text(&report))
+            .into_bytes(),
         FormatArg::Json => render_json(&report).into_bytes(),
         FormatArg::Html => {
             rows.sort_by_key(|(index, _)| *index);

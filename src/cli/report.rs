@@ -145,6 +145,7 @@ pub fn run(args: ReportArgs) -> CliResult {
             RenderOptions {
                 by_file: args.by.is_some(),
                 by_source: args.by == Some(ByArg::Source),
+                style: super::common::output_style(args.output.as_deref()),
             },
         )
     };

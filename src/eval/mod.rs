@@ -21,7 +21,9 @@ pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check};
 pub use junit::render_junit;
 pub use merge::merge_results;
-pub use render::{ReportFormat, reason_label, render_report, summary_line};
+pub use render::{
+    FAILED_SHOWN, ReportFormat, reason_label, render_report, render_report_styled, summary_line,
+};
 pub use rerun::{carry_over, failed_ids};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,

@@ -2,7 +2,7 @@
 //! comparison): a table for people, JSON for machines, Markdown for pull requests, CSV for
 //! spreadsheets. All carry the same content.
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::{CellAlignment, Table};
 use serde_json::{Value, json};
 
 use super::baseline::Comparison;
@@ -10,6 +10,7 @@ use super::expect::Verdict;
 use super::results::ResultsFile;
 use crate::plural;
 use crate::run::ExitReason;
+use crate::terminal::Style;
 
 /// Report formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,13 +25,25 @@ pub enum ReportFormat {
     Csv,
 }
 
-/// Renders the report.
+/// Renders the report, the table as for a pipe.
 pub fn render_report(
     results: &ResultsFile,
     comparison: Option<&Comparison>,
     format: ReportFormat,
 ) -> String {
-    let report = Report::new(results, comparison);
+    render_report_styled(results, comparison, format, Style::plain())
+}
+
+/// Renders the report, the table in `style`; with a width, the failed tasks shown are cut at
+/// [`FAILED_SHOWN`].
+pub fn render_report_styled(
+    results: &ResultsFile,
+    comparison: Option<&Comparison>,
+    format: ReportFormat,
+    style: Style,
+) -> String {
+    let mut report = Report::new(results, comparison);
+    report.style = style;
     match format {
         ReportFormat::Table => report.table(),
         ReportFormat::Json => report.json(),
@@ -77,7 +90,11 @@ pub fn reason_label(reason: ExitReason) -> &'static str {
     }
 }
 
+/// Failed tasks listed in a table fitted to a terminal; the rest are counted.
+pub const FAILED_SHOWN: usize = 20;
+
 struct Report<'a> {
+    style: Style,
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     rows: Vec<(ExitReason, usize, f64)>,
@@ -111,6 +128,7 @@ impl<'a> Report<'a> {
             })
             .collect();
         Report {
+            style: Style::plain(),
             results,
             comparison,
             rows,
@@ -170,14 +188,18 @@ impl<'a> Report<'a> {
     }
 
     fn table(&self) -> String {
+        let style = self.style;
         let mut out = format!("{}\n\n", self.title());
-        let mut table = new_table(&["exit reason", "tasks", "share"]);
+        let mut table = style.table(vec!["exit reason", "tasks", "share"]);
         for (reason, count, share) in &self.rows {
-            table.add_row(vec![
-                reason_label(*reason).to_owned(),
-                count.to_string(),
-                percent(*share),
-            ]);
+            style.add_row(
+                &mut table,
+                vec![
+                    reason_label(*reason).to_owned(),
+                    count.to_string(),
+                    percent(*share),
+                ],
+            );
         }
         align_right(&mut table, &[1, 2]);
         out.push_str(&format!(
@@ -186,17 +208,33 @@ impl<'a> Report<'a> {
             self.expectations_line()
         ));
         if !self.failed.is_empty() {
-            let mut table = new_table(&["failed task", "exit reason", "why"]);
-            for (id, reason, why) in &self.failed {
-                table.add_row(vec![id.to_string(), reason.to_string(), why.clone()]);
+            let mut table = style.table(vec!["failed task", "exit reason", "why"]);
+            let shown = match style.width {
+                Some(_) => FAILED_SHOWN,
+                None => usize::MAX,
+            };
+            for (id, reason, why) in self.failed.iter().take(shown) {
+                style.add_row(
+                    &mut table,
+                    vec![id.to_string(), reason.to_string(), why.clone()],
+                );
             }
             out.push_str(&format!("\n{table}\n"));
+            if self.failed.len() > shown {
+                out.push_str(&format!(
+                    "and {} more (see results.json)\n",
+                    self.failed.len() - shown
+                ));
+            }
         }
         if let Some(c) = self.comparison {
             out.push_str("\nCompared with the baseline:\n");
-            let mut table = new_table(&["baseline", "now", "tasks"]);
+            let mut table = style.table(vec!["baseline", "now", "tasks"]);
             for (a, b, n) in self.transitions() {
-                table.add_row(vec![a.to_string(), b.to_string(), n.to_string()]);
+                style.add_row(
+                    &mut table,
+                    vec![a.to_string(), b.to_string(), n.to_string()],
+                );
             }
             align_right(&mut table, &[2]);
             out.push_str(&format!("{table}\n"));
@@ -212,7 +250,7 @@ impl<'a> Report<'a> {
                 ));
             }
         }
-        out
+        style.finish(&out)
     }
 
     fn markdown(&self) -> String {
@@ -372,13 +410,6 @@ fn share(count: usize, total: usize) -> f64 {
 
 fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
-}
-
-fn new_table(header: &[&str]) -> Table {
-    let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED);
-    table.set_header(header.to_vec());
-    table
 }
 
 fn align_right(table: &mut Table, columns: &[usize]) {

@@ -39,8 +39,8 @@ pub struct RunnerOptions<'a> {
     pub traces_dir: Option<PathBuf>,
     /// Set from outside (SIGINT) to stop scheduling new tasks.
     pub stop: &'a AtomicBool,
-    /// Called after each task with the number done, for progress display.
-    pub on_done: &'a (dyn Fn(usize) + Sync),
+    /// Called after each task with the number done and its result, for progress display.
+    pub on_done: &'a (dyn Fn(usize, &TaskResult) + Sync),
     /// The suite's tools file, and the folder holding each task's working folder
     /// (`<folder>/<task-id>/`); `None` runs every task with the shared registry.
     pub task_tools: Option<(&'a TaskTools, PathBuf)>,
@@ -69,8 +69,8 @@ pub fn run_tasks(
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(task) = tasks.get(i) else { break };
                     let result = run_isolated(task, tools, options);
+                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
                     slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
-                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1);
                 }
             });
         }

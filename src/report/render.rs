@@ -7,10 +7,11 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::CellAlignment;
 use serde_json::{Map, Value, json};
 
 use super::model::{BUDGETS, DurationSummary, Ending, EndingCounts, Report, SpendStats, StepStats};
+use crate::terminal::Style;
 use crate::text::{csv_text, escape};
 
 /// An output format of `looptrace report`.
@@ -33,6 +34,8 @@ pub struct RenderOptions {
     pub by_file: bool,
     /// The `by_file` entries name source formats (`report --by source`), not files.
     pub by_source: bool,
+    /// Borders, width and colour of the table format.
+    pub style: Style,
 }
 
 /// Renders `report` in `format`.
@@ -556,20 +559,31 @@ fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
             out.push_str("  none\n");
             continue;
         }
-        let mut table = Table::new();
-        table.load_style(presets::UTF8_FULL_CONDENSED);
-        table.set_header(section.header.clone());
-        for row in &section.rows {
-            table.add_row(row.iter().map(Cell::human).collect::<Vec<_>>());
+        let style = options.style;
+        let mut table = style.table(section.header.clone());
+        let rows: Vec<Vec<String>> = section
+            .rows
+            .iter()
+            .map(|row| row.iter().map(Cell::human).collect())
+            .collect();
+        for row in &rows {
+            style.add_row(&mut table, row.clone());
         }
         for (index, cell) in section.rows[0].iter().enumerate() {
-            if let (true, Some(column)) = (cell.is_numeric(), table.column_mut(index)) {
-                column.set_cell_alignment(CellAlignment::Right);
+            if cell.is_numeric() {
+                if let Some(column) = table.column_mut(index) {
+                    column.set_cell_alignment(CellAlignment::Right);
+                }
+                style.keep_whole(
+                    &mut table,
+                    index,
+                    rows.iter().map(|row| row[index].as_str()),
+                );
             }
         }
         let _ = writeln!(out, "{table}");
     }
-    out.into_bytes()
+    options.style.finish(&out).into_bytes()
 }
 
 fn markdown_escape(text: &str) -> String {

@@ -282,7 +282,7 @@ fn a_panicking_task_is_isolated() {
         eval_id: "e1".to_owned(),
         traces_dir: None,
         stop: &stop,
-        on_done: &|_| {},
+        on_done: &|_, _| {},
         task_tools: None,
     };
     let results = run_tasks(&suite.tasks, &explode_registry(), &options);

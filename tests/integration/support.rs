@@ -3,9 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The built `looptrace` binary.
+/// The built `looptrace` binary, with no locale or width from the environment the tests run in,
+/// so tables come out as they do through a pipe on any machine.
 pub fn looptrace() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_looptrace"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_looptrace"));
+    for name in ["LC_ALL", "LC_CTYPE", "LANG", "COLUMNS"] {
+        command.env_remove(name);
+    }
+    command
 }
 
 /// A file under `tests/fixtures/`.

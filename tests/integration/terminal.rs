@@ -268,3 +268,119 @@ fn show_of_an_empty_folder_warns() {
     );
     assert!(stderr(&output).contains("no `*.jsonl` files found"));
 }
+
+/// The display columns of a line (box drawing and `…` take one each; none are wide).
+fn columns(line: &str) -> usize {
+    looptrace::terminal::display_width(line)
+}
+
+#[test]
+fn eval_fits_80_columns_and_cuts_long_failure_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::support::fixture("terminal/wide_suite.json");
+    let fitted = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("-o")
+        .arg(dir.path())
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(fitted.status.code(), Some(1), "{}", stderr(&fitted));
+    let text = stdout(&fitted);
+    for line in text.lines() {
+        assert!(columns(line) <= 80, "{} columns: {line}", columns(line));
+    }
+    assert!(text.contains("│ task-00-with-a-rather-long-id"), "{text}");
+    assert!(text.contains('…'), "long cells are cut: {text}");
+    let rows = text.lines().filter(|l| l.starts_with("│ task-")).count();
+    assert_eq!(rows, looptrace::eval::FAILED_SHOWN);
+    assert!(text.ends_with("and 5 more (see results.json)\n"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no colour through a pipe");
+
+    // Piped without COLUMNS: every failure, however wide.
+    let piped = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("-o")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = stdout(&piped);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("│ task-")).count(),
+        25
+    );
+    assert!(text.lines().any(|line| columns(line) > 80));
+}
+
+#[test]
+fn report_and_replay_fit_80_columns() {
+    for args in [
+        &[
+            "report",
+            "tests/fixtures/report/spend.jsonl",
+            "tests/fixtures/report/mixed.jsonl",
+            "--by",
+            "file",
+        ][..],
+        &["report", "sample_traces/"][..],
+        &["replay", "sample_traces/multi_run.jsonl"][..],
+    ] {
+        let output = looptrace()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let text = stdout(&output);
+        for line in text.lines() {
+            assert!(
+                columns(line) <= 80,
+                "{args:?}: {} columns: {line}",
+                columns(line)
+            );
+        }
+    }
+    // Numbers are never cut, only text.
+    let output = looptrace()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "tests/fixtures/report/spend.jsonl"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&output).contains("┆ 0.3750 ┆"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_non_utf8_locale_gets_ascii_borders() {
+    for (name, value) in [
+        ("LANG", "C"),
+        ("LC_ALL", "en_US.ISO-8859-1"),
+        ("LC_CTYPE", "POSIX"),
+    ] {
+        let output = looptrace()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["report", "sample_traces/multi_run.jsonl"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        let text = stdout(&output);
+        assert!(text.is_ascii(), "{name}={value}:\n{text}");
+        assert!(text.contains("+----"), "{text}");
+        assert!(text.contains("| finished "), "{text}");
+    }
+    let utf8 = looptrace()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "sample_traces/multi_run.jsonl"])
+        .env("LC_ALL", "")
+        .env("LANG", "en_US.UTF-8")
+        .output()
+        .unwrap();
+    assert!(stdout(&utf8).contains("│ finished "));
+}
