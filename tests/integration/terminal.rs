@@ -295,7 +295,7 @@ fn eval_fits_80_columns_and_cuts_long_failure_lists() {
     assert!(text.contains('…'), "long cells are cut: {text}");
     let rows = text.lines().filter(|l| l.starts_with("│ task-")).count();
     assert_eq!(rows, looptrace::eval::FAILED_SHOWN);
-    assert!(text.ends_with("and 5 more (see results.json)\n"), "{text}");
+    assert!(text.contains("\nand 5 more (see results.json)\n"), "{text}");
     assert!(!text.contains('\u{1b}'), "no colour through a pipe");
 
     // Piped without COLUMNS: every failure, however wide.
@@ -383,4 +383,16 @@ fn a_non_utf8_locale_gets_ascii_borders() {
         .output()
         .unwrap();
     assert!(stdout(&utf8).contains("│ finished "));
+}
+
+#[test]
+fn the_readme_shows_the_library_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/library.rs")).unwrap();
+    let code = &example[example.find("use looptrace::agent").unwrap()..];
+    assert!(
+        readme.contains(&format!("```rust\n{code}```\n")),
+        "the README's library example differs from examples/library.rs"
+    );
 }
