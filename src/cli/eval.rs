@@ -378,7 +378,9 @@ pub fn run(args: EvalArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&in_scope(b, &suite, &selected), &results));
-    print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
+    // The console shows the suite's expected values in full; the files keep their summaries.
+    let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
+    print_report(&shown, comparison.as_ref(), args.format, args.quiet)?;
     if !args.quiet {
         eprintln!(
             "results: {} (traces in {})",
