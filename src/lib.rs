@@ -10,6 +10,7 @@ pub mod eval;
 pub mod export;
 pub mod fault;
 pub mod gate;
+pub mod html;
 pub mod import;
 pub mod model;
 pub mod output;

@@ -204,6 +204,15 @@ pub fn stdout_style() -> Style {
     )
 }
 
+/// The style of a text report written to `output`, or to standard output when `None`: a file
+/// gets the plain style, whatever the terminal.
+pub fn output_style(output: Option<&Path>) -> Style {
+    match output {
+        Some(_) => Style::plain(),
+        None => stdout_style(),
+    }
+}
+
 /// The width of the terminal on standard output, if it is one.
 fn terminal_width() -> Option<u16> {
     // SAFETY: TIOCGWINSZ only fills the `winsize` it is given; a non-terminal fails with ENOTTY.

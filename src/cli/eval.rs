@@ -43,15 +43,9 @@ pub struct EvalArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Also write JUnit XML here.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Compare with an earlier `results.json`.
-    #[arg(long, value_name = "RESULTS")]
-    pub baseline: Option<PathBuf>,
-    /// Accept a baseline from a suite with another name.
-    #[arg(long, requires = "baseline")]
-    pub baseline_any_suite: bool,
+    /// `--junit`, `--baseline`, `--baseline-any-suite`.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
     /// Run only shard K of N (1-based), e.g. `--shard 2/4`; `auto` reads K and N from the CI or
     /// batch engine's variables (docs/scale-out.md).
     #[arg(long, value_name = "K/N|auto")]
@@ -93,6 +87,26 @@ pub struct MergeArgs {
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// Also write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Compare with an earlier `results.json`.
+    #[arg(long, value_name = "RESULTS")]
+    pub baseline: Option<PathBuf>,
+    /// Accept a baseline from a suite with another name.
+    #[arg(long, requires = "baseline")]
+    pub baseline_any_suite: bool,
 }
 
 /// `--shard K/N|auto`.
@@ -166,21 +180,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     let tools = ToolRegistry::builtin();
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
     let (suite, inputs) = load(&args)?;
-    let baseline = match &args.baseline {
-        Some(path) => Some(read_baseline(path)?),
-        None => None,
-    };
-    if let (Some(path), Some(b)) = (&args.baseline, &baseline)
-        && b.suite.name != suite.name
-        && !args.baseline_any_suite
-    {
-        return Err(CliError::input(format!(
-            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
-            path.display(),
-            b.suite.name,
-            suite.name
-        )));
-    }
+    let baseline = args
+        .verdicts
+        .baseline
+        .as_deref()
+        .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
+        .transpose()?;
     let previous = match &args.rerun_failed {
         Some(path) => Some(read_rerun(path, &suite)?),
         None => None,
@@ -245,7 +250,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map(|entry| ("--out", entry.path()));
     let outputs = [
         ("--out", Some(results_path.clone())),
-        ("--junit", args.junit.clone()),
+        ("--junit", args.verdicts.junit.clone()),
+        ("--html", args.verdicts.html.clone()),
     ];
     for (flag, output) in outputs
         .into_iter()
@@ -268,11 +274,17 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
-    if let Some(junit) = &args.junit {
-        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
+    if let Some(junit) = &args.verdicts.junit {
+        refuse_output_clash(
+            "--junit",
+            junit,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
     }
-    let junit_folder = args.junit.as_deref().map(folder_of);
-    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
+    let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
+    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
         && !folder.is_dir()
         && !same_path(folder, &out)
     {
@@ -281,14 +293,42 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit.display()
         )));
     }
+    if let Some(html) = &args.verdicts.html {
+        refuse_output_clash(
+            "--html",
+            html,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
+        if args
+            .verdicts
+            .junit
+            .as_deref()
+            .is_some_and(|junit| same_path(junit, html))
+        {
+            return Err(CliError::input("--html and --junit name the same file"));
+        }
+        let folder = folder_of(html);
+        if !folder.is_dir() && !same_path(&folder, &out) {
+            return Err(CliError::input(format!(
+                "--html `{}`: the folder does not exist",
+                html.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     refuse_folder("--out", &results_path)?;
-    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder) {
+    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
+    }
+    if let Some(html) = &args.verdicts.html {
+        probe_writable("--html", &folder_of(html))?;
+        refuse_folder("--html", html)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -361,7 +401,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             results_path.display()
         ))
     })?;
-    if let Some(junit) = &args.junit {
+    if let Some(junit) = &args.verdicts.junit {
         write_atomically(junit, render_junit(&results).as_bytes()).map_err(|err| {
             CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
         })?;
@@ -375,9 +415,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         &out.join("traces"),
         &remove_stale_traces(&out.join("traces"), &written),
     );
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
+    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
+    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    if let Some(html) = &args.verdicts.html {
+        let view = scoped
+            .as_ref()
+            .zip(comparison.as_ref())
+            .map(|(b, c)| super::html::baseline_of(c, b, &results));
+        let title = format!("looptrace eval: {}", results.suite.name);
+        let folder = |_: &looptrace::eval::TaskResult| out.clone();
+        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
+    }
     // The console shows the suite's expected values in full; the files keep their summaries.
     let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
     print_report(&shown, comparison.as_ref(), args.format, args.quiet)?;
@@ -438,34 +486,77 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
 
 /// Runs `looptrace merge`.
 pub fn merge(args: MergeArgs) -> CliResult {
-    let mut inputs = Vec::new();
-    for path in &args.results {
-        if let Some(out) = &args.out
-            && same_file(path, out)
-        {
+    // Every output is checked before anything is read or written: none may be an input, a
+    // symbolic link, a folder, or the other output.
+    let inputs: Vec<&PathBuf> = args.results.iter().chain(&args.verdicts.baseline).collect();
+    let outputs = [("--out", &args.out), ("--junit", &args.verdicts.junit)];
+    for (flag, output) in outputs
+        .iter()
+        .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
+    {
+        if let Some(input) = inputs.iter().find(|input| same_file(input, output)) {
             return Err(CliError::input(format!(
-                "--out would overwrite the input `{}`",
-                path.display()
+                "{flag} would overwrite the input `{}`",
+                input.display()
             )));
         }
-        inputs.push((
+        if looptrace::output::is_symlink(output) {
+            return Err(CliError::input(format!(
+                "{flag}: `{}`: it is a symbolic link, and merge never writes through one (remove it or choose another path)",
+                output.display()
+            )));
+        }
+        refuse_folder(flag, output)?;
+        probe_writable(flag, &folder_of(output))?;
+    }
+    if let (Some(out), Some(junit)) = (&args.out, &args.verdicts.junit)
+        && same_file(out, junit)
+    {
+        return Err(CliError::input(format!(
+            "--junit `{}` is the --out file: choose another file",
+            junit.display()
+        )));
+    }
+    let mut results = Vec::new();
+    for path in &args.results {
+        results.push((
             path.display().to_string(),
             read_results(path).map_err(CliError::Input)?,
         ));
     }
-    let merged = merge_results(&inputs).map_err(CliError::Input)?;
+    if let Some(html) = &args.verdicts.html {
+        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
+    }
+    let merged = merge_results(&results).map_err(CliError::Input)?;
     if merged.partial && !args.allow_partial {
         return Err(CliError::input(format!(
             "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
             list_shards(&merged.missing_shards)
         )));
     }
+    let baseline = args
+        .verdicts
+        .baseline
+        .as_deref()
+        .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
+        .transpose()?;
     if let Some(out) = &args.out {
         write_results(out, &merged).map_err(|err| {
             CliError::input(format!("failed to write `{}`: {err}", out.display()))
         })?;
     }
-    print_report(&merged, None, args.format, args.quiet)?;
+    if let Some(junit) = &args.verdicts.junit {
+        write_atomically(junit, render_junit(&merged).as_bytes()).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
+        })?;
+    }
+    let comparison = baseline
+        .as_ref()
+        .map(|b| compare(&merge_scope(b, &merged), &merged));
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
+    print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
             "partial: shards {} are missing",
@@ -473,7 +564,29 @@ pub fn merge(args: MergeArgs) -> CliResult {
         );
         return Ok(Outcome::Failures);
     }
-    Ok(verdict(&merged, None))
+    Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
+/// eval. Merge does not read the suite, so it knows the tasks the shards were to run only from
+/// the results: the whole suite (every baseline task, one the merge lacks being no longer in the
+/// suite), or the `selection`'s tasks (other baseline tasks are left out, removed from the suite
+/// or not). A partial merge speaks only about the tasks it holds: the missing shards' are unknown.
+fn merge_scope(baseline: &ResultsFile, merged: &ResultsFile) -> ResultsFile {
+    let selected = match (&merged.selection, merged.partial) {
+        (None, false) => return baseline.clone(),
+        (Some(selection), false) => selection.tasks.as_slice(),
+        (_, true) => &[],
+    };
+    let keep: std::collections::HashSet<&str> = merged
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .chain(selected.iter().map(String::as_str))
+        .collect();
+    let mut scoped = baseline.clone();
+    scoped.tasks.retain(|t| keep.contains(t.id.as_str()));
+    scoped
 }
 
 /// The baseline's tasks this evaluation can speak about: those it ran, and those no longer in
@@ -544,14 +657,23 @@ fn copy_carried_traces(
     Ok(())
 }
 
-/// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.
-fn read_baseline(path: &Path) -> Result<ResultsFile, CliError> {
+/// Reads `--baseline` for suite `suite`: a partial merge cannot say what happened to the tasks it
+/// lacks, and another suite's results are refused unless `any_suite` (`--baseline-any-suite`).
+fn read_baseline(path: &Path, suite: &str, any_suite: bool) -> Result<ResultsFile, CliError> {
     let baseline = read_results(path).map_err(CliError::Input)?;
     if baseline.partial {
         return Err(CliError::input(format!(
             "--baseline `{}` is a partial merge (shards {} missing): compare with complete results",
             path.display(),
             list_shards(&baseline.missing_shards)
+        )));
+    }
+    if baseline.suite.name != suite && !any_suite {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
+            path.display(),
+            baseline.suite.name,
+            suite
         )));
     }
     Ok(baseline)
@@ -586,7 +708,7 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
         suite.tools = Some(tools);
     }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
-    inputs.extend(args.baseline.iter().cloned());
+    inputs.extend(args.verdicts.baseline.iter().cloned());
     for task in &suite.tasks {
         if let TaskModel::Replay { path, .. } = &task.model {
             inputs.push(path.clone());
@@ -675,8 +797,9 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
-/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
+    flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
@@ -694,7 +817,7 @@ fn refuse_output_clash(
     };
     match clash {
         Some(other) => Err(CliError::input(format!(
-            "--junit `{}` is the output `{}` of this eval: choose another file",
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
             junit.display(),
             other.display()
         ))),

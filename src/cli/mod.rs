@@ -10,6 +10,7 @@ mod error;
 mod eval;
 mod export;
 mod help;
+mod html;
 mod import;
 mod progress;
 mod replay;

@@ -156,6 +156,12 @@ impl<'a> Report<'a> {
         if r.interrupted {
             title.push_str(", interrupted before every task ran");
         }
+        if r.partial {
+            title.push_str(&format!(
+                ", partial: shards {} missing",
+                super::shard::list_shards(&r.missing_shards)
+            ));
+        }
         title
     }
 
@@ -300,6 +306,15 @@ impl<'a> Report<'a> {
                     out.push_str(&format!("- `{id}`: {why}\n"));
                 }
             }
+            for (title, ids) in [
+                ("New tasks", &c.added),
+                ("Tasks no longer in the suite", &c.removed),
+            ] {
+                if !ids.is_empty() {
+                    let ids: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+                    out.push_str(&format!("\n**{title}:** {}\n", ids.join(", ")));
+                }
+            }
         }
         out
     }
@@ -324,6 +339,10 @@ impl<'a> Report<'a> {
                 json!({"id": id, "exit_reason": reason.as_str(), "failures": task.map(|t| t.failures.clone()).unwrap_or_default()})
             }).collect::<Vec<_>>(),
         });
+        if r.partial {
+            value["partial"] = json!(true);
+            value["missing_shards"] = json!(r.missing_shards);
+        }
         if let Some(c) = self.comparison {
             value["baseline"] = json!({
                 "transitions": self.transitions().iter().map(|(a, b, n)| json!({"from": a.as_str(), "to": b.as_str(), "tasks": n})).collect::<Vec<_>>(),
@@ -377,6 +396,12 @@ impl<'a> Report<'a> {
             }
             for (id, why) in &c.improvements {
                 out.push_str(&csv_row(&["improvement", id, "", "", why]));
+            }
+            for id in &c.added {
+                out.push_str(&csv_row(&["added", id, "", "", ""]));
+            }
+            for id in &c.removed {
+                out.push_str(&csv_row(&["removed", id, "", "", ""]));
             }
         }
         out

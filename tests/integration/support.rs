@@ -35,6 +35,24 @@ pub fn run(args: &[&str]) -> Output {
         .expect("failed to start looptrace")
 }
 
+/// The bodies of the fenced code blocks of `lang` (```` ```yaml ````, ...) in `docs/NAME`, in order.
+pub fn doc_blocks(name: &str, lang: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(name);
+    let text = std::fs::read_to_string(path).unwrap();
+    let fence = format!("```{lang}\n");
+    let mut blocks = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(&fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").unwrap();
+        blocks.push(body[..end].to_owned());
+        rest = &body[end + 3..];
+    }
+    blocks
+}
+
 /// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
