@@ -20,7 +20,8 @@ SEED=${SEED:-7}
 RUNS=${RUNS:-3}
 OUT=bench/out
 mkdir -p "$OUT"
-LOOPTRACE=${LOOPTRACE:-target/release/looptrace}
+TARGET=${CARGO_TARGET_DIR:-target}
+LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
 
 cargo build --release --quiet --bin looptrace --example gen_full_traces
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -56,7 +57,7 @@ PY
 
 for SIZE in $SIZES; do
     TRACE=$OUT/full-$SIZE-$SEED.jsonl
-    [ -s "$TRACE" ] || ./target/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
+    [ -s "$TRACE" ] || "$TARGET"/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
     BYTES=$(stat -c %s "$TRACE")
     cat "$TRACE" > /dev/null # into the page cache
     echo "input: $(python3 -c "print(f'{$BYTES / 1e9:.2f}')") GB ($BYTES bytes) from the page cache, $(nproc) cores"

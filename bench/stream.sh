@@ -16,10 +16,11 @@ SEED=${SEED:-7}
 OUT=bench/out
 mkdir -p "$OUT"
 TRACE=$OUT/full-$SIZE-$SEED.jsonl
-LOOPTRACE=${LOOPTRACE:-target/release/looptrace}
+TARGET=${CARGO_TARGET_DIR:-target}
+LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
 
 cargo build --release --quiet --bin looptrace --example gen_full_traces
-[ -s "$TRACE" ] || ./target/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
+[ -s "$TRACE" ] || "$TARGET"/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
 BYTES=$(stat -c %s "$TRACE")
 cat "$TRACE" > /dev/null # into the page cache
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -194,15 +194,6 @@ impl Write for OutcomeStdout {
     }
 }
 
-/// The style of output going to `file` when one is named (plain: a file is not a terminal), else
-/// to standard output.
-pub fn output_style(file: Option<&std::path::Path>) -> Style {
-    match file {
-        Some(_) => Style::plain(),
-        None => stdout_style(),
-    }
-}
-
 /// How text reports are drawn on standard output: see [`Style::detect`].
 pub fn stdout_style() -> Style {
     let stdout = io::stdout();
@@ -211,6 +202,15 @@ pub fn stdout_style() -> Style {
         stdout.is_terminal(),
         terminal_width(),
     )
+}
+
+/// The style of a text report written to `output`, or to standard output when `None`: a file
+/// gets the plain style, whatever the terminal.
+pub fn output_style(output: Option<&Path>) -> Style {
+    match output {
+        Some(_) => Style::plain(),
+        None => stdout_style(),
+    }
 }
 
 /// The width of the terminal on standard output, if it is one.

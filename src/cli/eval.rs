@@ -426,7 +426,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         let folder = |_: &looptrace::eval::TaskResult| out.clone();
         super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
     }
-    print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
+    // The console shows the suite's expected values in full; the files keep their summaries.
+    let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
+    print_report(&shown, comparison.as_ref(), args.format, args.quiet)?;
     if !args.quiet {
         eprintln!(
             "results: {} (traces in {})",

@@ -118,6 +118,7 @@ pub enum FormatArg {
 
 /// Runs `looptrace replay`.
 pub fn run(args: ReplayArgs) -> CliResult {
+    let style = super::common::output_style(args.output.as_deref());
     if args.max_steps == Some(0) {
         return Err(CliError::input("--max-steps must be at least 1"));
     }
@@ -190,10 +191,8 @@ pub fn run(args: ReplayArgs) -> CliResult {
         };
         let text = match args.format {
             _ if args.quiet => check_summary_line(&report),
-            FormatArg::Text => super::common::output_style(args.output.as_deref())
-                .finish(&render_check_text(&report)),
             FormatArg::Json => render_check_json(&report),
-            _ => render_check_text(&report),
+            _ => style.finish(&render_check_text(&report)),
         };
         return super::html::write_output(args.output.as_deref(), text.as_bytes(), &inputs);
     }
@@ -282,9 +281,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         _ if args.quiet && !matches!(args.format, FormatArg::Html) => {
             summary_line(&report).into_bytes()
         }
-        FormatArg::Text => super::common::output_style(args.output.as_deref())
-            .finish(&render_text(&report))
-            .into_bytes(),
+        FormatArg::Text => style.finish(&render_text(&report)).into_bytes(),
         FormatArg::Json => render_json(&report).into_bytes(),
         FormatArg::Html => {
             rows.sort_by_key(|(index, _)| *index);

@@ -3,7 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::suite::Expectations;
+use std::collections::HashMap;
+
+use super::results::ResultsFile;
+use super::suite::{Expectations, Suite};
 use crate::run::{ExitReason, RunResult};
 use crate::trace::{Capture, Summarizer};
 
@@ -97,6 +100,58 @@ pub fn check(
     } else {
         (Verdict::Failed, failures)
     }
+}
+
+/// The failure reasons of a task as the console shows them: where a reason holds the summary of
+/// an expected value (text the suite's author wrote), the value itself; the model's answers stay
+/// summaries, and results files and JUnit keep the reasons as they were.
+pub fn expected_in_full(
+    expect: &Expectations,
+    failures: &[String],
+    summarizer: &Summarizer,
+) -> Vec<String> {
+    failures
+        .iter()
+        .map(|failure| {
+            let pairs = [
+                ("expected answer ", &expect.answer),
+                ("expected the answer to contain ", &expect.answer_contains),
+            ];
+            for (prefix, value) in pairs {
+                let Some(value) = value else { continue };
+                let summary = format!("{prefix}{}", short_summary(&summarizer.summarize(value)));
+                if let Some(rest) = failure.strip_prefix(summary.as_str()) {
+                    return format!("{prefix}{value:?}{rest}");
+                }
+            }
+            failure.clone()
+        })
+        .collect()
+}
+
+/// `results` as the console shows them: every failure reason with the suite's expected values in
+/// full (see [`expected_in_full`]).
+pub fn for_console(results: &ResultsFile, suite: &Suite, summarizer: &Summarizer) -> ResultsFile {
+    let mut shown = results.clone();
+    if results.capture == Capture::Full {
+        return shown;
+    }
+    let expectations: HashMap<&str, &Expectations> = suite
+        .tasks
+        .iter()
+        .map(|task| (task.id.as_str(), &task.expect))
+        .collect();
+    for task in shown.tasks.iter_mut().filter(|t| !t.failures.is_empty()) {
+        if let Some(expect) = expectations.get(task.id.as_str()) {
+            task.failures = expected_in_full(expect, &task.failures, summarizer);
+        }
+    }
+    shown
+}
+
+/// Whether a reason shows text only as a summary (`chars=N;sha256=…`).
+pub fn has_summary(reason: &str) -> bool {
+    reason.contains(";sha256=") || reason.contains(";hmac-sha256=")
 }
 
 /// A summary with its hash cut to 12 hex digits: enough to tell values apart in a report line.

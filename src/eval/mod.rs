@@ -18,7 +18,7 @@ mod suite_fast;
 
 pub use baseline::{Comparison, compare};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
-pub use expect::{Verdict, check};
+pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use junit::render_junit;
 pub use merge::merge_results;
 pub use render::{

@@ -6,7 +6,7 @@ use comfy_table::{CellAlignment, Table};
 use serde_json::{Value, json};
 
 use super::baseline::Comparison;
-use super::expect::Verdict;
+use super::expect::{Verdict, has_summary};
 use super::results::ResultsFile;
 use crate::plural;
 use crate::run::ExitReason;
@@ -89,6 +89,10 @@ pub fn reason_label(reason: ExitReason) -> &'static str {
         ExitReason::InternalError => "internal_error",
     }
 }
+
+/// Said once under the failed tasks when a reason shows text only as its summary.
+pub const SUMMARY_NOTE: &str =
+    "Answers are shown as summaries (chars=N;sha256=...): run with --capture full to see them.";
 
 /// Failed tasks listed in a table fitted to a terminal; the rest are counted.
 pub const FAILED_SHOWN: usize = 20;
@@ -225,6 +229,10 @@ impl<'a> Report<'a> {
                     "and {} more (see results.json)\n",
                     self.failed.len() - shown
                 ));
+            }
+            if self.failed.iter().any(|(_, _, why)| has_summary(why)) {
+                out.push_str(SUMMARY_NOTE);
+                out.push('\n');
             }
         }
         if let Some(c) = self.comparison {

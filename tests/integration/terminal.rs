@@ -295,7 +295,7 @@ fn eval_fits_80_columns_and_cuts_long_failure_lists() {
     assert!(text.contains('…'), "long cells are cut: {text}");
     let rows = text.lines().filter(|l| l.starts_with("│ task-")).count();
     assert_eq!(rows, looptrace::eval::FAILED_SHOWN);
-    assert!(text.ends_with("and 5 more (see results.json)\n"), "{text}");
+    assert!(text.contains("\nand 5 more (see results.json)\n"), "{text}");
     assert!(!text.contains('\u{1b}'), "no colour through a pipe");
 
     // Piped without COLUMNS: every failure, however wide.
@@ -383,4 +383,61 @@ fn a_non_utf8_locale_gets_ascii_borders() {
         .output()
         .unwrap();
     assert!(stdout(&utf8).contains("│ finished "));
+}
+
+#[test]
+fn the_readme_shows_the_library_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/library.rs")).unwrap();
+    let code = &example[example.find("use looptrace::agent").unwrap()..];
+    assert!(
+        readme.contains(&format!("```rust\n{code}```\n")),
+        "the README's library example differs from examples/library.rs"
+    );
+}
+
+#[test]
+fn the_console_shows_expected_values_in_full_and_the_files_keep_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let output = looptrace()
+        .arg("eval")
+        .arg(crate::support::fixture("terminal/wide_suite.json"))
+        .args(["--only", "task-00-*", "-o"])
+        .arg(dir.path())
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    let expected = "expected answer \"84, and an expected value long enough to go past eighty \
+                    columns of a terminal\", got chars=2;sha256=";
+    assert!(text.contains(expected), "{text}");
+    assert_eq!(
+        text.matches("run with --capture full to see them").count(),
+        1,
+        "{text}"
+    );
+    let results = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+    assert!(
+        results.contains("expected answer chars=77;sha256="),
+        "{results}"
+    );
+    assert!(!results.contains("eighty columns"));
+    let junit = std::fs::read_to_string(&junit).unwrap();
+    assert!(!junit.contains("eighty columns"), "{junit}");
+
+    // Full capture: both texts are shown, and no note.
+    let full = looptrace()
+        .arg("eval")
+        .arg(crate::support::fixture("terminal/wide_suite.json"))
+        .args(["--only", "task-00-*", "--capture", "full", "-o"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = stdout(&full);
+    assert!(text.contains("got \"85\""), "{text}");
+    assert!(!text.contains("--capture full"), "{text}");
 }
