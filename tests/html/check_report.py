@@ -18,7 +18,7 @@ import sys
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 PLANTED_RUN = "<script>window.pwned='run id'</script>"
 PLANTED_TOOL = "<img src=x onerror=\"window.pwned='tool';document.title='pwned'\">"
@@ -44,6 +44,10 @@ def main():
     driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:
         driver.get(pathlib.Path(page).resolve().as_uri())
+        # The script inflates the embedded data, then builds the table and marks the page ready.
+        WebDriverWait(driver, 60).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready")
+        )
         total = expected["exit_reasons"]["runs"]
         # The chart states its denominator and shows every exit reason's count from the JSON.
         heading = driver.find_element(By.CSS_SELECTOR, "#exit-reasons h2").text

@@ -20,15 +20,26 @@ fn path_str(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
 
-/// The JSON document embedded in a page for its script.
+/// The JSON document embedded in a page for its script (zlib-compressed, in base64).
 fn page_data(page: &str) -> Value {
+    use base64::Engine as _;
+    use std::io::Read as _;
     let start = page
-        .find("<script type=\"application/json\" id=\"looptrace-data\">")
+        .find("id=\"looptrace-data\" data-encoding=\"deflate-base64\">")
         .expect("the page embeds its data");
     let rest = &page[start..];
     let open = rest.find('>').unwrap() + 1;
     let close = rest.find("</script>").unwrap();
-    serde_json::from_str(&rest[open..close]).expect("the embedded data is JSON")
+    let packed = base64::engine::general_purpose::STANDARD
+        .decode(rest[open..close].trim())
+        .expect("the data is base64");
+    let mut json = String::new();
+    flate2::read::ZlibDecoder::new(packed.as_slice())
+        .read_to_string(&mut json)
+        .expect("the data is zlib-compressed text");
+    // JSON safe inside <script> even before compression.
+    assert!(!json.contains(['<', '>', '&', '\u{2028}']), "{json}");
+    serde_json::from_str(&json).expect("the embedded data is JSON")
 }
 
 #[test]
