@@ -22,6 +22,7 @@ mod properties;
 mod real_traces;
 mod replay;
 mod report;
+mod resume;
 mod run_cli;
 mod samples;
 mod scale_out;
