@@ -70,7 +70,7 @@ pub struct EvalArgs {
     pub resume: bool,
     /// Run each task N times (epochs): one row and one run per repeat; the report gives pass
     /// rates and flaky tasks.
-    #[arg(long, value_name = "N", default_value_t = 1, hide = true)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// `per-task`: `DIR/traces/<task-id>.jsonl`; `single`: every run in `DIR/traces.jsonl`.
     #[arg(long, value_enum, default_value_t = TraceLayoutArg::PerTask)]
@@ -237,7 +237,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         )));
     }
     let previous = match &args.rerun_failed {
-        Some(path) => Some(read_rerun(path, &suite)?),
+        Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
     };
     let out = match (&args.out, &args.rerun_failed) {
@@ -895,7 +895,7 @@ fn resume_rows(
 }
 
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
-fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
+fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, CliError> {
     let previous = read_results(path).map_err(CliError::Input)?;
     let refuse = |why: String| {
         Err(CliError::input(format!(
@@ -911,6 +911,12 @@ fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
     }
     if previous.partial {
         return refuse("is a partial merge: rerun from complete results".to_owned());
+    }
+    if previous.repeats.unwrap_or(1) != repeats {
+        return refuse(format!(
+            "ran each task {} time(s), this eval has --repeat {repeats}: give the same --repeat",
+            previous.repeats.unwrap_or(1)
+        ));
     }
     if let Some(shard) = previous.shard {
         return refuse(format!(

@@ -172,6 +172,14 @@ impl TaskResult {
         self.exit_reason == ExitReason::InternalError && self.expectation == Verdict::None
     }
 
+    /// The row's name in reports: the task id, and its repeat when the task ran several times.
+    pub fn label(&self) -> String {
+        match self.repeat {
+            Some(k) => format!("{} (repeat {k})", self.id),
+            None => self.id.clone(),
+        }
+    }
+
     /// Whether this task fails the evaluation: a failed expectation or an unexpected internal error.
     pub fn fails(&self) -> bool {
         self.expectation == Verdict::Failed || self.is_unexpected_internal_error()

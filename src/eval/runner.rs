@@ -154,7 +154,14 @@ fn run_one(
     let task = run.task;
     let own_tools = match &options.task_tools {
         Some((task_tools, work_dir)) => {
-            match task_tools.for_task(&work_dir.join(task.id.as_str())) {
+            // Repeats of one task may run at once: each gets its own working folder.
+            let folder = match options.repeats {
+                1 => work_dir.join(task.id.as_str()),
+                _ => work_dir
+                    .join(format!("r{}", run.repeat))
+                    .join(task.id.as_str()),
+            };
+            match task_tools.for_task(&folder) {
                 Ok(set) => Some(set.registry),
                 Err(failure) => {
                     let result = internal(failure.message);

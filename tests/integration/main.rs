@@ -20,6 +20,7 @@ mod otel_export;
 mod outputs;
 mod properties;
 mod real_traces;
+mod repeat;
 mod replay;
 mod report;
 mod resume;

@@ -258,3 +258,50 @@ fn the_partial_file_follows_its_schemas() {
         assert!(!header.is_valid(line));
     }
 }
+
+#[test]
+fn resume_with_repeats_equals_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(&suite, SUITE).unwrap();
+    let flags = ["--repeat", "2"];
+    let healthy = dir.path().join("healthy");
+    assert_eq!(eval(&suite, &healthy, &flags, None).status.code(), Some(1));
+    let expected = results(&healthy);
+    assert_eq!(expected.tasks.len(), 6);
+    // Epochs run in order: the second epoch's first task ends at event 15.
+    for fault in [
+        "abort_after_events:14",
+        "abort_before_row:5",
+        "abort_mid_row:2",
+    ] {
+        let out = dir.path().join(fault.replace(':', "-"));
+        let crashed = eval(&suite, &out, &flags, Some(fault));
+        assert_eq!(crashed.status.signal(), Some(SIGABRT), "{fault}");
+        let resumed = eval(&suite, &out, &[&flags[..], &["--resume"]].concat(), None);
+        assert_eq!(
+            resumed.status.code(),
+            Some(1),
+            "{fault}: {}",
+            stderr(&resumed)
+        );
+        let got = results(&out);
+        assert_eq!(comparable(&got), comparable(&expected), "{fault}");
+        assert_one_complete_run_per_row(&out, &got, fault);
+    }
+    // Resuming with another repeat count would mix evaluations.
+    let out = dir.path().join("other-count");
+    assert_eq!(
+        eval(&suite, &out, &flags, Some("abort_before_row:2"))
+            .status
+            .signal(),
+        Some(SIGABRT)
+    );
+    let output = eval(&suite, &out, &["--resume"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("was written with --repeat 2, this eval has --repeat 1"),
+        "{}",
+        stderr(&output)
+    );
+}
