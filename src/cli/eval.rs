@@ -288,10 +288,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         .iter()
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
         .collect();
-    let trace_names: std::collections::HashSet<String> = selected
-        .iter()
-        .map(|task| format!("{}.jsonl", task.id))
-        .collect();
+    // Borrowed ids, not built file names: the set is as large as the suite.
+    let trace_names: HashSet<&str> = selected.iter().map(|task| task.id.as_str()).collect();
     let trace_folders: Vec<PathBuf> = match (args.trace_layout, repeats) {
         (TraceLayoutArg::Single, _) => Vec::new(),
         (TraceLayoutArg::PerTask, 1) => vec![out.join("traces")],
@@ -303,7 +301,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .iter()
         .flat_map(|folder| std::fs::read_dir(folder).into_iter().flatten())
         .filter_map(|entry| entry.ok())
-        .filter(|entry| trace_names.contains(entry.file_name().to_string_lossy().as_ref()))
+        .filter(|entry| is_trace_of(&trace_names, &entry.file_name().to_string_lossy()))
         .map(|entry| ("--out", entry.path()));
     let partial_path = out.join(PARTIAL_NAME);
     let single_path = out.join(SINGLE_TRACE);
@@ -393,7 +391,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             ),
         }
     }
-    kept.resize(total, None);
+    // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
     let kept_count = kept.iter().flatten().count();
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -463,7 +461,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     // Epochs: every task once, then every task again, so an early stop leaves whole epochs.
     let attempts: Vec<Attempt> = (1..=repeats)
         .flat_map(|repeat| (0..selected.len()).map(move |task| Attempt { task, repeat }))
-        .filter(|a| kept[position(a.task, a.repeat)].is_none())
+        .filter(|a| {
+            kept.get(position(a.task, a.repeat))
+                .is_none_or(Option::is_none)
+        })
         .collect();
     drop(kept);
     let progress = progress_bar(attempts.len());
@@ -584,26 +585,40 @@ pub fn run(args: EvalArgs) -> CliResult {
         write_atomically(junit, render_junit(&results).as_bytes())
             .map_err(|e| internal("write", junit, e))?;
     }
-    let written: HashSet<String> = match (layout, &previous) {
-        (TraceLayout::Single, _) => HashSet::new(),
-        (TraceLayout::PerTask, Some(_)) => results
+    // Which trace files this evaluation's results name (paths relative to `DIR/traces`); told
+    // from the rows' positions, so no set of names as large as the suite is built.
+    let rerun_traces: HashSet<&str> = match &previous {
+        Some(_) => results
             .tasks
             .iter()
             .filter_map(|row| row.trace.as_deref())
             .filter_map(|trace| trace.strip_prefix("traces/"))
-            .map(str::to_owned)
             .collect(),
-        (TraceLayout::PerTask, None) => collected
-            .offsets
+        None => HashSet::new(),
+    };
+    let index: HashMap<&str, usize> = match (&previous, layout) {
+        (None, TraceLayout::PerTask) => selected
             .iter()
             .enumerate()
-            .filter(|(_, offset)| offset.is_some())
-            .map(|(pos, _)| {
-                let (task, repeat) = (pos / repeats as usize, pos as u32 % repeats + 1);
-                let path = trace_path(layout, selected[task].id.as_str(), repeat, repeats);
-                path.trim_start_matches("traces/").to_owned()
-            })
+            .map(|(i, t)| (t.id.as_str(), i))
             .collect(),
+        _ => HashMap::new(),
+    };
+    let written = |name: &str| -> bool {
+        if previous.is_some() {
+            return rerun_traces.contains(name);
+        }
+        let (repeat, file) = match name.split_once('/') {
+            Some((folder, file)) => match folder.strip_prefix('r').and_then(|k| k.parse().ok()) {
+                Some(k) if repeats > 1 && (1..=repeats).contains(&k) => (k, file),
+                _ => return false,
+            },
+            None if repeats == 1 => (1, name),
+            None => return false,
+        };
+        file.strip_suffix(".jsonl")
+            .and_then(|id| index.get(id))
+            .is_some_and(|&task| collected.offsets[position(task, repeat)].is_some())
     };
     report_stale(
         &out.join("traces"),
@@ -1075,12 +1090,18 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
+/// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.
+fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
+    name.strip_suffix(".jsonl")
+        .is_some_and(|stem| ids.contains(stem))
+}
+
 /// Fails when `--junit` names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
     junit: &Path,
     results: &Path,
     traces: &Path,
-    trace_names: &std::collections::HashSet<String>,
+    trace_names: &HashSet<&str>,
 ) -> Result<(), CliError> {
     let clash = if same_file(junit, results) {
         Some(results.to_path_buf())
@@ -1088,7 +1109,7 @@ fn refuse_output_clash(
         junit
             .file_name()
             .map(|name| name.to_string_lossy())
-            .filter(|name| trace_names.contains(name.as_ref()))
+            .filter(|name| is_trace_of(trace_names, name))
             .filter(|_| same_file(&folder_of(junit), traces))
             .map(|name| traces.join(name.as_ref()))
     };

@@ -2,7 +2,6 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
-use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -524,10 +523,11 @@ pub struct StaleTraces {
 
 /// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`,
 /// and `r<k>/<task-id>.jsonl` of `--repeat`) that is not in `written` (paths relative to
-/// `traces`): after an evaluation, its folder holds exactly the runs its `results.json` lists.
+/// `traces`, told by `written`): after an evaluation, its folder holds exactly the runs its
+/// `results.json` lists.
 /// Links are removed, never followed; other folders and names are left; `r<k>` folders left
 /// empty are removed.
-pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTraces {
+pub fn remove_stale_traces(traces: &Path, written: &dyn Fn(&str) -> bool) -> StaleTraces {
     let mut stale = StaleTraces::default();
     remove_stale_in(traces, "", written, &mut stale);
     if let Ok(entries) = fs::read_dir(traces) {
@@ -548,7 +548,12 @@ pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTra
     stale
 }
 
-fn remove_stale_in(dir: &Path, prefix: &str, written: &HashSet<String>, stale: &mut StaleTraces) {
+fn remove_stale_in(
+    dir: &Path,
+    prefix: &str,
+    written: &dyn Fn(&str) -> bool,
+    stale: &mut StaleTraces,
+) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -560,7 +565,7 @@ fn remove_stale_in(dir: &Path, prefix: &str, written: &HashSet<String>, stale: &
         else {
             continue;
         };
-        if written.contains(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if written(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         if TaskId::parse(stem).is_err() {

@@ -31,4 +31,5 @@ mod suite_load;
 mod support;
 mod tool_kinds;
 mod tools;
+mod trace_layout;
 mod traces;
