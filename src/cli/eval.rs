@@ -308,10 +308,8 @@ pub fn run(args: EvalArgs) -> CliResult {
     let outputs = [
         ("--out", Some(results_path.clone())),
         ("--out", Some(partial_path.clone())),
-        (
-            "--out",
-            (args.trace_layout == TraceLayoutArg::Single).then(|| single_path.clone()),
-        ),
+        // Written with the single layout, removed with the per-task one: never an input.
+        ("--out", Some(single_path.clone())),
         ("--junit", args.junit.clone()),
     ];
     for (flag, output) in outputs
