@@ -1,14 +1,14 @@
 //! The top-level command line: the clap parser, start-up checks, panic containment and dispatch
 //! to one subcommand.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{eval, export, import, replay, report, run, show, tools};
+use super::{docs, eval, export, help, import, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
-#[command(name = "looptrace", version, about, max_term_width = 100)]
+#[command(name = "looptrace", version, about, max_term_width = 100, after_help = help::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -17,23 +17,38 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one task against a file of raw model responses or a live model server.
+    #[command(after_help = help::RUN)]
     Run(run::RunArgs),
     /// Print every tool's spec as JSON: the calculator and a tools file's tools.
+    #[command(after_help = help::TOOLS)]
     Tools(tools::ToolsArgs),
     /// Print a trace's events, run by run.
+    #[command(after_help = help::SHOW)]
     Show(show::ShowArgs),
     /// Run a suite of tasks (or replay a corpus of traces) and report how they ended.
+    #[command(after_help = help::EVAL)]
     Eval(eval::EvalArgs),
     /// Combine shard results into one results file and report.
+    #[command(after_help = help::MERGE)]
     Merge(eval::MergeArgs),
     /// Summarize how the runs in trace files ended and why.
+    #[command(after_help = help::REPORT)]
     Report(report::ReportArgs),
     /// Rerun recorded runs and report the first divergence from each recording.
+    #[command(after_help = help::REPLAY)]
     Replay(replay::ReplayArgs),
     /// Convert other agents' trajectories to looptrace traces.
+    #[command(after_help = help::IMPORT)]
     Import(import::ImportArgs),
     /// Export runs as OpenTelemetry spans (OTLP/JSON).
+    #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
+    /// Print a shell completion script (bash, elvish, fish, powershell, zsh).
+    #[command(after_help = help::COMPLETIONS)]
+    Completions(docs::CompletionsArgs),
+    /// Print a manual page (roff) for looptrace or one of its commands.
+    #[command(after_help = help::MAN)]
+    Man(docs::ManArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -74,5 +89,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Replay(args) => replay::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
+        Command::Completions(args) => docs::completions(args, Cli::command()),
+        Command::Man(args) => docs::man(args, Cli::command()),
     }
 }

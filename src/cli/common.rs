@@ -1,12 +1,13 @@
 //! Pieces several commands share: capture flags, reading response files, opening trace outputs.
 
-use std::io::{self, StdoutLock, Write};
+use std::io::{self, IsTerminal, StdoutLock, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
 use super::CliError;
 use looptrace::gate::{CommandGate, CommandGateConfig};
+use looptrace::terminal::Style;
 use looptrace::tools::{TOOL_NAME_CLASH, TaskToolSet, TaskTools, ToolsFile, temp_workdir};
 use looptrace::trace::{Capture, TraceWriter};
 
@@ -191,6 +192,33 @@ impl Write for OutcomeStdout {
         let result = self.inner.flush();
         self.absorb(result)
     }
+}
+
+/// The style of output going to `file` when one is named (plain: a file is not a terminal), else
+/// to standard output.
+pub fn output_style(file: Option<&std::path::Path>) -> Style {
+    match file {
+        Some(_) => Style::plain(),
+        None => stdout_style(),
+    }
+}
+
+/// How text reports are drawn on standard output: see [`Style::detect`].
+pub fn stdout_style() -> Style {
+    let stdout = io::stdout();
+    Style::detect(
+        |name| std::env::var(name).ok(),
+        stdout.is_terminal(),
+        terminal_width(),
+    )
+}
+
+/// The width of the terminal on standard output, if it is one.
+fn terminal_width() -> Option<u16> {
+    // SAFETY: TIOCGWINSZ only fills the `winsize` it is given; a non-terminal fails with ENOTTY.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(size.ws_col)
 }
 
 /// Opens a trace for appending, with a message that names the file.

@@ -2,7 +2,7 @@
 //! traces, `results.json` and JUnit, and print the exit-reason report.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
+use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Attempt, Comparison, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, RESULTS_FORMAT,
@@ -17,8 +18,8 @@ use looptrace::eval::{
     SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
     compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs, keep_runs,
     list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir, read_partial,
-    read_results, remove_stale_traces, render_junit, render_report, run_tasks, select_tasks,
-    suite_info, trace_path, write_atomically, write_results,
+    read_results, remove_stale_traces, render_junit, run_tasks, select_tasks, suite_info,
+    summary_line, trace_path, write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -33,23 +34,20 @@ pub struct EvalArgs {
     #[arg(long, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
     /// Tasks run at once (default: the number of cores).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Output folder for `traces/` and `results.json` (default: `looptrace-runs/<suite name>`).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
-    /// Also write JUnit XML here.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Compare with an earlier `results.json`.
-    #[arg(long, value_name = "RESULTS")]
-    pub baseline: Option<PathBuf>,
-    /// Accept a baseline from a suite with another name.
-    #[arg(long, requires = "baseline")]
-    pub baseline_any_suite: bool,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// `--junit`, `--baseline`, `--baseline-any-suite`.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
     /// Run only shard K of N (1-based), e.g. `--shard 2/4`; `auto` reads K and N from the CI or
     /// batch engine's variables (docs/scale-out.md).
     #[arg(long, value_name = "K/N|auto")]
@@ -94,15 +92,38 @@ pub struct MergeArgs {
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Write the merged results here.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short = 'o', long, visible_alias = "output", value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
     /// missing shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// Also write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Compare with an earlier `results.json`.
+    #[arg(long, value_name = "RESULTS")]
+    pub baseline: Option<PathBuf>,
+    /// Accept a baseline from a suite with another name.
+    #[arg(long, requires = "baseline")]
+    pub baseline_any_suite: bool,
 }
 
 /// `--shard K/N|auto`.
@@ -221,21 +242,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     let tools = ToolRegistry::builtin();
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
     let (suite, inputs) = load(&args)?;
-    let baseline = match &args.baseline {
-        Some(path) => Some(read_baseline(path)?),
-        None => None,
-    };
-    if let (Some(path), Some(b)) = (&args.baseline, &baseline)
-        && b.suite.name != suite.name
-        && !args.baseline_any_suite
-    {
-        return Err(CliError::input(format!(
-            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
-            path.display(),
-            b.suite.name,
-            suite.name
-        )));
-    }
+    let baseline = args
+        .verdicts
+        .baseline
+        .as_deref()
+        .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
+        .transpose()?;
     let previous = match &args.rerun_failed {
         Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
@@ -269,7 +281,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
-                print_report(previous, None, args.format)?;
+                print_report(previous, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
         }
@@ -310,7 +322,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         ("--out", Some(partial_path.clone())),
         // Written with the single layout, removed with the per-task one: never an input.
         ("--out", Some(single_path.clone())),
-        ("--junit", args.junit.clone()),
+        ("--junit", args.verdicts.junit.clone()),
+        ("--html", args.verdicts.html.clone()),
     ];
     for (flag, output) in outputs
         .into_iter()
@@ -333,11 +346,17 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
-    if let Some(junit) = &args.junit {
-        refuse_output_clash(junit, &results_path, &out.join("traces"), &trace_names)?;
+    if let Some(junit) = &args.verdicts.junit {
+        refuse_output_clash(
+            "--junit",
+            junit,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
     }
-    let junit_folder = args.junit.as_deref().map(folder_of);
-    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder)
+    let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
+    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
         && !folder.is_dir()
         && !same_path(folder, &out)
     {
@@ -346,15 +365,43 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit.display()
         )));
     }
+    if let Some(html) = &args.verdicts.html {
+        refuse_output_clash(
+            "--html",
+            html,
+            &results_path,
+            &out.join("traces"),
+            &trace_names,
+        )?;
+        if args
+            .verdicts
+            .junit
+            .as_deref()
+            .is_some_and(|junit| same_path(junit, html))
+        {
+            return Err(CliError::input("--html and --junit name the same file"));
+        }
+        let folder = folder_of(html);
+        if !folder.is_dir() && !same_path(&folder, &out) {
+            return Err(CliError::input(format!(
+                "--html `{}`: the folder does not exist",
+                html.display()
+            )));
+        }
+    }
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     refuse_folder("--out", &results_path)?;
     refuse_folder("--out", &partial_path)?;
-    if let (Some(junit), Some(folder)) = (&args.junit, &junit_folder) {
+    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
+    }
+    if let Some(html) = &args.verdicts.html {
+        probe_writable("--html", &folder_of(html))?;
+        refuse_folder("--html", html)?;
     }
     let layout = TraceLayout::from(args.trace_layout);
     let info = suite_info(&suite);
@@ -380,7 +427,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to resume: `{}` is complete (left as it was)",
                     results_path.display()
                 );
-                print_report(&previous, None, args.format)?;
+                print_report(&previous, None, args.format, args.quiet)?;
                 return Ok(verdict(&previous, None));
             }
             Resumable::Nothing => eprintln!(
@@ -447,7 +494,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map_err(|e| internal("write", &partial_path, e))?;
     let mut collected = Collected::new(
         total,
-        args.junit.is_some() || baseline.is_some() || repeats > 1,
+        args.verdicts.junit.is_some()
+            || args.verdicts.html.is_some()
+            || baseline.is_some()
+            || repeats > 1,
     );
     let kept_rows = kept
         .iter()
@@ -465,10 +515,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         })
         .collect();
     drop(kept);
-    let progress = progress_bar(attempts.len());
-    let on_done = |done: usize| {
-        if let Some(bar) = &progress {
-            bar.set_position(done as u64);
+    let progress = Progress::new(attempts.len()).filter(|_| !args.quiet);
+    let on_done = |done: usize, task: &TaskResult| {
+        if let Some(progress) = &progress {
+            progress.task_done(done, task);
         }
     };
     let options = RunnerOptions {
@@ -496,8 +546,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         Ok(())
     };
     let ran = run_tasks(&selected, &attempts, &tools, &options, &on_row);
-    if let Some(bar) = &progress {
-        bar.finish_and_clear();
+    if let Some(progress) = &progress {
+        progress.finish();
     }
     ran.map_err(CliError::internal)?;
     let collected = collected
@@ -579,7 +629,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     if !interrupted {
         let _ = std::fs::remove_file(&partial_path);
     }
-    if let Some(junit) = &args.junit {
+    if let Some(junit) = &args.verdicts.junit {
         write_atomically(junit, render_junit(&results).as_bytes())
             .map_err(|e| internal("write", junit, e))?;
     }
@@ -634,19 +684,29 @@ pub fn run(args: EvalArgs) -> CliResult {
             ),
         }
     }
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&in_scope(b, &suite, &selected), &results));
-    print_report(&results, comparison.as_ref(), args.format)?;
+    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
+    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    if let Some(html) = &args.verdicts.html {
+        let view = scoped
+            .as_ref()
+            .zip(comparison.as_ref())
+            .map(|(b, c)| super::html::baseline_of(c, b, &results));
+        let title = format!("looptrace eval: {}", results.suite.name);
+        let folder = |_: &looptrace::eval::TaskResult| out.clone();
+        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
+    }
+    print_report(&results, comparison.as_ref(), args.format, args.quiet)?;
     let traces_shown = match layout {
         TraceLayout::PerTask => out.join("traces"),
         TraceLayout::Single => single_path.clone(),
     };
-    eprintln!(
-        "results: {} (traces in {})",
-        results_path.display(),
-        traces_shown.display()
-    );
+    if !args.quiet {
+        eprintln!(
+            "results: {} (traces in {})",
+            results_path.display(),
+            traces_shown.display()
+        );
+    }
     if interrupted {
         eprintln!(
             "interrupted: {} of {} ran; results and traces so far are in `{}` (--resume runs the rest)",
@@ -728,34 +788,77 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
 
 /// Runs `looptrace merge`.
 pub fn merge(args: MergeArgs) -> CliResult {
-    let mut inputs = Vec::new();
-    for path in &args.results {
-        if let Some(out) = &args.out
-            && same_file(path, out)
-        {
+    // Every output is checked before anything is read or written: none may be an input, a
+    // symbolic link, a folder, or the other output.
+    let inputs: Vec<&PathBuf> = args.results.iter().chain(&args.verdicts.baseline).collect();
+    let outputs = [("--out", &args.out), ("--junit", &args.verdicts.junit)];
+    for (flag, output) in outputs
+        .iter()
+        .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
+    {
+        if let Some(input) = inputs.iter().find(|input| same_file(input, output)) {
             return Err(CliError::input(format!(
-                "--out would overwrite the input `{}`",
-                path.display()
+                "{flag} would overwrite the input `{}`",
+                input.display()
             )));
         }
-        inputs.push((
+        if looptrace::output::is_symlink(output) {
+            return Err(CliError::input(format!(
+                "{flag}: `{}`: it is a symbolic link, and merge never writes through one (remove it or choose another path)",
+                output.display()
+            )));
+        }
+        refuse_folder(flag, output)?;
+        probe_writable(flag, &folder_of(output))?;
+    }
+    if let (Some(out), Some(junit)) = (&args.out, &args.verdicts.junit)
+        && same_file(out, junit)
+    {
+        return Err(CliError::input(format!(
+            "--junit `{}` is the --out file: choose another file",
+            junit.display()
+        )));
+    }
+    let mut results = Vec::new();
+    for path in &args.results {
+        results.push((
             path.display().to_string(),
             read_results(path).map_err(CliError::Input)?,
         ));
     }
-    let merged = merge_results(&inputs).map_err(CliError::Input)?;
+    if let Some(html) = &args.verdicts.html {
+        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
+    }
+    let merged = merge_results(&results).map_err(CliError::Input)?;
     if merged.partial && !args.allow_partial {
         return Err(CliError::input(format!(
             "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
             list_shards(&merged.missing_shards)
         )));
     }
+    let baseline = args
+        .verdicts
+        .baseline
+        .as_deref()
+        .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
+        .transpose()?;
     if let Some(out) = &args.out {
         write_results(out, &merged).map_err(|err| {
             CliError::input(format!("failed to write `{}`: {err}", out.display()))
         })?;
     }
-    print_report(&merged, None, args.format)?;
+    if let Some(junit) = &args.verdicts.junit {
+        write_atomically(junit, render_junit(&merged).as_bytes()).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
+        })?;
+    }
+    let comparison = baseline
+        .as_ref()
+        .map(|b| compare(&merge_scope(b, &merged), &merged));
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
+    print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
             "partial: shards {} are missing",
@@ -763,7 +866,29 @@ pub fn merge(args: MergeArgs) -> CliResult {
         );
         return Ok(Outcome::Failures);
     }
-    Ok(verdict(&merged, None))
+    Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
+/// eval. Merge does not read the suite, so it knows the tasks the shards were to run only from
+/// the results: the whole suite (every baseline task, one the merge lacks being no longer in the
+/// suite), or the `selection`'s tasks (other baseline tasks are left out, removed from the suite
+/// or not). A partial merge speaks only about the tasks it holds: the missing shards' are unknown.
+fn merge_scope(baseline: &ResultsFile, merged: &ResultsFile) -> ResultsFile {
+    let selected = match (&merged.selection, merged.partial) {
+        (None, false) => return baseline.clone(),
+        (Some(selection), false) => selection.tasks.as_slice(),
+        (_, true) => &[],
+    };
+    let keep: std::collections::HashSet<&str> = merged
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .chain(selected.iter().map(String::as_str))
+        .collect();
+    let mut scoped = baseline.clone();
+    scoped.tasks.retain(|t| keep.contains(t.id.as_str()));
+    scoped
 }
 
 /// The baseline's tasks this evaluation can speak about: those it ran, and those no longer in
@@ -964,14 +1089,23 @@ fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<()
     Ok(())
 }
 
-/// Reads `--baseline`: a partial merge cannot say what happened to the tasks it lacks.
-fn read_baseline(path: &Path) -> Result<ResultsFile, CliError> {
+/// Reads `--baseline` for suite `suite`: a partial merge cannot say what happened to the tasks it
+/// lacks, and another suite's results are refused unless `any_suite` (`--baseline-any-suite`).
+fn read_baseline(path: &Path, suite: &str, any_suite: bool) -> Result<ResultsFile, CliError> {
     let baseline = read_results(path).map_err(CliError::Input)?;
     if baseline.partial {
         return Err(CliError::input(format!(
             "--baseline `{}` is a partial merge (shards {} missing): compare with complete results",
             path.display(),
             list_shards(&baseline.missing_shards)
+        )));
+    }
+    if baseline.suite.name != suite && !any_suite {
+        return Err(CliError::input(format!(
+            "--baseline `{}` is from suite {:?}, this is suite {:?} (--baseline-any-suite compares anyway)",
+            path.display(),
+            baseline.suite.name,
+            suite
         )));
     }
     Ok(baseline)
@@ -1006,7 +1140,7 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
         suite.tools = Some(tools);
     }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
-    inputs.extend(args.baseline.iter().cloned());
+    inputs.extend(args.verdicts.baseline.iter().cloned());
     for task in &suite.tasks {
         if let TaskModel::Replay { path, .. } = &task.model {
             inputs.push(path.clone());
@@ -1030,9 +1164,16 @@ fn print_report(
     results: &ResultsFile,
     comparison: Option<&Comparison>,
     format: FormatArg,
+    quiet: bool,
 ) -> Result<(), CliError> {
+    let text = if quiet {
+        summary_line(results, comparison)
+    } else {
+        let style = super::common::stdout_style();
+        looptrace::eval::render_report_styled(results, comparison, format.into(), style)
+    };
     let mut out = super::common::outcome_stdout();
-    out.write_all(render_report(results, comparison, format.into()).as_bytes())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
 }
@@ -1094,8 +1235,9 @@ fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
         .is_some_and(|stem| ids.contains(stem))
 }
 
-/// Fails when `--junit` names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
+    flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
@@ -1113,7 +1255,7 @@ fn refuse_output_clash(
     };
     match clash {
         Some(other) => Err(CliError::input(format!(
-            "--junit `{}` is the output `{}` of this eval: choose another file",
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
             junit.display(),
             other.display()
         ))),
@@ -1159,13 +1301,4 @@ fn folder_name(name: &str) -> String {
         "" => "suite".to_owned(),
         _ => clean,
     }
-}
-
-fn progress_bar(len: usize) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(len as u64);
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    Some(bar)
 }

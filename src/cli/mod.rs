@@ -5,10 +5,14 @@
 
 mod app;
 mod common;
+mod docs;
 mod error;
 mod eval;
 mod export;
+mod help;
+mod html;
 mod import;
+mod progress;
 mod replay;
 mod report;
 mod run;

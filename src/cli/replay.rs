@@ -2,7 +2,6 @@
 //! Runs are streamed: each is replayed as soon as it ends in the file, and only its verdict is
 //! kept, so memory does not grow with the trace.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -12,12 +11,14 @@ use super::show::RunIds;
 use super::{CliError, CliResult, Outcome};
 use looptrace::agent::NoObserver;
 use looptrace::gate::{CommandGate, FinishGate};
+use looptrace::html::Page;
 use looptrace::replay::Recording;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, PreparedReplay, ReplayOptions, ReplayReport, RunCheck,
-    RunReplay, ToolSource, Verdict, WireSettings, render_check_json, render_check_text,
-    render_json, render_text,
+    RunReplay, ToolSource, Verdict, WireSettings, check_summary_line, render_check_json,
+    render_check_text, render_json, render_text, summary_line,
 };
+use looptrace::report::{Input, Options, RunRow, RunTable, TEXT_LIMIT};
 use looptrace::run::RunId;
 use looptrace::text::escape;
 use looptrace::tools::{TaskToolSet, TaskTools, ToolRegistry, temp_workdir};
@@ -53,8 +54,15 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = OnDivergenceArg::Stop)]
     pub on_divergence: OnDivergenceArg,
     /// `text` for people, `json` for one JSON document.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Write the report to FILE (replaced as a whole, only once complete) instead of standard
+    /// output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Parse the recorded raw model output again with today's adapter instead of replaying the
     /// recorded actions; a live run's response bodies go through its wire format's adapter and
     /// every request is compared with the recorded hash.
@@ -103,6 +111,9 @@ pub enum FormatArg {
     Text,
     /// One JSON document.
     Json,
+    /// One self-contained HTML page: the replayed runs' report and timelines, each run's first
+    /// divergence marked.
+    Html,
 }
 
 /// Runs `looptrace replay`.
@@ -118,6 +129,28 @@ pub fn run(args: ReplayArgs) -> CliResult {
     if let Some(out) = &args.trace_out {
         refuse_same_file(&args.trace, out)?;
     }
+    if args.check && args.format == FormatArg::Html {
+        return Err(CliError::input(
+            "--check prints text or JSON (--format text or --format json)",
+        ));
+    }
+    if let Some(output) = &args.output
+        && super::common::same_file(output, &args.trace)
+    {
+        return Err(CliError::input(format!(
+            "-o would overwrite the input `{}`",
+            args.trace.display()
+        )));
+    }
+    if let (Some(output), Some(out)) = (&args.output, &args.trace_out)
+        && (output == out || super::common::same_file(output, out))
+    {
+        return Err(CliError::input(format!(
+            "-o `{}` is the --trace output too: choose another file",
+            output.display()
+        )));
+    }
+    let inputs = [args.trace.as_path()];
     let options = ReplayOptions {
         max_steps: args.max_steps,
         on_divergence: match args.on_divergence {
@@ -156,13 +189,13 @@ pub fn run(args: ReplayArgs) -> CliResult {
             runs: &checks,
         };
         let text = match args.format {
-            FormatArg::Text => render_check_text(&report),
+            _ if args.quiet => check_summary_line(&report),
+            FormatArg::Text => super::common::output_style(args.output.as_deref())
+                .finish(&render_check_text(&report)),
             FormatArg::Json => render_check_json(&report),
+            _ => render_check_text(&report),
         };
-        let mut out = super::common::outcome_stdout();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        return Ok(Outcome::Success);
+        return super::html::write_output(args.output.as_deref(), text.as_bytes(), &inputs);
     }
     let mut writer = match &args.trace_out {
         Some(path) => {
@@ -173,7 +206,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
         None => None,
     };
     let mut gate = args.gate.command_gate();
-    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live;
+    let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live || args.quiet;
     let builtin = ToolRegistry::builtin();
     let task_tools = args
         .tools_file
@@ -184,7 +217,21 @@ pub fn run(args: ReplayArgs) -> CliResult {
         ToolsArg::Recorded => ToolSource::Recorded.mode(),
     };
     let mut replays: Vec<(u64, RunReplay)> = Vec::new();
+    let html = args.format == FormatArg::Html;
+    // The page shows the replayed runs: their rows, and (for one run) its lines for the totals.
+    let mut rows: Vec<(u64, RunRow)> = Vec::new();
+    let mut selected_lines: Vec<u8> = Vec::new();
     each_selected_run(&args, |run| {
+        if html {
+            rows.push((run.index, RunRow::of(&run.run, 0, "looptrace", true)));
+            if args.run.is_some() {
+                for (_, event) in &run.run.events {
+                    serde_json::to_writer(&mut selected_lines, event)
+                        .map_err(|err| CliError::internal(err.to_string()))?;
+                    selected_lines.push(b'\n');
+                }
+            }
+        }
         let replay = prepare(run)?;
         let run_tools = RunTools::new(task_tools.as_ref(), replay.recording())?;
         let tool_source = match (args.tools, &run_tools.set) {
@@ -230,18 +277,89 @@ pub fn run(args: ReplayArgs) -> CliResult {
     replays.sort_by_key(|(index, _)| *index);
     let replays: Vec<RunReplay> = replays.into_iter().map(|(_, replay)| replay).collect();
     let report = ReplayReport::new(&source, mode, options.model, &replays);
-    let text = match args.format {
-        FormatArg::Text => render_text(&report),
-        FormatArg::Json => render_json(&report),
+    let bytes = match args.format {
+        // The page is a file users asked for: `--quiet` quiets the terminal, not it.
+        _ if args.quiet && !matches!(args.format, FormatArg::Html) => {
+            summary_line(&report).into_bytes()
+        }
+        FormatArg::Text => super::common::output_style(args.output.as_deref())
+            .finish(&render_text(&report))
+            .into_bytes(),
+        FormatArg::Json => render_json(&report).into_bytes(),
+        FormatArg::Html => {
+            rows.sort_by_key(|(index, _)| *index);
+            let table = RunTable {
+                files: vec![args.trace.display().to_string()],
+                rows: rows
+                    .into_iter()
+                    .zip(&replays)
+                    .map(|((_, row), replay)| with_verdict(row, replay))
+                    .collect(),
+            };
+            let name = args.trace.display().to_string();
+            let totals = if args.run.is_some() {
+                looptrace::report::analyze_slice(&selected_lines, &name, false)
+            } else {
+                looptrace::report::analyze(
+                    &[Input::path(&args.trace)],
+                    &Options::default(),
+                    Vec::new(),
+                )
+            }
+            .map_err(CliError::input)?;
+            let diverged = replays
+                .iter()
+                .filter(|r| r.verdict == Verdict::Diverged)
+                .count();
+            let context = vec![format!(
+                "{} of {} replayed with {} tools: {} faithful, {diverged} diverged",
+                looptrace::plural(replays.len() as u64, "run", "runs"),
+                source,
+                mode.as_str(),
+                replays.len() - diverged
+            )];
+            let title = format!("looptrace replay: {source}");
+            looptrace::html::render(&Page {
+                title: &title,
+                context: &context,
+                report: &totals,
+                runs: &table,
+                verdict: "replay",
+                baseline: None,
+            })
+        }
     };
-    let mut out = super::common::outcome_stdout();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
+    super::html::write_output(args.output.as_deref(), &bytes, &inputs)?;
     if replays.iter().all(|r| r.verdict == Verdict::Faithful) {
         Ok(Outcome::Success)
     } else {
         Ok(Outcome::Failures)
     }
+}
+
+/// A recorded run's row with its replay's verdict and first divergence.
+fn with_verdict(mut row: RunRow, replay: &RunReplay) -> RunRow {
+    row.verdict = Some(replay.verdict.as_str().to_owned());
+    row.divergence = replay.divergences.first().map(|d| {
+        let at = d
+            .path
+            .as_deref()
+            .map(|p| format!(" at {p}"))
+            .unwrap_or_default();
+        let side = |value: &str, text: &Option<String>| match text {
+            Some(text) => format!("{value} {text:?}"),
+            None => value.to_owned(),
+        };
+        let note = format!(
+            "{} ({}){at}; recorded: {}; rerun: {}",
+            d.what.describe(),
+            d.what,
+            side(&d.recorded, &d.recorded_text),
+            side(&d.actual, &d.actual_text)
+        );
+        (d.step, note.chars().take(TEXT_LIMIT).collect())
+    });
+    row
 }
 
 /// The tools of one replayed run: with a tools file, a fresh working folder made from its

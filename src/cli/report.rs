@@ -3,13 +3,14 @@
 //! The report is analysis: runs that failed are data, so it exits 0 whenever it was produced,
 //! and 2 on bad input (a missing file, a malformed line without `--lenient`).
 
-use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use looptrace::report::{self, Format, Options, RenderOptions};
+use looptrace::html::Page;
+use looptrace::report::{self, Format, Options, RenderOptions, Selector};
 
-use super::{CliError, CliResult, Outcome};
+use super::{CliError, CliResult};
 
 /// Arguments of `looptrace report`.
 #[derive(Debug, Args)]
@@ -19,14 +20,25 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub paths: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Also break the exit reasons down per input file.
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
     /// Skip malformed lines (counted in the warnings) instead of failing on the first.
     #[arg(long)]
     pub lenient: bool,
+    /// Write the report to FILE (replaced as a whole, only once complete) instead of standard
+    /// output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// List the runs that match instead: an exit reason (`finished`, ..., `incomplete`),
+    /// `error_kind=K`, `tool=T` or `source=F`; one row per run (table or `--format json`).
+    #[arg(long, value_name = "SELECTOR", conflicts_with = "by")]
+    pub list: Option<String>,
 }
 
 /// `--format`.
@@ -40,6 +52,8 @@ pub enum FormatArg {
     Markdown,
     /// Long-form CSV: section,key,subkey,metric,value.
     Csv,
+    /// One self-contained HTML page: charts, a filterable table of runs, their timelines.
+    Html,
 }
 
 /// `--by`.
@@ -53,9 +67,27 @@ pub enum ByArg {
 
 /// Runs `looptrace report`.
 pub fn run(args: ReportArgs) -> CliResult {
+    let selector = args
+        .list
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .map_err(CliError::Input)?;
+    if selector.is_some() && !matches!(args.format, FormatArg::Table | FormatArg::Json) {
+        return Err(CliError::input(
+            "--list prints a table or JSON (--format table or --format json)",
+        ));
+    }
     let foreign = super::import::report_inputs(&args.paths)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     let formats = foreign.substitute(&mut inputs);
+    let rows_wanted = selector.is_some() || args.format == FormatArg::Html;
+    // Rows are read in a second pass: inputs that cannot be read twice are copied first.
+    let _spooled = if rows_wanted {
+        Some(super::html::spool_streams(&mut inputs)?)
+    } else {
+        None
+    };
     let options = Options {
         lenient: args.lenient,
         ..Options::default()
@@ -70,22 +102,52 @@ pub fn run(args: ReportArgs) -> CliResult {
             foreign.skipped
         );
     }
+    let named: Vec<&Path> = args
+        .paths
+        .iter()
+        .filter(|p| *p != "-")
+        .map(Path::new)
+        .collect();
+    if let Some(selector) = &selector {
+        let rows = super::html::read_rows(&inputs, &formats, args.lenient, false)?;
+        let bytes = match args.format {
+            FormatArg::Json => report::render_list_json(&rows, selector),
+            _ => report::render_list_text(&rows, selector),
+        };
+        return super::html::write_output(args.output.as_deref(), &bytes, &named);
+    }
     let format = match args.format {
         FormatArg::Table => Format::Table,
         FormatArg::Json => Format::Json,
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Csv => Format::Csv,
+        FormatArg::Html => {
+            let rows = super::html::read_rows(&inputs, &formats, args.lenient, true)?;
+            let context = vec![format!("report of {}", args.paths.join(" "))];
+            let page = Page {
+                title: "looptrace report",
+                context: &context,
+                report: &report,
+                runs: &rows,
+                verdict: "gate",
+                baseline: None,
+            };
+            let bytes = looptrace::html::render(&page);
+            return super::html::write_output(args.output.as_deref(), &bytes, &named);
+        }
     };
-    let bytes = report::render(
-        &report,
-        format,
-        RenderOptions {
-            by_file: args.by.is_some(),
-            by_source: args.by == Some(ByArg::Source),
-        },
-    );
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(&bytes)?;
-    stdout.flush()?;
-    Ok(Outcome::Success)
+    let bytes = if args.quiet {
+        report::summary_line(&report).into_bytes()
+    } else {
+        report::render(
+            &report,
+            format,
+            RenderOptions {
+                by_file: args.by.is_some(),
+                by_source: args.by == Some(ByArg::Source),
+                style: super::common::output_style(args.output.as_deref()),
+            },
+        )
+    };
+    super::html::write_output(args.output.as_deref(), &bytes, &named)
 }

@@ -1,20 +1,23 @@
-//! `looptrace show`: a trace's events run by run, readable or as JSONL. Runs are streamed: each is
-//! printed as soon as it ends (runs that never end last), so memory does not grow with the file.
+//! `looptrace show`: the events of trace files, folders or standard input, run by run, readable or
+//! as JSONL. Runs are streamed: each is printed as soon as it ends (runs that never end last), so
+//! memory does not grow with the file.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
 use super::{CliError, CliResult, Outcome};
+use looptrace::report::Source;
 use looptrace::text::escape;
-use looptrace::trace::{ReadOptions, RunStream, render_run};
+use looptrace::trace::{ReadOptions, ReadStats, RunStream, TraceReader, render_run};
 
 /// Arguments of `looptrace show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The trace file.
-    pub trace: PathBuf,
+    /// Trace files of any importable format, folders (every trace file inside, sorted) or `-`
+    /// for standard input.
+    #[arg(required = true, value_name = "TRACE")]
+    pub paths: Vec<String>,
     /// Show only this run.
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
@@ -22,7 +25,7 @@ pub struct ShowArgs {
     #[arg(long, value_name = "N", requires = "run", value_parser = clap::value_parser!(u32).range(1..))]
     pub occurrence: Option<u32>,
     /// `text` for people, `json` for the parsed events as JSONL.
-    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    #[arg(short = 'f', long, value_enum, default_value_t = ShowFormat::Text)]
     pub format: ShowFormat,
     /// Skip malformed lines (counted and reported) instead of failing.
     #[arg(long)]
@@ -47,54 +50,41 @@ pub fn run(args: ShowArgs) -> CliResult {
         lenient: args.lenient,
         ..ReadOptions::default()
     };
-    let imported = super::import::detect_and_import(
-        &args.trace,
-        args.capture.into(),
-        &mut Default::default(),
-    )?;
-    // A foreign trajectory is shown as imported (a temporary trace v1 file).
-    let trace = match &imported {
-        super::import::Detected::Foreign(temp) => temp.path.clone(),
-        _ => args.trace.clone(),
+    // Folders are walked and foreign trajectories imported to temporary traces, as `report`
+    // does; `foreign` holds those temporary files until the end.
+    let foreign = super::import::inputs_with_capture(&args.paths, args.capture.into())?;
+    let (mut inputs, folder_warnings) =
+        looptrace::report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
+    foreign.substitute(&mut inputs);
+    let mut printer = Printer {
+        args: &args,
+        wanted: args.occurrence.unwrap_or(1),
+        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ids: RunIds::default(),
+        printed: 0,
+        header: None,
+        out: std::io::stdout().lock(),
     };
-    let shown = args.trace.display().to_string();
-    let mut stream = RunStream::open(&trace, options).map_err(CliError::input)?;
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let wanted = args.occurrence.unwrap_or(1);
-    let mut ids = RunIds::default();
-    let mut printed = 0usize;
-    let mut out = std::io::stdout().lock();
-    for run in stream.by_ref() {
-        let streamed = run.map_err(CliError::input)?;
-        ids.note(&streamed.run.run_id, args.run.as_deref());
-        if let Some(id) = &args.run
-            && (streamed.run.run_id != *id || streamed.occurrence != wanted)
-        {
-            continue;
-        }
-        match args.format {
-            ShowFormat::Text => {
-                if printed > 0 {
-                    writeln!(out)?;
-                }
-                out.write_all(render_run(&streamed.run, streamed.occurrence, color).as_bytes())?;
+    let mut warnings: Vec<String> = folder_warnings.iter().map(ToString::to_string).collect();
+    for input in &inputs {
+        // Line numbers are per file: with several, each file's runs are headed by its name.
+        printer.header = (inputs.len() > 1).then(|| format!("== {} ==", escape(&input.name)));
+        let stats = match &input.source {
+            Source::Path(path) => {
+                printer.print(RunStream::open(path, options).map_err(CliError::input)?)?
             }
-            ShowFormat::Json => {
-                for (_, event) in &streamed.run.events {
-                    let line = serde_json::to_string(event).map_err(CliError::internal)?;
-                    writeln!(out, "{line}")?;
-                }
+            Source::Stdin => {
+                let reader = TraceReader::new(std::io::stdin().lock(), &input.name, options);
+                printer.print(RunStream::new(reader))?
             }
-        }
-        // Each run reaches the reader as soon as it ends, also through a pipe.
-        out.flush()?;
-        printed += 1;
+        };
+        warnings.extend(stats.warnings(&input.name));
     }
-    let stats = stream.into_stats();
+    let shown = args.paths.join("`, `");
     if let Some(id) = &args.run {
-        let found = ids.selected();
-        if printed == 0 {
-            return Err(ids.not_found(id, wanted, &shown));
+        let found = printer.ids.selected();
+        if printer.printed == 0 {
+            return Err(printer.ids.not_found(id, printer.wanted, &shown));
         }
         if found > 1 && args.occurrence.is_none() {
             eprintln!(
@@ -104,10 +94,60 @@ pub fn run(args: ShowArgs) -> CliResult {
             );
         }
     }
-    for warning in stats.warnings(&shown) {
+    for warning in warnings {
         eprintln!("warning: {}", escape(&warning));
     }
     Ok(Outcome::Success)
+}
+
+/// Prints the selected runs of one input after another, counting runs across all of them.
+struct Printer<'a> {
+    args: &'a ShowArgs,
+    wanted: u32,
+    color: bool,
+    ids: RunIds,
+    printed: usize,
+    /// Printed before the next run shown in text, then cleared.
+    header: Option<String>,
+    out: std::io::StdoutLock<'static>,
+}
+
+impl Printer<'_> {
+    /// Prints the selected runs of `stream` as each ends; returns what the reader tolerated.
+    fn print<R: std::io::Read>(&mut self, mut stream: RunStream<R>) -> Result<ReadStats, CliError> {
+        for run in stream.by_ref() {
+            let streamed = run.map_err(CliError::input)?;
+            self.ids
+                .note(&streamed.run.run_id, self.args.run.as_deref());
+            if let Some(id) = &self.args.run
+                && (streamed.run.run_id != *id || streamed.occurrence != self.wanted)
+            {
+                continue;
+            }
+            match self.args.format {
+                ShowFormat::Text => {
+                    if self.printed > 0 {
+                        writeln!(self.out)?;
+                    }
+                    if let Some(header) = self.header.take() {
+                        writeln!(self.out, "{header}")?;
+                    }
+                    let text = render_run(&streamed.run, streamed.occurrence, self.color);
+                    self.out.write_all(text.as_bytes())?;
+                }
+                ShowFormat::Json => {
+                    for (_, event) in &streamed.run.events {
+                        let line = serde_json::to_string(event).map_err(CliError::internal)?;
+                        writeln!(self.out, "{line}")?;
+                    }
+                }
+            }
+            // Each run reaches the reader as soon as it ends, also through a pipe.
+            self.out.flush()?;
+            self.printed += 1;
+        }
+        Ok(stream.into_stats())
+    }
 }
 
 /// `once`, `twice`, `3 times`.

@@ -30,7 +30,9 @@ pub use merge::merge_results;
 pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };
-pub use render::{ReportFormat, reason_label, render_report};
+pub use render::{
+    FAILED_SHOWN, ReportFormat, reason_label, render_report, render_report_styled, summary_line,
+};
 pub use rerun::{carry_over, failed_ids};
 pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,

@@ -2,7 +2,7 @@
 //! comparison): a table for people, JSON for machines, Markdown for pull requests, CSV for
 //! spreadsheets. All carry the same content.
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::{CellAlignment, Table};
 use serde_json::{Value, json};
 
 use super::baseline::Comparison;
@@ -10,6 +10,7 @@ use super::expect::Verdict;
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
 use crate::run::ExitReason;
+use crate::terminal::Style;
 
 /// Report formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,19 +25,59 @@ pub enum ReportFormat {
     Csv,
 }
 
-/// Renders the report.
+/// Renders the report, the table as for a pipe.
 pub fn render_report(
     results: &ResultsFile,
     comparison: Option<&Comparison>,
     format: ReportFormat,
 ) -> String {
-    let report = Report::new(results, comparison);
+    render_report_styled(results, comparison, format, Style::plain())
+}
+
+/// Renders the report, the table in `style`; with a width, the failed tasks shown are cut at
+/// [`FAILED_SHOWN`].
+pub fn render_report_styled(
+    results: &ResultsFile,
+    comparison: Option<&Comparison>,
+    format: ReportFormat,
+    style: Style,
+) -> String {
+    let mut report = Report::new(results, comparison);
+    report.style = style;
     match format {
         ReportFormat::Table => report.table(),
         ReportFormat::Json => report.json(),
         ReportFormat::Markdown => report.markdown(),
         ReportFormat::Csv => report.csv(),
     }
+}
+
+/// The report in one line, for `--quiet`: the title, the tasks per exit reason, the
+/// expectations and, with a baseline, the regressions.
+pub fn summary_line(results: &ResultsFile, comparison: Option<&Comparison>) -> String {
+    let report = Report::new(results, comparison);
+    let reasons: Vec<String> = report
+        .rows
+        .iter()
+        .map(|(reason, count, _)| format!("{count} {reason}"))
+        .collect();
+    let e = results.totals.expectations;
+    let mut line = format!(
+        "{}: {}; expectations {} met, {} failed, {} without",
+        report.title(),
+        reasons.join(", "),
+        e.met,
+        e.failed,
+        e.none
+    );
+    if let Some(c) = comparison {
+        line.push_str(&format!(
+            "; {} against the baseline",
+            plural(c.regressions.len() as u64, "regression", "regressions")
+        ));
+    }
+    line.push('\n');
+    line
 }
 
 /// The label of an exit reason in reports: budget exhaustion says what it is.
@@ -49,7 +90,11 @@ pub fn reason_label(reason: ExitReason) -> &'static str {
     }
 }
 
+/// Failed tasks listed in a table fitted to a terminal; the rest are counted.
+pub const FAILED_SHOWN: usize = 20;
+
 struct Report<'a> {
+    style: Style,
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     rows: Vec<(ExitReason, usize, f64)>,
@@ -129,6 +174,7 @@ impl<'a> Report<'a> {
             })
             .collect();
         Report {
+            style: Style::plain(),
             results,
             comparison,
             rows,
@@ -160,6 +206,12 @@ impl<'a> Report<'a> {
         }
         if r.interrupted {
             title.push_str(", interrupted before every task ran");
+        }
+        if r.partial {
+            title.push_str(&format!(
+                ", partial: shards {} missing",
+                super::shard::list_shards(&r.missing_shards)
+            ));
         }
         title
     }
@@ -207,14 +259,18 @@ impl<'a> Report<'a> {
     }
 
     fn table(&self) -> String {
+        let style = self.style;
         let mut out = format!("{}\n\n", self.title());
-        let mut table = new_table(&["exit reason", "tasks", "share"]);
+        let mut table = style.table(vec!["exit reason", "tasks", "share"]);
         for (reason, count, share) in &self.rows {
-            table.add_row(vec![
-                reason_label(*reason).to_owned(),
-                count.to_string(),
-                percent(*share),
-            ]);
+            style.add_row(
+                &mut table,
+                vec![
+                    reason_label(*reason).to_owned(),
+                    count.to_string(),
+                    percent(*share),
+                ],
+            );
         }
         align_right(&mut table, &[1, 2]);
         out.push_str(&format!(
@@ -223,24 +279,40 @@ impl<'a> Report<'a> {
             self.expectations_line()
         ));
         if !self.failed.is_empty() {
-            let mut table = new_table(&["failed task", "exit reason", "why"]);
-            for (id, task, why) in &self.failed {
-                table.add_row(vec![id.clone(), task.exit_reason.to_string(), why.clone()]);
+            let mut table = style.table(vec!["failed task", "exit reason", "why"]);
+            let shown = match style.width {
+                Some(_) => FAILED_SHOWN,
+                None => usize::MAX,
+            };
+            for (id, task, why) in self.failed.iter().take(shown) {
+                style.add_row(
+                    &mut table,
+                    vec![id.clone(), task.exit_reason.to_string(), why.clone()],
+                );
             }
             out.push_str(&format!("\n{table}\n"));
+            if self.failed.len() > shown {
+                out.push_str(&format!(
+                    "and {} more (see results.json)\n",
+                    self.failed.len() - shown
+                ));
+            }
         }
         if let Some(rates) = &self.pass_rates {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
-                let mut table = new_table(&["task", "passed", "pass rate", "flaky"]);
+                let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
                 for r in below {
-                    table.add_row(vec![
-                        r.id.to_owned(),
-                        format!("{}/{}", r.passed, r.runs),
-                        percent(r.rate()),
-                        if r.flaky() { "yes" } else { "" }.to_owned(),
-                    ]);
+                    style.add_row(
+                        &mut table,
+                        vec![
+                            r.id.to_owned(),
+                            format!("{}/{}", r.passed, r.runs),
+                            percent(r.rate()),
+                            if r.flaky() { "yes" } else { "" }.to_owned(),
+                        ],
+                    );
                 }
                 align_right(&mut table, &[1, 2]);
                 out.push_str(&format!("{table}\n"));
@@ -248,9 +320,12 @@ impl<'a> Report<'a> {
         }
         if let Some(c) = self.comparison {
             out.push_str("\nCompared with the baseline:\n");
-            let mut table = new_table(&["baseline", "now", "tasks"]);
+            let mut table = style.table(vec!["baseline", "now", "tasks"]);
             for (a, b, n) in self.transitions() {
-                table.add_row(vec![a.to_string(), b.to_string(), n.to_string()]);
+                style.add_row(
+                    &mut table,
+                    vec![a.to_string(), b.to_string(), n.to_string()],
+                );
             }
             align_right(&mut table, &[2]);
             out.push_str(&format!("{table}\n"));
@@ -266,7 +341,7 @@ impl<'a> Report<'a> {
                 ));
             }
         }
-        out
+        style.finish(&out)
     }
 
     fn markdown(&self) -> String {
@@ -332,6 +407,15 @@ impl<'a> Report<'a> {
                     out.push_str(&format!("- `{id}`: {why}\n"));
                 }
             }
+            for (title, ids) in [
+                ("New tasks", &c.added),
+                ("Tasks no longer in the suite", &c.removed),
+            ] {
+                if !ids.is_empty() {
+                    let ids: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+                    out.push_str(&format!("\n**{title}:** {}\n", ids.join(", ")));
+                }
+            }
         }
         out
     }
@@ -366,6 +450,10 @@ impl<'a> Report<'a> {
                 .map(|p| json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()}))
                 .collect();
             value["flaky_tasks"] = rates.iter().filter(|p| p.flaky()).map(|p| p.id).collect();
+        }
+        if r.partial {
+            value["partial"] = json!(true);
+            value["missing_shards"] = json!(r.missing_shards);
         }
         if let Some(c) = self.comparison {
             value["baseline"] = json!({
@@ -434,6 +522,12 @@ impl<'a> Report<'a> {
             for (id, why) in &c.improvements {
                 out.push_str(&csv_row(&["improvement", id, "", "", why]));
             }
+            for id in &c.added {
+                out.push_str(&csv_row(&["added", id, "", "", ""]));
+            }
+            for id in &c.removed {
+                out.push_str(&csv_row(&["removed", id, "", "", ""]));
+            }
         }
         out
     }
@@ -449,13 +543,6 @@ fn share(count: usize, total: usize) -> f64 {
 
 fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
-}
-
-fn new_table(header: &[&str]) -> Table {
-    let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED);
-    table.set_header(header.to_vec());
-    table
 }
 
 fn align_right(table: &mut Table, columns: &[usize]) {

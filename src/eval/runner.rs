@@ -43,8 +43,8 @@ pub struct RunnerOptions<'a> {
     pub repeats: u32,
     /// Set from outside (SIGINT) to stop scheduling new tasks.
     pub stop: &'a AtomicBool,
-    /// Called after each task with the number done, for progress display.
-    pub on_done: &'a (dyn Fn(usize) + Sync),
+    /// Called after each task with the number done and its result, for progress display.
+    pub on_done: &'a (dyn Fn(usize, &TaskResult) + Sync),
     /// The suite's tools file, and the folder holding each task's working folder
     /// (`<folder>/<task-id>/`); `None` runs every task with the shared registry.
     pub task_tools: Option<(&'a TaskTools, PathBuf)>,
@@ -99,6 +99,7 @@ pub fn run_tasks(
                         repeat: attempt.repeat,
                     };
                     let result = run_isolated(&run, tools, options);
+                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
                     if let Err(err) = on_row(i, result) {
                         halt.store(true, Ordering::SeqCst);
                         failed
@@ -107,7 +108,6 @@ pub fn run_tasks(
                             .get_or_insert(err);
                         break;
                     }
-                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1);
                 }
             });
         }

@@ -20,7 +20,8 @@ pub use recording::{
     RecordedEnding, RecordedObservation, RecordedStep, Recording, ReplaySetupError,
 };
 pub use render::{
-    CheckReport, ReplayReport, render_check_json, render_check_text, render_json, render_text,
+    CheckReport, ReplayReport, check_summary_line, render_check_json, render_check_text,
+    render_json, render_text, summary_line,
 };
 pub use runner::{
     ModelSource, OnDivergence, PreparedReplay, ReplayFailure, ReplayOptions, ReplayRunError,

@@ -84,20 +84,24 @@ pub fn render_text(report: &ReplayReport<'_>) -> String {
             let _ = writeln!(out, "  rerun recorded as run {id}");
         }
     }
+    out.push_str(&summary_line(report));
+    out
+}
+
+/// The report's last line, alone for `--quiet`: how many runs were replayed and how they came out.
+pub fn summary_line(report: &ReplayReport<'_>) -> String {
     let model = match report.model {
         ModelSource::Parsed => "",
         ModelSource::Raw => " and raw model output",
     };
-    let _ = writeln!(
-        out,
-        "{} of {} replayed with {} tools{model}: {} faithful, {} diverged",
+    format!(
+        "{} of {} replayed with {} tools{model}: {} faithful, {} diverged\n",
         plural(report.runs.len(), "run"),
         escape(report.source),
         report.tools.as_str(),
         report.faithful,
         report.diverged
-    );
-    out
+    )
 }
 
 /// `observation.is_error (steps 1, 2), run_finished.error_kind (step 3)`: each field once, with
@@ -183,13 +187,17 @@ pub fn render_check_text(report: &CheckReport<'_>) -> String {
             run.recorded
         );
     }
-    let _ = writeln!(
-        out,
-        "{} of {} can be replayed",
+    out.push_str(&check_summary_line(report));
+    out
+}
+
+/// The `--check` report's last line, alone for `--quiet`.
+pub fn check_summary_line(report: &CheckReport<'_>) -> String {
+    format!(
+        "{} of {} can be replayed\n",
         plural(report.runs.len(), "run"),
         escape(report.source)
-    );
-    out
+    )
 }
 
 /// The `--check` report as one pretty-printed JSON document.

@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
+use super::duration::DurationSketch;
 use super::event::{Event, EventKind, EventSpend};
 use super::hash::{FastMap, fingerprint};
 use super::histogram::Histogram;
@@ -111,6 +112,8 @@ pub(crate) struct Totals<'a> {
     pub finish_gate: FinishGateTotals,
     /// Tokens, cost and duration per ending.
     pub spend: [SpendStats; 5],
+    /// Run durations per ending.
+    pub durations: [DurationSketch; 5],
 }
 
 impl<'a> Totals<'a> {
@@ -190,7 +193,9 @@ impl<'a> Totals<'a> {
             Ending::InternalError => bump(&mut self.internal_by_kind, &kind(), 1),
             Ending::Finished | Ending::Incomplete => {}
         }
-        run.spend.fold_into(&mut self.spend[ending.index()]);
+        if let Some(ms) = run.spend.fold_into(&mut self.spend[ending.index()]) {
+            self.durations[ending.index()].record(ms);
+        }
         if run.gate_checks > 0 {
             self.finish_gate.runs.add(ending, 1);
             self.finish_gate.rejections.add(ending, run.gate_rejections);
@@ -242,6 +247,7 @@ impl<'a> Totals<'a> {
                 .collect(),
             finish_gate: self.finish_gate,
             spend: self.spend,
+            durations: self.durations,
         }
     }
 }
@@ -262,6 +268,9 @@ impl Totals<'static> {
             *mine += theirs;
         }
         for (mine, theirs) in self.spend.iter_mut().zip(&other.spend) {
+            mine.merge(theirs);
+        }
+        for (mine, theirs) in self.durations.iter_mut().zip(&other.durations) {
             mine.merge(theirs);
         }
         self.budget.tool_successes += other.budget.tool_successes;
@@ -401,8 +410,8 @@ impl Spend {
     }
 
     /// Counts the run in its ending's totals: the ending's duration, else the span of its
-    /// events' times, else the sum of its calls' durations.
-    fn fold_into(&self, stats: &mut SpendStats) {
+    /// events' times, else the sum of its calls' durations. Returns that duration.
+    fn fold_into(&self, stats: &mut SpendStats) -> Option<f64> {
         if self.flags & HAS_TOKENS != 0 {
             stats.runs_with_tokens += 1;
             stats.input_tokens += self.input_tokens;
@@ -422,6 +431,7 @@ impl Spend {
             stats.runs_with_duration += 1;
             stats.duration_ms += duration;
         }
+        duration
     }
 }
 

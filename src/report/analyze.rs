@@ -534,6 +534,7 @@ fn build_report(
         internal_errors: sorted(&totals.internal_by_kind),
         finish_gate: totals.finish_gate.clone(),
         spend: totals.spend,
+        durations: std::array::from_fn(|index| totals.durations[index].summary()),
         warnings,
     }
 }

@@ -114,6 +114,9 @@ pub struct Report {
     pub finish_gate: FinishGateTotals,
     /// Tokens, cost and duration per ending, in the order of [`Ending::ALL`].
     pub spend: [SpendStats; 5],
+    /// Duration percentiles per ending, over the runs with a duration (`None`: no such run), in
+    /// the order of [`Ending::ALL`].
+    pub durations: [Option<DurationSummary>; 5],
     /// Everything the reader tolerated, in input order.
     pub warnings: Vec<Warning>,
 }
@@ -258,6 +261,20 @@ pub struct StepSummary {
     pub p90: u64,
     /// Most steps.
     pub max: u64,
+}
+
+/// Percentiles of run durations in milliseconds, read off a bounded sketch: p50, p90 and p99
+/// within 1.6% of the exact nearest-rank values, the maximum exact.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DurationSummary {
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Longest.
+    pub max_ms: f64,
 }
 
 /// Something the reader tolerated.

@@ -7,10 +7,11 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::CellAlignment;
 use serde_json::{Map, Value, json};
 
-use super::model::{BUDGETS, Ending, EndingCounts, Report, SpendStats, StepStats};
+use super::model::{BUDGETS, DurationSummary, Ending, EndingCounts, Report, SpendStats, StepStats};
+use crate::terminal::Style;
 use crate::text::{csv_text, escape};
 
 /// An output format of `looptrace report`.
@@ -33,6 +34,8 @@ pub struct RenderOptions {
     pub by_file: bool,
     /// The `by_file` entries name source formats (`report --by source`), not files.
     pub by_source: bool,
+    /// Borders, width and colour of the table format.
+    pub style: Style,
 }
 
 /// Renders `report` in `format`.
@@ -43,6 +46,21 @@ pub fn render(report: &Report, format: Format, options: RenderOptions) -> Vec<u8
         Format::Markdown => render_markdown(report, options),
         Format::Csv => render_csv(report, options),
     }
+}
+
+/// The report in one line, for `--quiet`: runs per ending over all inputs.
+pub fn summary_line(report: &Report) -> String {
+    let counts = &report.exit_reasons;
+    let endings: Vec<String> = Ending::ALL
+        .iter()
+        .map(|&ending| format!("{} {ending}", counts.get(ending)))
+        .collect();
+    format!(
+        "{} in {}: {}\n",
+        plural(counts.total(), "run", "runs"),
+        plural(report.input.files, "file", "files"),
+        endings.join(", ")
+    )
 }
 
 /// One cell of a section.
@@ -250,6 +268,9 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
     if report.spend.iter().any(SpendStats::any) {
         sections.push(spend_section(report));
     }
+    if report.durations.iter().any(Option::is_some) {
+        sections.push(duration_section(report));
+    }
     let invalid = &report.invalid_output;
     let mut kinds: Vec<&String> = invalid
         .feedback_by_kind
@@ -450,6 +471,35 @@ fn spend_section(report: &Report) -> Section {
     }
 }
 
+/// Duration percentiles per exit reason, over the runs that recorded a duration; only when some
+/// run did.
+fn duration_section(report: &Report) -> Section {
+    let rows = Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let summary = report.durations[ending.index()];
+            let seconds = |pick: fn(&DurationSummary) -> f64| {
+                Cell::Amount(summary.as_ref().map(|s| pick(s) / 1000.0), 3)
+            };
+            vec![
+                Cell::Text(ending.to_string()),
+                Cell::Count(report.spend[ending.index()].runs_with_duration),
+                seconds(|s| s.p50_ms),
+                seconds(|s| s.p90_ms),
+                seconds(|s| s.p99_ms),
+                seconds(|s| s.max_ms),
+            ]
+        })
+        .collect();
+    Section {
+        id: "duration",
+        title: "Duration per exit reason in seconds (over the runs that recorded one)".to_owned(),
+        header: vec!["exit reason", "with duration", "p50", "p90", "p99", "max"],
+        keys: 1,
+        rows,
+    }
+}
+
 /// The finish gate's sections, only when some run had a gate: rejections are wrong answers, kept
 /// apart from invalid output.
 fn finish_gate_sections(report: &Report) -> Vec<Section> {
@@ -509,20 +559,31 @@ fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
             out.push_str("  none\n");
             continue;
         }
-        let mut table = Table::new();
-        table.load_style(presets::UTF8_FULL_CONDENSED);
-        table.set_header(section.header.clone());
-        for row in &section.rows {
-            table.add_row(row.iter().map(Cell::human).collect::<Vec<_>>());
+        let style = options.style;
+        let mut table = style.table(section.header.clone());
+        let rows: Vec<Vec<String>> = section
+            .rows
+            .iter()
+            .map(|row| row.iter().map(Cell::human).collect())
+            .collect();
+        for row in &rows {
+            style.add_row(&mut table, row.clone());
         }
         for (index, cell) in section.rows[0].iter().enumerate() {
-            if let (true, Some(column)) = (cell.is_numeric(), table.column_mut(index)) {
-                column.set_cell_alignment(CellAlignment::Right);
+            if cell.is_numeric() {
+                if let Some(column) = table.column_mut(index) {
+                    column.set_cell_alignment(CellAlignment::Right);
+                }
+                style.keep_whole(
+                    &mut table,
+                    index,
+                    rows.iter().map(|row| row[index].as_str()),
+                );
             }
         }
         let _ = writeln!(out, "{table}");
     }
-    out.into_bytes()
+    options.style.finish(&out).into_bytes()
 }
 
 fn markdown_escape(text: &str) -> String {
@@ -674,6 +735,18 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
                 "cost_usd": recorded(spend.runs_with_cost, json!(round6(spend.cost_usd))),
                 "runs_with_duration": spend.runs_with_duration,
                 "duration_ms": recorded(spend.runs_with_duration, json!(round6(spend.duration_ms))),
+            })
+        }).collect::<Vec<_>>(),
+        "durations": Ending::ALL.iter().map(|&ending| {
+            let summary = report.durations[ending.index()];
+            let ms = |pick: fn(&DurationSummary) -> f64| summary.as_ref().map(|s| round6(pick(s)));
+            json!({
+                "exit_reason": ending.as_str(),
+                "runs_with_duration": report.spend[ending.index()].runs_with_duration,
+                "p50_ms": ms(|s| s.p50_ms),
+                "p90_ms": ms(|s| s.p90_ms),
+                "p99_ms": ms(|s| s.p99_ms),
+                "max_ms": ms(|s| s.max_ms),
             })
         }).collect::<Vec<_>>(),
         "invalid_output": {

@@ -323,23 +323,20 @@ fn generated_cases_are_refused_cleanly() {
     let missing = |name: &str| root.join(name);
 
     let mut cases: Vec<(Vec<OsString>, String)> = Vec::new();
-    let trace_commands = |path: &Path, report: bool| {
+    let trace_commands = |path: &Path| {
         let mut lines = vec![vec![OsString::from("show"), path.into()]];
-        if report && commands.report {
+        if commands.report {
             lines.push(vec!["report".into(), path.into()]);
         }
         lines
     };
-    for args in trace_commands(&huge, true) {
+    for args in trace_commands(&huge) {
         cases.push((args, "trace_20_mib_line.jsonl".into()));
     }
-    for args in trace_commands(&missing("no_such_trace.jsonl"), true) {
+    for args in trace_commands(&missing("no_such_trace.jsonl")) {
         cases.push((args, "no_such_trace.jsonl".into()));
     }
-    // `report` searches folders for traces, so a folder is only wrong for `show`.
-    for args in trace_commands(&folder, false) {
-        cases.push((args, "a_folder.jsonl".into()));
-    }
+    // `show` and `report` search folders for traces, so a folder is no trace to refuse.
     // `/dev/null`: no responses at all.
     for responses in [
         missing("no_such_responses.txt"),

@@ -272,7 +272,17 @@ fn summary_capture_writes_no_planted_content_anywhere() {
             1,
         );
         if has_command("merge") {
-            audit.run(&["merge", baseline, "--out", "merged.json"], true, 1);
+            let args = [
+                "merge",
+                baseline,
+                "--out",
+                "merged.json",
+                "--junit",
+                "merged.xml",
+                "--baseline",
+                baseline,
+            ];
+            audit.run(&args, true, 1);
         }
         // A summary trace cannot be replayed as a corpus either.
         audit.run(

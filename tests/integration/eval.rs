@@ -284,7 +284,7 @@ fn a_panicking_task_is_isolated() {
         flush: TraceFlush::Event,
         repeats: 1,
         stop: &stop,
-        on_done: &|_| {},
+        on_done: &|_, _| {},
         task_tools: None,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())

@@ -5,7 +5,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
-use crate::support::{looptrace, sample, stable, stderr};
+use crate::support::{doc_blocks, looptrace, sample, stable, stderr};
 
 /// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
 fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
@@ -264,19 +264,13 @@ fn a_pattern_that_matches_nothing_is_a_usage_error() {
 
 /// The ```yaml blocks of `docs/scale-out.md`, parsed.
 fn scale_out_yaml() -> Vec<serde_json::Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut blocks = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find("```yaml\n") {
-        let body = &rest[start + "```yaml\n".len()..];
-        let end = body.find("```").unwrap();
-        let block: serde_json::Value = serde_yaml_ng::from_str(&body[..end])
-            .unwrap_or_else(|err| panic!("block {}: {err}", blocks.len() + 1));
-        blocks.push(block);
-        rest = &body[end + 3..];
-    }
-    blocks
+    doc_blocks("scale-out.md", "yaml")
+        .iter()
+        .enumerate()
+        .map(|(i, block)| {
+            serde_yaml_ng::from_str(block).unwrap_or_else(|err| panic!("block {}: {err}", i + 1))
+        })
+        .collect()
 }
 
 /// `PATH` with the built binary's folder first, so documented command lines run it.
@@ -643,4 +637,323 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
         assert_eq!(output.status.code(), Some(2));
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
     }
+}
+
+/// A baseline for the sample suite that its runs today move away from in every way: one task
+/// regresses (it finished before), one improves, one is new, and one is no longer in the suite.
+fn drifted_baseline(dir: &Path, unsharded: &ResultsFile) -> PathBuf {
+    use looptrace::run::ExitReason;
+    let mut baseline = unsharded.clone();
+    let row = |b: &mut ResultsFile, id: &str| b.tasks.iter().position(|t| t.id == id).unwrap();
+    let i = row(&mut baseline, "budget-exhausted");
+    baseline.tasks[i].exit_reason = ExitReason::Finished;
+    let i = row(&mut baseline, "multiply-raw");
+    baseline.tasks[i].exit_reason = ExitReason::InvalidModelOutput;
+    let i = row(&mut baseline, "divide-scripted");
+    baseline.tasks.remove(i);
+    let mut gone = baseline.tasks[0].clone();
+    gone.id = "gone".to_owned();
+    baseline.tasks.push(gone);
+    baseline.totals = looptrace::eval::Totals::of(&baseline.tasks);
+    let path = dir.join("baseline.json");
+    std::fs::write(&path, serde_json::to_string(&baseline).unwrap()).unwrap();
+    path
+}
+
+/// A JUnit document without its timings: the values of `time` and `timestamp` attributes are
+/// emptied (every `"` in a JUnit document delimits an attribute value).
+fn without_timings(xml: &str) -> String {
+    let pieces: Vec<&str> = xml.split('"').collect();
+    let kept: Vec<&str> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let timing = i % 2 == 1
+                && [" time=", " timestamp="]
+                    .iter()
+                    .any(|name| pieces[i - 1].ends_with(name));
+            if timing { "" } else { piece }
+        })
+        .collect();
+    kept.join("\"")
+}
+
+#[test]
+fn merge_with_a_baseline_and_junit_says_what_the_unsharded_eval_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let first = dir.path().join("first");
+    eval_with(&[suite], &first, &[]);
+    let baseline = drifted_baseline(dir.path(), &read_results(&first.join("results.json")));
+    let baseline = baseline.to_str().unwrap();
+    let n = 3;
+    let shards: Vec<PathBuf> = (1..=n)
+        .map(|k| {
+            let out = dir.path().join(format!("shard-{k}"));
+            let output = eval_with(&[suite, "--shard", &format!("{k}/{n}")], &out, &[]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            out.join("results.json")
+        })
+        .collect();
+    for format in ["table", "json", "markdown", "csv"] {
+        let junit_eval = dir.path().join(format!("eval-{format}.xml"));
+        let unsharded = eval_with(
+            &[
+                suite,
+                "--baseline",
+                baseline,
+                "--format",
+                format,
+                "--junit",
+                junit_eval.to_str().unwrap(),
+            ],
+            &dir.path().join(format!("unsharded-{format}")),
+            &[],
+        );
+        let junit_merge = dir.path().join(format!("merge-{format}.xml"));
+        let merged = looptrace()
+            .arg("merge")
+            .args(&shards)
+            .args(["--baseline", baseline, "--format", format, "--junit"])
+            .arg(&junit_merge)
+            .output()
+            .unwrap();
+        assert_eq!(
+            unsharded.status.code(),
+            Some(1),
+            "a regression: {}",
+            stderr(&unsharded)
+        );
+        assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+        let shown = crate::support::stdout(&merged);
+        assert_eq!(shown, crate::support::stdout(&unsharded), "{format}");
+        for id in [
+            "budget-exhausted",
+            "multiply-raw",
+            "divide-scripted",
+            "gone",
+        ] {
+            assert!(shown.contains(id), "{format} names {id}: {shown}");
+        }
+        let junit = std::fs::read_to_string(&junit_merge).unwrap();
+        assert_eq!(
+            without_timings(&junit),
+            without_timings(&std::fs::read_to_string(&junit_eval).unwrap()),
+            "{format}"
+        );
+        assert!(
+            junit.contains("<testcase name=\"budget-exhausted\""),
+            "{junit}"
+        );
+    }
+
+    // The JSON report's comparison, as numbers: the transitions of the tasks in both files.
+    let report = |args: &[&str]| -> serde_json::Value {
+        let output = looptrace()
+            .arg("merge")
+            .args(&shards)
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_str(&crate::support::stdout(&output)).unwrap()
+    };
+    let json = report(&["--baseline", baseline, "--format", "json"]);
+    let moved: Vec<(String, String, u64)> = json["baseline"]["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["from"].as_str().unwrap().to_owned(),
+                t["to"].as_str().unwrap().to_owned(),
+                t["tasks"].as_u64().unwrap(),
+            )
+        })
+        .filter(|(from, to, _)| from != to)
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            ("finished".into(), "max_steps_exceeded".into(), 1),
+            ("invalid_model_output".into(), "finished".into(), 1)
+        ]
+    );
+    assert_eq!(
+        json["baseline"]["added"],
+        serde_json::json!(["divide-scripted"])
+    );
+    assert_eq!(json["baseline"]["removed"], serde_json::json!(["gone"]));
+
+    // The merged results as their own baseline: nothing moved, exit 0.
+    let merged = dir.path().join("merged.json");
+    let output = looptrace()
+        .arg("merge")
+        .args(&shards)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = looptrace()
+        .arg("merge")
+        .args(&shards)
+        .arg("--baseline")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(crate::support::stdout(&output).contains("Regressions: none"));
+}
+
+#[test]
+fn merge_compares_a_selection_and_a_partial_merge_only_with_what_they_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let suite = suite.to_str().unwrap();
+    let first = dir.path().join("first");
+    eval_with(&[suite], &first, &[]);
+    let mut drifted = read_results(&first.join("results.json"));
+    let baseline = drifted_baseline(dir.path(), &drifted);
+    // Without the task no longer in the suite: merge cannot tell it from an unselected task.
+    drifted = read_results(&baseline);
+    drifted.tasks.retain(|t| t.id != "gone");
+    std::fs::write(&baseline, serde_json::to_string(&drifted).unwrap()).unwrap();
+    let baseline = baseline.to_str().unwrap();
+    let selection = ["--skip", "multiply-*", "--skip", "replay-*"];
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| {
+            let out = dir.path().join(format!("shard-{k}"));
+            let mut args = vec![suite, "--shard"];
+            let shard = format!("{k}/2");
+            args.push(&shard);
+            args.extend(selection);
+            let output = eval_with(&args, &out, &[]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            out.join("results.json")
+        })
+        .collect();
+    let mut args = vec![suite, "--baseline", baseline, "--format", "json"];
+    args.extend(selection);
+    let unsharded = eval_with(&args, &dir.path().join("unsharded"), &[]);
+    let merged = looptrace()
+        .arg("merge")
+        .args(&shards)
+        .args(["--baseline", baseline, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(merged.status.code(), unsharded.status.code());
+    assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+    let merged: serde_json::Value = serde_json::from_str(&crate::support::stdout(&merged)).unwrap();
+    let unsharded: serde_json::Value =
+        serde_json::from_str(&crate::support::stdout(&unsharded)).unwrap();
+    assert_eq!(merged, unsharded);
+    assert_eq!(merged["baseline"]["removed"], serde_json::json!([]));
+    assert_eq!(merged["baseline"]["improvements"], serde_json::json!([]));
+
+    // Half the shards: only the tasks the merge holds are compared, none is "removed".
+    let output = looptrace()
+        .args([
+            "merge",
+            "--allow-partial",
+            "--format",
+            "json",
+            "--baseline",
+            baseline,
+        ])
+        .arg(&shards[0])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let partial: serde_json::Value =
+        serde_json::from_str(&crate::support::stdout(&output)).unwrap();
+    assert_eq!(partial["partial"], true);
+    assert_eq!(
+        partial["missing_shards"],
+        serde_json::json!([{"index": 2, "count": 2}])
+    );
+    assert_eq!(partial["baseline"]["removed"], serde_json::json!([]));
+    let compared: u64 = partial["baseline"]["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum();
+    let added = partial["baseline"]["added"].as_array().unwrap().len() as u64;
+    assert_eq!(compared + added, partial["tasks"].as_u64().unwrap());
+}
+
+#[test]
+fn merge_refuses_a_bad_baseline_or_junit_path_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = sample("suite.json");
+    let one = dir.path().join("one");
+    eval_with(&[suite.to_str().unwrap()], &one, &[]);
+    let results = one.join("results.json");
+    let mut other = read_results(&results);
+    other.suite.name = "other".to_owned();
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, serde_json::to_string(&other).unwrap()).unwrap();
+    let out = dir.path().join("merged.json");
+    let junit = dir.path().join("junit.xml");
+    let (r, o, j, op) = (
+        results.to_str().unwrap(),
+        out.to_str().unwrap(),
+        junit.to_str().unwrap(),
+        other_path.to_str().unwrap(),
+    );
+    let missing = dir.path().join("no/such/junit.xml");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec![r, "--out", o, "--junit", j, "--baseline", op],
+            "is from suite \"other\", this is suite \"sample\" (--baseline-any-suite",
+        ),
+        (
+            vec![r, "--out", o, "--junit", r],
+            "--junit would overwrite the input",
+        ),
+        (
+            vec![r, "--junit", j, "--baseline", j],
+            "--junit would overwrite the input",
+        ),
+        (vec![r, "--out", o, "--junit", o], "is the --out file"),
+        (
+            vec![r, "--out", o, "--junit", missing.to_str().unwrap()],
+            "--junit: cannot write in",
+        ),
+    ];
+    for (args, expected) in cases {
+        let before = std::fs::read_to_string(&results).unwrap();
+        let output = looptrace().arg("merge").args(&args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !out.exists() && !junit.exists(),
+            "{args:?}: nothing is written"
+        );
+        assert_eq!(std::fs::read_to_string(&results).unwrap(), before);
+    }
+    let output = looptrace()
+        .args([
+            "merge",
+            r,
+            "--baseline",
+            op,
+            "--baseline-any-suite",
+            "--junit",
+            j,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(junit.is_file());
 }

@@ -3,9 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The built `looptrace` binary.
+/// The built `looptrace` binary, with no locale or width from the environment the tests run in,
+/// so tables come out as they do through a pipe on any machine.
 pub fn looptrace() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_looptrace"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_looptrace"));
+    for name in ["LC_ALL", "LC_CTYPE", "LANG", "COLUMNS"] {
+        command.env_remove(name);
+    }
+    command
 }
 
 /// A file under `tests/fixtures/`.
@@ -28,6 +33,24 @@ pub fn run(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("failed to start looptrace")
+}
+
+/// The bodies of the fenced code blocks of `lang` (```` ```yaml ````, ...) in `docs/NAME`, in order.
+pub fn doc_blocks(name: &str, lang: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(name);
+    let text = std::fs::read_to_string(path).unwrap();
+    let fence = format!("```{lang}\n");
+    let mut blocks = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(&fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").unwrap();
+        blocks.push(body[..end].to_owned());
+        rest = &body[end + 3..];
+    }
+    blocks
 }
 
 /// Standard output as text.

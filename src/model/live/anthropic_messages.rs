@@ -104,6 +104,10 @@ impl WireFormat for AnthropicMessages {
         body
     }
 
+    fn conversation_key(&self) -> &'static str {
+        "messages"
+    }
+
     fn parse(&self, body: &Value) -> Result<ParsedTurn, ProviderError> {
         let blocks = body
             .get("content")

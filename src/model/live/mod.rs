@@ -196,6 +196,8 @@ pub trait WireFormat: Sync {
     fn feedback(&self, text: &str, messages: &mut Vec<Value>);
     /// The request body.
     fn request(&self, config: &LiveConfig, messages: &[Value], tools: &[ToolSpec]) -> Value;
+    /// The request body's key whose array holds the conversation (`messages`, `input`).
+    fn conversation_key(&self) -> &'static str;
     /// Reads a success body; an envelope that is not the format's is a provider failure.
     fn parse(&self, body: &Value) -> Result<ParsedTurn, ProviderError>;
 }
@@ -206,10 +208,12 @@ pub struct LiveModel {
     tools: Vec<ToolSpec>,
     transport: Box<dyn Transport>,
     summarizer: Summarizer,
-    messages: Vec<Value>,
+    /// The request body, built on the first turn; the conversation grows inside it, so a turn
+    /// copies nothing it already sent.
+    body: Option<Value>,
     /// The call ids of the last turn's items, in order, to answer them on the wire.
     pending: Vec<Option<String>>,
-    /// How much of the loop's history is already in `messages`.
+    /// How much of the loop's history is already in the conversation.
     consumed: usize,
     record: CallRecord,
 }
@@ -232,7 +236,7 @@ impl LiveModel {
             tools,
             transport,
             summarizer: Summarizer::from_env(),
-            messages: Vec::new(),
+            body: None,
             pending: Vec::new(),
             consumed: 0,
             record: CallRecord::default(),
@@ -252,19 +256,31 @@ impl LiveModel {
         history: &[HistoryItem],
     ) -> Result<Value, ModelError> {
         self.absorb(task, history)?;
-        Ok(self
-            .config
-            .api
-            .wire()
-            .request(&self.config, &self.messages, &self.tools))
+        Ok(self.body.clone().unwrap_or(Value::Null))
+    }
+
+    /// The conversation inside the request body, which is built with the task message first.
+    fn conversation(&mut self, task: &Task) -> Result<&mut Vec<Value>, ModelError> {
+        let wire = self.config.api.wire();
+        let body = self.body.get_or_insert_with(|| {
+            wire.request(
+                &self.config,
+                &[wire.task_message(&task.prompt)],
+                &self.tools,
+            )
+        });
+        body[wire.conversation_key()].as_array_mut().ok_or_else(|| {
+            ModelError::Failure(format!(
+                "the {} request has no `{}` array",
+                self.config.api,
+                wire.conversation_key()
+            ))
+        })
     }
 
     /// Adds the history since the last turn to the conversation, answering each call by its id.
     fn absorb(&mut self, task: &Task, history: &[HistoryItem]) -> Result<(), ModelError> {
         let wire = self.config.api.wire();
-        if self.messages.is_empty() {
-            self.messages.push(wire.task_message(&task.prompt));
-        }
         let Some(new) = history.get(self.consumed..) else {
             return Err(ModelError::Failure(
                 "the history is shorter than the conversation sent so far".to_owned(),
@@ -305,9 +321,10 @@ impl LiveModel {
                 None => feedback.push(content),
             }
         }
-        wire.tool_results(&results, &mut self.messages);
+        let messages = self.conversation(task)?;
+        wire.tool_results(&results, messages);
         for text in feedback {
-            wire.feedback(&text, &mut self.messages);
+            wire.feedback(&text, messages);
         }
         self.consumed = history.len();
         Ok(())
@@ -343,8 +360,7 @@ impl Model for LiveModel {
         self.record = CallRecord::default();
         self.absorb(task, history)?;
         let wire = self.config.api.wire();
-        let request = wire.request(&self.config, &self.messages, &self.tools);
-        let body = canonical_json(&request);
+        let body = canonical_json(self.body.as_ref().unwrap_or(&Value::Null));
         self.record.request_hash = Some(self.summarizer.digest(body.as_bytes()));
         let policy = RetryPolicy {
             max_retries: self.config.max_retries,
@@ -376,7 +392,7 @@ impl Model for LiveModel {
         let parsed = parsed?;
         self.record.usage = parsed.usage;
         self.record.finish_reason = parsed.finish_reason;
-        self.messages.extend(parsed.assistant);
+        self.conversation(task)?.extend(parsed.assistant);
         if parsed.items.is_empty() {
             self.pending = vec![None];
             return Err(InvalidOutput::new(
@@ -423,41 +439,12 @@ fn provider_of(base_url: &str) -> String {
 }
 
 /// JSON with object keys sorted at every level and no whitespace; numbers and strings as
-/// serde_json prints them. The request is sent and hashed in this form.
+/// serde_json prints them. The request is sent and hashed in this form. serde_json's maps are
+/// sorted (`BTreeMap`, without its `preserve_order` feature), so its compact output already is
+/// this form, written in one pass; a unit test fails if a dependency ever turns that feature on.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
+    // A `Value` always serializes: its keys are strings and its numbers finite.
+    serde_json::to_string(value).expect("a JSON value serializes")
 }
 
 /// Adds the offered tools (none: no `tools` key), each in the format's shape, the temperature, and
@@ -513,4 +500,25 @@ fn count(usage: &Value, path: &[&str]) -> Option<u64> {
 
 fn bad_response(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ProviderErrorKind::BadResponse, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::canonical_json;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level_whatever_the_insertion_order() {
+        let mut inner = Map::new();
+        inner.insert("y".to_owned(), json!([{"n": "\u{1}", "m": null}]));
+        inner.insert("x".to_owned(), json!(1.5));
+        let mut outer = Map::new();
+        outer.insert("b".to_owned(), json!(2));
+        outer.insert("a".to_owned(), Value::Object(inner));
+        assert_eq!(
+            canonical_json(&Value::Object(outer)),
+            r#"{"a":{"x":1.5,"y":[{"m":null,"n":"\u0001"}]},"b":2}"#
+        );
+    }
 }

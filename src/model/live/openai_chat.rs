@@ -64,6 +64,10 @@ impl WireFormat for OpenAiChat {
         body
     }
 
+    fn conversation_key(&self) -> &'static str {
+        "messages"
+    }
+
     fn parse(&self, body: &Value) -> Result<ParsedTurn, ProviderError> {
         let choice = body
             .get("choices")

@@ -61,6 +61,10 @@ impl WireFormat for OpenAiResponses {
         body
     }
 
+    fn conversation_key(&self) -> &'static str {
+        "input"
+    }
+
     fn parse(&self, body: &Value) -> Result<ParsedTurn, ProviderError> {
         if body.get("status").and_then(Value::as_str) == Some("failed") {
             let message = body

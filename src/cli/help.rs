@@ -1,0 +1,82 @@
+//! Help text shown after the options: exit codes for the top level, examples for each command.
+
+/// The top-level help's closing text: what each exit code means.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the work ran and found failures (a run that did not finish, unmet expectations,
+     a replay divergence, a regression)
+  2  bad input or usage; the message names the file, line or JSON path
+  3  internal error";
+
+/// Examples for `looptrace run`.
+pub const RUN: &str = "\
+Examples:
+  looptrace run --task \"compute 12 × 7\" --responses responses.txt --trace run.jsonl
+  looptrace run --task \"fix the bug\" --api openai-chat --base-url http://localhost:8080/v1 --model m";
+
+/// Examples for `looptrace tools`.
+pub const TOOLS: &str = "\
+Examples:
+  looptrace tools
+  looptrace tools --tools-file tools.json";
+
+/// Examples for `looptrace show`.
+pub const SHOW: &str = "\
+Examples:
+  looptrace show run.jsonl
+  looptrace show looptrace-runs/sample/traces/ --run t1
+  cat run.jsonl | looptrace show - -f json";
+
+/// Examples for `looptrace eval`.
+pub const EVAL: &str = "\
+Examples:
+  looptrace eval suite.json
+  looptrace eval suite.json -j 8 -o runs/today --junit junit.xml
+  looptrace eval suite.json --baseline runs/yesterday/results.json -q
+  looptrace eval --traces recorded/ -f markdown";
+
+/// Examples for `looptrace merge`.
+pub const MERGE: &str = "\
+Examples:
+  looptrace merge shard-*/results.json -o results.json
+  looptrace merge shard-1/results.json shard-2/results.json -f json";
+
+/// Examples for `looptrace report`.
+pub const REPORT: &str = "\
+Examples:
+  looptrace report runs/traces/
+  looptrace report a.jsonl b.jsonl --by file -f markdown
+  cat run.jsonl | looptrace report - -q";
+
+/// Examples for `looptrace replay`.
+pub const REPLAY: &str = "\
+Examples:
+  looptrace replay recorded.jsonl
+  looptrace replay recorded.jsonl --run t1 --tools recorded --on-divergence continue
+  looptrace replay recorded.jsonl --check -f json";
+
+/// Examples for `looptrace import`.
+pub const IMPORT: &str = "\
+Examples:
+  looptrace import trajectories/ -o imported.jsonl
+  looptrace import --from claude-code session.jsonl --capture full -o run.jsonl";
+
+/// Examples for `looptrace export`.
+pub const EXPORT: &str = "\
+Examples:
+  looptrace export --otlp runs/traces/ -o spans.jsonl
+  looptrace export --otlp run.jsonl --results runs/results.json --content";
+
+/// Examples for `looptrace completions`.
+pub const COMPLETIONS: &str = "\
+Examples:
+  looptrace completions bash > ~/.local/share/bash-completion/completions/looptrace
+  looptrace completions zsh > \"${fpath[1]}/_looptrace\"
+  looptrace completions fish > ~/.config/fish/completions/looptrace.fish";
+
+/// Examples for `looptrace man`.
+pub const MAN: &str = "\
+Examples:
+  looptrace man | man -l -
+  looptrace man eval > looptrace-eval.1";

@@ -1,0 +1,290 @@
+//! What the commands that write an HTML report (or list runs) share: reading one row per run
+//! from the inputs, writing an output file as a whole, and the pages of `eval`, `merge` and
+//! `replay`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use looptrace::eval::{Comparison, ResultsFile, TaskResult};
+use looptrace::html::{Baseline, Page};
+use looptrace::report::{self, Ending, Input, Options, Report, RunRow, RunTable, Source};
+
+use super::common::same_file;
+use super::{CliError, CliResult, Outcome};
+
+/// Standard input or a pipe copied to a temporary file, so that it can be read twice (once for the
+/// totals, once for the rows); removed when dropped.
+pub struct Spooled {
+    paths: Vec<PathBuf>,
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        for path in &self.paths {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Copies every input that cannot be read twice (standard input, pipes) to a temporary file and
+/// points the input at it, keeping its name.
+pub fn spool_streams(inputs: &mut [Input]) -> Result<Spooled, CliError> {
+    let mut spooled = Spooled { paths: Vec::new() };
+    for (n, input) in inputs.iter_mut().enumerate() {
+        let regular = match &input.source {
+            Source::Path(path) => fs::metadata(path).is_ok_and(|m| m.is_file()),
+            Source::Stdin => false,
+        };
+        if regular {
+            continue;
+        }
+        let temp = std::env::temp_dir().join(format!(
+            "looptrace-stream-{}-{n}-{}.jsonl",
+            std::process::id(),
+            looptrace::run::unique_token()
+        ));
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|err| {
+                CliError::internal(format!("failed to create `{}`: {err}", temp.display()))
+            })?;
+        spooled.paths.push(temp.clone());
+        let copied = match &input.source {
+            Source::Stdin => io::copy(&mut io::stdin().lock(), &mut file),
+            Source::Path(path) => {
+                fs::File::open(path).and_then(|mut from| io::copy(&mut from, &mut file))
+            }
+        };
+        copied.map_err(|err| CliError::input(format!("failed to read `{}`: {err}", input.name)))?;
+        input.source = Source::Path(temp);
+    }
+    Ok(spooled)
+}
+
+/// One row per run of `inputs` (regular files, see [`spool_streams`]), with timelines or not.
+pub fn read_rows(
+    inputs: &[Input],
+    formats: &[&'static str],
+    lenient: bool,
+    timelines: bool,
+) -> Result<RunTable, CliError> {
+    let mut table = RunTable::default();
+    for (i, input) in inputs.iter().enumerate() {
+        let Source::Path(path) = &input.source else {
+            continue;
+        };
+        let format = formats.get(i).copied().unwrap_or("looptrace");
+        table
+            .read(path, &input.name, format, lenient, timelines)
+            .map_err(CliError::input)?;
+    }
+    Ok(table)
+}
+
+/// Writes `bytes` to `output` as a whole (nothing half-written on failure), or to standard output.
+/// An output that is one of the `inputs` is refused.
+pub fn write_output(output: Option<&Path>, bytes: &[u8], inputs: &[&Path]) -> CliResult {
+    let Some(path) = output else {
+        let mut out = super::common::outcome_stdout();
+        out.write_all(bytes)?;
+        out.flush()?;
+        return Ok(Outcome::Success);
+    };
+    if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
+        return Err(CliError::input(format!(
+            "-o would overwrite the input `{}`",
+            input.display()
+        )));
+    }
+    super::import::write_atomically(path, |out| {
+        out.write_all(bytes)?;
+        Ok(0)
+    })?;
+    Ok(Outcome::Success)
+}
+/// The report and rows of the traces an evaluation wrote (a task's `trace` is relative to
+/// `folder(task)`, the folder of the results file it came from); a task whose trace is missing
+/// gets a row from its results alone.
+pub fn results_page_data(
+    results: &ResultsFile,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
+) -> Result<(Report, RunTable), CliError> {
+    let mut inputs = Vec::new();
+    for task in &results.tasks {
+        if let Some(trace) = &task.trace {
+            let path = folder(task).join(trace);
+            if path.is_file() {
+                inputs.push(Input {
+                    name: trace.clone(),
+                    source: Source::Path(path),
+                });
+            }
+        }
+    }
+    let report =
+        report::analyze(&inputs, &Options::default(), Vec::new()).map_err(CliError::input)?;
+    let formats = vec!["looptrace"; inputs.len()];
+    let traced = read_rows(&inputs, &formats, false, true)?;
+    let mut table = RunTable {
+        files: traced.files.clone(),
+        rows: Vec::new(),
+    };
+    let by_run: std::collections::HashMap<&str, &RunRow> = traced
+        .rows
+        .iter()
+        .map(|row| (row.run_id.as_str(), row))
+        .collect();
+    let by_task: std::collections::HashMap<&str, &RunRow> = traced
+        .rows
+        .iter()
+        .filter_map(|row| row.task_id.as_deref().map(|task| (task, row)))
+        .collect();
+    for task in &results.tasks {
+        let found = match &task.run_id {
+            Some(run) => by_run.get(run.as_str()),
+            None => by_task.get(task.id.as_str()),
+        };
+        let mut row = match found {
+            Some(row) => (*row).clone(),
+            None => {
+                table.files.push(String::from("(no trace)"));
+                RunRow {
+                    file: u32::try_from(table.files.len() - 1).unwrap_or(u32::MAX),
+                    run_id: task.run_id.clone().unwrap_or_else(|| task.id.clone()),
+                    task_id: None,
+                    ending: ending_of(task.exit_reason),
+                    steps: task.steps_used,
+                    error_kinds: task.error_kind.iter().cloned().collect(),
+                    tools: Vec::new(),
+                    verdict: None,
+                    source: "looptrace",
+                    duration_ms: Some(task.duration_ms),
+                    divergence: None,
+                    timeline: Vec::new(),
+                }
+            }
+        };
+        row.task_id = Some(task.id.clone());
+        row.verdict = Some(task.expectation.as_str().to_owned());
+        table.rows.push(row);
+    }
+    Ok((report, table))
+}
+
+fn ending_of(reason: looptrace::run::ExitReason) -> Ending {
+    Ending::ALL
+        .into_iter()
+        .find(|e| e.as_str() == reason.as_str())
+        .unwrap_or(Ending::Incomplete)
+}
+
+/// The baseline section's data: transitions, and the tasks newly failing, newly fixed and still
+/// failing.
+pub fn baseline_of(
+    comparison: &Comparison,
+    baseline: &ResultsFile,
+    current: &ResultsFile,
+) -> Baseline {
+    let failed_before: std::collections::HashSet<&str> = baseline
+        .tasks
+        .iter()
+        .filter(|t| t.fails())
+        .map(|t| t.id.as_str())
+        .collect();
+    Baseline {
+        transitions: comparison
+            .transitions
+            .iter()
+            .map(|((from, to), n)| (ending_of(*from), ending_of(*to), *n as u64))
+            .collect(),
+        newly_failing: comparison.regressions.clone(),
+        newly_fixed: comparison.improvements.clone(),
+        still_failing: current
+            .tasks
+            .iter()
+            .filter(|t| t.fails() && failed_before.contains(t.id.as_str()))
+            .map(|t| t.id.clone())
+            .collect(),
+    }
+}
+
+/// Renders the HTML page of a results file (of `eval` or `merge`) and writes it to `path`.
+pub fn write_results_page(
+    path: &Path,
+    title: &str,
+    results: &ResultsFile,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
+    baseline: Option<&Baseline>,
+) -> Result<(), CliError> {
+    let (report, runs) = results_page_data(results, folder)?;
+    let mut context = vec![format!(
+        "suite {} ({} of {} tasks)",
+        results.suite.name,
+        results.tasks.len(),
+        results.suite.tasks
+    )];
+    if results.partial {
+        context.push("partial: some shards are missing".to_owned());
+    }
+    let page = Page {
+        title,
+        context: &context,
+        report: &report,
+        runs: &runs,
+        verdict: "expectation",
+        baseline,
+    };
+    write_output(Some(path), &looptrace::html::render(&page), &[])?;
+    Ok(())
+}
+
+/// `merge --html FILE` may not name a results file it reads or its `--out`.
+pub fn refuse_merge_clash(
+    html: &Path,
+    results: &[PathBuf],
+    out: Option<&Path>,
+) -> Result<(), CliError> {
+    if let Some(input) = results.iter().find(|input| same_file(input, html)) {
+        return Err(CliError::input(format!(
+            "--html would overwrite the input `{}`",
+            input.display()
+        )));
+    }
+    if out.is_some_and(|out| out == html || same_file(out, html)) {
+        return Err(CliError::input(format!(
+            "--html `{}` is the --out file too: choose another file",
+            html.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The page of merged results: each task's trace is read beside the shard results it came from.
+pub fn write_merged_page(
+    html: &Path,
+    merged: &ResultsFile,
+    inputs: &[(String, ResultsFile)],
+    paths: &[PathBuf],
+) -> Result<(), CliError> {
+    let mut folders = std::collections::HashMap::new();
+    for ((_, results), path) in inputs.iter().zip(paths) {
+        let folder = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        for task in &results.tasks {
+            folders.insert(task.id.clone(), folder.clone());
+        }
+    }
+    let folder = |task: &TaskResult| {
+        folders
+            .get(&task.id)
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."))
+    };
+    let title = format!("looptrace merge: {}", merged.suite.name);
+    write_results_page(html, &title, merged, &folder, None)
+}

@@ -1,0 +1,47 @@
+//! The HTML report: one self-contained page (inline CSS, script and SVG, nothing loaded from
+//! anywhere) rendered as a pure function of the report data, like the other report formats.
+//!
+//! [`page`] assembles the shell, [`charts`] draws the sections of the aggregate report as SVG,
+//! [`table`] embeds the runs (filterable and sortable by the page's script), [`timeline`] their
+//! events, and [`escape`] is the one way trace text reaches the page.
+
+mod charts;
+mod escape;
+mod page;
+mod table;
+mod timeline;
+
+use crate::report::{Ending, Report, RunTable};
+
+pub use escape::{html as escape_html, script_json};
+pub use page::render;
+
+/// Everything one HTML report shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Page<'a> {
+    /// The page's title (`looptrace report`, `looptrace eval: SUITE`, ...).
+    pub title: &'a str,
+    /// Lines said under the title (inputs, suite, baseline).
+    pub context: &'a [String],
+    /// The aggregate report over the runs' traces.
+    pub report: &'a Report,
+    /// One row per run (or task), with its timeline.
+    pub runs: &'a RunTable,
+    /// What the verdict column holds: `gate` (finish gate verdicts), `expectation`, `replay`.
+    pub verdict: &'a str,
+    /// The comparison with a baseline, when there is one.
+    pub baseline: Option<&'a Baseline>,
+}
+
+/// How outcomes moved since a baseline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Baseline {
+    /// Tasks per (baseline ending, current ending), for tasks in both.
+    pub transitions: Vec<(Ending, Ending, u64)>,
+    /// Tasks that got worse, with why.
+    pub newly_failing: Vec<(String, String)>,
+    /// Tasks that got better, with why.
+    pub newly_fixed: Vec<(String, String)>,
+    /// Tasks that failed in both.
+    pub still_failing: Vec<String>,
+}

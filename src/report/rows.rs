@@ -1,0 +1,305 @@
+//! One small row per run, for the views that name runs (the HTML report and `report --list`): the
+//! aggregate [`Report`](super::Report) forgets each run once it is counted, these keep what a
+//! reader clicks through. Rows are read by the trace reader's run grouping ([`RunStream`]), which
+//! a differential test holds to the report's outcome per run, so the two always count alike.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::event::rfc3339_ms;
+use super::model::Ending;
+use crate::run::ExitReason;
+use crate::trace::{EventType, ReadOptions, RecordedRun, RunStream, TraceError, TraceEvent};
+
+/// Characters of one trace text a timeline keeps; longer texts are cut and say their length.
+pub const TEXT_LIMIT: usize = 2_000;
+
+/// One run as the views that list runs show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRow {
+    /// The input the run was read from, as an index into [`RunTable::files`].
+    pub file: u32,
+    /// The run id.
+    pub run_id: String,
+    /// The suite task it is an attempt at, when recorded.
+    pub task_id: Option<String>,
+    /// How it ended.
+    pub ending: Ending,
+    /// Model turns used: `steps_used`, else the largest `step` of its events.
+    pub steps: u32,
+    /// The error kinds it recorded (its ending's first, then feedback and tool errors in order).
+    pub error_kinds: Vec<String>,
+    /// The tools it called, sorted.
+    pub tools: Vec<String>,
+    /// The finish gate's last verdict (`accepted`, `rejected`), or what the caller judged (an
+    /// eval's expectation verdict, a replay's outcome).
+    pub verdict: Option<String>,
+    /// The source format (`looptrace`, `codex`, ...).
+    pub source: &'static str,
+    /// Its duration, by the rule of `docs/report.md`.
+    pub duration_ms: Option<f64>,
+    /// Where a replay first diverged from this recorded run: the step, and what differed.
+    pub divergence: Option<(u64, String)>,
+    /// Its events, when the view shows timelines; empty otherwise.
+    pub timeline: Vec<TimelineStep>,
+}
+
+/// One event of a run's timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineStep {
+    /// The model turn.
+    pub step: u64,
+    /// The event type, as the trace names it.
+    pub event: String,
+    /// `tool_call` or `finish` (model actions).
+    pub action: Option<String>,
+    /// The tool called or answering.
+    pub tool: Option<String>,
+    /// The text the trace holds: the content, answer, arguments or error with full capture (cut
+    /// at [`TEXT_LIMIT`] characters), else its summary (length and hash).
+    pub text: Option<String>,
+    /// An error observation, feedback or error ending.
+    pub is_error: bool,
+    /// Its error kind.
+    pub error_kind: Option<String>,
+    /// The finish gate's verdict.
+    pub accepted: Option<bool>,
+    /// How long it took.
+    pub duration_ms: Option<f64>,
+}
+
+/// The runs of every input, in input order and, within an input, in order of first appearance.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunTable {
+    /// The inputs' names.
+    pub files: Vec<String>,
+    /// One row per run.
+    pub rows: Vec<RunRow>,
+}
+
+impl RunTable {
+    /// Reads the runs of the trace at `path` (shown as `name`, of source format `source`).
+    pub fn read(
+        &mut self,
+        path: &Path,
+        name: &str,
+        source: &'static str,
+        lenient: bool,
+        timelines: bool,
+    ) -> Result<(), TraceError> {
+        let options = ReadOptions {
+            lenient,
+            ..ReadOptions::default()
+        };
+        let stream = RunStream::open(path, options)?;
+        let file = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
+        self.files.push(name.to_owned());
+        let mut runs = Vec::new();
+        for run in stream {
+            let run = run?;
+            runs.push((run.index, RunRow::of(&run.run, file, source, timelines)));
+        }
+        runs.sort_by_key(|(index, _)| *index);
+        self.rows.extend(runs.into_iter().map(|(_, row)| row));
+        Ok(())
+    }
+
+    /// Runs per ending, in the order of [`Ending::ALL`].
+    pub fn counts(&self) -> [u64; 5] {
+        let mut counts = [0; 5];
+        for row in &self.rows {
+            counts[row.ending.index()] += 1;
+        }
+        counts
+    }
+}
+
+impl RunRow {
+    /// The row of one recorded run.
+    pub fn of(run: &RecordedRun, file: u32, source: &'static str, timelines: bool) -> RunRow {
+        let started = run.started();
+        let finished = run.finished();
+        let ending = match run.outcome() {
+            crate::trace::RunOutcome::Ended(reason) => ending_of(reason),
+            crate::trace::RunOutcome::Incomplete => Ending::Incomplete,
+        };
+        let steps = finished.and_then(|e| e.steps_used).unwrap_or_else(|| {
+            let max = run.events.iter().map(|(_, e)| e.step).max().unwrap_or(0);
+            u32::try_from(max).unwrap_or(u32::MAX)
+        });
+        let mut error_kinds: Vec<String> = Vec::new();
+        if let Some(kind) = finished.and_then(|e| e.error_kind.as_ref()) {
+            error_kinds.push(kind.clone());
+        }
+        let mut tools = BTreeSet::new();
+        let mut verdict = None;
+        for (_, event) in &run.events {
+            if let Some(kind) = &event.error_kind
+                && !error_kinds.contains(kind)
+            {
+                error_kinds.push(kind.clone());
+            }
+            if event.event_type == EventType::ModelAction
+                && let Some(tool) = &event.tool_name
+            {
+                tools.insert(tool.clone());
+            }
+            if event.event_type == EventType::FinishGate
+                && let Some(accepted) = event.accepted
+            {
+                verdict = Some(if accepted { "accepted" } else { "rejected" }.to_owned());
+            }
+        }
+        RunRow {
+            file,
+            run_id: run.run_id.clone(),
+            task_id: started.and_then(|e| e.task_id.clone()),
+            ending,
+            steps,
+            error_kinds,
+            tools: tools.into_iter().collect(),
+            verdict,
+            source,
+            duration_ms: duration(run),
+            divergence: None,
+            timeline: if timelines {
+                run.events
+                    .iter()
+                    .map(|(_, e)| TimelineStep::of(e))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+impl TimelineStep {
+    /// The timeline entry of one event.
+    pub fn of(event: &TraceEvent) -> TimelineStep {
+        let arguments = event
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string());
+        let full = event
+            .content
+            .clone()
+            .or_else(|| event.answer.clone())
+            .or(arguments)
+            .or_else(|| event.task.clone())
+            .or_else(|| event.error.clone());
+        let summary = event
+            .output
+            .as_ref()
+            .or(event.input_summary.as_ref())
+            .map(|s| short_summary(s));
+        let text = full.map(|t| cut(&t)).or(summary).or_else(|| {
+            event
+                .argument_keys
+                .as_ref()
+                .map(|keys| format!("arguments: {}", keys.join(", ")))
+        });
+        let is_error = match event.event_type {
+            EventType::ModelFeedback | EventType::InternalError => true,
+            EventType::Observation => event.is_error_by_rule(),
+            EventType::RunFinished => event.exit_reason.is_some_and(|r| r != ExitReason::Finished),
+            _ => false,
+        };
+        TimelineStep {
+            step: event.step,
+            event: event.event_type.as_str().to_owned(),
+            action: event.action_type.clone(),
+            tool: event.tool_name.clone(),
+            text,
+            is_error,
+            error_kind: event.error_kind.clone(),
+            accepted: event.accepted,
+            duration_ms: event.duration_ms.filter(|d| d.is_finite()),
+        }
+    }
+}
+
+fn ending_of(reason: ExitReason) -> Ending {
+    match reason {
+        ExitReason::Finished => Ending::Finished,
+        ExitReason::MaxStepsExceeded => Ending::MaxStepsExceeded,
+        ExitReason::InvalidModelOutput => Ending::InvalidModelOutput,
+        ExitReason::InternalError => Ending::InternalError,
+    }
+}
+
+/// A run's duration: its `run_finished.duration_ms`, else the span of its events' `ts`, else the
+/// sum of its events' `duration_ms` (the rule of `docs/report.md`).
+fn duration(run: &RecordedRun) -> Option<f64> {
+    if let Some(ms) = run
+        .finished()
+        .and_then(|e| e.duration_ms)
+        .filter(|d| d.is_finite())
+    {
+        return Some(ms);
+    }
+    let times: Vec<i64> = run
+        .events
+        .iter()
+        .filter_map(|(_, e)| e.ts.as_deref().and_then(|t| rfc3339_ms(t.as_bytes())))
+        .collect();
+    if let (Some(first), Some(last)) = (times.iter().min(), times.iter().max())
+        && times.len() > 1
+    {
+        return Some((last - first) as f64);
+    }
+    let durations: Vec<f64> = run
+        .events
+        .iter()
+        .filter_map(|(_, e)| e.duration_ms.filter(|d| d.is_finite()))
+        .collect();
+    (!durations.is_empty()).then(|| durations.iter().sum())
+}
+
+/// A summary (`chars=N;sha256=HEX`) with its hash cut to 12 digits: the length and enough of the
+/// hash to tell texts apart, at a fifth of the bytes.
+fn short_summary(summary: &str) -> String {
+    match summary
+        .split_once('=')
+        .and_then(|_| summary.rsplit_once('='))
+    {
+        Some((head, hash)) if hash.len() > 12 && hash.is_ascii() => {
+            format!("{head}={}…", &hash[..12])
+        }
+        _ => cut(summary),
+    }
+}
+
+/// `text`, cut at [`TEXT_LIMIT`] characters with its full length said.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(TEXT_LIMIT) {
+        Some((at, _)) => format!(
+            "{}… ({} characters in all)",
+            &text[..at],
+            text.chars().count()
+        ),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_keep_their_length_and_a_prefix_of_the_hash() {
+        assert_eq!(
+            short_summary("chars=2;sha256=44c8031cb036a7350d8b9b8603af662a"),
+            "chars=2;sha256=44c8031cb036…"
+        );
+        assert_eq!(short_summary("plain"), "plain");
+    }
+
+    #[test]
+    fn long_texts_are_cut_and_say_their_length() {
+        let long = "é".repeat(TEXT_LIMIT + 5);
+        let shown = cut(&long);
+        assert!(shown.ends_with(&format!("… ({} characters in all)", TEXT_LIMIT + 5)));
+        assert_eq!(cut("short"), "short");
+    }
+}
