@@ -1,7 +1,7 @@
 //! `looptrace eval` and `looptrace merge`: run a suite (or a corpus of recorded runs), write
 //! traces, `results.json` and JUnit, and print the exit-reason report.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,11 +13,13 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    Comparison, RESULTS_FORMAT, ReportFormat, ResultsFile, RunnerOptions, Shard, Suite, SuiteTask,
-    TaskModel, Totals, carry_over, compare, corpus_suite, failed_ids, list_shards, load_suite,
-    merge_results, now_rfc3339, prepare_traces_dir, read_results, remove_stale_traces,
-    render_junit, run_tasks, select_tasks, suite_info, summary_line, write_atomically,
-    write_results,
+    Attempt, Comparison, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, RESULTS_FORMAT,
+    ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
+    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
+    compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs, keep_runs,
+    list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir, read_partial,
+    read_results, remove_stale_traces, render_junit, run_tasks, select_tasks, suite_info,
+    summary_line, trace_path, write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -60,6 +62,21 @@ pub struct EvalArgs {
     /// `results.json`, updating it in place (the default `--out` is its folder).
     #[arg(long, value_name = "RESULTS", conflicts_with_all = ["shard", "traces"])]
     pub rerun_failed: Option<PathBuf>,
+    /// Continue an evaluation into `--out` that crashed or was stopped: keep every task with a
+    /// row in `DIR/results.partial.jsonl` and a complete trace, run the rest.
+    #[arg(long, conflicts_with = "rerun_failed")]
+    pub resume: bool,
+    /// Run each task N times (epochs): one row and one run per repeat; the report gives pass
+    /// rates and flaky tasks.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// `per-task`: `DIR/traces/<task-id>.jsonl`; `single`: every run in `DIR/traces.jsonl`.
+    #[arg(long, value_enum, default_value_t = TraceLayoutArg::PerTask)]
+    pub trace_layout: TraceLayoutArg,
+    /// `event`: write each event as it happens; `run`: write a run's events together when it
+    /// ends (fewer writes; a crash loses the run in progress).
+    #[arg(long, value_enum, default_value_t = TraceFlushArg::Event)]
+    pub trace_flush: TraceFlushArg,
     /// Trace capture, overriding the suite's default.
     #[arg(long, value_enum)]
     pub capture: Option<CaptureArg>,
@@ -146,6 +163,42 @@ impl ShardArg {
     }
 }
 
+/// `--trace-layout per-task|single`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceLayoutArg {
+    /// One trace file per run under `DIR/traces/`.
+    PerTask,
+    /// Every run in `DIR/traces.jsonl`.
+    Single,
+}
+
+impl From<TraceLayoutArg> for TraceLayout {
+    fn from(arg: TraceLayoutArg) -> TraceLayout {
+        match arg {
+            TraceLayoutArg::PerTask => TraceLayout::PerTask,
+            TraceLayoutArg::Single => TraceLayout::Single,
+        }
+    }
+}
+
+/// `--trace-flush event|run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceFlushArg {
+    /// Each event as it happens.
+    Event,
+    /// A run's events together when it ends.
+    Run,
+}
+
+impl From<TraceFlushArg> for TraceFlush {
+    fn from(arg: TraceFlushArg) -> TraceFlush {
+        match arg {
+            TraceFlushArg::Event => TraceFlush::Event,
+            TraceFlushArg::Run => TraceFlush::Run,
+        }
+    }
+}
+
 /// `--format table|json|markdown|csv`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -175,6 +228,15 @@ pub fn run(args: EvalArgs) -> CliResult {
     if args.jobs == Some(0) {
         return Err(CliError::input("--jobs must be at least 1"));
     }
+    if args.repeat == 0 {
+        return Err(CliError::input("--repeat must be at least 1"));
+    }
+    let repeats = args.repeat;
+    if args.trace_layout == TraceLayoutArg::Single && args.rerun_failed.is_some() {
+        return Err(CliError::input(
+            "--rerun-failed updates per-task traces: it does not combine with --trace-layout single",
+        ));
+    }
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
     let tools = ToolRegistry::builtin();
@@ -187,7 +249,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
     let previous = match &args.rerun_failed {
-        Some(path) => Some(read_rerun(path, &suite)?),
+        Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
     };
     let out = match (&args.out, &args.rerun_failed) {
@@ -238,18 +300,28 @@ pub fn run(args: EvalArgs) -> CliResult {
         .iter()
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
         .collect();
-    let trace_names: std::collections::HashSet<String> = selected
+    // Borrowed ids, not built file names: the set is as large as the suite.
+    let trace_names: HashSet<&str> = selected.iter().map(|task| task.id.as_str()).collect();
+    let trace_folders: Vec<PathBuf> = match (args.trace_layout, repeats) {
+        (TraceLayoutArg::Single, _) => Vec::new(),
+        (TraceLayoutArg::PerTask, 1) => vec![out.join("traces")],
+        (TraceLayoutArg::PerTask, n) => (1..=n)
+            .map(|k| out.join("traces").join(format!("r{k}")))
+            .collect(),
+    };
+    let existing_traces = trace_folders
         .iter()
-        .map(|task| format!("{}.jsonl", task.id))
-        .collect();
-    let existing_traces = std::fs::read_dir(out.join("traces"))
-        .into_iter()
-        .flatten()
+        .flat_map(|folder| std::fs::read_dir(folder).into_iter().flatten())
         .filter_map(|entry| entry.ok())
-        .filter(|entry| trace_names.contains(entry.file_name().to_string_lossy().as_ref()))
+        .filter(|entry| is_trace_of(&trace_names, &entry.file_name().to_string_lossy()))
         .map(|entry| ("--out", entry.path()));
+    let partial_path = out.join(PARTIAL_NAME);
+    let single_path = out.join(SINGLE_TRACE);
     let outputs = [
         ("--out", Some(results_path.clone())),
+        ("--out", Some(partial_path.clone())),
+        // Written with the single layout, removed with the per-task one: never an input.
+        ("--out", Some(single_path.clone())),
         ("--junit", args.verdicts.junit.clone()),
         ("--html", args.verdicts.html.clone()),
     ];
@@ -322,6 +394,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     refuse_folder("--out", &results_path)?;
+    refuse_folder("--out", &partial_path)?;
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
         probe_writable("--junit", folder)?;
         refuse_folder("--junit", junit)?;
@@ -330,6 +403,41 @@ pub fn run(args: EvalArgs) -> CliResult {
         probe_writable("--html", &folder_of(html))?;
         refuse_folder("--html", html)?;
     }
+    let layout = TraceLayout::from(args.trace_layout);
+    let info = suite_info(&suite);
+    // The runs to make, in output order: suite order, a task's repeats together.
+    let total = selected.len() * repeats as usize;
+    let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
+    let mut kept: Vec<Option<TaskResult>> = Vec::new();
+    if args.resume {
+        remove_crash_leftovers(&out);
+        match resume_rows(
+            &partial_path,
+            &out,
+            &info,
+            &suite,
+            &selected,
+            repeats,
+            layout,
+            &position,
+        )? {
+            Resumable::Rows(rows) => kept = rows,
+            Resumable::Complete(previous) => {
+                eprintln!(
+                    "nothing to resume: `{}` is complete (left as it was)",
+                    results_path.display()
+                );
+                print_report(&previous, None, args.format, args.quiet)?;
+                return Ok(verdict(&previous, None));
+            }
+            Resumable::Nothing => eprintln!(
+                "no `{}` to resume from: running every task",
+                partial_path.display()
+            ),
+        }
+    }
+    // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
+    let kept_count = kept.iter().flatten().count();
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
     // signal ends the process at once. The shutdown hook is registered first so that it sees
@@ -345,76 +453,237 @@ pub fn run(args: EvalArgs) -> CliResult {
         let logs = args.tools_file.log_dir.clone();
         TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
     });
-    let progress = Progress::new(selected.len()).filter(|_| !args.quiet);
-    let on_done = |done: usize, task: &looptrace::eval::TaskResult| {
-        if let Some(progress) = &progress {
-            progress.task_done(done, task);
-        }
-    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let created_at = now_rfc3339();
     let eval_id = looptrace::run::unique_token();
     let summarizer = Summarizer::from_env();
+    let internal = |what: &str, path: &Path, err: std::io::Error| {
+        CliError::internal(format!("failed to {what} `{}`: {err}", path.display()))
+    };
+    let traces = match layout {
+        TraceLayout::PerTask => {
+            for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
+                std::fs::create_dir_all(folder).map_err(|e| internal("create", folder, e))?;
+            }
+            TraceTarget::PerTask(out.clone())
+        }
+        TraceLayout::Single => {
+            // A resumed evaluation keeps the runs of the rows it keeps; a new one starts empty.
+            let keep: HashSet<String> = kept
+                .iter()
+                .flatten()
+                .filter_map(|row| row.run_id.clone())
+                .collect();
+            keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
+            let file = looptrace::output::open_append(&single_path)
+                .map_err(|e| internal("write", &single_path, e))?;
+            TraceTarget::Single(file)
+        }
+    };
+    let header = PartialHeader {
+        format: PARTIAL_FORMAT.to_owned(),
+        suite: info.clone(),
+        eval_id: eval_id.clone(),
+        capture: suite.capture,
+        repeats,
+        trace_layout: layout.as_str().to_owned(),
+    };
+    let (log, kept_offsets) = PartialLog::start(&partial_path, &header, kept.iter().flatten())
+        .map_err(|e| internal("write", &partial_path, e))?;
+    let mut collected = Collected::new(
+        total,
+        args.verdicts.junit.is_some()
+            || args.verdicts.html.is_some()
+            || baseline.is_some()
+            || repeats > 1,
+    );
+    let kept_rows = kept
+        .iter()
+        .enumerate()
+        .filter_map(|(pos, row)| row.as_ref().map(|row| (pos, row)));
+    for ((pos, row), offset) in kept_rows.zip(kept_offsets) {
+        collected.add(pos, offset, row);
+    }
+    // Epochs: every task once, then every task again, so an early stop leaves whole epochs.
+    let attempts: Vec<Attempt> = (1..=repeats)
+        .flat_map(|repeat| (0..selected.len()).map(move |task| Attempt { task, repeat }))
+        .filter(|a| {
+            kept.get(position(a.task, a.repeat))
+                .is_none_or(Option::is_none)
+        })
+        .collect();
+    drop(kept);
+    let progress = Progress::new(attempts.len()).filter(|_| !args.quiet);
+    let on_done = |done: usize, task: &TaskResult| {
+        if let Some(progress) = &progress {
+            progress.task_done(done, task);
+        }
+    };
     let options = RunnerOptions {
         jobs,
         capture: suite.capture,
         summarizer,
         eval_id: eval_id.clone(),
-        traces_dir: Some(traces_dir),
+        traces: Some(traces),
+        flush: args.trace_flush.into(),
+        repeats,
         stop: &stop,
         on_done: &on_done,
         task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
     };
-    let tasks = run_tasks(&selected, &tools, &options);
+    let collected = std::sync::Mutex::new(collected);
+    let on_row = |i: usize, row: TaskResult| {
+        let attempt = attempts[i];
+        let offset = log
+            .append(&row)
+            .map_err(|err| format!("failed to write `{}`: {err}", log.path().display()))?;
+        let mut collected = collected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        collected.add(position(attempt.task, attempt.repeat), offset, &row);
+        Ok(())
+    };
+    let ran = run_tasks(&selected, &attempts, &tools, &options, &on_row);
     if let Some(progress) = &progress {
         progress.finish();
     }
-    let interrupted = stop.load(Ordering::SeqCst) && tasks.len() < selected.len();
-    let tasks = match (&previous, &args.rerun_failed) {
-        (Some(previous), Some(path)) => {
-            let rows = carry_over(previous, tasks, &suite);
-            copy_carried_traces(&rows, &folder_of(path), &out)?;
-            rows
-        }
-        _ => tasks,
+    ran.map_err(CliError::internal)?;
+    let collected = collected
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let rows_written = collected.totals.tasks;
+    let interrupted = stop.load(Ordering::SeqCst) && rows_written < total;
+    if kept_count > 0 {
+        eprintln!(
+            "resumed: kept {} from `{}`, ran {}",
+            looptrace::plural(kept_count as u64, "row", "rows"),
+            partial_path.display(),
+            rows_written - kept_count
+        );
+    }
+    let offsets: Vec<u64> = collected.offsets.iter().flatten().copied().collect();
+    let on_disk = RowsOnDisk {
+        path: &partial_path,
+        offsets: &offsets,
     };
     let results = ResultsFile {
         format: RESULTS_FORMAT.to_owned(),
         looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
         created_at,
         eval_id: Some(eval_id),
-        suite: suite_info(&suite),
+        suite: info,
         shard,
         selection,
+        repeats: (repeats > 1).then_some(repeats),
         capture: suite.capture,
         interrupted,
         partial: false,
         missing_shards: Vec::new(),
-        totals: Totals::of(&tasks),
-        tasks,
+        totals: collected.totals.clone(),
+        tasks: (),
     };
-    write_results(&results_path, &results).map_err(|err| {
-        CliError::internal(format!(
-            "failed to write `{}`: {err}",
-            results_path.display()
-        ))
-    })?;
-    if let Some(junit) = &args.verdicts.junit {
-        write_atomically(junit, render_junit(&results).as_bytes()).map_err(|err| {
-            CliError::internal(format!("failed to write `{}`: {err}", junit.display()))
-        })?;
+    let read_rows = || -> Result<Vec<TaskResult>, CliError> {
+        let mut rows = Vec::with_capacity(offsets.len());
+        RowsOnDisk {
+            path: &partial_path,
+            offsets: &offsets,
+        }
+        .for_each(|row| {
+            rows.push(row);
+            Ok(())
+        })
+        .map_err(CliError::internal)?;
+        Ok(rows)
+    };
+    // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
+    // `results.json` is written straight from the partial file, and only what the report, JUnit
+    // and the baseline comparison need is read back.
+    let results = match (&previous, &args.rerun_failed) {
+        (Some(previous), Some(path)) => {
+            let rows = carry_over(previous, read_rows()?, &suite);
+            copy_carried_traces(&rows, &folder_of(path), &out)?;
+            let results = ResultsFile {
+                totals: Totals::of(&rows),
+                ..results.with_tasks(rows)
+            };
+            write_results(&results_path, &results)
+                .map_err(|e| internal("write", &results_path, e))?;
+            results
+        }
+        _ => {
+            let streamed = results.with_tasks(on_disk);
+            write_results(&results_path, &streamed)
+                .map_err(|e| internal("write", &results_path, e))?;
+            let tasks = if collected.all {
+                read_rows()?
+            } else {
+                collected.failing
+            };
+            streamed.with_tasks(tasks)
+        }
+    };
+    // The partial file served its purpose once `results.json` holds every row; an interrupted
+    // evaluation keeps it for `--resume`.
+    if !interrupted {
+        let _ = std::fs::remove_file(&partial_path);
     }
-    let written = results
-        .tasks
-        .iter()
-        .map(|task| format!("{}.jsonl", task.id))
-        .collect();
+    if let Some(junit) = &args.verdicts.junit {
+        write_atomically(junit, render_junit(&results).as_bytes())
+            .map_err(|e| internal("write", junit, e))?;
+    }
+    // Which trace files this evaluation's results name (paths relative to `DIR/traces`); told
+    // from the rows' positions, so no set of names as large as the suite is built.
+    let rerun_traces: HashSet<&str> = match &previous {
+        Some(_) => results
+            .tasks
+            .iter()
+            .filter_map(|row| row.trace.as_deref())
+            .filter_map(|trace| trace.strip_prefix("traces/"))
+            .collect(),
+        None => HashSet::new(),
+    };
+    let index: HashMap<&str, usize> = match (&previous, layout) {
+        (None, TraceLayout::PerTask) => selected
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect(),
+        _ => HashMap::new(),
+    };
+    let written = |name: &str| -> bool {
+        if previous.is_some() {
+            return rerun_traces.contains(name);
+        }
+        let (repeat, file) = match name.split_once('/') {
+            Some((folder, file)) => match folder.strip_prefix('r').and_then(|k| k.parse().ok()) {
+                Some(k) if repeats > 1 && (1..=repeats).contains(&k) => (k, file),
+                _ => return false,
+            },
+            None if repeats == 1 => (1, name),
+            None => return false,
+        };
+        file.strip_suffix(".jsonl")
+            .and_then(|id| index.get(id))
+            .is_some_and(|&task| collected.offsets[position(task, repeat)].is_some())
+    };
     report_stale(
         &out.join("traces"),
         &remove_stale_traces(&out.join("traces"), &written),
     );
+    if layout == TraceLayout::PerTask && std::fs::symlink_metadata(&single_path).is_ok() {
+        match std::fs::remove_file(&single_path) {
+            Ok(()) => eprintln!(
+                "removed `{}` of an earlier evaluation (this one wrote per-task traces)",
+                single_path.display()
+            ),
+            Err(err) => eprintln!(
+                "warning: failed to remove the earlier `{}`: {err}",
+                single_path.display()
+            ),
+        }
+    }
     let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
     let comparison = scoped.as_ref().map(|b| compare(b, &results));
     if let Some(html) = &args.verdicts.html {
@@ -429,23 +698,58 @@ pub fn run(args: EvalArgs) -> CliResult {
     // The console shows the suite's expected values in full; the files keep their summaries.
     let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
     print_report(&shown, comparison.as_ref(), args.format, args.quiet)?;
+    let traces_shown = match layout {
+        TraceLayout::PerTask => out.join("traces"),
+        TraceLayout::Single => single_path.clone(),
+    };
     if !args.quiet {
         eprintln!(
             "results: {} (traces in {})",
             results_path.display(),
-            out.join("traces").display()
+            traces_shown.display()
         );
     }
     if interrupted {
         eprintln!(
-            "interrupted: {} of {} ran; results and traces so far are in `{}`",
-            results.tasks.len(),
-            looptrace::plural(selected.len() as u64, "task", "tasks"),
+            "interrupted: {} of {} ran; results and traces so far are in `{}` (--resume runs the rest)",
+            rows_written,
+            looptrace::plural(total as u64, "run", "runs"),
             out.display()
         );
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&results, comparison.as_ref()))
+}
+
+/// What the evaluation keeps of its rows while they are written to the partial file.
+struct Collected {
+    /// Where each row starts in the partial file, by output position.
+    offsets: Vec<Option<u64>>,
+    /// Counts over the rows.
+    totals: Totals,
+    /// The rows that fail the evaluation, for the report.
+    failing: Vec<TaskResult>,
+    /// Whether every row will be read back (for JUnit, a baseline or repeat pass rates).
+    all: bool,
+}
+
+impl Collected {
+    fn new(total: usize, all: bool) -> Self {
+        Collected {
+            offsets: vec![None; total],
+            totals: Totals::zero(),
+            failing: Vec::new(),
+            all,
+        }
+    }
+
+    fn add(&mut self, position: usize, offset: u64, row: &TaskResult) {
+        self.offsets[position] = Some(offset);
+        self.totals.add(row);
+        if !self.all && row.fails() {
+            self.failing.push(row.clone());
+        }
+    }
 }
 
 /// Says on stderr which traces of earlier evaluations were removed from `DIR/traces`, and which
@@ -602,8 +906,136 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> Re
     scoped
 }
 
+/// Removes the temporary files a crash left in the output folder while `results.json`, the
+/// partial file or the single trace file was being replaced (`.NAME.tmp-PID-N`).
+fn remove_crash_leftovers(out: &Path) {
+    let prefixes = ["results.json", PARTIAL_NAME, SINGLE_TRACE].map(|name| format!(".{name}.tmp-"));
+    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if prefixes.iter().any(|p| name.starts_with(p))
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// What `--resume` found in the output folder.
+enum Resumable {
+    /// The rows to keep, by output position (`None`: run it).
+    Rows(Vec<Option<TaskResult>>),
+    /// No partial file, and a complete `results.json` of this suite: nothing to do.
+    Complete(Box<ResultsFile>),
+    /// Neither: run everything.
+    Nothing,
+}
+
+/// Reads the partial file for `--resume`: the rows of this suite's selected runs whose trace is
+/// complete. A partial file of another suite, capture, repeat count or trace layout is refused.
+#[allow(clippy::too_many_arguments)]
+fn resume_rows(
+    partial_path: &Path,
+    out: &Path,
+    info: &SuiteInfo,
+    suite: &Suite,
+    selected: &[SuiteTask],
+    repeats: u32,
+    layout: TraceLayout,
+    position: &dyn Fn(usize, u32) -> usize,
+) -> Result<Resumable, CliError> {
+    let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
+        let results_path = out.join("results.json");
+        return Ok(match read_results(&results_path) {
+            Ok(previous) if previous.suite == *info && !previous.interrupted => {
+                Resumable::Complete(Box::new(previous))
+            }
+            _ => Resumable::Nothing,
+        });
+    };
+    let header = &partial.header;
+    let refuse = |why: String| {
+        Err(CliError::input(format!(
+            "--resume: `{}` {why}",
+            partial_path.display()
+        )))
+    };
+    if header.suite != *info {
+        return refuse(format!(
+            "is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",
+            header.suite.name,
+            &header.suite.fingerprint[..12.min(header.suite.fingerprint.len())],
+            info.name,
+            &info.fingerprint[..12]
+        ));
+    }
+    if header.capture != suite.capture {
+        return refuse(format!(
+            "was written with {} capture, this eval uses {}",
+            header.capture.as_str(),
+            suite.capture.as_str()
+        ));
+    }
+    if header.repeats != repeats {
+        return refuse(format!(
+            "was written with --repeat {}, this eval has --repeat {repeats}",
+            header.repeats
+        ));
+    }
+    if header.trace_layout != layout.as_str() {
+        return refuse(format!(
+            "was written with --trace-layout {}, this eval has --trace-layout {}",
+            header.trace_layout,
+            layout.as_str()
+        ));
+    }
+    if let Some(line) = partial.torn_line {
+        eprintln!(
+            "warning: ignored the torn last line ({line}) of `{}`, cut short by a crash",
+            partial_path.display()
+        );
+    }
+    let finished = match layout {
+        TraceLayout::Single => finished_runs(&out.join(SINGLE_TRACE)).map_err(|err| {
+            CliError::input(format!(
+                "failed to read `{}`: {err}",
+                out.join(SINGLE_TRACE).display()
+            ))
+        })?,
+        TraceLayout::PerTask => HashSet::new(),
+    };
+    let index: HashMap<&str, usize> = selected
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut rows: Vec<Option<TaskResult>> = vec![None; selected.len() * repeats as usize];
+    for row in partial.rows {
+        let repeat = row.repeat.unwrap_or(1);
+        let Some(&task) = index.get(row.id.as_str()) else {
+            continue;
+        };
+        if repeat == 0 || repeat > repeats {
+            continue;
+        }
+        let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
+            continue;
+        };
+        let complete = match layout {
+            TraceLayout::Single => finished.contains(run_id),
+            TraceLayout::PerTask => {
+                trace == &trace_path(layout, row.id.as_str(), repeat, repeats)
+                    && ends_with_finished_run(&out.join(trace), run_id)
+            }
+        };
+        if complete {
+            rows[position(task, repeat)] = Some(row);
+        }
+    }
+    Ok(Resumable::Rows(rows))
+}
+
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
-fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
+fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, CliError> {
     let previous = read_results(path).map_err(CliError::Input)?;
     let refuse = |why: String| {
         Err(CliError::input(format!(
@@ -620,6 +1052,12 @@ fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
     if previous.partial {
         return refuse("is a partial merge: rerun from complete results".to_owned());
     }
+    if previous.repeats.unwrap_or(1) != repeats {
+        return refuse(format!(
+            "ran each task {} time(s), this eval has --repeat {repeats}: give the same --repeat",
+            previous.repeats.unwrap_or(1)
+        ));
+    }
     if let Some(shard) = previous.shard {
         return refuse(format!(
             "covers only shard {shard}: merge the shards, then rerun from the merged results"
@@ -630,11 +1068,7 @@ fn read_rerun(path: &Path, suite: &Suite) -> Result<ResultsFile, CliError> {
 
 /// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows
 /// carried over, so the new folder's `results.json` describes the traces beside it.
-fn copy_carried_traces(
-    rows: &[looptrace::eval::TaskResult],
-    from: &Path,
-    to: &Path,
-) -> Result<(), CliError> {
+fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<(), CliError> {
     if same_file(from, to) {
         return Ok(());
     }
@@ -797,13 +1231,19 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
     Ok(())
 }
 
+/// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.
+fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
+    name.strip_suffix(".jsonl")
+        .is_some_and(|stem| ids.contains(stem))
+}
+
 /// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
 fn refuse_output_clash(
     flag: &str,
     junit: &Path,
     results: &Path,
     traces: &Path,
-    trace_names: &std::collections::HashSet<String>,
+    trace_names: &HashSet<&str>,
 ) -> Result<(), CliError> {
     let clash = if same_file(junit, results) {
         Some(results.to_path_buf())
@@ -811,7 +1251,7 @@ fn refuse_output_clash(
         junit
             .file_name()
             .map(|name| name.to_string_lossy())
-            .filter(|name| trace_names.contains(name.as_ref()))
+            .filter(|name| is_trace_of(trace_names, name))
             .filter(|_| same_file(&folder_of(junit), traces))
             .map(|name| traces.join(name.as_ref()))
     };

@@ -31,7 +31,7 @@ pub fn render_junit(results: &ResultsFile) -> String {
     for task in &results.tasks {
         let head = format!(
             "    <testcase name=\"{}\" classname=\"{suite}\" time=\"{:.3}\"",
-            xml_escape(&task.id),
+            xml_escape(&task.label()),
             task.duration_ms / 1000.0
         );
         match outcome(task) {

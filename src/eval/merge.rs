@@ -12,7 +12,8 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     let Some((first_name, first)) = inputs.first() else {
         return Err("merge needs at least one results file".to_owned());
     };
-    let mut seen_ids: HashSet<&str> = HashSet::new();
+    // Every task once per repeat: `(id, repeat)` identifies a row.
+    let mut seen_ids: HashSet<(&str, Option<u32>)> = HashSet::new();
     let mut seen_shards = HashSet::new();
     for (name, results) in inputs {
         if results.suite != first.suite {
@@ -38,6 +39,13 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
                 "`{name}` selected other tasks (--only, --skip) than `{first_name}`: refusing to merge shards of different selections"
             ));
         }
+        if results.repeats != first.repeats {
+            return Err(format!(
+                "`{name}` ran each task {} time(s), `{first_name}` {}: refusing to merge different --repeat counts",
+                results.repeats.unwrap_or(1),
+                first.repeats.unwrap_or(1)
+            ));
+        }
         if results.partial {
             return Err(format!(
                 "`{name}` is itself a partial merge: merge the shard results it came from instead"
@@ -60,10 +68,10 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
             ));
         }
         for task in &results.tasks {
-            if !seen_ids.insert(task.id.as_str()) {
+            if !seen_ids.insert((task.id.as_str(), task.repeat)) {
                 return Err(format!(
                     "task {:?} appears in more than one input (again in `{name}`): shards overlap",
-                    task.id
+                    task.label()
                 ));
             }
         }
@@ -109,12 +117,12 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
                 by_index[s.index - 1] = Some(r);
             }
         }
+        // With `--repeat R` each task is R rows in a row: interleave runs of R.
+        let per_task = first.repeats.unwrap_or(1).max(1) as usize;
         let longest = inputs.iter().map(|(_, r)| r.tasks.len()).max().unwrap_or(0);
-        for row in 0..longest {
+        for row in (0..longest).step_by(per_task) {
             for r in by_index.iter().flatten() {
-                if let Some(t) = r.tasks.get(row) {
-                    tasks.push(t.clone());
-                }
+                tasks.extend(r.tasks.iter().skip(row).take(per_task).cloned());
             }
         }
     } else {

@@ -5,7 +5,9 @@ mod baseline;
 mod corpus;
 mod expect;
 mod junit;
+mod layout;
 mod merge;
+mod partial;
 mod render;
 mod rerun;
 mod results;
@@ -20,7 +22,14 @@ pub use baseline::{Comparison, compare};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use junit::render_junit;
+pub use layout::{
+    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,
+    keep_runs, run_id, trace_path,
+};
 pub use merge::merge_results;
+pub use partial::{
+    PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
+};
 pub use render::{
     FAILED_SHOWN, ReportFormat, reason_label, render_report, render_report_styled, summary_line,
 };
@@ -29,7 +38,9 @@ pub use results::{
     ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
     now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
-pub use runner::{RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks};
+pub use runner::{
+    Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,
+};
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
-use super::results::ResultsFile;
+use super::results::{ResultsFile, TaskResult};
 use crate::plural;
 use crate::run::ExitReason;
 use crate::terminal::Style;
@@ -102,7 +102,53 @@ struct Report<'a> {
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     rows: Vec<(ExitReason, usize, f64)>,
-    failed: Vec<(&'a str, ExitReason, String)>,
+    /// The failing rows: the task (with its repeat, if any), exit reason and why.
+    failed: Vec<(String, &'a TaskResult, String)>,
+    /// With `--repeat`: each task's passing repeats and repeats, in suite order.
+    pass_rates: Option<Vec<PassRate<'a>>>,
+}
+
+/// How often one task passed over its repeats.
+struct PassRate<'a> {
+    id: &'a str,
+    passed: u32,
+    runs: u32,
+}
+
+impl PassRate<'_> {
+    /// Repeats that disagree on the verdict.
+    fn flaky(&self) -> bool {
+        self.passed > 0 && self.passed < self.runs
+    }
+
+    fn rate(&self) -> f64 {
+        share(self.passed as usize, self.runs as usize)
+    }
+}
+
+/// Per-task pass rates (a row passes when it does not fail the evaluation), when the rows are
+/// repeats.
+fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
+    if results.repeats.unwrap_or(1) <= 1 && results.tasks.iter().all(|t| t.repeat.is_none()) {
+        return None;
+    }
+    let mut rates: Vec<PassRate<'_>> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for task in &results.tasks {
+        let i = *index.entry(task.id.as_str()).or_insert_with(|| {
+            rates.push(PassRate {
+                id: task.id.as_str(),
+                passed: 0,
+                runs: 0,
+            });
+            rates.len() - 1
+        });
+        rates[i].runs += 1;
+        if !task.fails() {
+            rates[i].passed += 1;
+        }
+    }
+    Some(rates)
 }
 
 impl<'a> Report<'a> {
@@ -128,7 +174,7 @@ impl<'a> Report<'a> {
                         t.error_kind.as_deref().unwrap_or("unclassified")
                     )
                 };
-                (t.id.as_str(), t.exit_reason, why)
+                (t.label(), t, why)
             })
             .collect();
         Report {
@@ -137,6 +183,7 @@ impl<'a> Report<'a> {
             comparison,
             rows,
             failed,
+            pass_rates: pass_rates(results),
         }
     }
 
@@ -147,6 +194,14 @@ impl<'a> Report<'a> {
             r.suite.name,
             plural(r.totals.tasks as u64, "task", "tasks")
         );
+        if let Some(repeats) = r.repeats.filter(|n| *n > 1) {
+            title = format!(
+                "Suite {:?}: {} ({} × {repeats} repeats)",
+                r.suite.name,
+                plural(r.totals.tasks as u64, "run", "runs"),
+                plural(r.totals.tasks as u64 / u64::from(repeats), "task", "tasks"),
+            );
+        }
         if let Some(shard) = r.shard {
             title.push_str(&format!(
                 " (shard {}/{} of {})",
@@ -178,6 +233,22 @@ impl<'a> Report<'a> {
             "Expectations: {} met, {} failed, {} without expectations",
             e.met, e.failed, e.none
         )
+    }
+
+    fn pass_rate_line(&self, rates: &[PassRate<'_>]) -> String {
+        let every = rates.iter().filter(|r| r.passed == r.runs).count();
+        let never = rates.iter().filter(|r| r.passed == 0).count();
+        let flaky: Vec<&str> = rates.iter().filter(|r| r.flaky()).map(|r| r.id).collect();
+        let mut line = format!(
+            "Repeats: {} passed every repeat, {} failed every repeat, {} flaky",
+            plural(every as u64, "task", "tasks"),
+            never,
+            flaky.len()
+        );
+        if !flaky.is_empty() {
+            line.push_str(&format!(" ({})", flaky.join(", ")));
+        }
+        line
     }
 
     fn transitions(&self) -> Vec<(ExitReason, ExitReason, usize)> {
@@ -217,10 +288,10 @@ impl<'a> Report<'a> {
                 Some(_) => FAILED_SHOWN,
                 None => usize::MAX,
             };
-            for (id, reason, why) in self.failed.iter().take(shown) {
+            for (id, task, why) in self.failed.iter().take(shown) {
                 style.add_row(
                     &mut table,
-                    vec![id.to_string(), reason.to_string(), why.clone()],
+                    vec![id.clone(), task.exit_reason.to_string(), why.clone()],
                 );
             }
             out.push_str(&format!("\n{table}\n"));
@@ -233,6 +304,26 @@ impl<'a> Report<'a> {
             if self.failed.iter().any(|(_, _, why)| has_summary(why)) {
                 out.push_str(SUMMARY_NOTE);
                 out.push('\n');
+            }
+        }
+        if let Some(rates) = &self.pass_rates {
+            out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
+            if !below.is_empty() {
+                let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
+                for r in below {
+                    style.add_row(
+                        &mut table,
+                        vec![
+                            r.id.to_owned(),
+                            format!("{}/{}", r.passed, r.runs),
+                            percent(r.rate()),
+                            if r.flaky() { "yes" } else { "" }.to_owned(),
+                        ],
+                    );
+                }
+                align_right(&mut table, &[1, 2]);
+                out.push_str(&format!("{table}\n"));
             }
         }
         if let Some(c) = self.comparison {
@@ -280,11 +371,29 @@ impl<'a> Report<'a> {
         ));
         if !self.failed.is_empty() {
             out.push_str("\n| failed task | exit reason | why |\n|---|---|---|\n");
-            for (id, reason, why) in &self.failed {
+            for (id, task, why) in &self.failed {
                 out.push_str(&format!(
-                    "| `{id}` | {reason} | {} |\n",
+                    "| `{id}` | {} | {} |\n",
+                    task.exit_reason,
                     why.replace('|', "\\|")
                 ));
+            }
+        }
+        if let Some(rates) = &self.pass_rates {
+            out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
+            if !below.is_empty() {
+                out.push_str("\n| task | passed | pass rate | flaky |\n|---|---:|---:|---|\n");
+                for r in below {
+                    out.push_str(&format!(
+                        "| `{}` | {}/{} | {} | {} |\n",
+                        r.id,
+                        r.passed,
+                        r.runs,
+                        percent(r.rate()),
+                        if r.flaky() { "yes" } else { "" }
+                    ));
+                }
             }
         }
         if let Some(c) = self.comparison {
@@ -334,11 +443,22 @@ impl<'a> Report<'a> {
             })).collect::<Vec<_>>(),
             "share_denominator": "all tasks, internal errors included",
             "expectations": r.totals.expectations,
-            "failed_tasks": self.failed.iter().map(|(id, reason, _)| {
-                let task = r.tasks.iter().find(|t| t.id == *id);
-                json!({"id": id, "exit_reason": reason.as_str(), "failures": task.map(|t| t.failures.clone()).unwrap_or_default()})
+            "failed_tasks": self.failed.iter().map(|(_, task, _)| {
+                let mut row = json!({"id": task.id, "exit_reason": task.exit_reason.as_str(), "failures": task.failures});
+                if let Some(k) = task.repeat {
+                    row["repeat"] = json!(k);
+                }
+                row
             }).collect::<Vec<_>>(),
         });
+        if let Some(rates) = &self.pass_rates {
+            value["repeats"] = json!(r.repeats);
+            value["pass_rates"] = rates
+                .iter()
+                .map(|p| json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()}))
+                .collect();
+            value["flaky_tasks"] = rates.iter().filter(|p| p.flaky()).map(|p| p.id).collect();
+        }
         if r.partial {
             value["partial"] = json!(true);
             value["missing_shards"] = json!(r.missing_shards);
@@ -372,13 +492,26 @@ impl<'a> Report<'a> {
         for (key, n) in [("met", e.met), ("failed", e.failed), ("none", e.none)] {
             out.push_str(&csv_row(&["expectations", key, &n.to_string(), "", ""]));
         }
-        for (id, reason, why) in &self.failed {
+        for (id, task, why) in &self.failed {
             out.push_str(&csv_row(&[
                 "failed_task",
                 id,
                 "",
                 "",
-                &format!("{reason}: {why}"),
+                &format!("{}: {why}", task.exit_reason),
+            ]));
+        }
+        for rate in self.pass_rates.iter().flatten() {
+            out.push_str(&csv_row(&[
+                "pass_rate",
+                rate.id,
+                &rate.passed.to_string(),
+                &format!("{:.4}", rate.rate()),
+                &format!(
+                    "{} runs{}",
+                    rate.runs,
+                    if rate.flaky() { ", flaky" } else { "" }
+                ),
             ]));
         }
         if let Some(c) = self.comparison {

@@ -16,9 +16,10 @@ use crate::trace::Capture;
 /// The format name written in every results file.
 pub const RESULTS_FORMAT: &str = "looptrace.results/1";
 
-/// A whole results file.
+/// A whole results file. `Tasks` is the rows as held: in memory (the default), or read back from
+/// the partial file one at a time while `results.json` is written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ResultsFile {
+pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// `looptrace.results/1`.
     pub format: String,
     /// The looptrace version that wrote it.
@@ -37,6 +38,9 @@ pub struct ResultsFile {
     /// The tasks `--only` and `--skip` selected; absent when the whole suite was selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<super::select::Selection>,
+    /// `--repeat N`: how many times each task ran; absent when once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
     /// The trace capture used.
     pub capture: Capture,
     /// Whether the evaluation was interrupted before every task ran.
@@ -48,10 +52,32 @@ pub struct ResultsFile {
     /// The shards a partial merge lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_shards: Vec<Shard>,
-    /// Per-task results, in suite order.
-    pub tasks: Vec<TaskResult>,
+    /// Per-task results, in suite order (with `--repeat`, a task's repeats in order together).
+    pub tasks: Tasks,
     /// Counts over `tasks`.
     pub totals: Totals,
+}
+
+impl<T> ResultsFile<T> {
+    /// The same file with its rows held another way.
+    pub fn with_tasks<U>(self, tasks: U) -> ResultsFile<U> {
+        ResultsFile {
+            format: self.format,
+            looptrace_version: self.looptrace_version,
+            created_at: self.created_at,
+            eval_id: self.eval_id,
+            suite: self.suite,
+            shard: self.shard,
+            selection: self.selection,
+            repeats: self.repeats,
+            capture: self.capture,
+            interrupted: self.interrupted,
+            partial: self.partial,
+            missing_shards: self.missing_shards,
+            tasks,
+            totals: self.totals,
+        }
+    }
 }
 
 /// Identifies a suite, so shard results of different suites are never merged.
@@ -91,6 +117,9 @@ pub struct TaskResult {
     /// The run id in the task's trace: `<task-id>.<eval-id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Which repeat of the task this row is (1-based), with `--repeat N`; absent when once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// `responses`, `actions`, `replay` or `chat`.
     pub model: String,
     /// The wire format and model name of a `chat` task (never its key).
@@ -143,6 +172,14 @@ impl TaskResult {
         self.exit_reason == ExitReason::InternalError && self.expectation == Verdict::None
     }
 
+    /// The row's name in reports: the task id, and its repeat when the task ran several times.
+    pub fn label(&self) -> String {
+        match self.repeat {
+            Some(k) => format!("{} (repeat {k})", self.id),
+            None => self.id.clone(),
+        }
+    }
+
     /// Whether this task fails the evaluation: a failed expectation or an unexpected internal error.
     pub fn fails(&self) -> bool {
         self.expectation == Verdict::Failed || self.is_unexpected_internal_error()
@@ -174,21 +211,30 @@ pub struct ExpectationTotals {
 impl Totals {
     /// Counts `tasks`.
     pub fn of(tasks: &[TaskResult]) -> Totals {
-        let mut exit_reasons: BTreeMap<ExitReason, usize> =
-            ExitReason::ALL.iter().map(|r| (*r, 0)).collect();
-        let mut expectations = ExpectationTotals::default();
+        let mut totals = Totals::zero();
         for task in tasks {
-            *exit_reasons.entry(task.exit_reason).or_default() += 1;
-            match task.expectation {
-                Verdict::Met => expectations.met += 1,
-                Verdict::Failed => expectations.failed += 1,
-                Verdict::None => expectations.none += 1,
-            }
+            totals.add(task);
         }
+        totals
+    }
+
+    /// No tasks yet.
+    pub fn zero() -> Totals {
         Totals {
-            tasks: tasks.len(),
-            exit_reasons,
-            expectations,
+            tasks: 0,
+            exit_reasons: ExitReason::ALL.iter().map(|r| (*r, 0)).collect(),
+            expectations: ExpectationTotals::default(),
+        }
+    }
+
+    /// Counts one more task.
+    pub fn add(&mut self, task: &TaskResult) {
+        self.tasks += 1;
+        *self.exit_reasons.entry(task.exit_reason).or_default() += 1;
+        match task.expectation {
+            Verdict::Met => self.expectations.met += 1,
+            Verdict::Failed => self.expectations.failed += 1,
+            Verdict::None => self.expectations.none += 1,
         }
     }
 }
@@ -234,13 +280,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Writes `results` to `path` as pretty JSON, atomically, serialized straight into the file: a
 /// large evaluation's results are never held as one string.
-pub fn write_results(path: &Path, results: &ResultsFile) -> io::Result<()> {
+pub fn write_results<Tasks: Serialize>(
+    path: &Path,
+    results: &ResultsFile<Tasks>,
+) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(path)?;
     let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.file());
     serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
     out.write_all(b"\n")?;
     out.flush()?;
     drop(out);
+    crate::fault::results_partly_written();
     replacement.commit()
 }
 

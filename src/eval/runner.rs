@@ -2,7 +2,6 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
-use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -12,6 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::expect::{Verdict, check};
+use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
 use super::suite::{SuiteTask, TaskId, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
@@ -33,10 +33,14 @@ pub struct RunnerOptions<'a> {
     pub capture: Capture,
     /// How summaries are hashed.
     pub summarizer: Summarizer,
-    /// This evaluation's id: each task's run id is `<task-id>.<eval-id>`.
+    /// This evaluation's id: each task's run id is `<task-id>.<eval-id>` (see [`run_id`]).
     pub eval_id: String,
-    /// The folder for `traces/<task-id>.jsonl`; `None` writes no traces.
-    pub traces_dir: Option<PathBuf>,
+    /// Where traces go; `None` writes no traces.
+    pub traces: Option<TraceTarget>,
+    /// When trace events are written.
+    pub flush: TraceFlush,
+    /// `--repeat N`: how many times each task runs (names runs and traces).
+    pub repeats: u32,
     /// Set from outside (SIGINT) to stop scheduling new tasks.
     pub stop: &'a AtomicBool,
     /// Called after each task with the number done and its result, for progress display.
@@ -46,48 +50,79 @@ pub struct RunnerOptions<'a> {
     pub task_tools: Option<(&'a TaskTools, PathBuf)>,
 }
 
-/// Runs `tasks` and returns one result per task that ran, in suite order. Tasks not started
-/// because `stop` was set are left out.
+/// One run to make: a task of the suite, and which of its repeats (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Attempt {
+    /// The task's index in the suite's task list.
+    pub task: usize,
+    /// The repeat, from 1.
+    pub repeat: u32,
+}
+
+/// The task being run and which repeat.
+struct Run<'t> {
+    task: &'t SuiteTask,
+    repeat: u32,
+}
+
+/// Runs `attempts` (of `tasks`) and hands each result to `on_row` with the attempt's position,
+/// in the order they finish, from the worker that ran it. Attempts not started because `stop`
+/// was set are left out. The first error `on_row` returns stops scheduling and is returned.
 pub fn run_tasks(
     tasks: &[SuiteTask],
+    attempts: &[Attempt],
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
-) -> Vec<TaskResult> {
-    // One lock over all slots (taken once per finished task): the slots become the returned
-    // list in place, so a large evaluation never holds its results twice.
-    let slots: Mutex<Vec<Option<TaskResult>>> = Mutex::new(tasks.iter().map(|_| None).collect());
+    on_row: &(dyn Fn(usize, TaskResult) -> Result<(), String> + Sync),
+) -> Result<(), String> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let jobs = options.jobs.clamp(1, tasks.len().max(1));
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    let halt = AtomicBool::new(false);
+    let jobs = options.jobs.clamp(1, attempts.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
                 loop {
-                    if options.stop.load(Ordering::SeqCst) {
+                    if options.stop.load(Ordering::SeqCst) || halt.load(Ordering::SeqCst) {
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(task) = tasks.get(i) else { break };
-                    let result = run_isolated(task, tools, options);
+                    let Some(attempt) = attempts.get(i) else {
+                        break;
+                    };
+                    let Some(task) = tasks.get(attempt.task) else {
+                        break;
+                    };
+                    let run = Run {
+                        task,
+                        repeat: attempt.repeat,
+                    };
+                    let result = run_isolated(&run, tools, options);
                     (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
-                    slots.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
+                    if let Err(err) = on_row(i, result) {
+                        halt.store(true, Ordering::SeqCst);
+                        failed
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get_or_insert(err);
+                        break;
+                    }
                 }
             });
         }
     });
-    slots
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-        .into_iter()
-        .flatten()
-        .collect()
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
 }
 
 /// Runs one task; anything that escapes (a panic outside the tool boundary) becomes its
 /// `internal_error`.
-fn run_isolated(task: &SuiteTask, tools: &ToolRegistry, options: &RunnerOptions<'_>) -> TaskResult {
+fn run_isolated(run: &Run<'_>, tools: &ToolRegistry, options: &RunnerOptions<'_>) -> TaskResult {
     let started = Instant::now();
-    match catch_unwind(AssertUnwindSafe(|| run_one(task, tools, options, started))) {
+    match catch_unwind(AssertUnwindSafe(|| run_one(run, tools, options, started))) {
         Ok(result) => result,
         Err(payload) => {
             let message = crate::tools::panic_text(payload.as_ref());
@@ -98,7 +133,7 @@ fn run_isolated(task: &SuiteTask, tools: &ToolRegistry, options: &RunnerOptions<
                 error: Some(format!("task panicked: {message}")),
             };
             finish(
-                task,
+                run,
                 options,
                 result,
                 Some("panic"),
@@ -110,19 +145,27 @@ fn run_isolated(task: &SuiteTask, tools: &ToolRegistry, options: &RunnerOptions<
 }
 
 fn run_one(
-    task: &SuiteTask,
+    run: &Run<'_>,
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
     started: Instant,
 ) -> TaskResult {
+    let task = run.task;
     let own_tools = match &options.task_tools {
         Some((task_tools, work_dir)) => {
-            match task_tools.for_task(&work_dir.join(task.id.as_str())) {
+            // Repeats of one task may run at once: each gets its own working folder.
+            let folder = match options.repeats {
+                1 => work_dir.join(task.id.as_str()),
+                _ => work_dir
+                    .join(format!("r{}", run.repeat))
+                    .join(task.id.as_str()),
+            };
+            match task_tools.for_task(&folder) {
                 Ok(set) => Some(set.registry),
                 Err(failure) => {
                     let result = internal(failure.message);
                     return finish(
-                        task,
+                        run,
                         options,
                         result,
                         Some(&failure.kind),
@@ -161,7 +204,7 @@ fn run_one(
             Err(message) => {
                 let result = internal(message);
                 return finish(
-                    task,
+                    run,
                     options,
                     result,
                     Some("auth_failed"),
@@ -170,9 +213,9 @@ fn run_one(
                 );
             }
         },
-        TaskModel::Replay { run, path } => match load_replay(run, path) {
+        TaskModel::Replay { run: source, path } => match load_replay(source, path) {
             Ok((model, gate)) => {
-                if run.prompt_from_recording() {
+                if source.prompt_from_recording() {
                     prompt = model.task().clone();
                 }
                 replay_gate = gate;
@@ -181,7 +224,7 @@ fn run_one(
             Err(err) => {
                 let result = internal(err);
                 return finish(
-                    task,
+                    run,
                     options,
                     result,
                     Some("not_replayable"),
@@ -204,8 +247,8 @@ fn run_one(
     let gate = gate
         .as_mut()
         .map(|gate| gate.as_mut() as &mut dyn FinishGate);
-    let outcome = match &options.traces_dir {
-        Some(dir) => match open_task_trace(dir, task) {
+    let outcome = match &options.traces {
+        Some(target) => match open_trace(target, run, options) {
             Ok(writer) => {
                 let recorder_options = RecorderOptions {
                     capture: options.capture,
@@ -215,9 +258,18 @@ fn run_one(
                 };
                 let mut observer = Counting {
                     counts: &mut counts,
-                    inner: TraceRecorder::new(run_id(task, options), recorder_options, writer)
-                        .with_task_id(task.id.as_str())
-                        .with_workdir_hash(workdir_hash),
+                    inner: TraceRecorder::new(
+                        run_id(
+                            task.id.as_str(),
+                            &options.eval_id,
+                            run.repeat,
+                            options.repeats,
+                        ),
+                        recorder_options,
+                        writer,
+                    )
+                    .with_task_id(task.id.as_str())
+                    .with_workdir_hash(workdir_hash),
                 };
                 run_agent_with(
                     &prompt,
@@ -232,7 +284,7 @@ fn run_one(
             Err(err) => {
                 let result = internal(format!("failed to create the task's trace: {err}"));
                 return finish(
-                    task,
+                    run,
                     options,
                     result,
                     Some("trace_write_failed"),
@@ -270,12 +322,7 @@ fn run_one(
     };
     let kind = kind.clone();
     counts.gated = gated;
-    finish(task, options, result, kind.as_deref(), counts, started)
-}
-
-/// The run id of a task's run in this evaluation: unique across evaluations and machines.
-fn run_id(task: &SuiteTask, options: &RunnerOptions<'_>) -> String {
-    format!("{}.{}", task.id, options.eval_id)
+    finish(run, options, result, kind.as_deref(), counts, started)
 }
 
 /// A replay task's recorded run (read again from its file for `eval --traces`) as a model, and its
@@ -321,11 +368,32 @@ fn internal(message: String) -> RunResult {
     }
 }
 
-fn open_task_trace(dir: &Path, task: &SuiteTask) -> io::Result<TraceWriter> {
-    // The output folder is the evaluation's own: each task's trace holds this evaluation's run.
-    // A link placed there is never followed (the command refuses one before any task runs).
-    let file = crate::output::create_truncate(&dir.join(format!("{}.jsonl", task.id)))?;
-    Ok(TraceWriter::from_file(file, false))
+fn open_trace(
+    target: &TraceTarget,
+    run: &Run<'_>,
+    options: &RunnerOptions<'_>,
+) -> io::Result<TraceWriter> {
+    let writer = match target {
+        TraceTarget::PerTask(out) => {
+            // The output folder is the evaluation's own: each task's trace holds this
+            // evaluation's run. A link placed there is never followed (the command refuses one
+            // before any task runs).
+            let path = out.join(trace_path(
+                TraceLayout::PerTask,
+                run.task.id.as_str(),
+                run.repeat,
+                options.repeats,
+            ));
+            TraceWriter::from_file(crate::output::create_truncate(&path)?, false)
+        }
+        // Every worker appends to the one file through its own handle: each line is one write
+        // on a file opened for appending, so lines of parallel runs never mix.
+        TraceTarget::Single(file) => TraceWriter::from_file(file.try_clone()?, false),
+    };
+    Ok(match options.flush {
+        TraceFlush::Event => writer,
+        TraceFlush::Run => writer.hold_until_run_end(),
+    })
 }
 
 /// What the counting observer saw.
@@ -368,13 +436,14 @@ impl<O: RunObserver> RunObserver for Counting<'_, O> {
 }
 
 fn finish(
-    task: &SuiteTask,
+    run: &Run<'_>,
     options: &RunnerOptions<'_>,
     result: RunResult,
     error_kind: Option<&str>,
     counts: Counts,
     started: Instant,
 ) -> TaskResult {
+    let task = run.task;
     let (mut expectation, mut failures) =
         check(&task.expect, &result, options.capture, &options.summarizer);
     if let Some(limit) = task.expect.max_gate_rejections
@@ -393,7 +462,13 @@ fn finish(
     let finished = result.exit_reason == ExitReason::Finished;
     TaskResult {
         id: task.id.to_string(),
-        run_id: Some(run_id(task, options)),
+        run_id: Some(run_id(
+            task.id.as_str(),
+            &options.eval_id,
+            run.repeat,
+            options.repeats,
+        )),
+        repeat: (options.repeats > 1).then_some(run.repeat),
         model: task.model.kind().to_owned(),
         chat: match &task.model {
             TaskModel::Chat { config, .. } => Some(ChatName {
@@ -423,10 +498,14 @@ fn finish(
         },
         expectation,
         failures,
-        trace: options
-            .traces_dir
-            .as_ref()
-            .map(|_| format!("traces/{}.jsonl", task.id)),
+        trace: options.traces.as_ref().map(|target| {
+            trace_path(
+                target.layout(),
+                task.id.as_str(),
+                run.repeat,
+                options.repeats,
+            )
+        }),
         carried_over: false,
     }
 }
@@ -442,20 +521,51 @@ pub struct StaleTraces {
     pub failed: Vec<(String, String)>,
 }
 
-/// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`)
-/// that is not in `written`: after an evaluation, its folder holds exactly the runs its
-/// `results.json` lists. Links are removed, never followed; folders and other names are left.
-pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTraces {
+/// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`,
+/// and `r<k>/<task-id>.jsonl` of `--repeat`) that is not in `written` (paths relative to
+/// `traces`, told by `written`): after an evaluation, its folder holds exactly the runs its
+/// `results.json` lists.
+/// Links are removed, never followed; other folders and names are left; `r<k>` folders left
+/// empty are removed.
+pub fn remove_stale_traces(traces: &Path, written: &dyn Fn(&str) -> bool) -> StaleTraces {
     let mut stale = StaleTraces::default();
-    let Ok(entries) = fs::read_dir(traces) else {
-        return stale;
+    remove_stale_in(traces, "", written, &mut stale);
+    if let Ok(entries) = fs::read_dir(traces) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_repeat = name
+                .strip_prefix('r')
+                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+            if is_repeat && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_stale_in(&entry.path(), &format!("{name}/"), written, &mut stale);
+                // Only an empty folder goes.
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+    }
+    stale.removed.sort();
+    stale.foreign.sort();
+    stale
+}
+
+fn remove_stale_in(
+    dir: &Path,
+    prefix: &str,
+    written: &dyn Fn(&str) -> bool,
+    stale: &mut StaleTraces,
+) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".jsonl") else {
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        let Some(stem) = name
+            .strip_prefix(prefix)
+            .and_then(|n| n.strip_suffix(".jsonl"))
+        else {
             continue;
         };
-        if written.contains(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if written(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         if TaskId::parse(stem).is_err() {
@@ -467,9 +577,6 @@ pub fn remove_stale_traces(traces: &Path, written: &HashSet<String>) -> StaleTra
             Err(err) => stale.failed.push((name, err.to_string())),
         }
     }
-    stale.removed.sort();
-    stale.foreign.sort();
-    stale
 }
 
 /// Creates `DIR/traces`, failing with a message that names it.

@@ -1,12 +1,14 @@
 //! The crash-safe trace writer: the file stays open for the run, and every event goes out as one
 //! `write` of one whole line on a file opened for appending. Appends from several processes never
-//! interleave within a line, and a crash loses nothing already written.
+//! interleave within a line, and a crash loses nothing already written. A writer may instead
+//! hold a run's events and write them in one `write` when the run ends (`eval --trace-flush run`):
+//! fewer system calls, and a crash loses the run in progress.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::event::TraceEvent;
+use super::event::{EventType, TraceEvent};
 use crate::fault;
 
 /// Where a recorder sends its events.
@@ -38,6 +40,10 @@ pub struct TraceWriter {
     /// The file ended inside a line (an earlier write cut short): the first event starts with
     /// a `\n`, so it is not glued onto that line.
     repair: bool,
+    /// Events are held in `line` until `run_finished` (or the writer is dropped).
+    hold: bool,
+    /// Events held, not yet written.
+    held: u64,
 }
 
 impl TraceWriter {
@@ -57,17 +63,41 @@ impl TraceWriter {
             line: Vec::with_capacity(512),
             fsync,
             repair,
+            hold: false,
+            held: 0,
         }
+    }
+
+    /// Holds each run's events and writes them in one `write` when its `run_finished` comes (or
+    /// the writer is dropped): a crash then loses the run in progress, never part of a line.
+    pub fn hold_until_run_end(mut self) -> TraceWriter {
+        self.hold = true;
+        self
     }
 
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
     pub fn write_event(&mut self, event: &TraceEvent) -> io::Result<()> {
-        self.line.clear();
-        if self.repair {
-            self.line.push(b'\n');
+        if !self.hold || self.held == 0 {
+            self.line.clear();
+            if self.repair {
+                self.line.push(b'\n');
+            }
         }
         serde_json::to_writer(&mut self.line, event)?;
         self.line.push(b'\n');
+        if self.hold {
+            self.held += 1;
+            if event.event_type != EventType::RunFinished {
+                return Ok(());
+            }
+        }
+        self.write_line()
+    }
+
+    /// Writes `line` (one event, or the events held) in one call.
+    fn write_line(&mut self) -> io::Result<()> {
+        let events = self.held.max(1);
+        self.held = 0;
         // One write call for the whole line: O_APPEND makes it land at the end as a unit.
         let written = self.file.write(&self.line).and_then(|written| {
             if written != self.line.len() {
@@ -83,8 +113,19 @@ impl TraceWriter {
         if self.fsync {
             self.file.sync_data()?;
         }
-        fault::event_written();
+        for _ in 0..events {
+            fault::event_written();
+        }
         Ok(())
+    }
+}
+
+impl Drop for TraceWriter {
+    /// Writes what a run that never finished left held (a run cut short by a panic).
+    fn drop(&mut self) {
+        if self.held > 0 {
+            let _ = self.write_line();
+        }
     }
 }
 

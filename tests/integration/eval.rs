@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use looptrace::eval::{
-    ReportFormat, ResultsFile, RunnerOptions, Verdict, load_suite, load_suite_from_str,
-    render_report, run_tasks,
+    Attempt, ReportFormat, ResultsFile, RunnerOptions, TraceFlush, Verdict, load_suite,
+    load_suite_from_str, render_report, run_tasks,
 };
 use looptrace::run::ExitReason;
 use looptrace::tools::{ToolDefinition, ToolRegistry, ToolSpec};
@@ -280,12 +280,30 @@ fn a_panicking_task_is_isolated() {
         capture: Capture::Full,
         summarizer: Summarizer::sha256(),
         eval_id: "e1".to_owned(),
-        traces_dir: None,
+        traces: None,
+        flush: TraceFlush::Event,
+        repeats: 1,
         stop: &stop,
         on_done: &|_, _| {},
         task_tools: None,
     };
-    let results = run_tasks(&suite.tasks, &explode_registry(), &options);
+    let attempts: Vec<Attempt> = (0..suite.tasks.len())
+        .map(|task| Attempt { task, repeat: 1 })
+        .collect();
+    let rows = std::sync::Mutex::new(vec![None; attempts.len()]);
+    run_tasks(
+        &suite.tasks,
+        &attempts,
+        &explode_registry(),
+        &options,
+        &|i, row| {
+            rows.lock().unwrap()[i] = Some(row);
+            Ok(())
+        },
+    )
+    .unwrap();
+    let results: Vec<_> = rows.into_inner().unwrap().into_iter().flatten().collect();
+    assert_eq!(results.len(), 3);
     let outcomes: Vec<(&str, ExitReason, Option<&str>)> = results
         .iter()
         .map(|t| (t.id.as_str(), t.exit_reason, t.error_kind.as_deref()))

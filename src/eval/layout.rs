@@ -1,0 +1,153 @@
+//! Where an evaluation's traces go (`--trace-layout per-task|single`), when their events are
+//! written (`--trace-flush event|run`), how runs and trace files are named (with `--repeat`), and
+//! how a resumed evaluation tells a complete run from one a crash cut short.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::trace::{EventType, parse_line};
+
+/// The one trace file of `--trace-layout single`, in the output folder.
+pub const SINGLE_TRACE: &str = "traces.jsonl";
+
+/// `--trace-layout`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceLayout {
+    /// `DIR/traces/<task-id>.jsonl`, one file per run.
+    #[default]
+    PerTask,
+    /// `DIR/traces.jsonl`, every run in one file.
+    Single,
+}
+
+impl TraceLayout {
+    /// The name on the command line and in the partial file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceLayout::PerTask => "per-task",
+            TraceLayout::Single => "single",
+        }
+    }
+}
+
+/// `--trace-flush`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceFlush {
+    /// Each event is written as it happens.
+    #[default]
+    Event,
+    /// A run's events are written together when it ends.
+    Run,
+}
+
+/// Where the runner writes traces.
+#[derive(Debug)]
+pub enum TraceTarget {
+    /// One file per run under this output folder (see [`trace_path`]).
+    PerTask(std::path::PathBuf),
+    /// The single trace file, opened for appending.
+    Single(File),
+}
+
+impl TraceTarget {
+    /// The layout this target writes.
+    pub fn layout(&self) -> TraceLayout {
+        match self {
+            TraceTarget::PerTask(_) => TraceLayout::PerTask,
+            TraceTarget::Single(_) => TraceLayout::Single,
+        }
+    }
+}
+
+/// The run id of one run of a task in an evaluation: `<task-id>.<eval-id>`, and with `--repeat N`
+/// (N > 1) `<task-id>.<eval-id>.r<k>`. Unique across evaluations, machines and repeats.
+pub fn run_id(task: &str, eval_id: &str, repeat: u32, repeats: u32) -> String {
+    if repeats > 1 {
+        format!("{task}.{eval_id}.r{repeat}")
+    } else {
+        format!("{task}.{eval_id}")
+    }
+}
+
+/// A run's trace file relative to the output folder: `traces/<task-id>.jsonl`; with `--repeat N`
+/// (N > 1) `traces/r<k>/<task-id>.jsonl`, so repeats never overwrite each other; with the single
+/// layout `traces.jsonl`.
+pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) -> String {
+    match layout {
+        TraceLayout::Single => SINGLE_TRACE.to_owned(),
+        TraceLayout::PerTask if repeats > 1 => format!("traces/r{repeat}/{task}.jsonl"),
+        TraceLayout::PerTask => format!("traces/{task}.jsonl"),
+    }
+}
+
+/// Whether the per-task trace `path` ends with `run_id`'s `run_finished`: the run was recorded
+/// whole.
+pub fn ends_with_finished_run(path: &Path, run_id: &str) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    if !bytes.ends_with(b"\n") {
+        return false;
+    }
+    let last = bytes[..bytes.len() - 1]
+        .rsplit(|b| *b == b'\n')
+        .next()
+        .unwrap_or_default();
+    matches!(parse_line(last), Ok(Some(event))
+        if event.event_type == EventType::RunFinished && event.run_id == run_id)
+}
+
+/// Only what the single-file checks read of each line.
+#[derive(Deserialize)]
+struct LineHead {
+    run_id: String,
+    event_type: String,
+}
+
+/// The run ids whose `run_finished` is in the single trace file (none if there is no file).
+pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
+    let mut finished = HashSet::new();
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(finished),
+        Err(err) => return Err(err),
+    };
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line)? > 0 {
+        if line.ends_with(b"\n")
+            && let Ok(head) = serde_json::from_slice::<LineHead>(&line)
+            && head.event_type == "run_finished"
+        {
+            finished.insert(head.run_id);
+        }
+        line.clear();
+    }
+    Ok(finished)
+}
+
+/// Rewrites the single trace file keeping only the whole lines of the runs in `keep` (the runs of
+/// the rows a resumed evaluation keeps): runs a crash cut short and a torn last line go.
+/// Atomic: a crash while filtering leaves the file as it was.
+pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
+    let mut replacement = crate::output::Replacement::begin(path)?;
+    if let Ok(file) = File::open(path) {
+        let mut out = io::BufWriter::new(replacement.file());
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line)? > 0 {
+            if line.ends_with(b"\n")
+                && serde_json::from_slice::<LineHead>(&line).is_ok_and(|h| keep.contains(&h.run_id))
+            {
+                out.write_all(&line)?;
+            }
+            line.clear();
+        }
+        out.flush()?;
+    }
+    replacement.commit()
+}

@@ -1,0 +1,220 @@
+//! `eval --repeat N`: one row and one run per (task, repeat), distinct run ids and trace files,
+//! per-task pass rates and flaky tasks in the report, and `merge` of repeated shards.
+
+use std::path::Path;
+use std::process::Output;
+
+use looptrace::eval::ResultsFile;
+use serde_json::{Value, json};
+
+use crate::support::{looptrace, read_events, stable, stderr, stdout};
+
+/// `steady` always passes, `broken` never does, and `flaky`'s finish gate accepts on every other
+/// call (counted in `counter`), so its repeats disagree when run one at a time.
+fn suite(dir: &Path) -> std::path::PathBuf {
+    let counter = dir.join("counter");
+    let gate = format!(
+        "n=$(cat '{0}' 2>/dev/null || echo 0); echo $((n+1)) > '{0}'; [ $((n % 2)) = 0 ]",
+        counter.display()
+    );
+    let text = json!({"name": "repeat", "tasks": [
+        {"id": "steady", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "84"}]},
+         "expect": {"answer": "84"}},
+        {"id": "broken", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "84"}]},
+         "expect": {"answer": "85"}},
+        {"id": "flaky", "prompt": "p", "max_steps": 1,
+         "model": {"actions": [{"type": "finish", "answer": "84"}]},
+         "finish_gate": {"command": ["sh", "-c", gate]},
+         "expect": {"exit_reason": "finished"}}
+    ]});
+    let path = dir.join("suite.json");
+    std::fs::write(&path, text.to_string()).unwrap();
+    path
+}
+
+fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
+    // The flaky task's gate counts from zero in every evaluation.
+    let _ = std::fs::remove_file(suite.with_file_name("counter"));
+    looptrace()
+        .arg("eval")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(["--jobs", "1"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn results(path: &Path) -> ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn each_task_runs_once_per_repeat_with_its_own_run_and_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    let output = eval(&suite, &out, &["--repeat", "3", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let got = results(&out.join("results.json"));
+    assert_eq!(got.repeats, Some(3));
+    let rows: Vec<(&str, Option<u32>, bool)> = got
+        .tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.repeat, t.fails()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("steady", Some(1), false),
+            ("steady", Some(2), false),
+            ("steady", Some(3), false),
+            ("broken", Some(1), true),
+            ("broken", Some(2), true),
+            ("broken", Some(3), true),
+            ("flaky", Some(1), false),
+            ("flaky", Some(2), true),
+            ("flaky", Some(3), false),
+        ]
+    );
+    let run_ids: std::collections::HashSet<&str> = got
+        .tasks
+        .iter()
+        .map(|t| t.run_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(run_ids.len(), 9, "run ids are distinct");
+    for task in &got.tasks {
+        let trace = task.trace.as_deref().unwrap();
+        assert_eq!(
+            trace,
+            format!("traces/r{}/{}.jsonl", task.repeat.unwrap(), task.id)
+        );
+        let events = read_events(&out.join(trace));
+        assert_eq!(events[0]["run_id"], task.run_id.as_deref().unwrap());
+        assert_eq!(events[0]["task_id"], task.id);
+    }
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert!(validator.is_valid(&written));
+
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["repeats"], 3);
+    assert_eq!(
+        report["pass_rates"],
+        json!([
+            {"id": "steady", "passed": 3, "runs": 3, "pass_rate": 1.0, "flaky": false},
+            {"id": "broken", "passed": 0, "runs": 3, "pass_rate": 0.0, "flaky": false},
+            {"id": "flaky", "passed": 2, "runs": 3, "pass_rate": 2.0 / 3.0, "flaky": true}
+        ])
+    );
+    assert_eq!(report["flaky_tasks"], json!(["flaky"]));
+    assert_eq!(report["failed_tasks"][3]["id"], "flaky");
+    assert_eq!(report["failed_tasks"][3]["repeat"], 2);
+
+    // `report` over the traces counts every run.
+    let counted = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(out.join("traces"))
+        .output()
+        .unwrap();
+    let counted: Value = serde_json::from_str(&stdout(&counted)).unwrap();
+    assert_eq!(counted["input"]["runs"], 9, "{counted}");
+}
+
+#[test]
+fn the_table_lists_pass_rates_below_every_repeat_and_flaky_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let output = eval(&suite, &dir.path().join("out"), &["--repeat", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(
+        table.starts_with("Suite \"repeat\": 9 runs (3 tasks × 3 repeats)\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "Repeats: 1 task passed every repeat, 1 failed every repeat, 1 flaky (flaky)\n"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("│ flaky (repeat 2)  ┆ max_steps_exceeded"),
+        "{table}"
+    );
+    let rates: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains(" 0/3 ") || l.contains(" 2/3 ") || l.contains(" 3/3 "))
+        .collect();
+    assert_eq!(rates.len(), 2, "{table}");
+    assert!(rates[0].contains("broken") && rates[0].contains("0.0%"));
+    assert!(rates[1].contains("flaky") && rates[1].contains("66.7%") && rates[1].contains("yes"));
+}
+
+#[test]
+fn merge_of_repeated_shards_equals_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let whole = dir.path().join("whole");
+    assert_eq!(
+        eval(&suite, &whole, &["--repeat", "3"]).status.code(),
+        Some(1)
+    );
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let out = dir.path().join(format!("shard{k}"));
+        let output = eval(&suite, &out, &["--repeat", "3", "--shard", &shard]);
+        assert!(output.status.code().unwrap() <= 1, "{}", stderr(&output));
+    }
+    let merged = dir.path().join("merged.json");
+    let output = looptrace()
+        .arg("merge")
+        .arg(dir.path().join("shard1/results.json"))
+        .arg(dir.path().join("shard2/results.json"))
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let merged = results(&merged);
+    let whole = results(&whole.join("results.json"));
+    assert_eq!(stable(&merged.tasks), stable(&whole.tasks));
+    assert_eq!(merged.totals, whole.totals);
+    assert_eq!(merged.repeats, Some(3));
+
+    // A shard with another repeat count is not part of the same evaluation.
+    let other = dir.path().join("other");
+    eval(&suite, &other, &["--repeat", "2", "--shard", "2/2"]);
+    let output = looptrace()
+        .arg("merge")
+        .arg(dir.path().join("shard1/results.json"))
+        .arg(other.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("refusing to merge different --repeat counts"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn repeat_zero_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    let output = eval(&suite, &out, &["--repeat", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr(&output), "error: --repeat must be at least 1\n");
+    assert!(!out.exists());
+}

@@ -1,0 +1,214 @@
+//! `eval --trace-layout single` and `--trace-flush run`: every run of an evaluation in one
+//! `traces.jsonl` whose lines stay whole with parallel workers, read back by `report`, `replay`,
+//! and `eval --traces`; and the folder holds only the layout last written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+
+use looptrace::eval::ResultsFile;
+use looptrace::trace::{EventType, TraceEvent, parse_line};
+use serde_json::{Value, json};
+
+use crate::support::{looptrace, stderr, stdout};
+
+const TASKS: usize = 24;
+
+/// Tasks with a tool call, feedback or a plain finish, so runs differ in length.
+fn suite(dir: &Path) -> std::path::PathBuf {
+    let tasks: Vec<Value> = (0..TASKS)
+        .map(|i| {
+            let actions = match i % 3 {
+                0 => json!([{"type": "finish", "answer": "84"}]),
+                1 => json!([
+                    {"type": "tool_call", "tool_name": "calculator",
+                     "arguments": {"left": i, "operation": "multiply", "right": 7}},
+                    {"type": "finish", "answer": "84"}]),
+                _ => json!([
+                    {"type": "tool_call", "tool_name": "nope", "arguments": {}},
+                    {"type": "tool_call", "tool_name": "calculator",
+                     "arguments": {"left": 12, "operation": "multiply", "right": 7}},
+                    {"type": "finish", "answer": "84"}]),
+            };
+            json!({"id": format!("t{i:02}"), "prompt": format!("task {i}"), "model": {"actions": actions}})
+        })
+        .collect();
+    let path = dir.join("suite.json");
+    std::fs::write(&path, json!({"name": "layout", "tasks": tasks}).to_string()).unwrap();
+    path
+}
+
+fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
+    looptrace()
+        .arg("eval")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(["--jobs", "4", "--format", "json", "--capture", "full"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// The events of `traces.jsonl` by run, every line whole.
+fn runs(path: &Path) -> BTreeMap<String, Vec<TraceEvent>> {
+    let bytes = std::fs::read(path).unwrap();
+    assert!(bytes.ends_with(b"\n"));
+    let mut runs: BTreeMap<String, Vec<TraceEvent>> = BTreeMap::new();
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let event = parse_line(line).unwrap().unwrap();
+        runs.entry(event.run_id.clone()).or_default().push(event);
+    }
+    runs
+}
+
+fn check_single(flush: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    let output = eval(
+        &suite,
+        &out,
+        &["--trace-layout", "single", "--trace-flush", flush],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("(traces in "),
+        "{}",
+        stderr(&output)
+    );
+    let results: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = runs(&out.join("traces.jsonl"));
+    assert_eq!(runs.len(), TASKS);
+    for task in &results.tasks {
+        assert_eq!(task.trace.as_deref(), Some("traces.jsonl"));
+        let events = &runs[task.run_id.as_deref().unwrap()];
+        assert_eq!(events[0].event_type, EventType::RunStarted);
+        assert_eq!(events.last().unwrap().event_type, EventType::RunFinished);
+        let steps: Vec<u64> = events.iter().map(|e| e.step).collect();
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+    }
+    if flush == "run" {
+        // Each run was written in one piece: its lines are consecutive.
+        let bytes = std::fs::read_to_string(out.join("traces.jsonl")).unwrap();
+        let order: Vec<String> = bytes
+            .lines()
+            .map(|l| parse_line(l.as_bytes()).unwrap().unwrap().run_id)
+            .collect();
+        let mut changes = order.windows(2).filter(|w| w[0] != w[1]).count();
+        changes += 1;
+        assert_eq!(changes, TASKS);
+    }
+    assert!(!out.join("traces").read_dir().unwrap().any(|_| true));
+
+    // `report` counts every run, `replay` replays them, `eval --traces` evaluates them.
+    let report = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(out.join("traces.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let report: Value = serde_json::from_str(&stdout(&report)).unwrap();
+    assert_eq!(report["input"]["runs"], TASKS);
+    let replay = looptrace()
+        .arg("replay")
+        .arg(out.join("traces.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let again = dir.path().join("again");
+    let output = looptrace()
+        .args([
+            "eval",
+            "--format",
+            "json",
+            "--trace-layout",
+            "single",
+            "--traces",
+        ])
+        .arg(out.join("traces.jsonl"))
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let replayed: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(again.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(replayed.totals.tasks, TASKS);
+    assert_eq!(runs_len(&again.join("traces.jsonl")), TASKS);
+}
+
+fn runs_len(path: &Path) -> usize {
+    runs(path).len()
+}
+
+#[test]
+fn single_layout_flushing_each_event() {
+    check_single("event");
+}
+
+#[test]
+fn single_layout_flushing_each_run() {
+    check_single("run");
+}
+
+#[test]
+fn switching_layouts_leaves_only_the_last_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(0));
+    assert_eq!(out.join("traces").read_dir().unwrap().count(), TASKS);
+    let output = eval(&suite, &out, &["--trace-layout", "single"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(out.join("traces").read_dir().unwrap().count(), 0);
+    assert!(stderr(&output).contains(&format!("removed {TASKS} traces of earlier evaluations")));
+    let output = eval(&suite, &out, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!out.join("traces.jsonl").exists());
+    assert!(stderr(&output).contains("traces.jsonl` of an earlier evaluation"));
+}
+
+#[test]
+fn the_single_file_is_never_an_input_or_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    assert_eq!(
+        eval(&suite, &out, &["--trace-layout", "single"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let before = std::fs::read(out.join("traces.jsonl")).unwrap();
+    let output = looptrace()
+        .args(["eval", "--trace-layout", "single", "--traces"])
+        .arg(out.join("traces.jsonl"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("would overwrite the input"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(out.join("traces.jsonl")).unwrap(), before);
+
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    let target = dir.path().join("elsewhere.jsonl");
+    std::fs::write(&target, "keep\n").unwrap();
+    std::os::unix::fs::symlink(&target, linked.join("traces.jsonl")).unwrap();
+    let output = eval(&suite, &linked, &["--trace-layout", "single"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is a symbolic link"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+}
