@@ -477,7 +477,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                 .filter_map(|row| row.run_id.clone())
                 .collect();
             keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
-            let file = looptrace::output::open_append(&single_path)
+            let mut file = looptrace::output::open_append(&single_path)
+                .map_err(|e| internal("write", &single_path, e))?;
+            looptrace::trace::finish_cut_line(&mut file)
                 .map_err(|e| internal("write", &single_path, e))?;
             TraceTarget::Single(file)
         }

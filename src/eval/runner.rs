@@ -387,8 +387,9 @@ fn open_trace(
             TraceWriter::from_file(crate::output::create_truncate(&path)?, false)
         }
         // Every worker appends to the one file through its own handle: each line is one write
-        // on a file opened for appending, so lines of parallel runs never mix.
-        TraceTarget::Single(file) => TraceWriter::from_file(file.try_clone()?, false),
+        // on a file opened for appending, so lines of parallel runs never mix. The file's end
+        // was checked once when it was opened, before any worker wrote.
+        TraceTarget::Single(file) => TraceWriter::shared(file.try_clone()?, false),
     };
     Ok(match options.flush {
         TraceFlush::Event => writer,

@@ -169,13 +169,30 @@ fn spawn(spec: &ProcessSpec) -> std::io::Result<(Child, Output, Option<Output>)>
     if let Some(env) = &spec.env {
         command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
-    let child = command.spawn()?;
+    let child = spawn_unless_busy(&mut command)?;
     // `command` holds the pipes' write ends until it is dropped: drop it now, so the readers see
     // the end of the output when the program and its children close theirs.
     drop(command);
     let stdout = collect(out_reader, spec.keep_bytes);
     let stderr = err_reader.map(|reader| collect(reader, spec.keep_bytes));
     Ok((child, stdout, stderr))
+}
+
+/// Spawns `command`, retrying for a moment while its program is busy (`ETXTBSY`). A program
+/// just copied into a working folder can still be open for writing in the child of another
+/// thread's fork (until that child's exec closes it), and the kernel refuses to run it then.
+fn spawn_unless_busy(command: &mut Command) -> std::io::Result<Child> {
+    let mut wait = Duration::from_millis(1);
+    for _ in 0..8 {
+        match command.spawn() {
+            Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+            result => return result,
+        }
+    }
+    command.spawn()
 }
 
 /// Reads a pipe to its end on a thread, keeping `keep` bytes from each end, so a program that

@@ -27,4 +27,4 @@ pub use runs::{
 pub use show::{ordinal, render_run, render_runs};
 pub(crate) use summary::hex;
 pub use summary::{Summarizer, sha256_tagged};
-pub use writer::{EventSink, TraceWriter};
+pub use writer::{EventSink, TraceWriter, finish_cut_line};

@@ -68,6 +68,21 @@ impl TraceWriter {
         }
     }
 
+    /// Writes to a file other writers append to at the same time (an evaluation's single trace
+    /// file). Its end is not checked: another writer's line may be landing there at that moment,
+    /// and a half-landed line would read as a cut-off one. Whoever opens the file ends a cut-off
+    /// line once, before any writer starts ([`finish_cut_line`]).
+    pub fn shared(file: File, fsync: bool) -> TraceWriter {
+        TraceWriter {
+            file,
+            line: Vec::with_capacity(512),
+            fsync,
+            repair: false,
+            hold: false,
+            held: 0,
+        }
+    }
+
     /// Holds each run's events and writes them in one `write` when its `run_finished` comes (or
     /// the writer is dropped): a crash then loses the run in progress, never part of a line.
     pub fn hold_until_run_end(mut self) -> TraceWriter {
@@ -127,6 +142,15 @@ impl Drop for TraceWriter {
             let _ = self.write_line();
         }
     }
+}
+
+/// Ends the line an earlier write cut short at the end of `file`, if any, so that the next line
+/// is not glued onto it.
+pub fn finish_cut_line(file: &mut File) -> io::Result<()> {
+    if ends_inside_a_line(file) {
+        file.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Whether the file's last byte is there and is not `\n` (false if it cannot be read).
