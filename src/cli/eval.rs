@@ -686,7 +686,12 @@ pub fn run(args: EvalArgs) -> CliResult {
             ),
         }
     }
-    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &selected));
+    // A rerun's results hold the tasks it carried over too: the baseline covers them as well.
+    let compared: HashSet<&str> = match &previous {
+        Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
+        None => selected.iter().map(|t| t.id.as_str()).collect(),
+    };
+    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &compared));
     let comparison = scoped.as_ref().map(|b| compare(b, &results));
     if let Some(html) = &args.verdicts.html {
         let view = scoped
@@ -895,12 +900,10 @@ fn merge_scope(baseline: &ResultsFile, merged: &ResultsFile) -> ResultsFile {
     scoped
 }
 
-/// The baseline's tasks this evaluation can speak about: those it ran, and those no longer in
-/// the suite at all. A shard leaves out the other shards' tasks, which are neither.
-fn in_scope(baseline: &ResultsFile, suite: &Suite, selected: &[SuiteTask]) -> ResultsFile {
-    let in_suite: std::collections::HashSet<&str> =
-        suite.tasks.iter().map(|t| t.id.as_str()).collect();
-    let ran: std::collections::HashSet<&str> = selected.iter().map(|t| t.id.as_str()).collect();
+/// The baseline's tasks this evaluation can speak about: those it ran (or, rerunning, carried
+/// over), and those no longer in the suite at all. A shard leaves out the other shards' tasks, which are neither.
+fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> ResultsFile {
+    let in_suite: HashSet<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
     let mut scoped = baseline.clone();
     scoped
         .tasks

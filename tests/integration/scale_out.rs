@@ -639,6 +639,48 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     }
 }
 
+#[test]
+fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let output = eval_with(&[failing.to_str().unwrap()], &out, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let baseline = dir.path().join("baseline.json");
+    std::fs::copy(out.join("results.json"), &baseline).unwrap();
+
+    let fixed = rerun_suite(dir.path(), false);
+    let output = looptrace()
+        .args([
+            "eval",
+            fixed.to_str().unwrap(),
+            "--format",
+            "json",
+            "--rerun-failed",
+        ])
+        .arg(out.join("results.json"))
+        .arg("--baseline")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let compared = &report["baseline"];
+    assert_eq!(compared["added"], serde_json::json!([]), "{compared}");
+    assert_eq!(compared["removed"], serde_json::json!([]), "{compared}");
+    assert_eq!(compared["regressions"], serde_json::json!([]), "{compared}");
+    let tasks: u64 = compared["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        tasks, 4,
+        "every task, carried over or rerun, is compared: {compared}"
+    );
+}
+
 /// A baseline for the sample suite that its runs today move away from in every way: one task
 /// regresses (it finished before), one improves, one is new, and one is no longer in the suite.
 fn drifted_baseline(dir: &Path, unsharded: &ResultsFile) -> PathBuf {
