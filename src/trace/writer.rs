@@ -58,6 +58,10 @@ impl TraceWriter {
     /// read and ends inside a line, the first event begins on a new line.
     pub fn from_file(file: File, fsync: bool) -> TraceWriter {
         let repair = ends_inside_a_line(&file);
+        TraceWriter::with_repair(file, fsync, repair)
+    }
+
+    fn with_repair(file: File, fsync: bool, repair: bool) -> TraceWriter {
         TraceWriter {
             file,
             line: Vec::with_capacity(512),
@@ -73,14 +77,7 @@ impl TraceWriter {
     /// and a half-landed line would read as a cut-off one. Whoever opens the file ends a cut-off
     /// line once, before any writer starts ([`finish_cut_line`]).
     pub fn shared(file: File, fsync: bool) -> TraceWriter {
-        TraceWriter {
-            file,
-            line: Vec::with_capacity(512),
-            fsync,
-            repair: false,
-            hold: false,
-            held: 0,
-        }
+        TraceWriter::with_repair(file, fsync, false)
     }
 
     /// Holds each run's events and writes them in one `write` when its `run_finished` comes (or
