@@ -1,13 +1,19 @@
 //! The floor for the `looptrace eval` benchmark: the time it takes simply to create and write the
 //! trace files an evaluation writes, with no agent loop, no JSON and no hashing.
 //!
-//! `cargo run --release --example eval_floor -- TRACES_DIR OUT_DIR [--reps N] [--jobs N]`
+//! `cargo run --release --example eval_floor -- TRACES_DIR OUT_DIR [--reps N] [--jobs N]
+//! [--results RESULTS_JSON]`
 //!
 //! Every `*.jsonl` file in TRACES_DIR (the `traces/` folder of an earlier `looptrace eval --out`)
 //! is read into memory first. Then, in a fresh folder under OUT_DIR for each repetition, only this
 //! is timed: creating each file and writing its bytes, once with one `write` per line (the calls
 //! looptrace's trace writer makes, so the honest floor for the same syscalls) and once with one
 //! `write` per file. The median of the repetitions is printed as tasks (files) per second.
+//!
+//! With `--results` (that evaluation's `results.json`), the floor writes the evaluation's other
+//! files too: after each trace file, the task's row appended to `results.partial.jsonl` with one
+//! `write` (the file shared by the threads and opened for appending, as the evaluation does), and
+//! at the end `results.json` in one `write`.
 //!
 //! The folders are left in place: deleting thousands of files right before creating thousands more
 //! slows ext4 down (see `bench/eval.sh`), so the caller removes OUT_DIR when it is done.
@@ -24,6 +30,13 @@ struct TraceFile {
     bytes: Vec<u8>,
     /// End offsets (exclusive) of each line, newline included.
     line_ends: Vec<usize>,
+    /// The task's row in `results.json`, newline included, with `--results`.
+    row: Option<Vec<u8>>,
+}
+
+/// What `--results` adds: the rows go to the partial file, the whole file is written at the end.
+struct Results {
+    bytes: Vec<u8>,
 }
 
 /// How each file's bytes are written.
@@ -54,17 +67,23 @@ struct Args {
     out: PathBuf,
     reps: usize,
     jobs: usize,
+    results: Option<PathBuf>,
 }
 
-const USAGE: &str = "usage: eval_floor TRACES_DIR OUT_DIR [--reps N] [--jobs N]";
+const USAGE: &str =
+    "usage: eval_floor TRACES_DIR OUT_DIR [--reps N] [--jobs N] [--results RESULTS_JSON]";
 
 fn parse_args() -> Result<Args, String> {
     let mut positional = Vec::new();
     let mut reps = 5;
     let mut jobs = 1;
+    let mut results = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--results" => {
+                results = Some(PathBuf::from(args.next().ok_or("--results needs a file")?));
+            }
             "--reps" | "--jobs" => {
                 let value = args
                     .next()
@@ -87,6 +106,7 @@ fn parse_args() -> Result<Args, String> {
             out,
             reps,
             jobs,
+            results,
         }),
         Err(_) => Err(USAGE.to_owned()),
     }
@@ -113,6 +133,7 @@ fn load(dir: &Path) -> Result<Vec<TraceFile>, String> {
             name,
             bytes,
             line_ends,
+            row: None,
         });
     }
     if files.is_empty() {
@@ -122,7 +143,42 @@ fn load(dir: &Path) -> Result<Vec<TraceFile>, String> {
     Ok(files)
 }
 
-fn write_files(dir: &Path, files: &[TraceFile], writes: Writes) -> std::io::Result<()> {
+/// Reads `results.json` and gives each trace file its row: the compact line of `tasks` whose
+/// `trace` names it.
+fn load_results(path: &Path, files: &mut [TraceFile]) -> Result<Results, String> {
+    let text = fs::read_to_string(path)
+        .map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
+    let index: std::collections::HashMap<String, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (format!("traces/{}", f.name), i))
+        .collect();
+    for line in text.lines().filter(|l| l.starts_with("    {")) {
+        let row = line.trim().trim_end_matches(',');
+        let value: serde_json::Value = serde_json::from_str(row)
+            .map_err(|err| format!("`{}`: a row is not JSON: {err}", path.display()))?;
+        if let Some(&i) = value["trace"].as_str().and_then(|t| index.get(t)) {
+            files[i].row = Some(format!("{row}\n").into_bytes());
+        }
+    }
+    if let Some(file) = files.iter().find(|f| f.row.is_none()) {
+        return Err(format!(
+            "`{}` has no row for `{}`",
+            path.display(),
+            file.name
+        ));
+    }
+    Ok(Results {
+        bytes: text.into_bytes(),
+    })
+}
+
+fn write_files(
+    dir: &Path,
+    files: &[TraceFile],
+    writes: Writes,
+    mut partial: Option<&File>,
+) -> std::io::Result<()> {
     for file in files {
         let mut out = File::create(dir.join(&file.name))?;
         match writes {
@@ -135,6 +191,9 @@ fn write_files(dir: &Path, files: &[TraceFile], writes: Writes) -> std::io::Resu
                 }
             }
         }
+        if let (Some(partial), Some(row)) = (partial.as_mut(), &file.row) {
+            partial.write_all(row)?;
+        }
     }
     Ok(())
 }
@@ -145,6 +204,7 @@ fn time_once(
     files: &[TraceFile],
     writes: Writes,
     jobs: usize,
+    results: Option<&Results>,
 ) -> Result<Duration, String> {
     if dir.exists() {
         return Err(format!(
@@ -156,15 +216,29 @@ fn time_once(
         .map_err(|err| format!("failed to create `{}`: {err}", dir.display()))?;
     let chunk = files.len().div_ceil(jobs);
     let started = Instant::now();
+    let partial = match results {
+        Some(_) => Some(
+            fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(dir.join("results.partial.jsonl"))
+                .map_err(|err| format!("failed to create under `{}`: {err}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let partial = partial.as_ref();
     let outcome: std::io::Result<()> = std::thread::scope(|scope| {
         let workers: Vec<_> = files
             .chunks(chunk)
-            .map(|part| scope.spawn(move || write_files(dir, part, writes)))
+            .map(|part| scope.spawn(move || write_files(dir, part, writes, partial)))
             .collect();
         for worker in workers {
             worker
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("a writer thread panicked")))?;
+        }
+        if let Some(results) = results {
+            File::create(dir.join("results.json"))?.write_all(&results.bytes)?;
         }
         Ok(())
     });
@@ -179,12 +253,23 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let files = load(&args.traces)?;
+    let mut files = load(&args.traces)?;
+    let results = match &args.results {
+        Some(path) => Some(load_results(path, &mut files)?),
+        None => None,
+    };
     let bytes: usize = files.iter().map(|f| f.bytes.len()).sum();
     let lines: usize = files.iter().map(|f| f.line_ends.len()).sum();
     println!(
-        "floor: {} files, {lines} lines, {bytes} bytes; {} threads; median of {} repetitions",
+        "floor: {} files, {lines} lines, {bytes} bytes{}; {} threads; median of {} repetitions",
         files.len(),
+        match &results {
+            Some(r) => format!(
+                ", with results.partial.jsonl and results.json ({} bytes)",
+                r.bytes.len()
+            ),
+            None => String::new(),
+        },
         args.jobs,
         args.reps
     );
@@ -194,7 +279,13 @@ fn run(args: &Args) -> Result<(), String> {
             let dir = args
                 .out
                 .join(format!("{}-{}-threads-{rep}", writes.folder(), args.jobs));
-            times.push(time_once(&dir, &files, writes, args.jobs)?);
+            times.push(time_once(
+                &dir,
+                &files,
+                writes,
+                args.jobs,
+                results.as_ref(),
+            )?);
         }
         let time = median(times);
         println!(

@@ -242,6 +242,8 @@ pub fn run(args: EvalArgs) -> CliResult {
     let tools = ToolRegistry::builtin();
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
     let (suite, inputs) = load(&args)?;
+    // Held until the process ends: freeing a large suite task by task would only delay the exit.
+    let suite = std::mem::ManuallyDrop::new(suite);
     let baseline = args
         .verdicts
         .baseline

@@ -1,6 +1,8 @@
 //! Safe summaries: `chars=N;sha256=HEX` instead of the text itself, or `chars=N;hmac-sha256=HEX`
 //! when `LOOPTRACE_HASH_KEY` is set, so low-entropy text cannot be guessed from its hash.
 
+use std::fmt::Write;
+
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
@@ -47,20 +49,33 @@ impl Summarizer {
 
     /// The summary of `text`: its length in Unicode scalar values (Python's `len`) and its hash.
     pub fn summarize(&self, text: &str) -> String {
-        let chars = text.chars().count();
-        format!("chars={chars};{}", self.digest(text.as_bytes()))
+        // Built in one buffer: every event's summaries pass through here.
+        let mut out = String::with_capacity(96);
+        let _ = write!(out, "chars={};", text.chars().count());
+        self.push_digest(text.as_bytes(), &mut out);
+        out
     }
 
     /// The hash of `bytes` as `sha256=HEX` or `hmac-sha256=HEX`.
     pub fn digest(&self, bytes: &[u8]) -> String {
+        let mut out = String::with_capacity(80);
+        self.push_digest(bytes, &mut out);
+        out
+    }
+
+    fn push_digest(&self, bytes: &[u8], out: &mut String) {
         match &self.key {
-            None => format!("sha256={}", hex(&Sha256::digest(bytes))),
+            None => {
+                out.push_str("sha256=");
+                push_hex(&Sha256::digest(bytes), out);
+            }
             Some(key) => {
                 // HMAC accepts keys of any length, so this cannot fail.
                 let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
                     .expect("HMAC takes keys of any length");
                 mac.update(bytes);
-                format!("hmac-sha256={}", hex(&mac.finalize().into_bytes()))
+                out.push_str("hmac-sha256=");
+                push_hex(&mac.finalize().into_bytes(), out);
             }
         }
     }
@@ -79,11 +94,16 @@ pub fn sha256_tagged(bytes: &[u8]) -> String {
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
+    push_hex(bytes, &mut out);
+    out
+}
+
+fn push_hex(bytes: &[u8], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
     for b in bytes {
         out.push(DIGITS[(b >> 4) as usize] as char);
         out.push(DIGITS[(b & 0xf) as usize] as char);
     }
-    out
 }
