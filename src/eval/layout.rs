@@ -134,9 +134,22 @@ pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
 /// the rows a resumed evaluation keeps): runs a crash cut short and a torn last line go.
 /// Atomic: a crash while filtering leaves the file as it was.
 pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
-    let mut replacement = crate::output::Replacement::begin(path)?;
-    if let Ok(file) = File::open(path) {
-        let mut out = io::BufWriter::new(replacement.file());
+    combine_runs(path, &[path], keep)
+}
+
+/// Replaces `target` with the whole lines of the runs in `keep` read from each of `sources` in
+/// turn (a missing source holds nothing; `target` may be one of them): how a rerun puts the runs
+/// it carries over and the runs it made into one file. Atomic: a crash while writing leaves
+/// `target` as it was.
+pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) -> io::Result<()> {
+    let mut replacement = crate::output::Replacement::begin(target)?;
+    let mut out = io::BufWriter::new(replacement.file());
+    for source in sources {
+        let file = match File::open(source) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(err),
+        };
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         while reader.read_until(b'\n', &mut line)? > 0 {
@@ -147,7 +160,8 @@ pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
             }
             line.clear();
         }
-        out.flush()?;
     }
+    out.flush()?;
+    drop(out);
     replacement.commit()
 }

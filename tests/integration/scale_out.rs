@@ -5,7 +5,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
-use crate::support::{doc_blocks, looptrace, sample, stable, stderr};
+use crate::support::{doc_blocks, files_under, leftovers, looptrace, sample, stable, stderr};
 
 /// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
 fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
@@ -679,6 +679,269 @@ fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
         tasks, 4,
         "every task, carried over or rerun, is compared: {compared}"
     );
+}
+
+/// The lines of a single trace file, each as written, with the run id each belongs to.
+fn run_lines(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "`{}` ends inside a line",
+        path.display()
+    );
+    text.lines()
+        .map(|line| {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                event["run_id"].as_str().unwrap().to_owned(),
+                line.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The run ids the rows of `results` name.
+fn row_runs(results: &ResultsFile) -> std::collections::BTreeSet<String> {
+    results
+        .tasks
+        .iter()
+        .filter_map(|t| t.run_id.clone())
+        .collect()
+}
+
+/// The run ids of a single trace file.
+fn file_runs(path: &Path) -> std::collections::BTreeSet<String> {
+    run_lines(path).into_iter().map(|(run, _)| run).collect()
+}
+
+#[test]
+fn rerun_failed_updates_a_single_trace_file_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let single = out.join("traces.jsonl");
+    let failing = rerun_suite(dir.path(), true);
+    let flags = ["--capture", "full"];
+    let output = eval_with(
+        &[
+            failing.to_str().unwrap(),
+            "--trace-layout",
+            "single",
+            flags[0],
+            flags[1],
+        ],
+        &out,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let before = read_results(&out.join("results.json"));
+    let old_lines = run_lines(&single);
+    assert_eq!(file_runs(&single), row_runs(&before));
+
+    // No --trace-layout: the rerun keeps the layout of the results it updates.
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(&results)
+        .args(flags)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, true, false]);
+    assert!(
+        after
+            .tasks
+            .iter()
+            .all(|t| t.trace.as_deref() == Some("traces.jsonl"))
+    );
+    // The file holds exactly the rows' runs: the carried runs' lines as they were, first and in
+    // their order, then the rerun tasks' new runs; the rerun tasks' earlier runs are gone.
+    let new_lines = run_lines(&single);
+    assert_eq!(file_runs(&single), row_runs(&after));
+    let carried_runs: Vec<&String> = after
+        .tasks
+        .iter()
+        .filter(|t| t.carried_over)
+        .filter_map(|t| t.run_id.as_ref())
+        .collect();
+    let kept: Vec<&(String, String)> = old_lines
+        .iter()
+        .filter(|(run, _)| carried_runs.contains(&run))
+        .collect();
+    assert_eq!(kept.len(), 6, "two runs of three events");
+    assert_eq!(new_lines.iter().take(kept.len()).collect::<Vec<_>>(), kept);
+    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+        if new.carried_over {
+            assert_eq!(old.run_id, new.run_id);
+        } else {
+            let (old_run, new_run) = (old.run_id.clone().unwrap(), new.run_id.clone().unwrap());
+            assert_ne!(old_run, new_run);
+            assert!(
+                !new_lines.iter().any(|(run, _)| *run == old_run),
+                "{old_run}"
+            );
+            let last = &new_lines
+                .iter()
+                .rfind(|(run, _)| *run == new_run)
+                .unwrap()
+                .1;
+            assert!(last.contains(r#""event_type":"run_finished""#), "{last}");
+        }
+    }
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+    assert!(!out.join("results.partial.jsonl").exists());
+
+    // `report` and `replay` read the updated file as the results describe it.
+    let report = looptrace()
+        .args(["report", "--format", "json"])
+        .arg(&single)
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["input"]["runs"], 4);
+    let replay = looptrace().arg("replay").arg(&single).output().unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let replayed = String::from_utf8_lossy(&replay.stdout);
+    for run in row_runs(&after) {
+        assert!(replayed.contains(&run), "{run}: {replayed}");
+    }
+}
+
+#[test]
+fn rerun_failed_into_another_folder_gathers_the_single_trace_file_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let output = eval_with(
+        &[failing.to_str().unwrap(), "--trace-layout", "single"],
+        &out,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let untouched = std::fs::read(out.join("traces.jsonl")).unwrap();
+    let fixed = rerun_suite(dir.path(), false);
+    let elsewhere = dir.path().join("elsewhere");
+    let output = eval_with(
+        &[
+            fixed.to_str().unwrap(),
+            "--rerun-failed",
+            out.join("results.json").to_str().unwrap(),
+            "--trace-layout",
+            "single",
+        ],
+        &elsewhere,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&elsewhere.join("results.json"));
+    assert_eq!(
+        file_runs(&elsewhere.join("traces.jsonl")),
+        row_runs(&results)
+    );
+    assert_eq!(std::fs::read(out.join("traces.jsonl")).unwrap(), untouched);
+}
+
+#[test]
+fn rerun_failed_with_the_other_trace_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = rerun_suite(dir.path(), true);
+    for (was, given) in [("single", "per-task"), ("per-task", "single")] {
+        let out = dir.path().join(was);
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", was],
+            &out,
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let before = files_under(&out);
+        let results = out.join("results.json");
+        let output = looptrace()
+            .args(["eval", failing.to_str().unwrap(), "--rerun-failed"])
+            .arg(&results)
+            .args(["--trace-layout", given])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: --rerun-failed `{}` was written with --trace-layout {was}, and a rerun updates its traces in place: give --trace-layout {was} or none (to change the layout, run the whole suite again)\n",
+                results.display()
+            )
+        );
+        assert_eq!(files_under(&out), before, "nothing written");
+    }
+}
+
+#[test]
+fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let single = out.join("traces.jsonl");
+    let failing = rerun_suite(dir.path(), true);
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    // Each rerun task's run has three events; the crash points fall while the second rerun task
+    // runs and while `results.json` is replaced.
+    for fault in [
+        "abort_after_events:5",
+        "abort_before_row:2",
+        "abort_in_results_write",
+    ] {
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", "single"],
+            &out,
+            &[],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{fault}: {}",
+            stderr(&output)
+        );
+        let before = std::fs::read(&results).unwrap();
+        let crashed = looptrace()
+            .args([
+                "eval",
+                fixed.to_str().unwrap(),
+                "--jobs",
+                "1",
+                "--rerun-failed",
+            ])
+            .arg(&results)
+            .env("LOOPTRACE_FAULT", fault)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&crashed.status),
+            Some(6),
+            "{fault}: {}",
+            stderr(&crashed)
+        );
+        // The earlier results stand, and every run they name is in the file, whole.
+        assert_eq!(std::fs::read(&results).unwrap(), before, "{fault}");
+        let named = row_runs(&read_results(&results));
+        assert!(file_runs(&single).is_superset(&named), "{fault}");
+
+        let output = looptrace()
+            .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+            .arg(&results)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{fault}: {}",
+            stderr(&output)
+        );
+        let after = read_results(&results);
+        assert_eq!(after.totals.expectations.met, 4, "{fault}");
+        assert_eq!(file_runs(&single), row_runs(&after), "{fault}");
+        assert!(leftovers(&out).is_empty(), "{fault}: {:?}", leftovers(&out));
+    }
 }
 
 /// A baseline for the sample suite that its runs today move away from in every way: one task
