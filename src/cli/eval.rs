@@ -412,12 +412,8 @@ pub fn run(args: EvalArgs) -> CliResult {
     let total = selected.len() * repeats as usize;
     let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
     let mut kept: Vec<Option<TaskResult>> = Vec::new();
-    if args.resume || previous.is_some() {
-        // What a crashed evaluation or rerun was writing aside; never a file results name.
-        remove_crash_leftovers(&out);
-    }
-    if args.resume {
-        match resume_rows(
+    let resumable = if args.resume {
+        Some(resume_rows(
             &partial_path,
             &out,
             &info,
@@ -426,7 +422,16 @@ pub fn run(args: EvalArgs) -> CliResult {
             repeats,
             layout,
             &position,
-        )? {
+        )?)
+    } else {
+        None
+    };
+    if args.resume || previous.is_some() {
+        // What a crashed evaluation or rerun was writing aside; never a file results name.
+        remove_crash_leftovers(&out);
+    }
+    if let Some(resumable) = resumable {
+        match resumable {
             Resumable::Rows(rows) => kept = rows,
             Resumable::Complete(previous) => {
                 eprintln!(
@@ -509,6 +514,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         capture: suite.capture,
         repeats,
         trace_layout: layout.as_str().to_owned(),
+        rerun_failed: args
+            .rerun_failed
+            .as_ref()
+            .map(|path| path.display().to_string()),
     };
     let (log, kept_offsets) = PartialLog::start(&partial_path, &header, kept.iter().flatten())
         .map_err(|e| internal("write", &partial_path, e))?;
@@ -1053,6 +1062,11 @@ fn resume_rows(
             partial_path.display()
         )))
     };
+    if let Some(rerun) = &header.rerun_failed {
+        return refuse(format!(
+            "was left by an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
+        ));
+    }
     if header.suite != *info {
         return refuse(format!(
             "is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",

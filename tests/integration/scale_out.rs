@@ -876,6 +876,21 @@ fn rerun_failed_with_the_other_trace_layout_is_refused() {
     }
 }
 
+/// `eval SUITE --jobs 1 --rerun-failed RESULTS`, crashing at `fault` when given.
+fn rerun(suite: &Path, results: &Path, fault: Option<&str>) -> Output {
+    let mut command = looptrace();
+    command
+        .arg("eval")
+        .arg(suite)
+        .args(["--jobs", "1", "--rerun-failed"])
+        .arg(results)
+        .env_remove("LOOPTRACE_FAULT");
+    if let Some(fault) = fault {
+        command.env("LOOPTRACE_FAULT", fault);
+    }
+    command.output().unwrap()
+}
+
 #[test]
 fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_completes_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -903,18 +918,7 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
             stderr(&output)
         );
         let before = std::fs::read(&results).unwrap();
-        let crashed = looptrace()
-            .args([
-                "eval",
-                fixed.to_str().unwrap(),
-                "--jobs",
-                "1",
-                "--rerun-failed",
-            ])
-            .arg(&results)
-            .env("LOOPTRACE_FAULT", fault)
-            .output()
-            .unwrap();
+        let crashed = rerun(&fixed, &results, Some(fault));
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&crashed.status),
             Some(6),
@@ -926,11 +930,7 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
         let named = row_runs(&read_results(&results));
         assert!(file_runs(&single).is_superset(&named), "{fault}");
 
-        let output = looptrace()
-            .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-            .arg(&results)
-            .output()
-            .unwrap();
+        let output = rerun(&fixed, &results, None);
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -941,6 +941,74 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
         assert_eq!(after.totals.expectations.met, 4, "{fault}");
         assert_eq!(file_runs(&single), row_runs(&after), "{fault}");
         assert!(leftovers(&out).is_empty(), "{fault}: {:?}", leftovers(&out));
+    }
+}
+
+#[test]
+fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = rerun_suite(dir.path(), true);
+    let fixed = rerun_suite(dir.path(), false);
+    for layout in ["per-task", "single"] {
+        let out = dir.path().join(layout);
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", layout],
+            &out,
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let results = out.join("results.json");
+        let crashed = rerun(&fixed, &results, Some("abort_before_row:2"));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&crashed.status),
+            Some(6),
+            "{layout}: {}",
+            stderr(&crashed)
+        );
+        let before = files_under(&out);
+        let output = eval_with(
+            &[
+                fixed.to_str().unwrap(),
+                "--trace-layout",
+                layout,
+                "--resume",
+            ],
+            &out,
+            &[],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{layout}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: --resume: `{}` was left by an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again\n",
+                out.join("results.partial.jsonl").display(),
+                results.display()
+            ),
+            "{layout}"
+        );
+        assert_eq!(files_under(&out), before, "{layout}: nothing written");
+
+        let output = rerun(&fixed, &results, None);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{layout}: {}",
+            stderr(&output)
+        );
+        let after = read_results(&results);
+        let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+        assert_eq!(carried, [true, false, true, false], "{layout}");
+        assert!(!out.join("results.partial.jsonl").exists(), "{layout}");
+        assert!(
+            leftovers(&out).is_empty(),
+            "{layout}: {:?}",
+            leftovers(&out)
+        );
     }
 }
 
