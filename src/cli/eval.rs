@@ -119,7 +119,7 @@ pub struct VerdictArgs {
     /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Compare with an earlier `results.json`.
+    /// Compare with an earlier `results.json`, task by task (a task's repeats together).
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
     /// Accept a baseline from a suite with another name.
