@@ -393,6 +393,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             )));
         }
     }
+    // A traces folder that is new or empty holds no earlier evaluation's traces: none can be
+    // stale at the end, so the folder (as large as the suite) is not listed again then.
+    let had_traces = std::fs::read_dir(out.join("traces")).is_ok_and(|mut d| d.next().is_some());
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
@@ -694,7 +697,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         None => HashSet::new(),
     };
     let index: HashMap<&str, usize> = match (&previous, layout) {
-        (None, TraceLayout::PerTask) => selected
+        (None, TraceLayout::PerTask) if had_traces => selected
             .iter()
             .enumerate()
             .map(|(i, t)| (t.id.as_str(), i))
@@ -717,10 +720,12 @@ pub fn run(args: EvalArgs) -> CliResult {
             .and_then(|id| index.get(id))
             .is_some_and(|&task| collected.offsets[position(task, repeat)].is_some())
     };
-    report_stale(
-        &out.join("traces"),
-        &remove_stale_traces(&out.join("traces"), &written),
-    );
+    if had_traces {
+        report_stale(
+            &out.join("traces"),
+            &remove_stale_traces(&out.join("traces"), &written),
+        );
+    }
     if layout == TraceLayout::PerTask && std::fs::symlink_metadata(&single_path).is_ok() {
         match std::fs::remove_file(&single_path) {
             Ok(()) => eprintln!(

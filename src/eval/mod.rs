@@ -11,6 +11,7 @@ mod partial;
 mod render;
 mod rerun;
 mod results;
+mod results_formatter;
 mod runner;
 mod select;
 mod shard;

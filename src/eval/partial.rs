@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 use super::results::{SuiteInfo, TaskResult};
 use crate::trace::Capture;
@@ -202,43 +203,60 @@ impl RowsOnDisk<'_> {
         &self,
         mut each: impl FnMut(TaskResult) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut reader = BufReader::new(
-            File::open(self.path)
-                .map_err(|err| format!("failed to read `{}`: {err}", self.path.display()))?,
-        );
+        self.for_each_line(|offset, line| {
+            let row: TaskResult = serde_json::from_slice(line)
+                .map_err(|err| self.changed(offset, &err.to_string()))?;
+            each(row)
+        })
+    }
+
+    /// Calls `each` with every row's offset and line (without its newline), in order.
+    fn for_each_line(
+        &self,
+        mut each: impl FnMut(u64, &[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let failed = |err: io::Error| format!("failed to read `{}`: {err}", self.path.display());
+        let mut reader = BufReader::new(File::open(self.path).map_err(failed)?);
         let mut line = Vec::new();
         let mut position = 0u64;
         for &offset in self.offsets {
             if offset != position {
-                reader
-                    .seek(SeekFrom::Start(offset))
-                    .map_err(|err| format!("failed to read `{}`: {err}", self.path.display()))?;
+                reader.seek(SeekFrom::Start(offset)).map_err(failed)?;
             }
             line.clear();
             let read = reader
                 .by_ref()
                 .read_until(b'\n', &mut line)
-                .map_err(|err| format!("failed to read `{}`: {err}", self.path.display()))?;
+                .map_err(failed)?;
             position = offset + read as u64;
-            let row: TaskResult = serde_json::from_slice(&line).map_err(|err| {
-                format!(
-                    "`{}` changed while it was read (byte {offset}): {err}",
-                    self.path.display()
-                )
-            })?;
-            each(row)?;
+            if line.pop() != Some(b'\n') {
+                return Err(self.changed(offset, "the row's line ends early"));
+            }
+            each(offset, &line)?;
         }
         Ok(())
     }
+
+    fn changed(&self, offset: u64, err: &str) -> String {
+        format!(
+            "`{}` changed while it was read (byte {offset}): {err}",
+            self.path.display()
+        )
+    }
 }
 
+/// The rows as they are in the partial file (compact JSON, one per line), each checked to be
+/// one JSON value: `results.json` lays rows out the same way, so they are copied, not parsed
+/// into rows and printed again.
 impl Serialize for RowsOnDisk<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
         let mut seq = serializer.serialize_seq(Some(self.offsets.len()))?;
         let mut failed = None;
-        let read = self.for_each(|row| {
-            seq.serialize_element(&row).map_err(|err| {
+        let read = self.for_each_line(|offset, line| {
+            let row: &RawValue = serde_json::from_slice(line)
+                .map_err(|err| self.changed(offset, &err.to_string()))?;
+            seq.serialize_element(row).map_err(|err| {
                 let text = err.to_string();
                 failed = Some(err);
                 text

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::expect::Verdict;
+use super::results_formatter::RowsPerLine;
 use crate::run::ExitReason;
 use crate::trace::Capture;
 
@@ -278,7 +279,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replacement.commit()
 }
 
-/// Writes `results` to `path` as pretty JSON, atomically, serialized straight into the file: a
+/// Writes `results` to `path` as pretty JSON with one line per row, atomically, serialized straight into the file: a
 /// large evaluation's results are never held as one string.
 pub fn write_results<Tasks: Serialize>(
     path: &Path,
@@ -286,7 +287,10 @@ pub fn write_results<Tasks: Serialize>(
 ) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(path)?;
     let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.file());
-    serde_json::to_writer_pretty(&mut out, results).map_err(io::Error::other)?;
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, RowsPerLine::new());
+    results
+        .serialize(&mut serializer)
+        .map_err(io::Error::other)?;
     out.write_all(b"\n")?;
     out.flush()?;
     drop(out);

@@ -61,6 +61,11 @@ impl TraceWriter {
         TraceWriter::with_repair(file, fsync, repair)
     }
 
+    /// Writes to a file just created or truncated: it is empty, so its end is not checked.
+    pub fn created(file: File, fsync: bool) -> TraceWriter {
+        TraceWriter::with_repair(file, fsync, false)
+    }
+
     fn with_repair(file: File, fsync: bool, repair: bool) -> TraceWriter {
         TraceWriter {
             file,
