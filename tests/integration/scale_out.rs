@@ -5,7 +5,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
-use crate::support::{doc_blocks, files_under, leftovers, looptrace, sample, stable, stderr};
+use crate::support::{cli, doc_blocks, files_under, leftovers, looptrace, sample, stable, stderr};
 
 /// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
 fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
@@ -225,11 +225,7 @@ fn only_and_skip_select_tasks_and_results_record_the_selection() {
     assert_eq!(stable(&merged.tasks), stable(&not_replays));
     let other = dir.path().join("other");
     eval_with(&[suite, "--shard", "2/2"], &other, &[]);
-    let output = looptrace()
-        .args(["merge", files[0].to_str().unwrap()])
-        .arg(other.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!("merge", &files[0], other.join("results.json"));
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("refusing to merge shards of different selections"),
@@ -502,12 +498,14 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     // The suite is fixed; rerun the failures, but skip `bad-2`.
     let fixed = rerun_suite(dir.path(), false);
     let results = out.join("results.json");
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(&results)
-        .args(["--skip", "bad-2"])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        &results,
+        "--skip",
+        "bad-2"
+    );
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -579,11 +577,12 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
 
     // Nothing left to rerun: the file is left as it was.
     let unchanged = std::fs::read_to_string(elsewhere.join("results.json")).unwrap();
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(elsewhere.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        elsewhere.join("results.json")
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("nothing to rerun"),
@@ -605,11 +604,7 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
         .unwrap()
         .retain(|t| t["id"] != "ok-2");
     std::fs::write(cut.join("results.json"), interrupted.to_string()).unwrap();
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(cut.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!("eval", &fixed, "--rerun-failed", cut.join("results.json"));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let resumed = read_results(&cut.join("results.json"));
     assert_eq!(resumed.selection.unwrap().tasks, ["bad-1", "ok-2", "bad-2"]);
@@ -629,11 +624,7 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
         ),
         (&sample_suite, results.clone(), "is from suite \"rerun\""),
     ] {
-        let output = looptrace()
-            .args(["eval", suite.to_str().unwrap(), "--rerun-failed"])
-            .arg(&previous)
-            .output()
-            .unwrap();
+        let output = cli!("eval", &suite, "--rerun-failed", &previous);
         assert_eq!(output.status.code(), Some(2));
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
     }
@@ -650,19 +641,16 @@ fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
     std::fs::copy(out.join("results.json"), &baseline).unwrap();
 
     let fixed = rerun_suite(dir.path(), false);
-    let output = looptrace()
-        .args([
-            "eval",
-            fixed.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rerun-failed",
-        ])
-        .arg(out.join("results.json"))
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--format",
+        "json",
+        "--rerun-failed",
+        out.join("results.json"),
+        "--baseline",
+        &baseline
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let compared = &report["baseline"];
@@ -794,15 +782,11 @@ fn rerun_failed_updates_a_single_trace_file_in_place() {
     assert!(!out.join("results.partial.jsonl").exists());
 
     // `report` and `replay` read the updated file as the results describe it.
-    let report = looptrace()
-        .args(["report", "--format", "json"])
-        .arg(&single)
-        .output()
-        .unwrap();
+    let report = cli!("report", "--format", "json", &single);
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(report["input"]["runs"], 4);
-    let replay = looptrace().arg("replay").arg(&single).output().unwrap();
+    let replay = cli!("replay", &single);
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
     let replayed = String::from_utf8_lossy(&replay.stdout);
     for run in row_runs(&after) {
@@ -858,12 +842,14 @@ fn rerun_failed_with_the_other_trace_layout_is_refused() {
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
         let before = files_under(&out);
         let results = out.join("results.json");
-        let output = looptrace()
-            .args(["eval", failing.to_str().unwrap(), "--rerun-failed"])
-            .arg(&results)
-            .args(["--trace-layout", given])
-            .output()
-            .unwrap();
+        let output = cli!(
+            "eval",
+            &failing,
+            "--rerun-failed",
+            &results,
+            "--trace-layout",
+            given
+        );
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         assert_eq!(
             stderr(&output),
@@ -1225,18 +1211,15 @@ fn merge_compares_a_selection_and_a_partial_merge_only_with_what_they_ran() {
     assert_eq!(merged["baseline"]["improvements"], serde_json::json!([]));
 
     // Half the shards: only the tasks the merge holds are compared, none is "removed".
-    let output = looptrace()
-        .args([
-            "merge",
-            "--allow-partial",
-            "--format",
-            "json",
-            "--baseline",
-            baseline,
-        ])
-        .arg(&shards[0])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "merge",
+        "--allow-partial",
+        "--format",
+        "json",
+        "--baseline",
+        baseline,
+        &shards[0]
+    );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let partial: serde_json::Value =
         serde_json::from_str(&crate::support::stdout(&output)).unwrap();
@@ -1315,18 +1298,15 @@ fn merge_refuses_a_bad_baseline_or_junit_path_before_writing_anything() {
         );
         assert_eq!(std::fs::read_to_string(&results).unwrap(), before);
     }
-    let output = looptrace()
-        .args([
-            "merge",
-            r,
-            "--baseline",
-            op,
-            "--baseline-any-suite",
-            "--junit",
-            j,
-        ])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "merge",
+        r,
+        "--baseline",
+        op,
+        "--baseline-any-suite",
+        "--junit",
+        j
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(junit.is_file());
 }

@@ -133,3 +133,15 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
         .filter(|name| name.starts_with('.'))
         .collect()
 }
+
+/// Runs the binary with the arguments given, words and paths alike, and returns its output:
+/// `cli!("report", &trace, "-f", "json")`.
+macro_rules! cli {
+    ($($arg:expr),+ $(,)?) => {
+        $crate::support::looptrace()
+            $(.arg($arg))+
+            .output()
+            .expect("failed to start looptrace")
+    };
+}
+pub(crate) use cli;
