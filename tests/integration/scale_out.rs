@@ -951,6 +951,23 @@ fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_i
             "{layout}: {}",
             stderr(&crashed)
         );
+        // The partial file's header names the rerun, as its schema allows.
+        let partial = std::fs::read_to_string(out.join("results.partial.jsonl")).unwrap();
+        let header: serde_json::Value =
+            serde_json::from_str(partial.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            header["rerun_failed"],
+            results.to_str().unwrap(),
+            "{header}"
+        );
+        let schema: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results-partial.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(jsonschema::is_valid(&schema, &header), "{header}");
         let before = files_under(&out);
         let output = eval_with(
             &[
