@@ -18,8 +18,8 @@ use looptrace::eval::{
     SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
     combine_runs, compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
     keep_runs, list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir,
-    read_partial, read_results, remove_stale_traces, render_junit, run_tasks, select_tasks,
-    suite_info, summary_line, trace_path, write_atomically, write_results,
+    read_partial, read_results, remove_stale_traces, render_junit, run_tasks, runs_in,
+    select_tasks, suite_info, summary_line, trace_path, write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -285,6 +285,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
+                if layout == TraceLayout::Single && same_file(&folder_of(path), &out) {
+                    tidy_after_crashed_rerun(&out, previous)?;
+                }
                 print_report(previous, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
@@ -989,6 +992,32 @@ impl Drop for RunsAside {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// What a rerun that crashed after replacing `results.json` leaves with the single layout: the
+/// rerun tasks' earlier runs still in `traces.jsonl`, and temporary files. A rerun that then finds
+/// nothing to run removes them, so the folder holds the runs its results name.
+fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), CliError> {
+    remove_crash_leftovers(out);
+    let single = out.join(SINGLE_TRACE);
+    let failed = |err: std::io::Error| {
+        CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
+    };
+    let named: HashSet<String> = results
+        .tasks
+        .iter()
+        .filter_map(|t| t.run_id.clone())
+        .collect();
+    let extra = runs_in(&single).map_err(failed)?.difference(&named).count();
+    if extra > 0 {
+        keep_runs(&single, &named).map_err(failed)?;
+        eprintln!(
+            "removed {} from `{}` that an interrupted rerun left (its results name none of them)",
+            looptrace::plural(extra as u64, "run", "runs"),
+            single.display()
+        );
+    }
+    Ok(())
 }
 
 /// The trace layout of a rerun: that of the results it updates (told by their rows' `trace`),

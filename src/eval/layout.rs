@@ -111,9 +111,28 @@ struct LineHead {
 /// The run ids whose `run_finished` is in the single trace file (none if there is no file).
 pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
     let mut finished = HashSet::new();
+    each_line_head(path, |head| {
+        if head.event_type == "run_finished" {
+            finished.insert(head.run_id);
+        }
+    })?;
+    Ok(finished)
+}
+
+/// The run ids of every whole line of the single trace file (none if there is no file).
+pub fn runs_in(path: &Path) -> io::Result<HashSet<String>> {
+    let mut runs = HashSet::new();
+    each_line_head(path, |head| {
+        runs.insert(head.run_id);
+    })?;
+    Ok(runs)
+}
+
+/// Calls `each` with the head of every whole line of `path` that has one; no file, no lines.
+fn each_line_head(path: &Path, mut each: impl FnMut(LineHead)) -> io::Result<()> {
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(finished),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     };
     let mut reader = BufReader::new(file);
@@ -121,13 +140,12 @@ pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
     while reader.read_until(b'\n', &mut line)? > 0 {
         if line.ends_with(b"\n")
             && let Ok(head) = serde_json::from_slice::<LineHead>(&line)
-            && head.event_type == "run_finished"
         {
-            finished.insert(head.run_id);
+            each(head);
         }
         line.clear();
     }
-    Ok(finished)
+    Ok(())
 }
 
 /// Rewrites the single trace file keeping only the whole lines of the runs in `keep` (the runs of
@@ -163,5 +181,6 @@ pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) ->
     }
     out.flush()?;
     drop(out);
+    crate::fault::traces_partly_written();
     replacement.commit()
 }

@@ -251,7 +251,7 @@ fn a_malformed_fault_setting_is_a_usage_error_and_writes_nothing() {
         assert_eq!(
             stderr(&output),
             format!(
-                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N or abort_mid_row:N with N >= 1, or abort_in_results_write\n"
+                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N, abort_mid_row:N or abort_in_traces_write:N with N >= 1, or abort_in_results_write\n"
             )
         );
         assert!(stdout(&output).is_empty());

@@ -885,12 +885,16 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
     let failing = rerun_suite(dir.path(), true);
     let fixed = rerun_suite(dir.path(), false);
     let results = out.join("results.json");
-    // Each rerun task's run has three events; the crash points fall while the second rerun task
-    // runs and while `results.json` is replaced.
-    for fault in [
-        "abort_after_events:5",
-        "abort_before_row:2",
-        "abort_in_results_write",
+    // Each rerun task's run has three events. The crash points fall while the second rerun task
+    // runs, while `traces.jsonl` is rewritten with the runs joined (the first rewrite), while
+    // `results.json` is replaced, and while the earlier runs are dropped (the second rewrite);
+    // `true` where `results.json` has been replaced by then.
+    for (fault, replaced) in [
+        ("abort_after_events:5", false),
+        ("abort_before_row:2", false),
+        ("abort_in_traces_write:1", false),
+        ("abort_in_results_write", false),
+        ("abort_in_traces_write:2", true),
     ] {
         let output = eval_with(
             &[failing.to_str().unwrap(), "--trace-layout", "single"],
@@ -904,6 +908,7 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
             stderr(&output)
         );
         let before = std::fs::read(&results).unwrap();
+        let traces_before = std::fs::read(&single).unwrap();
         let crashed = rerun(&fixed, &results, Some(fault));
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&crashed.status),
@@ -911,15 +916,34 @@ fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_complet
             "{fault}: {}",
             stderr(&crashed)
         );
-        // The earlier results stand, and every run they name is in the file, whole.
-        assert_eq!(std::fs::read(&results).unwrap(), before, "{fault}");
+        // Before the first rewrite is renamed, both files are as they were; after, every run
+        // the results there name is in the file, whole.
+        assert_eq!(
+            std::fs::read(&results).unwrap() == before,
+            !replaced,
+            "{fault}"
+        );
+        if !fault.starts_with("abort_in_results") && !replaced {
+            assert_eq!(std::fs::read(&single).unwrap(), traces_before, "{fault}");
+        }
         let named = row_runs(&read_results(&results));
         assert!(file_runs(&single).is_superset(&named), "{fault}");
 
+        // A second rerun completes the update; when the results were replaced already it finds
+        // nothing to run and drops the earlier runs left beside them.
         let output = rerun(&fixed, &results, None);
         assert_eq!(
             output.status.code(),
             Some(0),
+            "{fault}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).contains(&format!(
+                "removed 2 runs from `{}` that an interrupted rerun left",
+                single.display()
+            )),
+            replaced,
             "{fault}: {}",
             stderr(&output)
         );
