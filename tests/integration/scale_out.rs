@@ -860,6 +860,25 @@ fn rerun_failed_with_the_other_trace_layout_is_refused() {
         );
         assert_eq!(files_under(&out), before, "nothing written");
     }
+
+    // Results whose rows name both layouts are not an evaluation's: no layout to keep.
+    let mixed = dir.path().join("per-task");
+    let results = mixed.join("results.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    value["tasks"][0]["trace"] = "traces.jsonl".into();
+    std::fs::write(&results, value.to_string()).unwrap();
+    let before = files_under(&mixed);
+    let output = cli!("eval", &failing, "--rerun-failed", &results);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: --rerun-failed `{}` names both `traces.jsonl` and per-task traces: not results eval writes\n",
+            results.display()
+        )
+    );
+    assert_eq!(files_under(&mixed), before, "nothing written");
 }
 
 /// `eval SUITE --jobs 1 --rerun-failed RESULTS`, crashing at `fault` when given.
