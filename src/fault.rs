@@ -6,7 +6,9 @@
 //!   `results.partial.jsonl` (the task's trace is complete, its row is not written);
 //! - `abort_mid_row:N`: after writing only the first half of the Nth row's line (a torn line);
 //! - `abort_in_results_write`: after part of `results.json` reached its temporary file, before
-//!   the rename.
+//!   the rename;
+//! - `abort_in_traces_write:N`: the same in the Nth rewrite of the single trace file
+//!   (`traces.jsonl`, rewritten by `--resume` and `--rerun-failed`).
 //!
 //! Compiled in, inert unless the variable is set.
 
@@ -27,11 +29,14 @@ pub enum Fault {
     MidRow(u64),
     /// Abort while `results.json` is being written.
     InResultsWrite,
+    /// Abort during the Nth rewrite of the single trace file.
+    InTracesWrite(u64),
 }
 
 static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 static ROWS: AtomicU64 = AtomicU64::new(0);
+static REWRITES: AtomicU64 = AtomicU64::new(0);
 
 /// Reads the fault setting; a malformed value is a usage error.
 pub fn configured() -> Result<Option<Fault>, String> {
@@ -52,10 +57,11 @@ pub fn configured() -> Result<Option<Fault>, String> {
             .map(Fault::AfterEvents)
             .or_else(|| counted("abort_before_row:").map(Fault::BeforeRow))
             .or_else(|| counted("abort_mid_row:").map(Fault::MidRow))
+            .or_else(|| counted("abort_in_traces_write:").map(Fault::InTracesWrite))
     };
     fault.map(Some).ok_or_else(|| {
         format!(
-            "{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N, abort_before_row:N or abort_mid_row:N with N >= 1, or abort_in_results_write"
+            "{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N, abort_before_row:N, abort_mid_row:N or abort_in_traces_write:N with N >= 1, or abort_in_results_write"
         )
     })
 }
@@ -97,6 +103,15 @@ pub fn abort() -> ! {
 /// Called once part of `results.json` reached its temporary file.
 pub fn results_partly_written() {
     if armed() == Some(Fault::InResultsWrite) {
+        std::process::abort();
+    }
+}
+
+/// Called once part of a rewritten single trace file reached its temporary file.
+pub(crate) fn traces_partly_written() {
+    if let Some(Fault::InTracesWrite(n)) = armed()
+        && REWRITES.fetch_add(1, Ordering::SeqCst) + 1 == n
+    {
         std::process::abort();
     }
 }

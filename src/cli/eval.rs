@@ -16,10 +16,10 @@ use looptrace::eval::{
     Attempt, Comparison, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, RESULTS_FORMAT,
     ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
     SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
-    compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs, keep_runs,
-    list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir, read_partial,
-    read_results, remove_stale_traces, render_junit, run_tasks, select_tasks, suite_info,
-    summary_line, trace_path, write_atomically, write_results,
+    combine_runs, compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
+    keep_runs, list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir,
+    read_partial, read_results, remove_stale_traces, render_junit, run_tasks, runs_in,
+    select_tasks, suite_info, summary_line, trace_path, write_atomically, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -70,9 +70,10 @@ pub struct EvalArgs {
     /// rates and flaky tasks.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// `per-task`: `DIR/traces/<task-id>.jsonl`; `single`: every run in `DIR/traces.jsonl`.
-    #[arg(long, value_enum, default_value_t = TraceLayoutArg::PerTask)]
-    pub trace_layout: TraceLayoutArg,
+    /// `per-task` (the default): `DIR/traces/<task-id>.jsonl`; `single`: every run in
+    /// `DIR/traces.jsonl`. `--rerun-failed` keeps the layout of the results it updates.
+    #[arg(long, value_enum)]
+    pub trace_layout: Option<TraceLayoutArg>,
     /// `event`: write each event as it happens; `run`: write a run's events together when it
     /// ends (fewer writes; a crash loses the run in progress).
     #[arg(long, value_enum, default_value_t = TraceFlushArg::Event)]
@@ -118,7 +119,7 @@ pub struct VerdictArgs {
     /// Also write a self-contained HTML report (charts, tasks, their timelines) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Compare with an earlier `results.json`.
+    /// Compare with an earlier `results.json`, task by task (a task's repeats together).
     #[arg(long, value_name = "RESULTS")]
     pub baseline: Option<PathBuf>,
     /// Accept a baseline from a suite with another name.
@@ -232,11 +233,6 @@ pub fn run(args: EvalArgs) -> CliResult {
         return Err(CliError::input("--repeat must be at least 1"));
     }
     let repeats = args.repeat;
-    if args.trace_layout == TraceLayoutArg::Single && args.rerun_failed.is_some() {
-        return Err(CliError::input(
-            "--rerun-failed updates per-task traces: it does not combine with --trace-layout single",
-        ));
-    }
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
     let tools = ToolRegistry::builtin();
@@ -253,6 +249,14 @@ pub fn run(args: EvalArgs) -> CliResult {
     let previous = match &args.rerun_failed {
         Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
+    };
+    let layout = match (&previous, &args.rerun_failed) {
+        (Some(previous), Some(path)) => {
+            rerun_layout(previous, path, args.trace_layout.map(TraceLayout::from))?
+        }
+        _ => args
+            .trace_layout
+            .map_or(TraceLayout::PerTask, TraceLayout::from),
     };
     let out = match (&args.out, &args.rerun_failed) {
         (Some(out), _) => out.clone(),
@@ -283,6 +287,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
+                if layout == TraceLayout::Single && same_file(&folder_of(path), &out) {
+                    tidy_after_crashed_rerun(&out, previous)?;
+                }
                 print_report(previous, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
@@ -304,10 +311,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         .collect();
     // Borrowed ids, not built file names: the set is as large as the suite.
     let trace_names: HashSet<&str> = selected.iter().map(|task| task.id.as_str()).collect();
-    let trace_folders: Vec<PathBuf> = match (args.trace_layout, repeats) {
-        (TraceLayoutArg::Single, _) => Vec::new(),
-        (TraceLayoutArg::PerTask, 1) => vec![out.join("traces")],
-        (TraceLayoutArg::PerTask, n) => (1..=n)
+    let trace_folders: Vec<PathBuf> = match (layout, repeats) {
+        (TraceLayout::Single, _) => Vec::new(),
+        (TraceLayout::PerTask, 1) => vec![out.join("traces")],
+        (TraceLayout::PerTask, n) => (1..=n)
             .map(|k| out.join("traces").join(format!("r{k}")))
             .collect(),
     };
@@ -408,15 +415,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         probe_writable("--html", &folder_of(html))?;
         refuse_folder("--html", html)?;
     }
-    let layout = TraceLayout::from(args.trace_layout);
     let info = suite_info(&suite);
     // The runs to make, in output order: suite order, a task's repeats together.
     let total = selected.len() * repeats as usize;
     let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
     let mut kept: Vec<Option<TaskResult>> = Vec::new();
-    if args.resume {
-        remove_crash_leftovers(&out);
-        match resume_rows(
+    let resumable = if args.resume {
+        Some(resume_rows(
             &partial_path,
             &out,
             &info,
@@ -425,7 +430,16 @@ pub fn run(args: EvalArgs) -> CliResult {
             repeats,
             layout,
             &position,
-        )? {
+        )?)
+    } else {
+        None
+    };
+    if args.resume || previous.is_some() {
+        // What a crashed evaluation or rerun was writing aside; never a file results name.
+        remove_crash_leftovers(&out);
+    }
+    if let Some(resumable) = resumable {
+        match resumable {
             Resumable::Rows(rows) => kept = rows,
             Resumable::Complete(previous) => {
                 eprintln!(
@@ -467,7 +481,19 @@ pub fn run(args: EvalArgs) -> CliResult {
     let internal = |what: &str, path: &Path, err: std::io::Error| {
         CliError::internal(format!("failed to {what} `{}`: {err}", path.display()))
     };
+    // A rerun with the single layout writes its runs aside: `traces.jsonl` stays as the results it
+    // updates describe it until the runs it carries over and the runs it made are joined.
+    let mut aside: Option<RunsAside> = None;
     let traces = match layout {
+        TraceLayout::Single if previous.is_some() => {
+            let (file, path) = looptrace::output::create_temp_beside(&single_path)
+                .map_err(|e| internal("write", &single_path, e))?;
+            drop(file);
+            let runs = aside.insert(RunsAside(path));
+            let file = looptrace::output::open_append(&runs.0)
+                .map_err(|e| internal("write", &runs.0, e))?;
+            TraceTarget::Single(file)
+        }
         TraceLayout::PerTask => {
             for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
                 std::fs::create_dir_all(folder).map_err(|e| internal("create", folder, e))?;
@@ -496,6 +522,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         capture: suite.capture,
         repeats,
         trace_layout: layout.as_str().to_owned(),
+        rerun_failed: args
+            .rerun_failed
+            .as_ref()
+            .map(|path| path.display().to_string()),
     };
     let (log, kept_offsets) = PartialLog::start(&partial_path, &header, kept.iter().flatten())
         .map_err(|e| internal("write", &partial_path, e))?;
@@ -610,13 +640,33 @@ pub fn run(args: EvalArgs) -> CliResult {
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
-            copy_carried_traces(&rows, &folder_of(path), &out)?;
+            let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
+                rows.iter().filter_map(|row| row.run_id.clone()).collect()
+            };
+            match aside.take() {
+                Some(runs) => {
+                    // Until `results.json` is replaced, `traces.jsonl` holds the runs of both
+                    // the earlier and the new results: a crash between the two renames leaves
+                    // every run the results there name, whole.
+                    let mut both = runs_of(&previous.tasks);
+                    both.extend(runs_of(&rows));
+                    let earlier = folder_of(path).join(SINGLE_TRACE);
+                    combine_runs(&single_path, &[&earlier, &runs.0], &both)
+                        .map_err(|e| internal("write", &single_path, e))?;
+                }
+                None => copy_carried_traces(&rows, &folder_of(path), &out)?,
+            }
             let results = ResultsFile {
                 totals: Totals::of(&rows),
                 ..results.with_tasks(rows)
             };
             write_results(&results_path, &results)
                 .map_err(|e| internal("write", &results_path, e))?;
+            if layout == TraceLayout::Single {
+                // The rerun tasks' earlier runs go now that no results file names them.
+                keep_runs(&single_path, &runs_of(&results.tasks))
+                    .map_err(|e| internal("write", &single_path, e))?;
+            }
             results
         }
         _ => {
@@ -724,8 +774,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         );
     }
     if interrupted {
+        let rest = match &previous {
+            Some(_) => format!("--rerun-failed `{}` runs the rest", results_path.display()),
+            None => "--resume runs the rest".to_owned(),
+        };
         eprintln!(
-            "interrupted: {} of {} ran; results and traces so far are in `{}` (--resume runs the rest)",
+            "interrupted: {} of {} ran; results and traces so far are in `{}` ({rest})",
             rows_written,
             looptrace::plural(total as u64, "run", "runs"),
             out.display()
@@ -932,6 +986,79 @@ fn remove_crash_leftovers(out: &Path) {
     }
 }
 
+/// A rerun's new runs of the single layout, written beside `traces.jsonl` until they join it.
+/// Removed however the evaluation ends; what a crash leaves, the next rerun or `--resume` removes.
+struct RunsAside(PathBuf);
+
+impl Drop for RunsAside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What a rerun that crashed after replacing `results.json` leaves with the single layout: the
+/// rerun tasks' earlier runs still in `traces.jsonl`, and temporary files. A rerun that then finds
+/// nothing to run removes them, so the folder holds the runs its results name.
+fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), CliError> {
+    remove_crash_leftovers(out);
+    let single = out.join(SINGLE_TRACE);
+    let failed = |err: std::io::Error| {
+        CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
+    };
+    let named: HashSet<String> = results
+        .tasks
+        .iter()
+        .filter_map(|t| t.run_id.clone())
+        .collect();
+    let extra = runs_in(&single).map_err(failed)?.difference(&named).count();
+    if extra > 0 {
+        keep_runs(&single, &named).map_err(failed)?;
+        eprintln!(
+            "removed {} from `{}` that an interrupted rerun left (its results name none of them)",
+            looptrace::plural(extra as u64, "run", "runs"),
+            single.display()
+        );
+    }
+    Ok(())
+}
+
+/// The trace layout of a rerun: that of the results it updates (told by their rows' `trace`),
+/// which `--trace-layout`, when given, must name. Rows without a trace say nothing.
+fn rerun_layout(
+    previous: &ResultsFile,
+    path: &Path,
+    given: Option<TraceLayout>,
+) -> Result<TraceLayout, CliError> {
+    let mut found = None;
+    for trace in previous.tasks.iter().filter_map(|t| t.trace.as_deref()) {
+        let layout = if trace == SINGLE_TRACE {
+            TraceLayout::Single
+        } else {
+            TraceLayout::PerTask
+        };
+        match found {
+            None => found = Some(layout),
+            Some(other) if other != layout => {
+                return Err(CliError::input(format!(
+                    "--rerun-failed `{}` names both `{SINGLE_TRACE}` and per-task traces: not results eval writes",
+                    path.display()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    match (found, given) {
+        (Some(found), Some(given)) if found != given => Err(CliError::input(format!(
+            "--rerun-failed `{}` was written with --trace-layout {}, and a rerun updates its traces in place: give --trace-layout {} or none (to change the layout, run the whole suite again)",
+            path.display(),
+            found.as_str(),
+            found.as_str()
+        ))),
+        (Some(layout), _) | (None, Some(layout)) => Ok(layout),
+        (None, None) => Ok(TraceLayout::PerTask),
+    }
+}
+
 /// What `--resume` found in the output folder.
 enum Resumable {
     /// The rows to keep, by output position (`None`: run it).
@@ -971,6 +1098,11 @@ fn resume_rows(
             partial_path.display()
         )))
     };
+    if let Some(rerun) = &header.rerun_failed {
+        return refuse(format!(
+            "was left by an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
+        ));
+    }
     if header.suite != *info {
         return refuse(format!(
             "is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",

@@ -194,6 +194,7 @@ pub fn baseline_of(
         .filter(|t| t.fails())
         .map(|t| t.id.as_str())
         .collect();
+    let mut named = std::collections::HashSet::new();
     Baseline {
         transitions: comparison
             .transitions
@@ -202,10 +203,12 @@ pub fn baseline_of(
             .collect(),
         newly_failing: comparison.regressions.clone(),
         newly_fixed: comparison.improvements.clone(),
+        // A repeated task is named once, however many of its runs failed.
         still_failing: current
             .tasks
             .iter()
             .filter(|t| t.fails() && failed_before.contains(t.id.as_str()))
+            .filter(|t| named.insert(t.id.as_str()))
             .map(|t| t.id.clone())
             .collect(),
     }

@@ -1,7 +1,10 @@
 //! `--baseline RESULTS`: how each task's outcome moved since an earlier results file. A regression
-//! is a task that met its expectations before and does not now, or finished before and does not now.
+//! is a task that met its expectations before and does not now, or finished before and does not
+//! now. With `--repeat` on either side, a task's runs are taken together: it met its expectations
+//! (or finished) in every run, in some, or in none, and a regression is a move down that scale
+//! (every → some, every → none, some → none).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::expect::Verdict;
 use super::results::{ResultsFile, TaskResult};
@@ -10,7 +13,8 @@ use crate::run::ExitReason;
 /// The comparison with a baseline.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Comparison {
-    /// `(old exit reason, new exit reason)` → tasks, for tasks in both files.
+    /// `(old exit reason, new exit reason)` → tasks, for tasks in both files; a repeated task
+    /// counts once, with the exit reason most of its runs ended with.
     pub transitions: BTreeMap<(ExitReason, ExitReason), usize>,
     /// Tasks that got worse, with why, in suite order.
     pub regressions: Vec<(String, String)>,
@@ -24,51 +28,326 @@ pub struct Comparison {
 
 /// Compares `current` with `baseline`, task by task.
 pub fn compare(baseline: &ResultsFile, current: &ResultsFile) -> Comparison {
-    let old: HashMap<&str, &TaskResult> =
-        baseline.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+    let old = outcomes(&baseline.tasks);
+    let new = outcomes(&current.tasks);
+    let before_of: HashMap<&str, &Outcome> = old.iter().map(|o| (o.id, o)).collect();
     let mut comparison = Comparison::default();
-    for task in &current.tasks {
-        let Some(before) = old.get(task.id.as_str()) else {
-            comparison.added.push(task.id.clone());
+    for now in &new {
+        let Some(before) = before_of.get(now.id) else {
+            comparison.added.push(now.id.to_owned());
             continue;
         };
         *comparison
             .transitions
-            .entry((before.exit_reason, task.exit_reason))
+            .entry((before.typical, now.typical))
             .or_default() += 1;
-        let was_met = before.expectation == Verdict::Met;
-        let is_met = task.expectation == Verdict::Met;
-        let was_finished = before.exit_reason == ExitReason::Finished;
-        let is_finished = task.exit_reason == ExitReason::Finished;
-        if was_met && task.expectation == Verdict::Failed {
-            comparison.regressions.push((
-                task.id.clone(),
-                "met its expectations before, fails them now".to_owned(),
-            ));
-        } else if was_finished && !is_finished {
-            comparison.regressions.push((
-                task.id.clone(),
-                format!("finished before, {} now", task.exit_reason),
-            ));
-        } else if before.expectation == Verdict::Failed && is_met {
-            comparison.improvements.push((
-                task.id.clone(),
-                "failed its expectations before, meets them now".to_owned(),
-            ));
-        } else if !was_finished && is_finished {
-            comparison.improvements.push((
-                task.id.clone(),
-                format!("{} before, finished now", before.exit_reason),
-            ));
+        match moved(before, now) {
+            Some(Move::Worse(why)) => comparison.regressions.push((now.id.to_owned(), why)),
+            Some(Move::Better(why)) => comparison.improvements.push((now.id.to_owned(), why)),
+            None => {}
         }
     }
-    let new: std::collections::HashSet<&str> =
-        current.tasks.iter().map(|t| t.id.as_str()).collect();
-    comparison.removed = baseline
-        .tasks
+    let now_ids: HashSet<&str> = new.iter().map(|o| o.id).collect();
+    comparison.removed = old
         .iter()
-        .filter(|t| !new.contains(t.id.as_str()))
-        .map(|t| t.id.clone())
+        .filter(|o| !now_ids.contains(o.id))
+        .map(|o| o.id.to_owned())
         .collect();
     comparison
+}
+
+/// One task's runs (its repeats, or its one run) in one results file, taken together.
+struct Outcome<'a> {
+    id: &'a str,
+    runs: u32,
+    /// Runs whose expectations were checked (met or failed).
+    checked: u32,
+    /// Runs that met their expectations.
+    met: u32,
+    /// Runs that finished.
+    finished: u32,
+    /// The exit reason most runs ended with; a tie goes to the earliest run's.
+    typical: ExitReason,
+}
+
+/// Each task's outcome, in the order the tasks first appear.
+fn outcomes(rows: &[TaskResult]) -> Vec<Outcome<'_>> {
+    let mut by_task: Vec<(Outcome<'_>, Vec<ExitReason>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for row in rows {
+        let i = *index.entry(row.id.as_str()).or_insert_with(|| {
+            by_task.push((
+                Outcome {
+                    id: row.id.as_str(),
+                    runs: 0,
+                    checked: 0,
+                    met: 0,
+                    finished: 0,
+                    typical: row.exit_reason,
+                },
+                Vec::new(),
+            ));
+            by_task.len() - 1
+        });
+        let (outcome, reasons) = &mut by_task[i];
+        outcome.runs += 1;
+        outcome.checked += u32::from(row.expectation != Verdict::None);
+        outcome.met += u32::from(row.expectation == Verdict::Met);
+        outcome.finished += u32::from(row.exit_reason == ExitReason::Finished);
+        reasons.push(row.exit_reason);
+    }
+    by_task
+        .into_iter()
+        .map(|(outcome, reasons)| Outcome {
+            typical: most_common(&reasons),
+            ..outcome
+        })
+        .collect()
+}
+
+/// The most common of `reasons` (not empty); a tie goes to the one that comes first.
+fn most_common(reasons: &[ExitReason]) -> ExitReason {
+    let count = |r: &ExitReason| reasons.iter().filter(|x| *x == r).count();
+    let most = reasons.iter().map(count).max().unwrap_or(0);
+    reasons
+        .iter()
+        .copied()
+        .find(|r| count(r) == most)
+        .unwrap_or(ExitReason::Finished)
+}
+
+/// In how many of a task's runs something held, on the scale a comparison reads: worst first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Share {
+    NoRun,
+    SomeRuns,
+    EveryRun,
+}
+
+/// The share of `count` out of `of` runs; nothing when no run could say (`of` is 0).
+fn share(count: u32, of: u32) -> Option<Share> {
+    match count {
+        _ if of == 0 => None,
+        0 => Some(Share::NoRun),
+        _ if count == of => Some(Share::EveryRun),
+        _ => Some(Share::SomeRuns),
+    }
+}
+
+/// Which way a task moved, with why.
+enum Move {
+    Worse(String),
+    Better(String),
+}
+
+/// How `now` moved from `before`: expectations first, then finishing; a regression on either
+/// outweighs an improvement on the other.
+fn moved(before: &Outcome, now: &Outcome) -> Option<Move> {
+    /// (what, (runs it held in, runs that could say) before, the same now)
+    type Count = (&'static str, (u32, u32), (u32, u32));
+    const MET: &str = "met its expectations";
+    let counts: [Count; 2] = [
+        (MET, (before.met, before.checked), (now.met, now.checked)),
+        (
+            "finished",
+            (before.finished, before.runs),
+            (now.finished, now.runs),
+        ),
+    ];
+    let find = |worse: bool| {
+        counts.into_iter().find(|(_, (k0, n0), (k1, n1))| {
+            match (share(*k0, *n0), share(*k1, *n1)) {
+                (Some(a), Some(b)) => (a > b && worse) || (a < b && !worse),
+                _ => false,
+            }
+        })
+    };
+    let words = |(what, (k0, n0), (k1, n1)): Count, worse: bool| -> String {
+        if before.runs > 1 || now.runs > 1 {
+            return format!(
+                "{what} in {k0} of {} before, {k1} of {n1} now",
+                crate::plural(n0, "run", "runs")
+            );
+        }
+        // One run on each side: the words of a comparison without repeats.
+        match (what == MET, worse) {
+            (true, true) => "met its expectations before, fails them now".to_owned(),
+            (true, false) => "failed its expectations before, meets them now".to_owned(),
+            (false, true) => format!("finished before, {} now", now.typical),
+            (false, false) => format!("{} before, finished now", before.typical),
+        }
+    };
+    if let Some(count) = find(true) {
+        Some(Move::Worse(words(count, true)))
+    } else {
+        find(false).map(|count| Move::Better(words(count, false)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of task `id` (repeat `repeat`, 0 for none) that ended `exit` with verdict `verdict`.
+    fn row(id: &str, repeat: u32, exit: &str, verdict: &str) -> serde_json::Value {
+        let mut row = serde_json::json!({
+            "id": id, "model": "actions", "exit_reason": exit, "steps_used": 1, "max_steps": 5,
+            "tool_calls": 0, "tool_errors": 0, "feedback": 0, "duration_ms": 0.0,
+            "expectation": verdict
+        });
+        if repeat > 0 {
+            row["repeat"] = repeat.into();
+        }
+        row
+    }
+
+    fn results(rows: Vec<serde_json::Value>) -> ResultsFile {
+        serde_json::from_value(serde_json::json!({
+            "format": "looptrace.results/1", "looptrace_version": "0", "created_at": "",
+            "suite": {"name": "s", "tasks": 0, "fingerprint": ""}, "capture": "summary",
+            "tasks": rows,
+            "totals": {"tasks": 0, "exit_reasons": {}, "expectations": {"met": 0, "failed": 0, "none": 0}}
+        }))
+        .unwrap()
+    }
+
+    /// Task `id`'s repeats, one per `(exit, verdict)`.
+    fn repeats(id: &str, runs: &[(&str, &str)]) -> Vec<serde_json::Value> {
+        (1..)
+            .zip(runs)
+            .map(|(k, (exit, verdict))| row(id, k, exit, verdict))
+            .collect()
+    }
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    const MET: (&str, &str) = ("finished", "met");
+    const FAILED: (&str, &str) = ("finished", "failed");
+    const CUT: (&str, &str) = ("max_steps_exceeded", "none");
+    const DONE: (&str, &str) = ("finished", "none");
+
+    #[test]
+    fn one_run_on_each_side_keeps_the_words_without_repeats() {
+        let before = results(vec![
+            row("a", 0, "finished", "met"),
+            row("b", 0, "finished", "none"),
+            row("c", 0, "finished", "failed"),
+            row("d", 0, "max_steps_exceeded", "none"),
+            row("gone", 0, "finished", "met"),
+        ]);
+        let now = results(vec![
+            row("a", 0, "finished", "failed"),
+            row("b", 0, "max_steps_exceeded", "none"),
+            row("c", 0, "finished", "met"),
+            row("d", 0, "finished", "none"),
+            row("new", 0, "finished", "met"),
+        ]);
+        let c = compare(&before, &now);
+        assert_eq!(
+            c.regressions,
+            pairs(&[
+                ("a", "met its expectations before, fails them now"),
+                ("b", "finished before, max_steps_exceeded now")
+            ])
+        );
+        assert_eq!(
+            c.improvements,
+            pairs(&[
+                ("c", "failed its expectations before, meets them now"),
+                ("d", "max_steps_exceeded before, finished now")
+            ])
+        );
+        assert_eq!(
+            (c.added, c.removed),
+            (vec!["new".to_owned()], vec!["gone".to_owned()])
+        );
+        assert_eq!(c.transitions.values().sum::<usize>(), 4);
+    }
+
+    #[test]
+    fn repeated_tasks_move_only_between_every_some_and_no_run() {
+        let before = results(
+            [
+                repeats("steady", &[MET, MET, MET]),
+                repeats("flaky", &[MET, FAILED, MET]),
+                repeats("fixed", &[FAILED, FAILED, FAILED]),
+                repeats("stops", &[DONE, DONE, DONE]),
+                repeats("gone", &[MET, MET, MET]),
+            ]
+            .concat(),
+        );
+        let now = results(
+            [
+                repeats("steady", &[MET, FAILED, MET]),
+                repeats("flaky", &[FAILED, FAILED, MET]),
+                repeats("fixed", &[MET, MET, MET]),
+                repeats("stops", &[CUT, DONE, CUT]),
+                repeats("new", &[MET, MET, MET]),
+            ]
+            .concat(),
+        );
+        let c = compare(&before, &now);
+        assert_eq!(
+            c.regressions,
+            pairs(&[
+                (
+                    "steady",
+                    "met its expectations in 3 of 3 runs before, 2 of 3 now"
+                ),
+                ("stops", "finished in 3 of 3 runs before, 1 of 3 now"),
+            ])
+        );
+        assert_eq!(
+            c.improvements,
+            pairs(&[(
+                "fixed",
+                "met its expectations in 0 of 3 runs before, 3 of 3 now"
+            )])
+        );
+        assert_eq!(
+            (c.added, c.removed),
+            (vec!["new".to_owned()], vec!["gone".to_owned()])
+        );
+        // One transition per task, from the exit reason most of its runs ended with.
+        use ExitReason::{Finished, MaxStepsExceeded};
+        let expected: BTreeMap<(ExitReason, ExitReason), usize> =
+            [((Finished, Finished), 3), ((Finished, MaxStepsExceeded), 1)].into();
+        assert_eq!(c.transitions, expected);
+    }
+
+    #[test]
+    fn one_repeated_side_compares_its_runs_with_the_one_run() {
+        let once = results(vec![row("t", 0, "finished", "met")]);
+        let thrice = results(repeats("t", &[MET, FAILED, MET]));
+        let c = compare(&once, &thrice);
+        assert_eq!(
+            c.regressions,
+            pairs(&[("t", "met its expectations in 1 of 1 run before, 2 of 3 now")])
+        );
+        let c = compare(&thrice, &once);
+        assert_eq!(
+            c.improvements,
+            pairs(&[(
+                "t",
+                "met its expectations in 2 of 3 runs before, 1 of 1 now"
+            )])
+        );
+        assert!(c.regressions.is_empty());
+    }
+
+    #[test]
+    fn a_tie_of_exit_reasons_goes_to_the_earliest_run() {
+        let before = results(repeats("t", &[CUT, DONE]));
+        let now = results(repeats("t", &[DONE, CUT]));
+        let c = compare(&before, &now);
+        let expected: BTreeMap<(ExitReason, ExitReason), usize> =
+            [((ExitReason::MaxStepsExceeded, ExitReason::Finished), 1)].into();
+        assert_eq!(c.transitions, expected);
+        assert!(c.regressions.is_empty() && c.improvements.is_empty());
+    }
 }

@@ -111,9 +111,28 @@ struct LineHead {
 /// The run ids whose `run_finished` is in the single trace file (none if there is no file).
 pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
     let mut finished = HashSet::new();
+    each_line_head(path, |head| {
+        if head.event_type == "run_finished" {
+            finished.insert(head.run_id);
+        }
+    })?;
+    Ok(finished)
+}
+
+/// The run ids of every whole line of the single trace file (none if there is no file).
+pub fn runs_in(path: &Path) -> io::Result<HashSet<String>> {
+    let mut runs = HashSet::new();
+    each_line_head(path, |head| {
+        runs.insert(head.run_id);
+    })?;
+    Ok(runs)
+}
+
+/// Calls `each` with the head of every whole line of `path` that has one; no file, no lines.
+fn each_line_head(path: &Path, mut each: impl FnMut(LineHead)) -> io::Result<()> {
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(finished),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     };
     let mut reader = BufReader::new(file);
@@ -121,22 +140,34 @@ pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
     while reader.read_until(b'\n', &mut line)? > 0 {
         if line.ends_with(b"\n")
             && let Ok(head) = serde_json::from_slice::<LineHead>(&line)
-            && head.event_type == "run_finished"
         {
-            finished.insert(head.run_id);
+            each(head);
         }
         line.clear();
     }
-    Ok(finished)
+    Ok(())
 }
 
 /// Rewrites the single trace file keeping only the whole lines of the runs in `keep` (the runs of
 /// the rows a resumed evaluation keeps): runs a crash cut short and a torn last line go.
 /// Atomic: a crash while filtering leaves the file as it was.
 pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
-    let mut replacement = crate::output::Replacement::begin(path)?;
-    if let Ok(file) = File::open(path) {
-        let mut out = io::BufWriter::new(replacement.file());
+    combine_runs(path, &[path], keep)
+}
+
+/// Replaces `target` with the whole lines of the runs in `keep` read from each of `sources` in
+/// turn (a missing source holds nothing; `target` may be one of them): how a rerun puts the runs
+/// it carries over and the runs it made into one file. Atomic: a crash while writing leaves
+/// `target` as it was.
+pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) -> io::Result<()> {
+    let mut replacement = crate::output::Replacement::begin(target)?;
+    let mut out = io::BufWriter::new(replacement.file());
+    for source in sources {
+        let file = match File::open(source) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(err),
+        };
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         while reader.read_until(b'\n', &mut line)? > 0 {
@@ -147,7 +178,9 @@ pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
             }
             line.clear();
         }
-        out.flush()?;
     }
+    out.flush()?;
+    drop(out);
+    crate::fault::traces_partly_written();
     replacement.commit()
 }

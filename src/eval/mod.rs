@@ -24,8 +24,8 @@ pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use junit::render_junit;
 pub use layout::{
-    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,
-    keep_runs, run_id, trace_path,
+    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
+    finished_runs, keep_runs, run_id, runs_in, trace_path,
 };
 pub use merge::merge_results;
 pub use partial::{

@@ -36,6 +36,10 @@ pub struct PartialHeader {
     pub repeats: u32,
     /// `per-task` or `single`.
     pub trace_layout: String,
+    /// The results file of `--rerun-failed`, when the rows are a rerun's: `--resume` cannot
+    /// continue those (the rerun again does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_failed: Option<String>,
 }
 
 /// A partial file read back.

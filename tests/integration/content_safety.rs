@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::bad_inputs::has_command;
-use crate::support::{looptrace, stderr};
+use crate::support::{files_under, looptrace, stderr};
 
 /// The planted secrets, each where its name says.
 const TASK: &str = "TASKSECRET-q7v2";
@@ -47,25 +47,6 @@ fn responses() -> Vec<String> {
         format!("{RAW_OUTPUT} is not JSON"),
         format!(r#"{{"type":"finish","answer":"{ANSWER}"}}"#),
     ]
-}
-
-/// Every file under `dir` with its bytes.
-fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                files.push((path, bytes));
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 /// Where each secret was found, as `secret in place`.

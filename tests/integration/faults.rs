@@ -10,7 +10,7 @@ use std::process::Output;
 
 use looptrace::trace::{TraceEvent, parse_line};
 
-use crate::support::{looptrace, stderr, stdout};
+use crate::support::{leftovers, looptrace, stderr, stdout};
 
 /// Feedback, a good call, an unknown tool, then a finish: every event type a run writes.
 const RESPONSES: &str = "not json\n\
@@ -251,7 +251,7 @@ fn a_malformed_fault_setting_is_a_usage_error_and_writes_nothing() {
         assert_eq!(
             stderr(&output),
             format!(
-                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N or abort_mid_row:N with N >= 1, or abort_in_results_write\n"
+                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N, abort_mid_row:N or abort_in_traces_write:N with N >= 1, or abort_in_results_write\n"
             )
         );
         assert!(stdout(&output).is_empty());
@@ -308,15 +308,6 @@ fn task_traces(out: &Path) -> Vec<(String, Vec<TraceEvent>)> {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             (name, events)
         })
-        .collect()
-}
-
-/// Files an atomic write would leave behind if it were cut short.
-fn leftovers(out: &Path) -> Vec<String> {
-    std::fs::read_dir(out)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with('.'))
         .collect()
 }
 

@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::mcp::installed;
-use crate::support::{fixture, looptrace, run, sample, stderr, stdout};
+use crate::support::{cli, fixture, looptrace, run, sample, stderr, stdout};
 
 fn planted() -> PathBuf {
     fixture("report/html/planted.jsonl")
@@ -46,7 +46,7 @@ fn page_data(page: &str) -> Value {
 fn every_report_format_writes_to_output_what_it_prints() {
     let dir = tempfile::tempdir().unwrap();
     for format in ["table", "json", "markdown", "csv", "html"] {
-        let printed = run(&["report", path_str(&planted()), "-f", format]);
+        let printed = cli!("report", &planted(), "-f", format);
         assert_eq!(
             printed.status.code(),
             Some(0),
@@ -54,14 +54,7 @@ fn every_report_format_writes_to_output_what_it_prints() {
             stderr(&printed)
         );
         let out = dir.path().join(format!("report.{format}"));
-        let written = run(&[
-            "report",
-            path_str(&planted()),
-            "--format",
-            format,
-            "--output",
-            path_str(&out),
-        ]);
+        let written = cli!("report", &planted(), "--format", format, "--output", &out);
         assert_eq!(
             written.status.code(),
             Some(0),
@@ -85,7 +78,7 @@ fn a_failed_report_leaves_the_output_as_it_was() {
     )
     .unwrap();
     for format in ["html", "json"] {
-        let output = run(&["report", path_str(&bad), "-f", format, "-o", path_str(&out)]);
+        let output = cli!("report", &bad, "-f", format, "-o", &out);
         assert_eq!(output.status.code(), Some(2), "{format}");
         assert!(
             stderr(&output).contains("bad.jsonl:2"),
@@ -97,14 +90,7 @@ fn a_failed_report_leaves_the_output_as_it_was() {
     // No temporary file is left beside it either.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     let missing = dir.path().join("no/such/folder/report.html");
-    let output = run(&[
-        "report",
-        path_str(&planted()),
-        "-f",
-        "html",
-        "-o",
-        path_str(&missing),
-    ]);
+    let output = cli!("report", &planted(), "-f", "html", "-o", &missing);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("report.html"),
@@ -119,7 +105,7 @@ fn the_output_may_not_be_an_input() {
     let trace = dir.path().join("t.jsonl");
     std::fs::copy(planted(), &trace).unwrap();
     let before = std::fs::read(&trace).unwrap();
-    let output = run(&["report", path_str(&trace), "-o", path_str(&trace)]);
+    let output = cli!("report", &trace, "-o", &trace);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("would overwrite the input"),
@@ -131,7 +117,7 @@ fn the_output_may_not_be_an_input() {
 
 #[test]
 fn the_page_is_self_contained_and_holds_trace_text_only_escaped() {
-    let output = run(&["report", path_str(&planted()), "-f", "html"]);
+    let output = cli!("report", &planted(), "-f", "html");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let page = stdout(&output);
     assert!(page.starts_with("<!DOCTYPE html>"));
@@ -191,14 +177,7 @@ fn the_page_shows_the_runs_and_their_counts_in_a_real_browser() {
     let page = dir.path().join("report.html");
     let json = dir.path().join("report.json");
     for (format, out) in [("html", &page), ("json", &json)] {
-        let output = run(&[
-            "report",
-            path_str(&planted()),
-            "-f",
-            format,
-            "-o",
-            path_str(out),
-        ]);
+        let output = cli!("report", &planted(), "-f", format, "-o", out);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     }
     browser_check("planted", test, &page, &json);
@@ -231,7 +210,7 @@ fn browser_check(mode: &str, test: &str, page: &Path, json: &Path) {
 
 #[test]
 fn list_prints_one_row_per_matching_run() {
-    let output = run(&["report", path_str(&planted()), "--list", "finished"]);
+    let output = cli!("report", &planted(), "--list", "finished");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
@@ -243,14 +222,7 @@ fn list_prints_one_row_per_matching_run() {
     assert_eq!(lines[4], "3 runs of 7");
 
     let json = |selector: &str| -> Vec<Value> {
-        let output = run(&[
-            "report",
-            path_str(&planted()),
-            "--list",
-            selector,
-            "-f",
-            "json",
-        ]);
+        let output = cli!("report", &planted(), "--list", selector, "-f", "json");
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         let value: Value = serde_json::from_slice(&output.stdout).unwrap();
         value["runs"].as_array().unwrap().clone()
@@ -287,7 +259,7 @@ fn list_escapes_trace_text_in_the_terminal() {
         "{\"run_id\":\"a\\u001b[31mred\",\"step\":1,\"event_type\":\"run_finished\",\"exit_reason\":\"finished\"}\n",
     )
     .unwrap();
-    let output = run(&["report", path_str(&trace), "--list", "finished"]);
+    let output = cli!("report", &trace, "--list", "finished");
     assert_eq!(output.status.code(), Some(0));
     assert!(!stdout(&output).contains('\u{1b}'), "{}", stdout(&output));
 }
@@ -406,14 +378,7 @@ fn eval_html_shows_every_task_its_verdict_and_what_moved_since_the_baseline() {
     assert!(page.contains("Newly failing (0)") && page.contains("Still failing (0)"));
     // The page counts what `report` counts over the same traces.
     let json = dir.path().join("report.json");
-    let report = run(&[
-        "report",
-        path_str(&out.join("traces")),
-        "-f",
-        "json",
-        "-o",
-        path_str(&json),
-    ]);
+    let report = cli!("report", &out.join("traces"), "-f", "json", "-o", &json);
     assert_eq!(report.status.code(), Some(0));
     browser_check(
         "counts",
@@ -463,14 +428,7 @@ fn replay_html_marks_each_runs_first_divergence() {
     let dir = tempfile::tempdir().unwrap();
     let trace = replay_trace(dir.path());
     let page_path = dir.path().join("replay.html");
-    let output = run(&[
-        "replay",
-        path_str(&trace),
-        "-f",
-        "html",
-        "-o",
-        path_str(&page_path),
-    ]);
+    let output = cli!("replay", &trace, "-f", "html", "-o", &page_path);
     // Runs diverged: exit 1, as with the other formats; the page is written all the same.
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
@@ -502,14 +460,7 @@ fn replay_html_marks_each_runs_first_divergence() {
         "{note}"
     );
     let json = dir.path().join("report.json");
-    let report = run(&[
-        "report",
-        path_str(&trace),
-        "-f",
-        "json",
-        "-o",
-        path_str(&json),
-    ]);
+    let report = cli!("report", &trace, "-f", "json", "-o", &json);
     assert_eq!(report.status.code(), Some(0));
     browser_check(
         "replay",
@@ -523,7 +474,7 @@ fn replay_html_marks_each_runs_first_divergence() {
 fn replay_of_one_run_shows_that_run_only() {
     let dir = tempfile::tempdir().unwrap();
     let trace = replay_trace(dir.path());
-    let output = run(&["replay", path_str(&trace), "--run", "multi-b", "-f", "html"]);
+    let output = cli!("replay", &trace, "--run", "multi-b", "-f", "html");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let page = stdout(&output);
     assert!(
@@ -540,16 +491,9 @@ fn replay_writes_every_format_to_output_and_refuses_clashes() {
     let dir = tempfile::tempdir().unwrap();
     let trace = replay_trace(dir.path());
     for format in ["text", "json"] {
-        let printed = run(&["replay", path_str(&trace), "-f", format]);
+        let printed = cli!("replay", &trace, "-f", format);
         let out = dir.path().join(format!("replay.{format}"));
-        let written = run(&[
-            "replay",
-            path_str(&trace),
-            "-f",
-            format,
-            "--output",
-            path_str(&out),
-        ]);
+        let written = cli!("replay", &trace, "-f", format, "--output", &out);
         assert_eq!(written.status.code(), printed.status.code());
         assert!(written.stdout.is_empty());
         // The same report, but for the paths of the reruns' working folders, none here.
@@ -589,13 +533,7 @@ fn merge_html_reads_each_tasks_trace_beside_its_shard() {
         results.push(out.join("results.json"));
     }
     let page_path = dir.path().join("merged.html");
-    let output = run(&[
-        "merge",
-        path_str(&results[0]),
-        path_str(&results[1]),
-        "--html",
-        path_str(&page_path),
-    ]);
+    let output = cli!("merge", &results[0], &results[1], "--html", &page_path);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let data = page_data(&std::fs::read_to_string(&page_path).unwrap());
     let suite: Value =

@@ -160,6 +160,16 @@ fn the_table_lists_pass_rates_below_every_repeat_and_flaky_tasks() {
     assert!(rates[1].contains("flaky") && rates[1].contains("66.7%") && rates[1].contains("yes"));
 }
 
+/// Runs `suite` with `--repeat 3` as shards 1/2 and 2/2 into `DIR/shard1` and `DIR/shard2`.
+fn repeated_shards(suite: &Path, dir: &Path) {
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let out = dir.join(format!("shard{k}"));
+        let output = eval(suite, &out, &["--repeat", "3", "--shard", &shard]);
+        assert!(output.status.code().unwrap() <= 1, "{}", stderr(&output));
+    }
+}
+
 #[test]
 fn merge_of_repeated_shards_equals_the_unsharded_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -169,12 +179,7 @@ fn merge_of_repeated_shards_equals_the_unsharded_run() {
         eval(&suite, &whole, &["--repeat", "3"]).status.code(),
         Some(1)
     );
-    for k in 1..=2 {
-        let shard = format!("{k}/2");
-        let out = dir.path().join(format!("shard{k}"));
-        let output = eval(&suite, &out, &["--repeat", "3", "--shard", &shard]);
-        assert!(output.status.code().unwrap() <= 1, "{}", stderr(&output));
-    }
+    repeated_shards(&suite, dir.path());
     let merged = dir.path().join("merged.json");
     let output = looptrace()
         .arg("merge")
@@ -217,4 +222,143 @@ fn repeat_zero_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(stderr(&output), "error: --repeat must be at least 1\n");
     assert!(!out.exists());
+}
+
+/// The `baseline` section of a JSON report.
+fn baseline_section(output: &Output) -> Value {
+    let report: Value = serde_json::from_str(&stdout(output)).unwrap();
+    report["baseline"].clone()
+}
+
+/// The number of tasks the transitions of a `baseline` section count.
+fn transition_tasks(section: &Value) -> u64 {
+    section["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_baseline_with_one_side_repeated_compares_each_task_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    // Run once, `flaky` passes (its gate accepts the first call).
+    let once = dir.path().join("once");
+    assert_eq!(eval(&suite, &once, &[]).status.code(), Some(1));
+    let once = once.join("results.json");
+
+    let repeated = dir.path().join("repeated");
+    let flags = ["--format", "json", "--baseline", once.to_str().unwrap()];
+    let output = eval(
+        &suite,
+        &repeated,
+        &[&["--repeat", "3"][..], &flags].concat(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let section = baseline_section(&output);
+    assert_eq!(
+        section["regressions"],
+        json!([{"id": "flaky", "why": "met its expectations in 1 of 1 run before, 2 of 3 now"}]),
+        "{section}"
+    );
+    assert_eq!(section["improvements"], json!([]), "{section}");
+    assert_eq!(section["added"], json!([]), "{section}");
+    assert_eq!(section["removed"], json!([]), "{section}");
+    assert_eq!(transition_tasks(&section), 3, "{section}");
+
+    // The other way round: the repeated results are the baseline.
+    let again = dir.path().join("again");
+    let output = eval(
+        &suite,
+        &again,
+        &[
+            "--format",
+            "json",
+            "--baseline",
+            repeated.join("results.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let section = baseline_section(&output);
+    assert_eq!(section["regressions"], json!([]), "{section}");
+    assert_eq!(
+        section["improvements"],
+        json!([{"id": "flaky", "why": "met its expectations in 2 of 3 runs before, 1 of 1 now"}]),
+        "{section}"
+    );
+    assert_eq!(transition_tasks(&section), 3, "{section}");
+}
+
+#[test]
+fn a_baseline_with_both_sides_repeated_flags_a_task_that_stopped_passing_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let first = dir.path().join("first");
+    assert_eq!(
+        eval(&suite, &first, &["--repeat", "3"]).status.code(),
+        Some(1)
+    );
+    // The same flaky pattern again is no regression: `flaky` passed some runs before and now.
+    let second = dir.path().join("second");
+    let same = first.join("results.json");
+    let output = eval(
+        &suite,
+        &second,
+        &[
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            "--baseline",
+            same.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let section = baseline_section(&output);
+    assert_eq!(section["regressions"], json!([]), "{section}");
+    assert_eq!(section["improvements"], json!([]), "{section}");
+    assert_eq!(transition_tasks(&section), 3, "{section}");
+
+    // A baseline in which `flaky` passed every run: now it regressed.
+    let mut steady: Value = serde_json::from_str(&std::fs::read_to_string(&same).unwrap()).unwrap();
+    for row in steady["tasks"].as_array_mut().unwrap() {
+        if row["id"] == "flaky" {
+            row["exit_reason"] = "finished".into();
+            row["expectation"] = "met".into();
+            for field in ["failures", "error", "error_kind"] {
+                row.as_object_mut().unwrap().remove(field);
+            }
+        }
+    }
+    let baseline = dir.path().join("baseline.json");
+    std::fs::write(&baseline, steady.to_string()).unwrap();
+    let flags = ["--format", "json", "--baseline", baseline.to_str().unwrap()];
+    let page = dir.path().join("page.html");
+    let html = ["--repeat", "3", "--html", page.to_str().unwrap()];
+    let output = eval(&suite, &second, &[&html[..], &flags].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let section = baseline_section(&output);
+    assert_eq!(
+        section["regressions"],
+        json!([{"id": "flaky", "why": "met its expectations in 3 of 3 runs before, 2 of 3 now"}]),
+        "{section}"
+    );
+    assert_eq!(transition_tasks(&section), 3, "{section}");
+    // The page names `broken`, failing every run before and now, once.
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("<h3>Still failing (1)</h3>"), "{page}");
+
+    // Merged repeated shards say what the unsharded eval says.
+    repeated_shards(&suite, dir.path());
+    let merged = looptrace()
+        .arg("merge")
+        .arg(dir.path().join("shard1/results.json"))
+        .arg(dir.path().join("shard2/results.json"))
+        .args(flags)
+        .output()
+        .unwrap();
+    assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+    assert_eq!(baseline_section(&merged), section);
 }

@@ -10,7 +10,7 @@ use std::process::Output;
 use looptrace::eval::{ResultsFile, TaskResult};
 use looptrace::trace::{EventType, parse_line};
 
-use crate::support::{looptrace, stable, stderr};
+use crate::support::{leftovers, looptrace, stable, stderr};
 
 /// Three tasks of 3, 5 and 4 events; one fails its expectation, so rows differ.
 const SUITE: &str = r#"{"name": "resume", "tasks": [
@@ -160,12 +160,8 @@ fn resume_after_every_crash(layout: &str, flush: &str) {
         assert_eq!(comparable(&got), comparable(&expected), "{context}");
         assert_one_complete_run_per_row(&out, &got, &context);
         assert!(!out.join("results.partial.jsonl").exists(), "{context}");
-        let leftovers: Vec<_> = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with('.'))
-            .collect();
-        assert!(leftovers.is_empty(), "{context}: {leftovers:?}");
+        let left = leftovers(&out);
+        assert!(left.is_empty(), "{context}: {left:?}");
     }
 }
 

@@ -5,7 +5,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, SHARD_ENV_VARS, TaskResult, glob_match};
 
-use crate::support::{doc_blocks, looptrace, sample, stable, stderr};
+use crate::support::{cli, doc_blocks, files_under, leftovers, looptrace, sample, stable, stderr};
 
 /// `eval ARGS --out OUT` with exactly `vars` of the shard variables set.
 fn eval_with(args: &[&str], out: &Path, vars: &[(&str, String)]) -> Output {
@@ -225,11 +225,7 @@ fn only_and_skip_select_tasks_and_results_record_the_selection() {
     assert_eq!(stable(&merged.tasks), stable(&not_replays));
     let other = dir.path().join("other");
     eval_with(&[suite, "--shard", "2/2"], &other, &[]);
-    let output = looptrace()
-        .args(["merge", files[0].to_str().unwrap()])
-        .arg(other.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!("merge", &files[0], other.join("results.json"));
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("refusing to merge shards of different selections"),
@@ -502,12 +498,14 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     // The suite is fixed; rerun the failures, but skip `bad-2`.
     let fixed = rerun_suite(dir.path(), false);
     let results = out.join("results.json");
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(&results)
-        .args(["--skip", "bad-2"])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        &results,
+        "--skip",
+        "bad-2"
+    );
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -579,11 +577,12 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
 
     // Nothing left to rerun: the file is left as it was.
     let unchanged = std::fs::read_to_string(elsewhere.join("results.json")).unwrap();
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(elsewhere.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        elsewhere.join("results.json")
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("nothing to rerun"),
@@ -605,11 +604,7 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
         .unwrap()
         .retain(|t| t["id"] != "ok-2");
     std::fs::write(cut.join("results.json"), interrupted.to_string()).unwrap();
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(cut.join("results.json"))
-        .output()
-        .unwrap();
+    let output = cli!("eval", &fixed, "--rerun-failed", cut.join("results.json"));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let resumed = read_results(&cut.join("results.json"));
     assert_eq!(resumed.selection.unwrap().tasks, ["bad-1", "ok-2", "bad-2"]);
@@ -629,11 +624,7 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
         ),
         (&sample_suite, results.clone(), "is from suite \"rerun\""),
     ] {
-        let output = looptrace()
-            .args(["eval", suite.to_str().unwrap(), "--rerun-failed"])
-            .arg(&previous)
-            .output()
-            .unwrap();
+        let output = cli!("eval", &suite, "--rerun-failed", &previous);
         assert_eq!(output.status.code(), Some(2));
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
     }
@@ -650,19 +641,16 @@ fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
     std::fs::copy(out.join("results.json"), &baseline).unwrap();
 
     let fixed = rerun_suite(dir.path(), false);
-    let output = looptrace()
-        .args([
-            "eval",
-            fixed.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rerun-failed",
-        ])
-        .arg(out.join("results.json"))
-        .arg("--baseline")
-        .arg(&baseline)
-        .output()
-        .unwrap();
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--format",
+        "json",
+        "--rerun-failed",
+        out.join("results.json"),
+        "--baseline",
+        &baseline
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let compared = &report["baseline"];
@@ -679,6 +667,395 @@ fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
         tasks, 4,
         "every task, carried over or rerun, is compared: {compared}"
     );
+}
+
+/// The lines of a single trace file, each as written, with the run id each belongs to.
+fn run_lines(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "`{}` ends inside a line",
+        path.display()
+    );
+    text.lines()
+        .map(|line| {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                event["run_id"].as_str().unwrap().to_owned(),
+                line.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The run ids the rows of `results` name.
+fn row_runs(results: &ResultsFile) -> std::collections::BTreeSet<String> {
+    results
+        .tasks
+        .iter()
+        .filter_map(|t| t.run_id.clone())
+        .collect()
+}
+
+/// The run ids of a single trace file.
+fn file_runs(path: &Path) -> std::collections::BTreeSet<String> {
+    run_lines(path).into_iter().map(|(run, _)| run).collect()
+}
+
+#[test]
+fn rerun_failed_updates_a_single_trace_file_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let single = out.join("traces.jsonl");
+    let failing = rerun_suite(dir.path(), true);
+    let flags = ["--capture", "full"];
+    let output = eval_with(
+        &[
+            failing.to_str().unwrap(),
+            "--trace-layout",
+            "single",
+            flags[0],
+            flags[1],
+        ],
+        &out,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let before = read_results(&out.join("results.json"));
+    let old_lines = run_lines(&single);
+    assert_eq!(file_runs(&single), row_runs(&before));
+
+    // No --trace-layout: the rerun keeps the layout of the results it updates.
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    let output = looptrace()
+        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
+        .arg(&results)
+        .args(flags)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+    assert_eq!(carried, [true, false, true, false]);
+    assert!(
+        after
+            .tasks
+            .iter()
+            .all(|t| t.trace.as_deref() == Some("traces.jsonl"))
+    );
+    // The file holds exactly the rows' runs: the carried runs' lines as they were, first and in
+    // their order, then the rerun tasks' new runs; the rerun tasks' earlier runs are gone.
+    let new_lines = run_lines(&single);
+    assert_eq!(file_runs(&single), row_runs(&after));
+    let carried_runs: Vec<&String> = after
+        .tasks
+        .iter()
+        .filter(|t| t.carried_over)
+        .filter_map(|t| t.run_id.as_ref())
+        .collect();
+    let kept: Vec<&(String, String)> = old_lines
+        .iter()
+        .filter(|(run, _)| carried_runs.contains(&run))
+        .collect();
+    assert_eq!(kept.len(), 6, "two runs of three events");
+    assert_eq!(new_lines.iter().take(kept.len()).collect::<Vec<_>>(), kept);
+    for (old, new) in before.tasks.iter().zip(&after.tasks) {
+        if new.carried_over {
+            assert_eq!(old.run_id, new.run_id);
+        } else {
+            let (old_run, new_run) = (old.run_id.clone().unwrap(), new.run_id.clone().unwrap());
+            assert_ne!(old_run, new_run);
+            assert!(
+                !new_lines.iter().any(|(run, _)| *run == old_run),
+                "{old_run}"
+            );
+            let last = &new_lines
+                .iter()
+                .rfind(|(run, _)| *run == new_run)
+                .unwrap()
+                .1;
+            assert!(last.contains(r#""event_type":"run_finished""#), "{last}");
+        }
+    }
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+    assert!(!out.join("results.partial.jsonl").exists());
+
+    // `report` and `replay` read the updated file as the results describe it.
+    let report = cli!("report", "--format", "json", &single);
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["input"]["runs"], 4);
+    let replay = cli!("replay", &single);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let replayed = String::from_utf8_lossy(&replay.stdout);
+    for run in row_runs(&after) {
+        assert!(replayed.contains(&run), "{run}: {replayed}");
+    }
+}
+
+#[test]
+fn rerun_failed_into_another_folder_gathers_the_single_trace_file_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let output = eval_with(
+        &[failing.to_str().unwrap(), "--trace-layout", "single"],
+        &out,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let untouched = std::fs::read(out.join("traces.jsonl")).unwrap();
+    let fixed = rerun_suite(dir.path(), false);
+    let elsewhere = dir.path().join("elsewhere");
+    let output = eval_with(
+        &[
+            fixed.to_str().unwrap(),
+            "--rerun-failed",
+            out.join("results.json").to_str().unwrap(),
+            "--trace-layout",
+            "single",
+        ],
+        &elsewhere,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = read_results(&elsewhere.join("results.json"));
+    assert_eq!(
+        file_runs(&elsewhere.join("traces.jsonl")),
+        row_runs(&results)
+    );
+    assert_eq!(std::fs::read(out.join("traces.jsonl")).unwrap(), untouched);
+}
+
+#[test]
+fn rerun_failed_with_the_other_trace_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = rerun_suite(dir.path(), true);
+    for (was, given) in [("single", "per-task"), ("per-task", "single")] {
+        let out = dir.path().join(was);
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", was],
+            &out,
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let before = files_under(&out);
+        let results = out.join("results.json");
+        let output = cli!(
+            "eval",
+            &failing,
+            "--rerun-failed",
+            &results,
+            "--trace-layout",
+            given
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: --rerun-failed `{}` was written with --trace-layout {was}, and a rerun updates its traces in place: give --trace-layout {was} or none (to change the layout, run the whole suite again)\n",
+                results.display()
+            )
+        );
+        assert_eq!(files_under(&out), before, "nothing written");
+    }
+
+    // Results whose rows name both layouts are not an evaluation's: no layout to keep.
+    let mixed = dir.path().join("per-task");
+    let results = mixed.join("results.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    value["tasks"][0]["trace"] = "traces.jsonl".into();
+    std::fs::write(&results, value.to_string()).unwrap();
+    let before = files_under(&mixed);
+    let output = cli!("eval", &failing, "--rerun-failed", &results);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "error: --rerun-failed `{}` names both `traces.jsonl` and per-task traces: not results eval writes\n",
+            results.display()
+        )
+    );
+    assert_eq!(files_under(&mixed), before, "nothing written");
+}
+
+/// `eval SUITE --jobs 1 --rerun-failed RESULTS`, crashing at `fault` when given.
+fn rerun(suite: &Path, results: &Path, fault: Option<&str>) -> Output {
+    let mut command = looptrace();
+    command
+        .arg("eval")
+        .arg(suite)
+        .args(["--jobs", "1", "--rerun-failed"])
+        .arg(results)
+        .env_remove("LOOPTRACE_FAULT");
+    if let Some(fault) = fault {
+        command.env("LOOPTRACE_FAULT", fault);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let single = out.join("traces.jsonl");
+    let failing = rerun_suite(dir.path(), true);
+    let fixed = rerun_suite(dir.path(), false);
+    let results = out.join("results.json");
+    // Each rerun task's run has three events. The crash points fall while the second rerun task
+    // runs, while `traces.jsonl` is rewritten with the runs joined (the first rewrite), while
+    // `results.json` is replaced, and while the earlier runs are dropped (the second rewrite);
+    // `true` where `results.json` has been replaced by then.
+    for (fault, replaced) in [
+        ("abort_after_events:5", false),
+        ("abort_before_row:2", false),
+        ("abort_in_traces_write:1", false),
+        ("abort_in_results_write", false),
+        ("abort_in_traces_write:2", true),
+    ] {
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", "single"],
+            &out,
+            &[],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{fault}: {}",
+            stderr(&output)
+        );
+        let before = std::fs::read(&results).unwrap();
+        let traces_before = std::fs::read(&single).unwrap();
+        let crashed = rerun(&fixed, &results, Some(fault));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&crashed.status),
+            Some(6),
+            "{fault}: {}",
+            stderr(&crashed)
+        );
+        // Before the first rewrite is renamed, both files are as they were; after, every run
+        // the results there name is in the file, whole.
+        assert_eq!(
+            std::fs::read(&results).unwrap() == before,
+            !replaced,
+            "{fault}"
+        );
+        if !fault.starts_with("abort_in_results") && !replaced {
+            assert_eq!(std::fs::read(&single).unwrap(), traces_before, "{fault}");
+        }
+        let named = row_runs(&read_results(&results));
+        assert!(file_runs(&single).is_superset(&named), "{fault}");
+
+        // A second rerun completes the update; when the results were replaced already it finds
+        // nothing to run and drops the earlier runs left beside them.
+        let output = rerun(&fixed, &results, None);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{fault}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output).contains(&format!(
+                "removed 2 runs from `{}` that an interrupted rerun left",
+                single.display()
+            )),
+            replaced,
+            "{fault}: {}",
+            stderr(&output)
+        );
+        let after = read_results(&results);
+        assert_eq!(after.totals.expectations.met, 4, "{fault}");
+        assert_eq!(file_runs(&single), row_runs(&after), "{fault}");
+        assert!(leftovers(&out).is_empty(), "{fault}: {:?}", leftovers(&out));
+    }
+}
+
+#[test]
+fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = rerun_suite(dir.path(), true);
+    let fixed = rerun_suite(dir.path(), false);
+    for layout in ["per-task", "single"] {
+        let out = dir.path().join(layout);
+        let output = eval_with(
+            &[failing.to_str().unwrap(), "--trace-layout", layout],
+            &out,
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let results = out.join("results.json");
+        let crashed = rerun(&fixed, &results, Some("abort_before_row:2"));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&crashed.status),
+            Some(6),
+            "{layout}: {}",
+            stderr(&crashed)
+        );
+        // The partial file's header names the rerun, as its schema allows.
+        let partial = std::fs::read_to_string(out.join("results.partial.jsonl")).unwrap();
+        let header: serde_json::Value =
+            serde_json::from_str(partial.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            header["rerun_failed"],
+            results.to_str().unwrap(),
+            "{header}"
+        );
+        let schema: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results-partial.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(jsonschema::is_valid(&schema, &header), "{header}");
+        let before = files_under(&out);
+        let output = eval_with(
+            &[
+                fixed.to_str().unwrap(),
+                "--trace-layout",
+                layout,
+                "--resume",
+            ],
+            &out,
+            &[],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{layout}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: --resume: `{}` was left by an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again\n",
+                out.join("results.partial.jsonl").display(),
+                results.display()
+            ),
+            "{layout}"
+        );
+        assert_eq!(files_under(&out), before, "{layout}: nothing written");
+
+        let output = rerun(&fixed, &results, None);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{layout}: {}",
+            stderr(&output)
+        );
+        let after = read_results(&results);
+        let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
+        assert_eq!(carried, [true, false, true, false], "{layout}");
+        assert!(!out.join("results.partial.jsonl").exists(), "{layout}");
+        assert!(
+            leftovers(&out).is_empty(),
+            "{layout}: {:?}",
+            leftovers(&out)
+        );
+    }
 }
 
 /// A baseline for the sample suite that its runs today move away from in every way: one task
@@ -894,18 +1271,15 @@ fn merge_compares_a_selection_and_a_partial_merge_only_with_what_they_ran() {
     assert_eq!(merged["baseline"]["improvements"], serde_json::json!([]));
 
     // Half the shards: only the tasks the merge holds are compared, none is "removed".
-    let output = looptrace()
-        .args([
-            "merge",
-            "--allow-partial",
-            "--format",
-            "json",
-            "--baseline",
-            baseline,
-        ])
-        .arg(&shards[0])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "merge",
+        "--allow-partial",
+        "--format",
+        "json",
+        "--baseline",
+        baseline,
+        &shards[0]
+    );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let partial: serde_json::Value =
         serde_json::from_str(&crate::support::stdout(&output)).unwrap();
@@ -984,18 +1358,15 @@ fn merge_refuses_a_bad_baseline_or_junit_path_before_writing_anything() {
         );
         assert_eq!(std::fs::read_to_string(&results).unwrap(), before);
     }
-    let output = looptrace()
-        .args([
-            "merge",
-            r,
-            "--baseline",
-            op,
-            "--baseline-any-suite",
-            "--junit",
-            j,
-        ])
-        .output()
-        .unwrap();
+    let output = cli!(
+        "merge",
+        r,
+        "--baseline",
+        op,
+        "--baseline-any-suite",
+        "--junit",
+        j
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(junit.is_file());
 }

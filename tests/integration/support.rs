@@ -105,3 +105,43 @@ pub fn assert_replays_live_faithfully(trace: &Path, tools_file: &Path) {
     assert!(stdout(&output).contains(": faithful"), "{shown}");
     assert_eq!(stderr(&output), "", "{shown}");
 }
+
+/// Every file under `dir` with its bytes, sorted by path.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path, bytes));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The hidden files in `dir`: what an atomic write would leave behind if it were cut short.
+pub fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect()
+}
+
+/// Runs the binary with the arguments given, words and paths alike, and returns its output:
+/// `cli!("report", &trace, "-f", "json")`.
+macro_rules! cli {
+    ($($arg:expr),+ $(,)?) => {
+        $crate::support::looptrace()
+            $(.arg($arg))+
+            .output()
+            .expect("failed to start looptrace")
+    };
+}
+pub(crate) use cli;
