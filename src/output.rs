@@ -122,17 +122,30 @@ impl Replacement {
     }
 
     /// Makes the new content the target's: synced, renamed over it, the folder synced.
-    pub fn commit(mut self) -> io::Result<()> {
+    pub fn commit(self) -> io::Result<()> {
+        self.finish(true)
+    }
+
+    /// Renames the new content over the target without waiting for the disk: for a file whose
+    /// later appends are never synced either (an evaluation's partial file), where syncing its
+    /// start would buy nothing and, with many files still being written back, costs up to a
+    /// tenth of a second. A crashed process still leaves the old content or the new, whole.
+    pub fn commit_unsynced(self) -> io::Result<()> {
+        self.finish(false)
+    }
+
+    fn finish(mut self, sync: bool) -> io::Result<()> {
         let Some(temp) = self.temp.take() else {
             return Ok(());
         };
-        let result = self
-            .file
-            .sync_all()
-            .and_then(|()| std::fs::rename(&temp, &self.path));
+        let synced = if sync { self.file.sync_all() } else { Ok(()) };
+        let result = synced.and_then(|()| std::fs::rename(&temp, &self.path));
         if result.is_err() {
             let _ = std::fs::remove_file(&temp);
             return result;
+        }
+        if !sync {
+            return Ok(());
         }
         let folder = match self.path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,

@@ -152,7 +152,7 @@ impl PartialLog {
         }
         out.flush()?;
         drop(out);
-        replacement.commit()?;
+        replacement.commit_unsynced()?;
         let file = crate::output::open_append(path)?;
         Ok((
             PartialLog {
