@@ -13,13 +13,14 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    Attempt, Comparison, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, RESULTS_FORMAT,
-    ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
-    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
-    combine_runs, compare, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
-    keep_runs, list_shards, load_suite, merge_results, now_rfc3339, prepare_traces_dir,
-    read_partial, read_results, remove_stale_traces, render_junit, run_tasks, runs_in,
-    select_tasks, suite_info, summary_line, trace_path, write_atomically, write_results,
+    Attempt, Comparison, EachRow, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog,
+    RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard,
+    Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout,
+    TraceTarget, carry_over, combine_runs, compare, corpus_suite, ends_with_finished_run,
+    failed_ids, finished_runs, keep_runs, list_shards, load_suite, merge_results, now_rfc3339,
+    prepare_traces_dir, read_partial, read_results, remove_stale_traces, render_junit, run_tasks,
+    runs_in, select_tasks, suite_info, summary_line, trace_path, write_atomically, write_junit,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -531,10 +532,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map_err(|e| internal("write", &partial_path, e))?;
     let mut collected = Collected::new(
         total,
-        args.verdicts.junit.is_some()
-            || args.verdicts.html.is_some()
-            || baseline.is_some()
-            || repeats > 1,
+        args.verdicts.html.is_some() || baseline.is_some() || repeats > 1,
     );
     let kept_rows = kept
         .iter()
@@ -635,8 +633,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         Ok(rows)
     };
     // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
-    // `results.json` is written straight from the partial file, and only what the report, JUnit
-    // and the baseline comparison need is read back.
+    // `results.json` and JUnit are written straight from the partial file, and only what the
+    // report, the HTML page and the baseline comparison need is read back.
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
@@ -662,6 +660,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             };
             write_results(&results_path, &results)
                 .map_err(|e| internal("write", &results_path, e))?;
+            if let Some(junit) = &args.verdicts.junit {
+                write_junit_file(junit, &results, &results.tasks[..])?;
+            }
             if layout == TraceLayout::Single {
                 // The rerun tasks' earlier runs go now that no results file names them.
                 keep_runs(&single_path, &runs_of(&results.tasks))
@@ -673,6 +674,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             let streamed = results.with_tasks(on_disk);
             write_results(&results_path, &streamed)
                 .map_err(|e| internal("write", &results_path, e))?;
+            if let Some(junit) = &args.verdicts.junit {
+                write_junit_file(junit, &streamed, &streamed.tasks)?;
+            }
             let tasks = if collected.all {
                 read_rows()?
             } else {
@@ -685,10 +689,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     // evaluation keeps it for `--resume`.
     if !interrupted {
         let _ = std::fs::remove_file(&partial_path);
-    }
-    if let Some(junit) = &args.verdicts.junit {
-        write_atomically(junit, render_junit(&results).as_bytes())
-            .map_err(|e| internal("write", junit, e))?;
     }
     // Which trace files this evaluation's results name (paths relative to `DIR/traces`); told
     // from the rows' positions, so no set of names as large as the suite is built.
@@ -1304,6 +1304,23 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Writes `--junit` atomically from `rows`, which are gone through twice and never held together.
+fn write_junit_file<T>(
+    path: &Path,
+    results: &ResultsFile<T>,
+    rows: &(impl EachRow + ?Sized),
+) -> Result<(), CliError> {
+    let failed =
+        |err: String| CliError::internal(format!("failed to write `{}`: {err}", path.display()));
+    let mut replacement =
+        looptrace::output::Replacement::begin(path).map_err(|e| failed(e.to_string()))?;
+    let mut out = std::io::BufWriter::new(replacement.file());
+    write_junit(&mut out, &results.suite.name, &results.created_at, rows).map_err(failed)?;
+    out.flush().map_err(|e| failed(e.to_string()))?;
+    drop(out);
+    replacement.commit().map_err(|e| failed(e.to_string()))
 }
 
 fn print_report(

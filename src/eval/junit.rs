@@ -1,62 +1,112 @@
 //! JUnit XML, one testcase per task, so CI systems show an evaluation natively: a failed
 //! expectation is a `failure`, an internal error that was not expected is an `error`.
 
+use std::io::Write;
+
 use super::expect::Verdict;
-use super::results::ResultsFile;
+use super::partial::RowsOnDisk;
+use super::results::{ResultsFile, TaskResult};
 use crate::run::ExitReason;
+
+/// Rows that can be gone through more than once without being held together: the rows of a
+/// results file in memory, or an evaluation's rows read back from its partial file.
+pub trait EachRow {
+    /// Calls `each` with every row, in order.
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&TaskResult) -> Result<(), String>,
+    ) -> Result<(), String>;
+}
+
+impl EachRow for [TaskResult] {
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&TaskResult) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.iter().try_for_each(each)
+    }
+}
+
+impl EachRow for RowsOnDisk<'_> {
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&TaskResult) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.for_each(|row| each(&row))
+    }
+}
 
 /// Renders the results as a JUnit XML document.
 pub fn render_junit(results: &ResultsFile) -> String {
-    let suite = xml_escape(&results.suite.name);
-    let failures = results
-        .tasks
-        .iter()
-        .filter(|t| outcome(t) == Outcome::Failure)
-        .count();
-    let errors = results
-        .tasks
-        .iter()
-        .filter(|t| outcome(t) == Outcome::Error)
-        .count();
-    let seconds: f64 = results.tasks.iter().map(|t| t.duration_ms).sum::<f64>() / 1000.0;
-    let tests = results.tasks.len();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    out.push_str(&format!(
-        "<testsuites name=\"looptrace\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">\n"
-    ));
-    out.push_str(&format!(
-        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{seconds:.3}\" timestamp=\"{}\">\n",
-        xml_escape(&results.created_at)
-    ));
-    for task in &results.tasks {
-        let head = format!(
-            "    <testcase name=\"{}\" classname=\"{suite}\" time=\"{:.3}\"",
-            xml_escape(&task.label()),
-            task.duration_ms / 1000.0
-        );
+    let mut out = Vec::new();
+    // Writing to memory fails only if a row does, and rows in memory never do.
+    let _ = write_junit(
+        &mut out,
+        &results.suite.name,
+        &results.created_at,
+        &results.tasks[..],
+    );
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes the JUnit XML document for `rows` to `out`, going through the rows twice (to count,
+/// then to write), so a large evaluation's rows are never held together.
+pub fn write_junit(
+    out: &mut dyn Write,
+    suite_name: &str,
+    created_at: &str,
+    rows: &(impl EachRow + ?Sized),
+) -> Result<(), String> {
+    let (mut tests, mut failures, mut errors, mut millis) = (0usize, 0usize, 0usize, 0.0f64);
+    rows.each_row(&mut |task| {
+        tests += 1;
         match outcome(task) {
-            Outcome::Pass => out.push_str(&format!("{head}/>\n")),
-            Outcome::Failure => {
-                let why = task.failures.join("; ");
-                out.push_str(&format!(
-                    "{head}>\n      <failure type=\"expectation\" message=\"{}\">exit reason: {}, steps used: {}</failure>\n    </testcase>\n",
-                    xml_escape(&why),
-                    task.exit_reason,
-                    task.steps_used
-                ));
-            }
-            Outcome::Error => {
-                let kind = task.error_kind.as_deref().unwrap_or("unclassified");
-                out.push_str(&format!(
-                    "{head}>\n      <error type=\"internal_error\" message=\"{}\">{}</error>\n    </testcase>\n",
-                    xml_escape(kind),
-                    xml_escape(task.error.as_deref().unwrap_or(""))
-                ));
-            }
+            Outcome::Failure => failures += 1,
+            Outcome::Error => errors += 1,
+            Outcome::Pass => {}
         }
+        millis += task.duration_ms;
+        Ok(())
+    })?;
+    let seconds = millis / 1000.0;
+    let suite = xml_escape(suite_name);
+    let failed = |err: std::io::Error| err.to_string();
+    write!(
+        out,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <testsuites name=\"looptrace\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{seconds:.3}\">\n\
+         \x20 <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{seconds:.3}\" timestamp=\"{}\">\n",
+        xml_escape(created_at)
+    )
+    .map_err(failed)?;
+    rows.each_row(&mut |task| write_case(out, &suite, task).map_err(failed))?;
+    out.write_all(b"  </testsuite>\n</testsuites>\n")
+        .map_err(failed)
+}
+
+/// One task's `testcase`.
+fn write_case(out: &mut dyn Write, suite: &str, task: &TaskResult) -> std::io::Result<()> {
+    let head = format!(
+        "    <testcase name=\"{}\" classname=\"{suite}\" time=\"{:.3}\"",
+        xml_escape(&task.label()),
+        task.duration_ms / 1000.0
+    );
+    match outcome(task) {
+        Outcome::Pass => writeln!(out, "{head}/>"),
+        Outcome::Failure => writeln!(
+            out,
+            "{head}>\n      <failure type=\"expectation\" message=\"{}\">exit reason: {}, steps used: {}</failure>\n    </testcase>",
+            xml_escape(&task.failures.join("; ")),
+            task.exit_reason,
+            task.steps_used
+        ),
+        Outcome::Error => writeln!(
+            out,
+            "{head}>\n      <error type=\"internal_error\" message=\"{}\">{}</error>\n    </testcase>",
+            xml_escape(task.error_kind.as_deref().unwrap_or("unclassified")),
+            xml_escape(task.error.as_deref().unwrap_or(""))
+        ),
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -66,7 +116,7 @@ enum Outcome {
     Error,
 }
 
-fn outcome(task: &super::results::TaskResult) -> Outcome {
+fn outcome(task: &TaskResult) -> Outcome {
     if task.exit_reason == ExitReason::InternalError && task.expectation != Verdict::Met {
         Outcome::Error
     } else if task.expectation == Verdict::Failed {

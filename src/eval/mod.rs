@@ -22,7 +22,7 @@ mod suite_fast;
 pub use baseline::{Comparison, compare};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
-pub use junit::render_junit;
+pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
     finished_runs, keep_runs, run_id, runs_in, trace_path,
