@@ -288,7 +288,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
                     path.display()
                 );
-                if layout == TraceLayout::Single && same_file(&folder_of(path), &out) {
+                // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
+                // older copy of them names fewer.
+                if layout == TraceLayout::Single && same_file(path, &results_path) {
                     tidy_after_crashed_rerun(&out, previous)?;
                 }
                 print_report(previous, None, args.format, args.quiet)?;
@@ -1000,8 +1002,18 @@ impl Drop for RunsAside {
 /// rerun tasks' earlier runs still in `traces.jsonl`, and temporary files. A rerun that then finds
 /// nothing to run removes them, so the folder holds the runs its results name.
 fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), CliError> {
-    remove_crash_leftovers(out);
     let single = out.join(SINGLE_TRACE);
+    match std::fs::symlink_metadata(&single) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(meta) if !meta.is_file() => {
+            return Err(CliError::input(format!(
+                "--rerun-failed: `{}` is not a regular file (a link, folder or device), and eval never rewrites one",
+                single.display()
+            )));
+        }
+        _ => {}
+    }
+    remove_crash_leftovers(out);
     let failed = |err: std::io::Error| {
         CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
     };

@@ -195,6 +195,12 @@ pub fn baseline_of(
         .map(|t| t.id.as_str())
         .collect();
     let mut named = std::collections::HashSet::new();
+    let moved: std::collections::HashSet<&str> = comparison
+        .regressions
+        .iter()
+        .chain(&comparison.improvements)
+        .map(|(id, _)| id.as_str())
+        .collect();
     Baseline {
         transitions: comparison
             .transitions
@@ -203,11 +209,13 @@ pub fn baseline_of(
             .collect(),
         newly_failing: comparison.regressions.clone(),
         newly_fixed: comparison.improvements.clone(),
-        // A repeated task is named once, however many of its runs failed.
+        // A repeated task is named once, however many of its runs failed, and not when it is
+        // already named as newly failing or newly fixed (failing every run before, some now).
         still_failing: current
             .tasks
             .iter()
             .filter(|t| t.fails() && failed_before.contains(t.id.as_str()))
+            .filter(|t| !moved.contains(t.id.as_str()))
             .filter(|t| named.insert(t.id.as_str()))
             .map(|t| t.id.clone())
             .collect(),

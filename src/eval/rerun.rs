@@ -9,7 +9,7 @@ use super::suite::Suite;
 
 /// The ids of the suite's tasks that `previous` says need another run: rows that fail the
 /// evaluation (a failed expectation or an unexpected internal error) and, when `previous` was
-/// interrupted, tasks of its selection it has no row for.
+/// interrupted, tasks of its selection it lacks a row for (with `--repeat N`, fewer than N rows).
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     let mut ids: HashSet<String> = previous
         .tasks
@@ -18,7 +18,11 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .map(|t| t.id.clone())
         .collect();
     if previous.interrupted {
-        let has_row: HashSet<&str> = previous.tasks.iter().map(|t| t.id.as_str()).collect();
+        let repeats = previous.repeats.unwrap_or(1) as usize;
+        let mut rows_of: HashMap<&str, usize> = HashMap::new();
+        for row in &previous.tasks {
+            *rows_of.entry(row.id.as_str()).or_default() += 1;
+        }
         let scope: Option<HashSet<&str>> = previous
             .selection
             .as_ref()
@@ -29,7 +33,7 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
                 .iter()
                 .map(|t| t.id.as_str())
                 .filter(|id| scope.as_ref().is_none_or(|scope| scope.contains(id)))
-                .filter(|id| !has_row.contains(id))
+                .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
                 .map(str::to_owned),
         );
     }
@@ -37,17 +41,20 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
 }
 
 /// The rows of the updated results: `rerun` rows, and every row of `previous` they do not
-/// replace marked `carried_over`, in suite order (rows of tasks no longer in the suite last).
+/// replace marked `carried_over`, in suite order (rows of tasks no longer in the suite last). A
+/// row is replaced by the new row of the same task and repeat: an interrupted rerun that ran only
+/// some repeats of a task keeps the earlier rows of the others.
 pub fn carry_over(
     previous: &ResultsFile,
     rerun: Vec<TaskResult>,
     suite: &Suite,
 ) -> Vec<TaskResult> {
-    let rerun_ids: HashSet<String> = rerun.iter().map(|t| t.id.clone()).collect();
+    let rerun_runs: HashSet<(String, Option<u32>)> =
+        rerun.iter().map(|t| (t.id.clone(), t.repeat)).collect();
     let mut rows: Vec<TaskResult> = previous
         .tasks
         .iter()
-        .filter(|t| !rerun_ids.contains(&t.id))
+        .filter(|t| !rerun_runs.contains(&(t.id.clone(), t.repeat)))
         .map(|t| TaskResult {
             carried_over: true,
             ..t.clone()
@@ -60,6 +67,54 @@ pub fn carry_over(
         .enumerate()
         .map(|(i, t)| (t.id.as_str(), i))
         .collect();
-    rows.sort_by_key(|t| position.get(t.id.as_str()).copied().unwrap_or(usize::MAX));
+    rows.sort_by_key(|t| {
+        (
+            position.get(t.id.as_str()).copied().unwrap_or(usize::MAX),
+            t.repeat,
+        )
+    });
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::load_suite_from_str;
+
+    fn row(id: &str, repeat: u32, met: bool) -> TaskResult {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "repeat": repeat, "model": "actions", "exit_reason": "finished",
+            "steps_used": 1, "max_steps": 5, "tool_calls": 0, "tool_errors": 0, "feedback": 0,
+            "duration_ms": 0.0, "expectation": if met { "met" } else { "failed" }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_interrupted_rerun_keeps_the_earlier_rows_of_the_repeats_it_did_not_reach() {
+        let suite = load_suite_from_str(
+            r#"{"name":"s","tasks":[{"id":"a","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}}]}"#,
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let previous: ResultsFile = serde_json::from_value(serde_json::json!({
+            "format": "looptrace.results/1", "looptrace_version": "0", "created_at": "t",
+            "suite": {"name": "s", "tasks": 1, "fingerprint": "f"}, "repeats": 3,
+            "capture": "summary", "interrupted": true,
+            "tasks": [row("a", 1, false), row("a", 2, false), row("a", 3, true)],
+            "totals": {"tasks": 3, "exit_reasons": {}, "expectations": {"met": 1, "failed": 2, "none": 0}}
+        }))
+        .unwrap();
+        let rows = carry_over(&previous, vec![row("a", 1, true)], &suite);
+        let seen: Vec<(Option<u32>, bool)> =
+            rows.iter().map(|t| (t.repeat, t.carried_over)).collect();
+        assert_eq!(seen, [(Some(1), false), (Some(2), true), (Some(3), true)]);
+
+        // A task with fewer rows than repeats in interrupted results runs again.
+        let short = ResultsFile {
+            tasks: vec![row("a", 1, true)],
+            ..previous
+        };
+        assert!(failed_ids(&short, &suite).contains("a"));
+    }
 }

@@ -1370,3 +1370,129 @@ fn merge_refuses_a_bad_baseline_or_junit_path_before_writing_anything() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(junit.is_file());
 }
+
+/// The run ids a single trace file holds, in the order their `run_started` lines come.
+fn runs_started(single: &Path) -> Vec<String> {
+    std::fs::read_to_string(single)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["event_type"] == "run_started")
+        .map(|event| event["run_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn nothing_to_rerun_in_an_older_copy_of_the_results_leaves_the_single_trace_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fixed = rerun_suite(dir.path(), false);
+    let single = ["--trace-layout", "single"];
+    let first = eval_with(
+        &[&[fixed.to_str().unwrap()][..], &single].concat(),
+        &out,
+        &[],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let old = out.join("old.json");
+    std::fs::copy(out.join("results.json"), &old).unwrap();
+    let second = eval_with(
+        &[&[fixed.to_str().unwrap()][..], &single].concat(),
+        &out,
+        &[],
+    );
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let traces = std::fs::read(out.join("traces.jsonl")).unwrap();
+
+    let output = rerun(&fixed, &old, None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing to rerun"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read(out.join("traces.jsonl")).unwrap(),
+        traces,
+        "the runs the current results name stay"
+    );
+    let named: Vec<String> = read_results(&out.join("results.json"))
+        .tasks
+        .into_iter()
+        .filter_map(|t| t.run_id)
+        .collect();
+    let held = runs_started(&out.join("traces.jsonl"));
+    assert!(
+        named.iter().all(|id| held.contains(id)),
+        "{named:?} in {held:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn nothing_to_rerun_with_a_linked_single_trace_file_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fixed = rerun_suite(dir.path(), false);
+    let first = eval_with(
+        &[fixed.to_str().unwrap(), "--trace-layout", "single"],
+        &out,
+        &[],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let elsewhere = dir.path().join("elsewhere.jsonl");
+    std::fs::rename(out.join("traces.jsonl"), &elsewhere).unwrap();
+    let kept = std::fs::read(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("traces.jsonl")).unwrap();
+
+    let output = rerun(&fixed, &out.join("results.json"), None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        kept,
+        "nothing written through the link"
+    );
+}
+
+#[test]
+fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fixed = rerun_suite(dir.path(), false);
+    let first = eval_with(&[fixed.to_str().unwrap(), "--repeat", "3"], &out, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // As an interruption leaves it: `ok-2` has only its first repeat.
+    let results = out.join("results.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    value["interrupted"] = serde_json::json!(true);
+    value["tasks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|row| row["id"] != "ok-2" || row["repeat"] == 1);
+    std::fs::write(&results, value.to_string()).unwrap();
+
+    let output = looptrace()
+        .arg("eval")
+        .arg(&fixed)
+        .args(["--jobs", "1", "--repeat", "3", "--rerun-failed"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    let ok_2: Vec<(Option<u32>, bool)> = after
+        .tasks
+        .iter()
+        .filter(|t| t.id == "ok-2")
+        .map(|t| (t.repeat, t.carried_over))
+        .collect();
+    assert_eq!(ok_2, [(Some(1), false), (Some(2), false), (Some(3), false)]);
+    assert_eq!(after.tasks.len(), 12, "every task three times");
+    assert!(!after.interrupted);
+}
