@@ -185,9 +185,7 @@ pub fn integer_negative_zero_as_zero(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     // Most `-0`s in a large suite sit inside ids and names (`calc-000045`): when none could be
     // rewritten wherever strings begin and end, the byte-by-byte walk below is not needed.
-    if !memchr::memmem::find_iter(bytes, b"-0")
-        .any(|i| starts_value(bytes, i) && integer_zero(bytes, i))
-    {
+    if !memchr::memchr_iter(b'-', bytes).any(|i| starts_value(bytes, i) && integer_zero(bytes, i)) {
         return Cow::Borrowed(text);
     }
     let mut out: Option<String> = None;

@@ -219,19 +219,24 @@ impl ToolRuntime for ToolRegistry {
             ));
         };
         let arguments = Value::Object(call.arguments.clone());
-        let violations: Vec<String> = tool
-            .validator
-            .iter_errors(&arguments)
-            .map(|err| {
-                let pointer = err.instance_path().as_str();
-                let at = if pointer.is_empty() {
-                    "(root)"
-                } else {
-                    pointer
-                };
-                format!("{at}: {err}")
-            })
-            .collect();
+        // Valid arguments are the common case: checking them stops at nothing to report, while
+        // gathering the violations builds each one.
+        let violations: Vec<String> = if tool.validator.is_valid(&arguments) {
+            Vec::new()
+        } else {
+            tool.validator
+                .iter_errors(&arguments)
+                .map(|err| {
+                    let pointer = err.instance_path().as_str();
+                    let at = if pointer.is_empty() {
+                        "(root)"
+                    } else {
+                        pointer
+                    };
+                    format!("{at}: {err}")
+                })
+                .collect()
+        };
         if !violations.is_empty() {
             return Ok(ToolOutcome::error(
                 call,
