@@ -14,8 +14,8 @@ use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Attempt, Comparison, EachRow, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog,
-    RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard,
-    Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout,
+    PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE,
+    Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout,
     TraceTarget, carry_over, combine_runs, compare, corpus_suite, ends_with_finished_run,
     failed_ids, finished_runs, keep_runs, list_shards, load_suite, merge_results, now_rfc3339,
     prepare_traces_dir, read_partial, read_results, remove_stale_traces, render_junit, run_tasks,
@@ -293,7 +293,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                 if layout == TraceLayout::Single && same_file(path, &results_path) {
                     tidy_after_crashed_rerun(&out, previous)?;
                 }
-                print_report(previous, None, args.format, args.quiet)?;
+                print_report(previous, None, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
         }
@@ -449,7 +449,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to resume: `{}` is complete (left as it was)",
                     results_path.display()
                 );
-                print_report(&previous, None, args.format, args.quiet)?;
+                print_report(&previous, None, None, args.format, args.quiet)?;
                 return Ok(verdict(&previous, None));
             }
             Resumable::Nothing => eprintln!(
@@ -534,7 +534,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map_err(|e| internal("write", &partial_path, e))?;
     let mut collected = Collected::new(
         total,
-        args.verdicts.html.is_some() || baseline.is_some() || repeats > 1,
+        selected.len(),
+        repeats as usize,
+        args.verdicts.html.is_some() || baseline.is_some(),
     );
     let kept_rows = kept
         .iter()
@@ -634,6 +636,11 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map_err(CliError::internal)?;
         Ok(rows)
     };
+    // A rerun's report counts its pass rates from the rows it puts together in memory.
+    let pass_rates = match previous {
+        Some(_) => None,
+        None => collected.pass_rates(&selected),
+    };
     // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
     // `results.json` and JUnit are written straight from the partial file, and only what the
     // report, the HTML page and the baseline comparison need is read back.
@@ -682,7 +689,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             let tasks = if collected.all {
                 read_rows()?
             } else {
-                collected.failing
+                let mut failing = collected.failing;
+                failing.sort_by_key(|(position, _)| *position);
+                failing.into_iter().map(|(_, row)| row).collect()
             };
             streamed.with_tasks(tasks)
         }
@@ -763,7 +772,13 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     // The console shows the suite's expected values in full; the files keep their summaries.
     let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
-    print_report(&shown, comparison.as_ref(), args.format, args.quiet)?;
+    print_report(
+        &shown,
+        comparison.as_ref(),
+        pass_rates,
+        args.format,
+        args.quiet,
+    )?;
     let traces_shown = match layout {
         TraceLayout::PerTask => out.join("traces"),
         TraceLayout::Single => single_path.clone(),
@@ -797,18 +812,28 @@ struct Collected {
     offsets: Vec<Option<u64>>,
     /// Counts over the rows.
     totals: Totals,
-    /// The rows that fail the evaluation, for the report.
-    failing: Vec<TaskResult>,
-    /// Whether every row will be read back (for JUnit, a baseline or repeat pass rates).
+    /// The rows that fail the evaluation, with their output positions, for the report.
+    failing: Vec<(usize, TaskResult)>,
+    /// With `--repeat`: each task's repeats that passed and repeats that ran, for the report's
+    /// pass rates.
+    passes: Vec<(u32, u32)>,
+    repeats: usize,
+    /// Whether every row will be read back (for the HTML page or a baseline).
     all: bool,
 }
 
 impl Collected {
-    fn new(total: usize, all: bool) -> Self {
+    fn new(total: usize, tasks: usize, repeats: usize, all: bool) -> Self {
         Collected {
             offsets: vec![None; total],
             totals: Totals::zero(),
             failing: Vec::new(),
+            passes: if repeats > 1 {
+                vec![(0, 0); tasks]
+            } else {
+                Vec::new()
+            },
+            repeats,
             all,
         }
     }
@@ -816,9 +841,33 @@ impl Collected {
     fn add(&mut self, position: usize, offset: u64, row: &TaskResult) {
         self.offsets[position] = Some(offset);
         self.totals.add(row);
-        if !self.all && row.fails() {
-            self.failing.push(row.clone());
+        if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
+            *runs += 1;
+            *passed += u32::from(!row.fails());
         }
+        if !self.all && row.fails() {
+            self.failing.push((position, row.clone()));
+        }
+    }
+
+    /// The pass rates of the tasks that ran, in suite order, when the report cannot count them
+    /// from the rows it holds.
+    fn pass_rates<'a>(&self, tasks: &'a [SuiteTask]) -> Option<Vec<PassRate<'a>>> {
+        if self.all || self.passes.is_empty() {
+            return None;
+        }
+        Some(
+            tasks
+                .iter()
+                .zip(&self.passes)
+                .filter(|(_, (_, runs))| *runs > 0)
+                .map(|(task, &(passed, runs))| PassRate {
+                    id: task.id.as_str(),
+                    passed,
+                    runs,
+                })
+                .collect(),
+        )
     }
 }
 
@@ -930,7 +979,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let Some(html) = &args.verdicts.html {
         super::html::write_merged_page(html, &merged, &results, &args.results)?;
     }
-    print_report(&merged, comparison.as_ref(), args.format, args.quiet)?;
+    print_report(&merged, comparison.as_ref(), None, args.format, args.quiet)?;
     if merged.partial {
         eprintln!(
             "partial: shards {} are missing",
@@ -1335,9 +1384,11 @@ fn write_junit_file<T>(
     replacement.commit().map_err(|e| failed(e.to_string()))
 }
 
-fn print_report(
-    results: &ResultsFile,
-    comparison: Option<&Comparison>,
+/// Prints the report; `pass_rates`, when given, are those of rows the results do not hold.
+fn print_report<'a>(
+    results: &'a ResultsFile,
+    comparison: Option<&'a Comparison>,
+    pass_rates: Option<Vec<PassRate<'a>>>,
     format: FormatArg,
     quiet: bool,
 ) -> Result<(), CliError> {
@@ -1345,7 +1396,7 @@ fn print_report(
         summary_line(results, comparison)
     } else {
         let style = super::common::stdout_style();
-        looptrace::eval::render_report_styled(results, comparison, format.into(), style)
+        looptrace::eval::render_report_with(results, comparison, pass_rates, format.into(), style)
     };
     let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;

@@ -32,7 +32,8 @@ pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };
 pub use render::{
-    FAILED_SHOWN, ReportFormat, reason_label, render_report, render_report_styled, summary_line,
+    FAILED_SHOWN, PassRate, ReportFormat, reason_label, render_report, render_report_styled,
+    render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids};
 pub use results::{

@@ -42,7 +42,23 @@ pub fn render_report_styled(
     format: ReportFormat,
     style: Style,
 ) -> String {
+    render_report_with(results, comparison, None, format, style)
+}
+
+/// [`render_report_styled`] with the pass rates of a repeated evaluation given, for results
+/// that hold only some rows (an evaluation keeps its failing rows and each task's counts while
+/// the rest stay on disk); without them, they are counted from the rows.
+pub fn render_report_with<'a>(
+    results: &'a ResultsFile,
+    comparison: Option<&'a Comparison>,
+    pass_rates: Option<Vec<PassRate<'a>>>,
+    format: ReportFormat,
+    style: Style,
+) -> String {
     let mut report = Report::new(results, comparison);
+    if pass_rates.is_some() {
+        report.pass_rates = pass_rates;
+    }
     report.style = style;
     match format {
         ReportFormat::Table => report.table(),
@@ -109,10 +125,14 @@ struct Report<'a> {
 }
 
 /// How often one task passed over its repeats.
-struct PassRate<'a> {
-    id: &'a str,
-    passed: u32,
-    runs: u32,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassRate<'a> {
+    /// The task id.
+    pub id: &'a str,
+    /// Repeats that did not fail the evaluation.
+    pub passed: u32,
+    /// Repeats that ran.
+    pub runs: u32,
 }
 
 impl PassRate<'_> {

@@ -7,7 +7,7 @@ use std::process::Output;
 use looptrace::eval::ResultsFile;
 use serde_json::{Value, json};
 
-use crate::support::{looptrace, read_events, stable, stderr, stdout};
+use crate::support::{cli, looptrace, read_events, stable, stderr, stdout};
 
 /// `steady` always passes, `broken` never does, and `flaky`'s finish gate accepts on every other
 /// call (counted in `counter`), so its repeats disagree when run one at a time.
@@ -361,4 +361,67 @@ fn a_baseline_with_both_sides_repeated_flags_a_task_that_stopped_passing_every_r
         .unwrap();
     assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
     assert_eq!(baseline_section(&merged), section);
+}
+
+/// The report's pass rates and failed tasks, counted while the rows stream to disk, say what
+/// `results.json` says, in suite order, with several workers finishing in any order.
+#[test]
+fn the_report_counts_pass_rates_and_lists_failures_as_the_results_rows_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: Vec<Value> = (0..24)
+        .map(|i| {
+            let expected = if i % 3 == 0 { "85" } else { "84" };
+            json!({"id": format!("t{i:02}"), "prompt": "p",
+                   "model": {"actions": [{"type": "finish", "answer": "84"}]},
+                   "expect": {"answer": expected}})
+        })
+        .collect();
+    let suite = dir.path().join("many.json");
+    std::fs::write(&suite, json!({"name": "many", "tasks": tasks}).to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = cli!(
+        "eval", &suite, "--out", &out, "--jobs", "4", "--repeat", "3", "--format", "json"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let rows = results(&out.join("results.json")).tasks;
+
+    let mut expected_rates: Vec<Value> = Vec::new();
+    for row in &rows {
+        let passed = u64::from(!row.fails());
+        match expected_rates.last_mut() {
+            Some(rate) if rate["id"] == row.id.as_str() => {
+                rate["passed"] = json!(rate["passed"].as_u64().unwrap() + passed);
+                rate["runs"] = json!(rate["runs"].as_u64().unwrap() + 1);
+            }
+            _ => expected_rates.push(json!({"id": row.id, "passed": passed, "runs": 1})),
+        }
+    }
+    let got_rates: Vec<Value> = report["pass_rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!({"id": r["id"], "passed": r["passed"], "runs": r["runs"]}))
+        .collect();
+    assert_eq!(got_rates, expected_rates);
+    assert_eq!(got_rates.len(), 24);
+
+    let failed_in_rows: Vec<(String, Option<u32>)> = rows
+        .iter()
+        .filter(|t| t.fails())
+        .map(|t| (t.id.clone(), t.repeat))
+        .collect();
+    let failed_in_report: Vec<(String, Option<u32>)> = report["failed_tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["repeat"].as_u64().map(|k| k as u32),
+            )
+        })
+        .collect();
+    assert_eq!(failed_in_report, failed_in_rows);
+    assert_eq!(failed_in_report.len(), 8 * 3);
 }
