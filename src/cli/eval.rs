@@ -13,14 +13,14 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    Attempt, Comparison, EachRow, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog,
-    PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE,
-    Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout,
-    TraceTarget, carry_over, combine_runs, compare, corpus_suite, ends_with_finished_run,
-    failed_ids, finished_runs, keep_runs, list_shards, load_suite, merge_results, now_rfc3339,
-    prepare_traces_dir, read_partial, read_results, remove_stale_traces, render_junit, run_tasks,
-    runs_in, select_tasks, suite_info, summary_line, trace_path, write_atomically, write_junit,
-    write_results,
+    Attempt, Comparison, EachRow, OutcomeCounts, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader,
+    PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
+    SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
+    TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
+    ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards, load_suite,
+    merge_results, now_rfc3339, prepare_traces_dir, read_partial, read_results,
+    remove_stale_traces, render_junit, run_tasks, runs_in, select_tasks, suite_info, summary_line,
+    trace_path, write_atomically, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -536,7 +536,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         total,
         selected.len(),
         repeats as usize,
-        args.verdicts.html.is_some() || baseline.is_some(),
+        baseline.is_some(),
+        args.verdicts.html.is_some(),
     );
     let kept_rows = kept
         .iter()
@@ -641,6 +642,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(_) => None,
         None => collected.pass_rates(&selected),
     };
+    // Each task's runs as counted for a baseline comparison, when the rows are not held.
+    let counted = collected.outcomes;
     // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
     // `results.json` and JUnit are written straight from the partial file, and only what the
     // report, the HTML page and the baseline comparison need is read back.
@@ -760,7 +763,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         None => selected.iter().map(|t| t.id.as_str()).collect(),
     };
     let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &compared));
-    let comparison = scoped.as_ref().map(|b| compare(b, &results));
+    let comparison = scoped.as_ref().map(|b| {
+        if previous.is_some() || counted.is_empty() {
+            return compare(b, &results);
+        }
+        let ran = selected
+            .iter()
+            .zip(&counted)
+            .filter(|(_, counts)| counts.ran())
+            .map(|(task, counts)| (task.id.as_str(), counts));
+        compare_counted(b, ran)
+    });
     if let Some(html) = &args.verdicts.html {
         let view = scoped
             .as_ref()
@@ -817,22 +830,22 @@ struct Collected {
     /// With `--repeat`: each task's repeats that passed and repeats that ran, for the report's
     /// pass rates.
     passes: Vec<(u32, u32)>,
+    /// With `--baseline`: each task's runs counted for the comparison.
+    outcomes: Vec<OutcomeCounts>,
     repeats: usize,
-    /// Whether every row will be read back (for the HTML page or a baseline).
+    /// Whether every row will be read back (for the HTML page).
     all: bool,
 }
 
 impl Collected {
-    fn new(total: usize, tasks: usize, repeats: usize, all: bool) -> Self {
+    fn new(total: usize, tasks: usize, repeats: usize, baseline: bool, all: bool) -> Self {
+        let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
             offsets: vec![None; total],
             totals: Totals::zero(),
             failing: Vec::new(),
-            passes: if repeats > 1 {
-                vec![(0, 0); tasks]
-            } else {
-                Vec::new()
-            },
+            passes: vec![(0, 0); per_task(repeats > 1)],
+            outcomes: vec![OutcomeCounts::default(); per_task(baseline)],
             repeats,
             all,
         }
@@ -844,6 +857,9 @@ impl Collected {
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;
             *passed += u32::from(!row.fails());
+        }
+        if let Some(counts) = self.outcomes.get_mut(position / self.repeats) {
+            counts.add(row, position);
         }
         if !self.all && row.fails() {
             self.failing.push((position, row.clone()));

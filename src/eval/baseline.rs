@@ -28,8 +28,24 @@ pub struct Comparison {
 
 /// Compares `current` with `baseline`, task by task.
 pub fn compare(baseline: &ResultsFile, current: &ResultsFile) -> Comparison {
-    let old = outcomes(&baseline.tasks);
-    let new = outcomes(&current.tasks);
+    compare_outcomes(outcomes(&baseline.tasks), outcomes(&current.tasks))
+}
+
+/// Compares the current tasks, counted as their rows arrived (`(id, counts)` in suite order,
+/// only tasks with a run), with `baseline`: the same comparison as [`compare`], without holding
+/// the current rows.
+pub fn compare_counted<'a>(
+    baseline: &'a ResultsFile,
+    current: impl IntoIterator<Item = (&'a str, &'a OutcomeCounts)>,
+) -> Comparison {
+    let new = current
+        .into_iter()
+        .map(|(id, counts)| counts.outcome(id))
+        .collect();
+    compare_outcomes(outcomes(&baseline.tasks), new)
+}
+
+fn compare_outcomes(old: Vec<Outcome<'_>>, new: Vec<Outcome<'_>>) -> Comparison {
     let before_of: HashMap<&str, &Outcome> = old.iter().map(|o| (o.id, o)).collect();
     let mut comparison = Comparison::default();
     for now in &new {
@@ -70,50 +86,77 @@ struct Outcome<'a> {
     typical: ExitReason,
 }
 
+/// One task's runs counted as they arrive, in any order: what a comparison needs of them.
+#[derive(Clone, Debug, Default)]
+pub struct OutcomeCounts {
+    runs: u32,
+    checked: u32,
+    met: u32,
+    finished: u32,
+    /// Runs per exit reason, in [`ExitReason::ALL`] order.
+    reasons: [u32; 4],
+    /// The earliest run (by its order among the task's runs) that ended with each exit reason.
+    first: [Option<usize>; 4],
+}
+
+impl OutcomeCounts {
+    /// Counts `row`, the task's run at `order` (its position among the evaluation's rows).
+    pub fn add(&mut self, row: &TaskResult, order: usize) {
+        self.runs += 1;
+        self.checked += u32::from(row.expectation != Verdict::None);
+        self.met += u32::from(row.expectation == Verdict::Met);
+        self.finished += u32::from(row.exit_reason == ExitReason::Finished);
+        let k = reason_index(row.exit_reason);
+        self.reasons[k] += 1;
+        self.first[k] = Some(self.first[k].map_or(order, |f| f.min(order)));
+    }
+
+    /// Whether any run was counted.
+    pub fn ran(&self) -> bool {
+        self.runs > 0
+    }
+
+    /// The outcome of task `id`: the exit reason most runs ended with, a tie going to the one
+    /// that came first.
+    fn outcome<'a>(&self, id: &'a str) -> Outcome<'a> {
+        let most = self.reasons.iter().copied().max().unwrap_or(0);
+        let typical = (0..4)
+            .filter(|&k| self.reasons[k] == most && most > 0)
+            .min_by_key(|&k| self.first[k])
+            .map_or(ExitReason::Finished, |k| ExitReason::ALL[k]);
+        Outcome {
+            id,
+            runs: self.runs,
+            checked: self.checked,
+            met: self.met,
+            finished: self.finished,
+            typical,
+        }
+    }
+}
+
+fn reason_index(reason: ExitReason) -> usize {
+    ExitReason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or_default()
+}
+
 /// Each task's outcome, in the order the tasks first appear.
 fn outcomes(rows: &[TaskResult]) -> Vec<Outcome<'_>> {
-    let mut by_task: Vec<(Outcome<'_>, Vec<ExitReason>)> = Vec::new();
+    let mut by_task: Vec<(&str, OutcomeCounts)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    for row in rows {
+    for (order, row) in rows.iter().enumerate() {
         let i = *index.entry(row.id.as_str()).or_insert_with(|| {
-            by_task.push((
-                Outcome {
-                    id: row.id.as_str(),
-                    runs: 0,
-                    checked: 0,
-                    met: 0,
-                    finished: 0,
-                    typical: row.exit_reason,
-                },
-                Vec::new(),
-            ));
+            by_task.push((row.id.as_str(), OutcomeCounts::default()));
             by_task.len() - 1
         });
-        let (outcome, reasons) = &mut by_task[i];
-        outcome.runs += 1;
-        outcome.checked += u32::from(row.expectation != Verdict::None);
-        outcome.met += u32::from(row.expectation == Verdict::Met);
-        outcome.finished += u32::from(row.exit_reason == ExitReason::Finished);
-        reasons.push(row.exit_reason);
+        by_task[i].1.add(row, order);
     }
     by_task
         .into_iter()
-        .map(|(outcome, reasons)| Outcome {
-            typical: most_common(&reasons),
-            ..outcome
-        })
+        .map(|(id, counts)| counts.outcome(id))
         .collect()
-}
-
-/// The most common of `reasons` (not empty); a tie goes to the one that comes first.
-fn most_common(reasons: &[ExitReason]) -> ExitReason {
-    let count = |r: &ExitReason| reasons.iter().filter(|x| *x == r).count();
-    let most = reasons.iter().map(count).max().unwrap_or(0);
-    reasons
-        .iter()
-        .copied()
-        .find(|r| count(r) == most)
-        .unwrap_or(ExitReason::Finished)
 }
 
 /// In how many of a task's runs something held, on the scale a comparison reads: worst first.
@@ -349,5 +392,54 @@ mod tests {
             [((ExitReason::MaxStepsExceeded, ExitReason::Finished), 1)].into();
         assert_eq!(c.transitions, expected);
         assert!(c.regressions.is_empty() && c.improvements.is_empty());
+    }
+
+    #[test]
+    fn counting_rows_as_they_arrive_compares_as_the_rows_do() {
+        let before = results(
+            [
+                repeats("steady", &[("finished", "met"); 3]),
+                repeats("tie", &[("finished", "met"); 2]),
+                repeats("slips", &[("finished", "met"); 3]),
+            ]
+            .concat(),
+        );
+        let now = results(
+            [
+                repeats("steady", &[("finished", "met"); 3]),
+                // Two exit reasons once each: the tie goes to the earlier run's.
+                repeats(
+                    "tie",
+                    &[("max_steps_exceeded", "failed"), ("finished", "met")],
+                ),
+                repeats(
+                    "slips",
+                    &[
+                        ("finished", "met"),
+                        ("internal_error", "failed"),
+                        ("finished", "met"),
+                    ],
+                ),
+            ]
+            .concat(),
+        );
+        let expected = compare(&before, &now);
+        // The rows arrive in reverse, each with its position among the evaluation's rows.
+        let ids = ["steady", "tie", "slips"];
+        let mut counts = vec![OutcomeCounts::default(); ids.len()];
+        for (position, row) in now.tasks.iter().enumerate().rev() {
+            let task = ids.iter().position(|id| *id == row.id).unwrap();
+            counts[task].add(row, position);
+        }
+        let counted = compare_counted(&before, ids.iter().copied().zip(&counts));
+        assert_eq!(counted, expected);
+        assert_eq!(expected.regressions.len(), 2, "{expected:?}");
+        assert_eq!(
+            expected
+                .transitions
+                .get(&(ExitReason::Finished, ExitReason::MaxStepsExceeded)),
+            Some(&1),
+            "{expected:?}"
+        );
     }
 }

@@ -19,7 +19,7 @@ mod strict_json;
 mod suite;
 mod suite_fast;
 
-pub use baseline::{Comparison, compare};
+pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use junit::{EachRow, render_junit, write_junit};
