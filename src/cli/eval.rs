@@ -672,13 +672,14 @@ pub fn run(args: EvalArgs) -> CliResult {
             };
             write_results(&results_path, &results)
                 .map_err(|e| internal("write", &results_path, e))?;
-            if let Some(junit) = &args.verdicts.junit {
-                write_junit_file(junit, &results, &results.tasks[..])?;
-            }
             if layout == TraceLayout::Single {
                 // The rerun tasks' earlier runs go now that no results file names them.
                 keep_runs(&single_path, &runs_of(&results.tasks))
                     .map_err(|e| internal("write", &single_path, e))?;
+            }
+            // Last: a JUnit file that cannot be written leaves the folder as the results say.
+            if let Some(junit) = &args.verdicts.junit {
+                write_junit_file(junit, &results, &results.tasks[..])?;
             }
             results
         }
@@ -1068,17 +1069,20 @@ impl Drop for RunsAside {
 /// nothing to run removes them, so the folder holds the runs its results name.
 fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), CliError> {
     let single = out.join(SINGLE_TRACE);
-    match std::fs::symlink_metadata(&single) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+    let found = match std::fs::symlink_metadata(&single) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
         Ok(meta) if !meta.is_file() => {
             return Err(CliError::input(format!(
                 "--rerun-failed: `{}` is not a regular file (a link, folder or device), and eval never rewrites one",
                 single.display()
             )));
         }
-        _ => {}
-    }
+        _ => true,
+    };
     remove_crash_leftovers(out);
+    if !found {
+        return Ok(());
+    }
     let failed = |err: std::io::Error| {
         CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
     };
