@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Kills evaluations with SIGKILL at random moments and checks that `--resume` and
+`--rerun-failed` still end where an uninterrupted run ends.
+
+Each trial starts an evaluation, kills it after a random delay, then runs it again with
+`--resume` (or the same `--rerun-failed`), killing some of those attempts too, until one
+finishes. The results must then equal the uninterrupted run's (apart from run ids, timings and
+trace paths), and the traces must hold exactly the runs the results name, each complete.
+
+    fuzz/kill_campaign.py                       # both modes, 40 trials each
+    fuzz/kill_campaign.py --mode rerun --trials 100 --tasks 5000 --seed 7
+
+Uses target/release/looptrace (built first) unless LOOPTRACE names a binary. Writes under
+fuzz/out/kill/ (gitignored). Exit 1 when a trial ends anywhere else.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYOUTS = [
+    [],
+    ["--trace-layout", "single"],
+    ["--trace-layout", "single", "--trace-flush", "run"],
+    ["--repeat", "2"],
+]
+# What differs between two runs of the same tasks.
+VOLATILE = ("run_id", "duration_ms", "started_at", "trace", "carried_over")
+
+
+def looptrace():
+    binary = os.environ.get("LOOPTRACE")
+    if binary:
+        return binary
+    subprocess.run(
+        ["cargo", "build", "--release", "--quiet", "--bin", "looptrace"], cwd=ROOT, check=True
+    )
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "looptrace")
+
+
+def rows(folder):
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+        results = json.load(f)
+    kept = [{k: v for k, v in row.items() if k not in VOLATILE} for row in results["tasks"]]
+    return results["totals"], kept, {row["run_id"] for row in results["tasks"]}
+
+
+def traces_problem(binary, folder, layout, run_ids):
+    """What is wrong with the folder's traces, or None."""
+    traces = os.path.join(folder, "traces.jsonl" if "single" in layout else "traces")
+    out = subprocess.run([binary, "report", traces, "-f", "json"], capture_output=True)
+    if out.returncode != 0:
+        return f"report exited {out.returncode}: {out.stderr.decode()[-300:]}"
+    report = json.loads(out.stdout)
+    incomplete = sum(
+        row["runs"] for row in report["exit_reasons"]["rows"] if row["exit_reason"] == "incomplete"
+    )
+    if report["input"]["runs"] != len(run_ids) or incomplete or report["warnings"]:
+        return f"traces hold {report['input']['runs']} runs for {len(run_ids)} rows, {incomplete} incomplete, warnings {report['warnings'][:2]}"
+    return None
+
+
+def run_killed(first, again, kill_chance, rng, max_delay):
+    """Runs `first`, then `again` until one finishes, killing each attempt but the last with
+    `kill_chance`. Returns the exit code, standard error and how many attempts were killed."""
+    killed = 0
+    for attempt in range(4):
+        command = first if attempt == 0 else again
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if attempt < 3 and rng.random() < kill_chance:
+            time.sleep(rng.uniform(0.0, max_delay))
+            process.send_signal(signal.SIGKILL)
+        _, err = process.communicate()
+        killed += process.returncode == -signal.SIGKILL
+        if process.returncode in (0, 1):
+            break
+    return process.returncode, err, killed
+
+
+def campaign(binary, mode, suite, failing_suite, trials, rng, out):
+    def eval_into(folder, the_suite, layout):
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(
+            [binary, "eval", the_suite, "--out", folder, "-q", "--jobs", "2"] + layout,
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+
+    def commands(folder, layout):
+        if mode == "resume":
+            first = [binary, "eval", suite, "--out", folder, "-q", "--jobs", "2"] + layout
+            return (first, first + ["--resume"])
+        # A rerun keeps the layout of the results it updates.
+        repeat = [x for x in layout if x not in ("--trace-layout", "single")]
+        again = [binary, "eval", suite, "--rerun-failed", os.path.join(folder, "results.json"),
+                 "-q", "--jobs", "2"] + repeat
+        return (again, again)
+
+    expected = {}
+    # Kills land anywhere within the time an uninterrupted run takes.
+    duration = {}
+    for i, layout in enumerate(LAYOUTS):
+        folder = os.path.join(out, f"{mode}-reference-{i}")
+        started = time.monotonic()
+        if mode == "resume":
+            eval_into(folder, suite, layout)
+        else:
+            eval_into(folder, failing_suite, layout)
+            started = time.monotonic()
+            subprocess.run(commands(folder, layout)[0], stdout=subprocess.DEVNULL, check=False)
+        duration[i] = time.monotonic() - started
+        expected[i] = rows(folder)[:2]
+    bad = 0
+    kills = 0
+    for trial in range(trials):
+        i = rng.randrange(len(LAYOUTS))
+        layout = LAYOUTS[i]
+        folder = os.path.join(out, f"{mode}-trial")
+        if mode == "resume":
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            eval_into(folder, failing_suite, layout)
+        first, again = commands(folder, layout)
+        # The first attempt is always killed in resume mode, so something is left to resume.
+        code, err, killed = run_killed(
+            first, again, 1.0 if mode == "resume" else 0.7, rng, duration[i]
+        )
+        kills += killed
+        where = f"{mode} trial {trial} ({' '.join(layout) or 'defaults'})"
+        if code not in (0, 1):
+            print(f"{where}: exit {code}: {err.decode()[-300:]}")
+            bad += 1
+            continue
+        totals, kept, run_ids = rows(folder)
+        if (totals, kept) != expected[i]:
+            print(f"{where}: results differ from the uninterrupted run's ({totals} vs {expected[i][0]})")
+            bad += 1
+        problem = traces_problem(binary, folder, layout, run_ids)
+        if problem:
+            print(f"{where}: {problem}")
+            bad += 1
+    print(f"{mode}: {trials} trials, {kills} evaluations killed before they ended, {bad} trials ended elsewhere")
+    return bad
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=["resume", "rerun", "both"], default="both")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--tasks", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    binary = looptrace()
+    out = os.path.join(ROOT, "fuzz", "out", "kill")
+    os.makedirs(out, exist_ok=True)
+    suite = os.path.join(out, "suite.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_suite.py"),
+                    "--tasks", str(args.tasks), suite], check=True)
+    # The same tasks with about 30% of the expectations turned around, so that a rerun with the
+    # first suite has failures to rerun.
+    rng = random.Random(args.seed)
+    with open(suite, encoding="utf-8") as f:
+        failing = json.load(f)
+    for task in failing["tasks"]:
+        if "expect" in task and rng.random() < 0.3:
+            wrong = "finished" if task["expect"].get("exit_reason") == "internal_error" else "internal_error"
+            task["expect"] = {"exit_reason": wrong}
+    failing_suite = os.path.join(out, "suite-failing.json")
+    with open(failing_suite, "w", encoding="utf-8") as f:
+        json.dump(failing, f)
+    modes = ["resume", "rerun"] if args.mode == "both" else [args.mode]
+    bad = sum(campaign(binary, mode, suite, failing_suite, args.trials, rng, out) for mode in modes)
+    shutil.rmtree(out, ignore_errors=True)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
