@@ -67,8 +67,8 @@ pub struct EvalArgs {
     /// row in `DIR/results.partial.jsonl` and a complete trace, run the rest.
     #[arg(long, conflicts_with = "rerun_failed")]
     pub resume: bool,
-    /// Run each task N times (epochs): one row and one run per repeat; the report gives pass
-    /// rates and flaky tasks.
+    /// Run each task N times (epochs, 1 to 10,000): one row and one run per repeat; the report
+    /// gives pass rates and flaky tasks.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// `per-task` (the default): `DIR/traces/<task-id>.jsonl`; `single`: every run in
@@ -226,6 +226,9 @@ impl From<FormatArg> for ReportFormat {
 }
 
 /// Runs `looptrace eval`.
+/// The most repeats `--repeat` takes.
+const MAX_REPEATS: u32 = 10_000;
+
 pub fn run(args: EvalArgs) -> CliResult {
     if args.jobs == Some(0) {
         return Err(CliError::input("--jobs must be at least 1"));
@@ -233,12 +236,19 @@ pub fn run(args: EvalArgs) -> CliResult {
     if args.repeat == 0 {
         return Err(CliError::input("--repeat must be at least 1"));
     }
+    // Each repeat gets its trace folder before any task runs: a mistyped count must not create
+    // millions of them.
+    if args.repeat > MAX_REPEATS {
+        return Err(CliError::input(format!(
+            "--repeat must be at most {MAX_REPEATS}"
+        )));
+    }
     let repeats = args.repeat;
     // Built before the suite is loaded: the registry's allocations would otherwise first pay for
     // consolidating the freed parse tree of a large suite.
     let tools = ToolRegistry::builtin();
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
-    let (suite, inputs) = load(&args)?;
+    let (suite, mut inputs) = load(&args)?;
     // Held until the process ends: freeing a large suite task by task would only delay the exit.
     let suite = std::mem::ManuallyDrop::new(suite);
     let baseline = args
@@ -307,6 +317,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     // whatever path or link leads there, or another of its outputs; and no output is written
     // through a symbolic link. Task traces are checked by listing `DIR/traces` once: only files
     // already there under a selected task's name can clash.
+    // The results a rerun reads are an input too, unless the rerun replaces them.
+    if let Some(path) = &args.rerun_failed
+        && !same_file(path, &results_path)
+    {
+        inputs.push(path.clone());
+    }
     let input_paths = &inputs;
     let inputs: HashMap<_, &PathBuf> = inputs
         .iter()
@@ -362,7 +378,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         refuse_output_clash(
             "--junit",
             junit,
-            &results_path,
+            &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
             &trace_names,
         )?;
@@ -381,7 +397,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         refuse_output_clash(
             "--html",
             html,
-            &results_path,
+            &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
             &trace_names,
         )?;
@@ -404,20 +420,33 @@ pub fn run(args: EvalArgs) -> CliResult {
     // A traces folder that is new or empty holds no earlier evaluation's traces: none can be
     // stale at the end, so the folder (as large as the suite) is not listed again then.
     let had_traces = std::fs::read_dir(out.join("traces")).is_ok_and(|mut d| d.next().is_some());
+    // Every output is known to be writable before the first task runs, not after the last; the
+    // report files first where their folders exist already, so that refusing one leaves no
+    // `--out` folder made for nothing.
+    let report_files = [
+        ("--junit", args.verdicts.junit.clone()),
+        ("--html", args.verdicts.html.clone()),
+    ];
+    let probe_report_files = |only_existing: bool| -> Result<(), CliError> {
+        for (flag, path) in report_files
+            .iter()
+            .filter_map(|(f, p)| p.as_ref().map(|p| (*f, p)))
+        {
+            let folder = folder_of(path);
+            if !only_existing || folder.is_dir() {
+                probe_writable(flag, &folder)?;
+                refuse_folder(flag, path)?;
+            }
+        }
+        Ok(())
+    };
+    probe_report_files(true)?;
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
-    // Every output is known to be writable before the first task runs, not after the last.
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     refuse_folder("--out", &results_path)?;
     refuse_folder("--out", &partial_path)?;
-    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder) {
-        probe_writable("--junit", folder)?;
-        refuse_folder("--junit", junit)?;
-    }
-    if let Some(html) = &args.verdicts.html {
-        probe_writable("--html", &folder_of(html))?;
-        refuse_folder("--html", html)?;
-    }
+    probe_report_files(false)?;
     let info = suite_info(&suite);
     // The runs to make, in output order: suite order, a task's repeats together.
     let total = selected.len() * repeats as usize;
@@ -445,6 +474,14 @@ pub fn run(args: EvalArgs) -> CliResult {
         match resumable {
             Resumable::Rows(rows) => kept = rows,
             Resumable::Complete(previous) => {
+                if let Err(why) =
+                    same_runs(&previous, shard, &selected, repeats, suite.capture, layout)
+                {
+                    return Err(CliError::input(format!(
+                        "--resume: `{}` is complete, but {why}: run without --resume to replace it",
+                        results_path.display()
+                    )));
+                }
                 eprintln!(
                     "nothing to resume: `{}` is complete (left as it was)",
                     results_path.display()
@@ -1259,6 +1296,62 @@ fn resume_rows(
     Ok(Resumable::Rows(rows))
 }
 
+/// Whether complete results are this command line's: the same shard, capture, repeat count and
+/// trace layout, and rows for exactly the selected tasks. Says the first difference otherwise.
+fn same_runs(
+    previous: &ResultsFile,
+    shard: Option<Shard>,
+    selected: &[SuiteTask],
+    repeats: u32,
+    capture: looptrace::trace::Capture,
+    layout: TraceLayout,
+) -> Result<(), String> {
+    let shard_text =
+        |shard: Option<Shard>| shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}"));
+    if previous.shard != shard {
+        return Err(format!(
+            "it was written with {}, this eval has {}",
+            shard_text(previous.shard),
+            shard_text(shard)
+        ));
+    }
+    if previous.repeats.unwrap_or(1) != repeats {
+        return Err(format!(
+            "it was written with --repeat {}, this eval has --repeat {repeats}",
+            previous.repeats.unwrap_or(1)
+        ));
+    }
+    if previous.capture != capture {
+        return Err(format!(
+            "it was written with {} capture, this eval uses {}",
+            previous.capture.as_str(),
+            capture.as_str()
+        ));
+    }
+    let previous_layout = match previous.tasks.first().and_then(|row| row.trace.as_deref()) {
+        Some(SINGLE_TRACE) => TraceLayout::Single,
+        _ => TraceLayout::PerTask,
+    };
+    if previous_layout != layout {
+        return Err(format!(
+            "it was written with --trace-layout {}, this eval has --trace-layout {}",
+            previous_layout.as_str(),
+            layout.as_str()
+        ));
+    }
+    let runs = previous
+        .tasks
+        .iter()
+        .map(|row| (row.id.as_str(), row.repeat.unwrap_or(1)));
+    let wanted = selected
+        .iter()
+        .flat_map(|task| (1..=repeats).map(move |repeat| (task.id.as_str(), repeat)));
+    if !runs.eq(wanted) {
+        return Err("its rows are not the tasks this eval selects (--only, --skip)".to_owned());
+    }
+    Ok(())
+}
+
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
 fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, CliError> {
     let previous = read_results(path).map_err(CliError::Input)?;
@@ -1287,6 +1380,23 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
         return refuse(format!(
             "covers only shard {shard}: merge the shards, then rerun from the merged results"
         ));
+    }
+    // Carried rows' traces are kept, copied or tidied by these paths: only the paths eval
+    // writes are followed, never one that leads out of the folder.
+    for (i, row) in previous.tasks.iter().enumerate() {
+        let Some(trace) = row.trace.as_deref() else {
+            continue;
+        };
+        let repeat = row.repeat.unwrap_or(1);
+        let own = looptrace::eval::TaskId::parse(&row.id).is_ok()
+            && (trace == SINGLE_TRACE
+                || trace == trace_path(TraceLayout::PerTask, &row.id, repeat, repeats));
+        if !own {
+            return refuse(format!(
+                "has `tasks[{i}].trace` {trace:?}, which is not where eval writes that run's trace (`{}` or `{SINGLE_TRACE}`)",
+                trace_path(TraceLayout::PerTask, &row.id, repeat, repeats)
+            ));
+        }
     }
     Ok(previous)
 }
@@ -1481,16 +1591,17 @@ fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
         .is_some_and(|stem| ids.contains(stem))
 }
 
-/// Fails when `--junit` (or `--html`) names the results file or a task's trace, however the path is written.
+/// Fails when `--junit` (or `--html`) names one of the eval's own files (`results.json`, the
+/// partial file, `traces.jsonl`) or a task's trace, however the path is written.
 fn refuse_output_clash(
     flag: &str,
     junit: &Path,
-    results: &Path,
+    own_files: &[&PathBuf],
     traces: &Path,
     trace_names: &HashSet<&str>,
 ) -> Result<(), CliError> {
-    let clash = if same_file(junit, results) {
-        Some(results.to_path_buf())
+    let clash = if let Some(own) = own_files.iter().find(|own| same_file(junit, own)) {
+        Some(own.to_path_buf())
     } else {
         junit
             .file_name()

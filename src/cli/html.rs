@@ -113,10 +113,13 @@ pub fn results_page_data(
     folder: &dyn Fn(&TaskResult) -> PathBuf,
 ) -> Result<(Report, RunTable), CliError> {
     let mut inputs = Vec::new();
+    // Rows share a file with `--trace-layout single` (and a shard's rows share its folder's):
+    // each file is read once, or its runs would be counted once per row.
+    let mut seen = std::collections::HashSet::new();
     for task in &results.tasks {
         if let Some(trace) = &task.trace {
             let path = folder(task).join(trace);
-            if path.is_file() {
+            if path.is_file() && seen.insert(path.clone()) {
                 inputs.push(Input {
                     name: trace.clone(),
                     source: Source::Path(path),

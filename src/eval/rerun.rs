@@ -8,8 +8,9 @@ use super::results::{ResultsFile, TaskResult};
 use super::suite::Suite;
 
 /// The ids of the suite's tasks that `previous` says need another run: rows that fail the
-/// evaluation (a failed expectation or an unexpected internal error) and, when `previous` was
-/// interrupted, tasks of its selection it lacks a row for (with `--repeat N`, fewer than N rows).
+/// evaluation (a failed expectation or an unexpected internal error); when `previous` was
+/// interrupted, tasks of its selection it lacks a row for (with `--repeat N`, fewer than N rows);
+/// and when it covered the whole suite (no `--only`/`--skip`), tasks added to the suite since.
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     let mut ids: HashSet<String> = previous
         .tasks
@@ -17,6 +18,21 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .filter(|t| t.fails())
         .map(|t| t.id.clone())
         .collect();
+    let whole_suite = previous
+        .selection
+        .as_ref()
+        .is_none_or(|s| s.only.is_empty() && s.skip.is_empty());
+    if whole_suite {
+        let ran: HashSet<&str> = previous.tasks.iter().map(|t| t.id.as_str()).collect();
+        ids.extend(
+            suite
+                .tasks
+                .iter()
+                .map(|t| t.id.as_str())
+                .filter(|id| !ran.contains(id))
+                .map(str::to_owned),
+        );
+    }
     if previous.interrupted {
         let repeats = previous.repeats.unwrap_or(1) as usize;
         let mut rows_of: HashMap<&str, usize> = HashMap::new();

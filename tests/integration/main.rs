@@ -6,6 +6,7 @@ mod content_safety;
 mod differential;
 mod disk_full;
 mod eval;
+mod eval_guards;
 mod eval_load;
 mod faults;
 mod finish_gate;

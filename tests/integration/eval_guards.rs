@@ -1,0 +1,260 @@
+//! What `eval` refuses before it runs anything, and what it must not leave out: report files
+//! that would replace the evaluation's own files or a rerun's results, `--resume` over complete
+//! results of another command line, a runaway `--repeat`, a rerun's hand-edited trace paths;
+//! tasks added to a suite since the results a rerun updates; the HTML page of a single trace file.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use looptrace::eval::ResultsFile;
+use serde_json::json;
+
+use crate::support::{cli, stderr};
+
+/// A suite of `ids`, each finishing with `done`; the ids in `failing` expect another answer.
+fn suite(dir: &Path, file: &str, ids: &[&str], failing: &[&str]) -> PathBuf {
+    let tasks: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let answer = if failing.contains(id) {
+                "never"
+            } else {
+                "done"
+            };
+            json!({
+                "id": id,
+                "prompt": "say done",
+                "model": {"actions": [{"type": "finish", "answer": "done"}]},
+                "expect": {"answer": answer}
+            })
+        })
+        .collect();
+    let path = dir.join(file);
+    std::fs::write(&path, json!({"name": "guards", "tasks": tasks}).to_string()).unwrap();
+    path
+}
+
+fn results(path: &Path) -> ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn assert_refused(output: &Output, says: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(stderr(output).contains(says), "{}", stderr(output));
+}
+
+#[test]
+fn report_files_may_not_name_the_evaluations_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    let out = dir.path().join("out");
+    for (flag, own, layout) in [
+        ("--html", "traces.jsonl", "single"),
+        ("--junit", "traces.jsonl", "single"),
+        ("--junit", "results.partial.jsonl", "per-task"),
+        ("--html", "results.partial.jsonl", "single"),
+    ] {
+        let output = cli!(
+            "eval",
+            &suite,
+            "--out",
+            &out,
+            "--trace-layout",
+            layout,
+            flag,
+            out.join(own),
+            "-q"
+        );
+        assert_refused(&output, "is the output");
+        assert!(!out.exists(), "{flag} {own}: nothing may be written");
+    }
+}
+
+#[test]
+fn report_files_may_not_replace_the_results_a_rerun_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
+    let first = dir.path().join("first");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &first, "-q").status.code(),
+        Some(1)
+    );
+    let previous = dir.path().join("previous.json");
+    std::fs::copy(first.join("results.json"), &previous).unwrap();
+    let before = std::fs::read(&previous).unwrap();
+    for flag in ["--html", "--junit"] {
+        let output = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            &previous,
+            "--out",
+            dir.path().join("again"),
+            flag,
+            &previous,
+            "-q"
+        );
+        assert_refused(&output, "would overwrite the input");
+        assert_eq!(std::fs::read(&previous).unwrap(), before);
+    }
+}
+
+#[test]
+fn the_page_of_a_single_trace_file_counts_each_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &[]);
+    let page = dir.path().join("page.html");
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        dir.path().join("out"),
+        "--trace-layout",
+        "single",
+        "--repeat",
+        "2",
+        "--html",
+        &page,
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Exit reasons (of 6 runs)"), "{html:.2000}");
+}
+
+#[test]
+fn resume_refuses_complete_results_of_another_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &[]);
+    let out = dir.path().join("out");
+    let first = cli!("eval", &suite, "--out", &out, "--shard", "1/2", "-q");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let before = std::fs::read(out.join("results.json")).unwrap();
+    for (extra, says) in [
+        (
+            vec!["--shard", "2/2"],
+            "written with --shard 1/2, this eval has --shard 2/2",
+        ),
+        (vec![], "written with --shard 1/2, this eval has no --shard"),
+        (
+            vec!["--shard", "1/2", "--repeat", "2"],
+            "--repeat 1, this eval has --repeat 2",
+        ),
+        (
+            vec!["--shard", "1/2", "--trace-layout", "single"],
+            "--trace-layout per-task, this eval has --trace-layout single",
+        ),
+        (
+            vec!["--shard", "1/2", "--capture", "full"],
+            "summary capture, this eval uses full",
+        ),
+        (
+            vec!["--shard", "1/2", "--only", "a"],
+            "not the tasks this eval selects",
+        ),
+    ] {
+        let mut command = crate::support::looptrace();
+        command
+            .args(["eval"])
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(["--resume", "-q"])
+            .args(&extra);
+        let output = command.output().unwrap();
+        assert_refused(&output, says);
+        assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
+    }
+    let same = cli!(
+        "eval", &suite, "--out", &out, "--shard", "1/2", "--resume", "-q"
+    );
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(stderr(&same).contains("nothing to resume"));
+}
+
+#[test]
+fn a_runaway_repeat_count_is_refused_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a"], &[]);
+    let out = dir.path().join("out");
+    let output = cli!("eval", &suite, "--out", &out, "--repeat", "3000000", "-q");
+    assert_refused(&output, "--repeat must be at most 10000");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = suite(dir.path(), "before.json", &["a", "b"], &[]);
+    let out = dir.path().join("out");
+    assert_eq!(
+        cli!("eval", &before, "--out", &out, "-q").status.code(),
+        Some(0)
+    );
+    let after = suite(dir.path(), "after.json", &["a", "new", "b"], &[]);
+    let output = cli!(
+        "eval",
+        &after,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let updated = results(&out.join("results.json"));
+    let rows: Vec<(&str, bool)> = updated
+        .tasks
+        .iter()
+        .map(|row| (row.id.as_str(), row.carried_over))
+        .collect();
+    assert_eq!(rows, [("a", true), ("new", false), ("b", true)]);
+    assert_eq!(updated.suite.tasks, 3);
+    assert!(out.join("traces/new.jsonl").is_file());
+
+    // Results of a selection speak only for it: a task outside it is not theirs to run.
+    let chosen = dir.path().join("chosen");
+    assert_eq!(
+        cli!("eval", &before, "--out", &chosen, "--only", "a", "-q")
+            .status
+            .code(),
+        Some(0)
+    );
+    let output = cli!(
+        "eval",
+        &after,
+        "--rerun-failed",
+        chosen.join("results.json"),
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("nothing to rerun"));
+}
+
+#[test]
+fn a_rerun_refuses_trace_paths_eval_does_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
+    let out = dir.path().join("out");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &out, "-q").status.code(),
+        Some(1)
+    );
+    let path = out.join("results.json");
+    let original = std::fs::read_to_string(&path).unwrap();
+    for bad in ["../elsewhere.jsonl", "/etc/hostname", "traces/b.jsonl"] {
+        let mut edited: serde_json::Value = serde_json::from_str(&original).unwrap();
+        edited["tasks"][0]["trace"] = json!(bad);
+        std::fs::write(&path, edited.to_string()).unwrap();
+        let again = dir.path().join("again");
+        let output = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            &path,
+            "--out",
+            &again,
+            "-q"
+        );
+        assert_refused(&output, "`tasks[0].trace`");
+        assert!(!again.exists(), "{bad}: nothing may be written");
+    }
+}
