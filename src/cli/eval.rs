@@ -102,8 +102,8 @@ pub struct MergeArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
-    /// missing shards, and the exit code is 1.
+    /// Merge even when shards are missing or lack rows (interrupted, edited): the file is marked
+    /// `"partial": true`, lists those shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
     /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
@@ -967,11 +967,20 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let Some(html) = &args.verdicts.html {
         super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
     }
-    let merged = merge_results(&results).map_err(CliError::Input)?;
+    let looptrace::eval::Merged {
+        results: merged,
+        incomplete,
+    } = merge_results(&results).map_err(CliError::Input)?;
+    let gaps = coverage_gaps(&merged, &incomplete);
     if merged.partial && !args.allow_partial {
+        let hint = if incomplete.is_empty() {
+            "give every shard"
+        } else {
+            "give every shard whole (`eval --resume` runs the rest of an interrupted one)"
+        };
         return Err(CliError::input(format!(
-            "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
-            list_shards(&merged.missing_shards)
+            "{} ({hint}, or --allow-partial to write a file marked partial)",
+            gaps.join("; ")
         )));
     }
     let baseline = args
@@ -998,13 +1007,35 @@ pub fn merge(args: MergeArgs) -> CliResult {
     }
     print_report(&merged, comparison.as_ref(), None, args.format, args.quiet)?;
     if merged.partial {
-        eprintln!(
-            "partial: shards {} are missing",
-            list_shards(&merged.missing_shards)
-        );
+        for gap in &gaps {
+            eprintln!("partial: {gap}");
+        }
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// What a merge lacks, one sentence each: the shards not given, then each shard given without
+/// all of its rows.
+fn coverage_gaps(
+    merged: &ResultsFile,
+    incomplete: &[looptrace::eval::IncompleteShard],
+) -> Vec<String> {
+    let absent: Vec<_> = merged
+        .missing_shards
+        .iter()
+        .filter(|shard| shard.missing_rows.is_none())
+        .copied()
+        .collect();
+    let mut gaps = Vec::new();
+    if !absent.is_empty() {
+        gaps.push(format!(
+            "shards {} of the split are missing",
+            list_shards(&absent)
+        ));
+    }
+    gaps.extend(incomplete.iter().map(ToString::to_string));
+    gaps
 }
 
 /// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
