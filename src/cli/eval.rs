@@ -927,13 +927,17 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
 /// Runs `looptrace merge`.
 pub fn merge(args: MergeArgs) -> CliResult {
     // Every output is checked before anything is read or written: none may be an input, a
-    // symbolic link, a folder, or the other output.
+    // symbolic link, a folder, or another output.
     let inputs: Vec<&PathBuf> = args.results.iter().chain(&args.verdicts.baseline).collect();
-    let outputs = [("--out", &args.out), ("--junit", &args.verdicts.junit)];
-    for (flag, output) in outputs
-        .iter()
-        .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
-    {
+    let outputs: Vec<(&str, &PathBuf)> = [
+        ("--out", &args.out),
+        ("--junit", &args.verdicts.junit),
+        ("--html", &args.verdicts.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
+    .collect();
+    for (n, &(flag, output)) in outputs.iter().enumerate() {
         if let Some(input) = inputs.iter().find(|input| same_file(input, output)) {
             return Err(CliError::input(format!(
                 "{flag} would overwrite the input `{}`",
@@ -948,14 +952,15 @@ pub fn merge(args: MergeArgs) -> CliResult {
         }
         refuse_folder(flag, output)?;
         probe_writable(flag, &folder_of(output))?;
-    }
-    if let (Some(out), Some(junit)) = (&args.out, &args.verdicts.junit)
-        && same_file(out, junit)
-    {
-        return Err(CliError::input(format!(
-            "--junit `{}` is the --out file: choose another file",
-            junit.display()
-        )));
+        if let Some((earlier, _)) = outputs[..n]
+            .iter()
+            .find(|(_, other)| *other == output || same_file(other, output))
+        {
+            return Err(CliError::input(format!(
+                "{flag} `{}` is the {earlier} file too: choose another file",
+                output.display()
+            )));
+        }
     }
     let mut results = Vec::new();
     for path in &args.results {
@@ -963,9 +968,6 @@ pub fn merge(args: MergeArgs) -> CliResult {
             path.display().to_string(),
             read_results(path).map_err(CliError::Input)?,
         ));
-    }
-    if let Some(html) = &args.verdicts.html {
-        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
     }
     let looptrace::eval::Merged {
         results: merged,
@@ -989,6 +991,10 @@ pub fn merge(args: MergeArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
     if let Some(out) = &args.out {
         write_results(out, &merged).map_err(|err| {
             CliError::input(format!("failed to write `{}`: {err}", out.display()))
@@ -1002,9 +1008,6 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
-    if let Some(html) = &args.verdicts.html {
-        super::html::write_merged_page(html, &merged, &results, &args.results)?;
-    }
     print_report(&merged, comparison.as_ref(), None, args.format, args.quiet)?;
     if merged.partial {
         for gap in &gaps {

@@ -1636,3 +1636,83 @@ fn merge_refuses_a_shard_that_lacks_rows_and_names_what_it_lacks() {
         ),
     );
 }
+
+#[test]
+fn merge_checks_html_like_its_other_outputs_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = two_shards(dir.path(), "shard", &[]);
+    let baseline = dir.path().join("baseline.json");
+    std::fs::copy(&shards[0], &baseline).unwrap();
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "kept\n").unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let out = dir.path().join("merged.json");
+    let junit = dir.path().join("junit.xml");
+    let p = |path: &Path| path.to_str().unwrap().to_owned();
+    let missing = dir.path().join("no/such/page.html");
+    let cases: [(Vec<String>, String); 6] = [
+        (
+            vec!["--html".into(), p(&link)],
+            format!("--html: `{}`: it is a symbolic link", link.display()),
+        ),
+        (
+            vec!["--html".into(), p(&folder)],
+            format!("--html: `{}` is a folder", folder.display()),
+        ),
+        (
+            vec!["--html".into(), p(&missing)],
+            "--html: cannot write in".to_owned(),
+        ),
+        (
+            vec!["--html".into(), p(&junit)],
+            format!("--html `{}` is the --junit file too", junit.display()),
+        ),
+        (
+            vec!["--html".into(), p(&out)],
+            format!("--html `{}` is the --out file too", out.display()),
+        ),
+        (
+            vec![
+                "--baseline".into(),
+                p(&baseline),
+                "--html".into(),
+                p(&baseline),
+            ],
+            format!("--html would overwrite the input `{}`", baseline.display()),
+        ),
+    ];
+    let before = std::fs::read(&baseline).unwrap();
+    for (args, expected) in cases {
+        let output = looptrace()
+            .arg("merge")
+            .args(&shards)
+            .arg("--out")
+            .arg(&out)
+            .arg("--junit")
+            .arg(&junit)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(&expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !out.exists() && !junit.exists(),
+            "{args:?}: nothing is written"
+        );
+        assert_eq!(std::fs::read(&baseline).unwrap(), before);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+        assert!(folder.read_dir().unwrap().next().is_none());
+    }
+}
