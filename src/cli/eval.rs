@@ -102,8 +102,8 @@ pub struct MergeArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Merge even when shards are missing: the file is marked `"partial": true`, lists the
-    /// missing shards, and the exit code is 1.
+    /// Merge even when shards are missing or lack rows (interrupted, edited): the file is marked
+    /// `"partial": true`, lists those shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
     /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
@@ -964,13 +964,17 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
 /// Runs `looptrace merge`.
 pub fn merge(args: MergeArgs) -> CliResult {
     // Every output is checked before anything is read or written: none may be an input, a
-    // symbolic link, a folder, or the other output.
+    // symbolic link, a folder, or another output.
     let inputs: Vec<&PathBuf> = args.results.iter().chain(&args.verdicts.baseline).collect();
-    let outputs = [("--out", &args.out), ("--junit", &args.verdicts.junit)];
-    for (flag, output) in outputs
-        .iter()
-        .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
-    {
+    let outputs: Vec<(&str, &PathBuf)> = [
+        ("--out", &args.out),
+        ("--junit", &args.verdicts.junit),
+        ("--html", &args.verdicts.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
+    .collect();
+    for (n, &(flag, output)) in outputs.iter().enumerate() {
         if let Some(input) = inputs.iter().find(|input| same_file(input, output)) {
             return Err(CliError::input(format!(
                 "{flag} would overwrite the input `{}`",
@@ -985,14 +989,15 @@ pub fn merge(args: MergeArgs) -> CliResult {
         }
         refuse_folder(flag, output)?;
         probe_writable(flag, &folder_of(output))?;
-    }
-    if let (Some(out), Some(junit)) = (&args.out, &args.verdicts.junit)
-        && same_file(out, junit)
-    {
-        return Err(CliError::input(format!(
-            "--junit `{}` is the --out file: choose another file",
-            junit.display()
-        )));
+        if let Some((earlier, _)) = outputs[..n]
+            .iter()
+            .find(|(_, other)| *other == output || same_file(other, output))
+        {
+            return Err(CliError::input(format!(
+                "{flag} `{}` is the {earlier} file too: choose another file",
+                output.display()
+            )));
+        }
     }
     let mut results = Vec::new();
     for path in &args.results {
@@ -1001,14 +1006,20 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
-    if let Some(html) = &args.verdicts.html {
-        super::html::refuse_merge_clash(html, &args.results, args.out.as_deref())?;
-    }
-    let merged = merge_results(&results).map_err(CliError::Input)?;
+    let looptrace::eval::Merged {
+        results: merged,
+        incomplete,
+    } = merge_results(&results).map_err(CliError::Input)?;
+    let gaps = coverage_gaps(&merged, &incomplete);
     if merged.partial && !args.allow_partial {
+        let hint = if incomplete.is_empty() {
+            "give every shard"
+        } else {
+            "give every shard whole (`eval --resume` runs the rest of an interrupted one)"
+        };
         return Err(CliError::input(format!(
-            "shards {} of the split are missing (give every shard, or --allow-partial to write a file marked partial)",
-            list_shards(&merged.missing_shards)
+            "{} ({hint}, or --allow-partial to write a file marked partial)",
+            gaps.join("; ")
         )));
     }
     let baseline = args
@@ -1017,6 +1028,10 @@ pub fn merge(args: MergeArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
     if let Some(out) = &args.out {
         write_results(out, &merged).map_err(|err| {
             CliError::input(format!("failed to write `{}`: {err}", out.display()))
@@ -1030,18 +1045,37 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
-    if let Some(html) = &args.verdicts.html {
-        super::html::write_merged_page(html, &merged, &results, &args.results)?;
-    }
     print_report(&merged, comparison.as_ref(), None, args.format, args.quiet)?;
     if merged.partial {
-        eprintln!(
-            "partial: shards {} are missing",
-            list_shards(&merged.missing_shards)
-        );
+        for gap in &gaps {
+            eprintln!("partial: {gap}");
+        }
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// What a merge lacks, one sentence each: the shards not given, then each shard given without
+/// all of its rows.
+fn coverage_gaps(
+    merged: &ResultsFile,
+    incomplete: &[looptrace::eval::IncompleteShard],
+) -> Vec<String> {
+    let absent: Vec<_> = merged
+        .missing_shards
+        .iter()
+        .filter(|shard| shard.missing_rows.is_none())
+        .copied()
+        .collect();
+    let mut gaps = Vec::new();
+    if !absent.is_empty() {
+        gaps.push(format!(
+            "shards {} of the split are missing",
+            list_shards(&absent)
+        ));
+    }
+    gaps.extend(incomplete.iter().map(ToString::to_string));
+    gaps
 }
 
 /// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded

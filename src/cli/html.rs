@@ -255,27 +255,6 @@ pub fn write_results_page(
     Ok(())
 }
 
-/// `merge --html FILE` may not name a results file it reads or its `--out`.
-pub fn refuse_merge_clash(
-    html: &Path,
-    results: &[PathBuf],
-    out: Option<&Path>,
-) -> Result<(), CliError> {
-    if let Some(input) = results.iter().find(|input| same_file(input, html)) {
-        return Err(CliError::input(format!(
-            "--html would overwrite the input `{}`",
-            input.display()
-        )));
-    }
-    if out.is_some_and(|out| out == html || same_file(out, html)) {
-        return Err(CliError::input(format!(
-            "--html `{}` is the --out file too: choose another file",
-            html.display()
-        )));
-    }
-    Ok(())
-}
-
 /// The page of merged results: each task's trace is read beside the shard results it came from.
 pub fn write_merged_page(
     html: &Path,

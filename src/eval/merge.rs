@@ -1,20 +1,34 @@
 //! `looptrace merge`: combines shard results into one, refusing overlaps, mismatched suites and
-//! mixed capture modes. A set of shards that leaves some out is merged only as a file marked
-//! `partial`, listing the shards it lacks; the caller decides whether that is acceptable.
+//! mixed capture modes, and proving coverage: every task of the selection once per repeat. A set
+//! of shards that leaves some out, or holds a shard without all of its rows (interrupted or
+//! edited), is merged only as a file marked `partial`, listing what it lacks; the caller decides
+//! whether that is acceptable.
+
+mod coverage;
 
 use std::collections::HashSet;
 
-use super::results::{ResultsFile, Shard, Totals};
+pub use coverage::IncompleteShard;
 
-/// Merges shard results named by `names` (for messages). Tasks keep suite order when every shard
-/// of one split is present (they interleave by position); otherwise they follow the inputs.
-pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, String> {
+use super::results::{MissingShard, ResultsFile, Shard, TaskResult, Totals};
+
+/// Merged results, and the shards given that lack rows of their share.
+#[derive(Clone, Debug)]
+pub struct Merged {
+    /// The merged file; `partial` when shards are missing or incomplete.
+    pub results: ResultsFile,
+    /// The shards given whose rows are not all there, in input order.
+    pub incomplete: Vec<IncompleteShard>,
+}
+
+/// Merges shard results named by `names` (for messages). Rows come in suite order, a task's
+/// repeats together in order, as an unsharded evaluation writes them.
+pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<Merged, String> {
     let Some((first_name, first)) = inputs.first() else {
         return Err("merge needs at least one results file".to_owned());
     };
-    // Every task once per repeat: `(id, repeat)` identifies a row.
-    let mut seen_ids: HashSet<(&str, Option<u32>)> = HashSet::new();
     let mut seen_shards = HashSet::new();
+    let mut whole_suite: Option<&str> = None;
     for (name, results) in inputs {
         if results.suite != first.suite {
             return Err(format!(
@@ -67,16 +81,15 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
                 shard.index, shard.count
             ));
         }
-        for task in &results.tasks {
-            if !seen_ids.insert((task.id.as_str(), task.repeat)) {
+        if results.shard.is_none() {
+            if let Some(other) = whole_suite {
                 return Err(format!(
-                    "task {:?} appears in more than one input (again in `{name}`): shards overlap",
-                    task.label()
+                    "`{other}` and `{name}` are both results of the whole suite: they overlap"
                 ));
             }
+            whole_suite = Some(name);
         }
     }
-    let mut tasks: Vec<_> = Vec::new();
     let counts: HashSet<usize> = inputs
         .iter()
         .filter_map(|(_, r)| r.shard.map(|s| s.count))
@@ -94,10 +107,9 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
             splits.join(", ")
         ));
     }
-    let all_sharded = inputs.iter().all(|(_, r)| r.shard.is_some()) && counts.len() == 1;
     let mut missing_shards = Vec::new();
     if let Some(&count) = counts.iter().next() {
-        if !all_sharded {
+        if whole_suite.is_some() {
             return Err(
                 "the inputs mix shard results with results of a whole suite: they overlap"
                     .to_owned(),
@@ -105,32 +117,46 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
         }
         missing_shards = (1..=count)
             .filter(|index| !seen_shards.contains(&(*index, count)))
-            .map(|index| Shard { index, count })
+            .map(|index| MissingShard {
+                index,
+                count,
+                missing_rows: None,
+            })
             .collect();
     }
-    if all_sharded {
-        // Task i of the suite sits in shard i mod N + 1 at position i / N: interleave back.
-        let n = counts.into_iter().next().unwrap_or(1);
-        let mut by_index: Vec<Option<&ResultsFile>> = vec![None; n];
-        for (_, r) in inputs {
-            if let Some(s) = r.shard {
-                by_index[s.index - 1] = Some(r);
+
+    // Every row once: `(id, repeat)` identifies it, across the shards too (without a selection
+    // the shards' task ids are not known, so only this tells two shards' tasks apart).
+    let expected = coverage::Expected::of(first);
+    let mut seen_rows: HashSet<(&str, u32)> = HashSet::new();
+    let mut ordered: Vec<(usize, u32, &TaskResult)> = Vec::new();
+    let mut incomplete = Vec::new();
+    for (name, results) in inputs {
+        let checked = coverage::check_shard(name, results, &expected)?;
+        for (row, position) in results.tasks.iter().zip(checked.positions) {
+            let repeat = row.repeat.unwrap_or(1);
+            if !seen_rows.insert((row.id.as_str(), repeat)) {
+                return Err(format!(
+                    "task {:?} appears in more than one input (again in `{name}`): shards overlap",
+                    row.label()
+                ));
             }
+            ordered.push((position, repeat, row));
         }
-        // With `--repeat R` each task is R rows in a row: interleave runs of R.
-        let per_task = first.repeats.unwrap_or(1).max(1) as usize;
-        let longest = inputs.iter().map(|(_, r)| r.tasks.len()).max().unwrap_or(0);
-        for row in (0..longest).step_by(per_task) {
-            for r in by_index.iter().flatten() {
-                tasks.extend(r.tasks.iter().skip(row).take(per_task).cloned());
-            }
-        }
-    } else {
-        tasks = inputs
-            .iter()
-            .flat_map(|(_, r)| r.tasks.iter().cloned())
-            .collect();
+        incomplete.extend(checked.gap);
     }
+    ordered.sort_by_key(|&(position, repeat, _)| (position, repeat));
+    let tasks: Vec<TaskResult> = ordered.into_iter().map(|(_, _, row)| row.clone()).collect();
+    missing_shards.extend(incomplete.iter().map(|gap| {
+        let shard = gap.shard.unwrap_or(Shard { index: 1, count: 1 });
+        MissingShard {
+            index: shard.index,
+            count: shard.count,
+            missing_rows: Some(gap.missing_rows),
+        }
+    }));
+    missing_shards.sort_by_key(|shard| shard.index);
+
     let mut merged = first.clone();
     merged.shard = None;
     let eval_ids: HashSet<Option<&String>> =
@@ -138,6 +164,7 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     if eval_ids.len() > 1 {
         merged.eval_id = None;
     }
+    // An interrupted shard always lacks rows (or says so), so this implies `partial`.
     merged.interrupted = inputs.iter().any(|(_, r)| r.interrupted);
     merged.created_at = inputs
         .iter()
@@ -148,7 +175,10 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<ResultsFile, St
     merged.missing_shards = missing_shards;
     merged.totals = Totals::of(&tasks);
     merged.tasks = tasks;
-    Ok(merged)
+    Ok(Merged {
+        results: merged,
+        incomplete,
+    })
 }
 
 fn short(fingerprint: &str) -> String {

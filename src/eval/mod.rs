@@ -27,7 +27,7 @@ pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
     finished_runs, keep_runs, run_id, runs_in, trace_path,
 };
-pub use merge::merge_results;
+pub use merge::{IncompleteShard, Merged, merge_results};
 pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };
@@ -37,8 +37,8 @@ pub use render::{
 };
 pub use rerun::{carry_over, failed_ids};
 pub use results::{
-    ExpectationTotals, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult, Totals,
-    now_rfc3339, read_results, suite_info, write_atomically, write_results,
+    ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
+    Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
 pub use runner::{
     Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,

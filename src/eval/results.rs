@@ -50,9 +50,9 @@ pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// Whether this is a merge that lacks some shards (`merge --allow-partial`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
-    /// The shards a partial merge lacks.
+    /// The shards a partial merge lacks, wholly or (`missing_rows`) in part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing_shards: Vec<Shard>,
+    pub missing_shards: Vec<MissingShard>,
     /// Per-task results, in suite order (with `--repeat`, a task's repeats in order together).
     pub tasks: Tasks,
     /// Counts over `tasks`.
@@ -99,6 +99,19 @@ pub struct Shard {
     pub index: usize,
     /// N.
     pub count: usize,
+}
+
+/// A shard a partial merge lacks: not given at all, or given without some of its rows (an
+/// interrupted or edited shard), which `missing_rows` then counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingShard {
+    /// K, from 1.
+    pub index: usize,
+    /// N.
+    pub count: usize,
+    /// How many of its rows the merge lacks; absent when the shard was not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_rows: Option<usize>,
 }
 
 /// Which live model a `chat` task ran against.

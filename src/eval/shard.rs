@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::results::Shard;
+use super::results::{MissingShard, Shard};
 
 impl FromStr for Shard {
     type Err = String;
@@ -35,11 +35,23 @@ impl fmt::Display for Shard {
     }
 }
 
+/// A shard a partial merge lacks as `2/3`, or `2/3 (12 rows)` when it lacks only some rows.
+impl fmt::Display for MissingShard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)?;
+        match self.missing_rows {
+            Some(1) => write!(f, " (1 row)"),
+            Some(rows) => write!(f, " ({rows} rows)"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Shards as `1/3, 3/3`, for messages.
-pub fn list_shards(shards: &[Shard]) -> String {
+pub fn list_shards<S: fmt::Display>(shards: &[S]) -> String {
     shards
         .iter()
-        .map(Shard::to_string)
+        .map(S::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

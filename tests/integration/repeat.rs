@@ -425,3 +425,54 @@ fn the_report_counts_pass_rates_and_lists_failures_as_the_results_rows_do() {
     assert_eq!(failed_in_report, failed_in_rows);
     assert_eq!(failed_in_report.len(), 8 * 3);
 }
+
+#[test]
+fn merge_of_repeated_shards_keeps_suite_order_when_a_shard_lacks_a_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let whole = dir.path().join("whole");
+    eval(&suite, &whole, &["--repeat", "3"]);
+    repeated_shards(&suite, dir.path());
+    // As an interruption leaves it: `steady` (shard 1/2) lacks its second repeat.
+    let shard1 = dir.path().join("shard1/results.json");
+    let mut value: Value =
+        serde_json::from_str(&std::fs::read_to_string(&shard1).unwrap()).unwrap();
+    value["interrupted"] = json!(true);
+    value["tasks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|row| row["id"] != "steady" || row["repeat"] != 2);
+    std::fs::write(&shard1, value.to_string()).unwrap();
+
+    let merged = dir.path().join("merged.json");
+    let output = cli!(
+        "merge",
+        &shard1,
+        dir.path().join("shard2/results.json"),
+        "--out",
+        &merged,
+        "--allow-partial"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("partial: shard 1/2 (`")
+            && stderr(&output)
+                .contains("lacks 1 of its 6 rows (it was interrupted): steady (repeat 2)"),
+        "{}",
+        stderr(&output)
+    );
+    // Suite order, a task's repeats together in order, as the unsharded run writes them.
+    let rows = |r: &ResultsFile| -> Vec<(String, Option<u32>)> {
+        r.tasks.iter().map(|t| (t.id.clone(), t.repeat)).collect()
+    };
+    let mut expected = rows(&results(&whole.join("results.json")));
+    expected.retain(|(id, repeat)| id != "steady" || *repeat != Some(2));
+    let merged = results(&merged);
+    assert_eq!(rows(&merged), expected);
+    assert!(merged.partial && merged.interrupted);
+    let title = stdout(&output);
+    assert!(
+        title.contains("partial: shards 1/2 (1 row) missing"),
+        "{title}"
+    );
+}

@@ -1496,3 +1496,223 @@ fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
     assert_eq!(after.tasks.len(), 12, "every task three times");
     assert!(!after.interrupted);
 }
+
+/// Shards 1/2 and 2/2 of the sample suite, run with `extra` into `DIR/NAME-K`: their results.
+fn two_shards(dir: &Path, name: &str, extra: &[&str]) -> [PathBuf; 2] {
+    let suite = sample("suite.json");
+    [1, 2].map(|k| {
+        let out = dir.join(format!("{name}-{k}"));
+        let shard = format!("{k}/2");
+        let mut args = vec![suite.to_str().unwrap(), "--shard", &shard];
+        args.extend(extra);
+        let output = eval_with(&args, &out, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out.join("results.json")
+    })
+}
+
+/// Changes the results file at `path` as `edit` changes its JSON.
+fn edit_results(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, value.to_string()).unwrap();
+}
+
+/// The rows of a results file as JSON.
+fn rows_of(value: &mut serde_json::Value) -> &mut Vec<serde_json::Value> {
+    value["tasks"].as_array_mut().unwrap()
+}
+
+#[test]
+fn merge_refuses_a_shard_that_lacks_rows_and_names_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged.json");
+    let junit = dir.path().join("junit.xml");
+    let html = dir.path().join("merged.html");
+    let merge = |shards: &[PathBuf], extra: &[&str]| {
+        looptrace()
+            .arg("merge")
+            .args(shards)
+            .arg("--out")
+            .arg(&out)
+            .arg("--junit")
+            .arg(&junit)
+            .arg("--html")
+            .arg(&html)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = |output: Output, expected: &str| {
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{}", stderr(&output));
+        assert!(!out.exists() && !junit.exists() && !html.exists());
+    };
+
+    // A selection lists the tasks: shard 2/2 of the 8 selected is gated-answer,
+    // recovers-after-feedback, never-valid and no-expectations. One row deleted by hand:
+    let listed = two_shards(dir.path(), "listed", &["--skip", "replay-*"]);
+    edit_results(&listed[1], |v| {
+        rows_of(v).retain(|row| row["id"] != "never-valid");
+    });
+    let output = merge(&listed, &[]);
+    let shard2 = format!("shard 2/2 (`{}`)", listed[1].display());
+    refused(
+        output,
+        &format!("{shard2} lacks 1 of its 4 rows: never-valid (give every shard whole"),
+    );
+    let output = merge(&listed, &["--allow-partial"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "partial: {shard2} lacks 1 of its 4 rows: never-valid"
+        )),
+        "{}",
+        stderr(&output)
+    );
+    let merged = read_results(&out);
+    assert!(merged.partial && !merged.interrupted);
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        value["missing_shards"],
+        serde_json::json!([{"index": 2, "count": 2, "missing_rows": 1}])
+    );
+    let mut expected = merged.selection.clone().unwrap().tasks;
+    expected.retain(|id| id != "never-valid");
+    let ids: Vec<String> = merged.tasks.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(ids, expected, "suite order");
+    for path in [&out, &junit, &html] {
+        std::fs::remove_file(path).unwrap();
+    }
+
+    // A row of another shard, or a row twice, cannot belong: refused even with --allow-partial.
+    let stray = serde_json::to_value(&read_results(&listed[0]).tasks[0]).unwrap();
+    edit_results(&listed[1], |v| rows_of(v).push(stray));
+    refused(
+        merge(&listed, &["--allow-partial"]),
+        "holds task \"multiply-raw\", which belongs to shard 1/2 of its selection, not 2/2",
+    );
+
+    // Without a selection only the count of a shard's tasks is known: shard 2/2 of the 10 has 5.
+    // Interrupted after two of them:
+    let whole = two_shards(dir.path(), "whole", &[]);
+    edit_results(&whole[1], |v| {
+        v["interrupted"] = serde_json::json!(true);
+        rows_of(v).truncate(2);
+    });
+    let shard2 = format!("shard 2/2 (`{}`)", whole[1].display());
+    refused(
+        merge(&whole, &[]),
+        &format!(
+            "{shard2} lacks 3 of its 5 rows (it was interrupted): 3 tasks of its share have no row"
+        ),
+    );
+    let output = merge(&whole, &["--allow-partial"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let merged = read_results(&out);
+    assert!(merged.partial && merged.interrupted);
+    assert_eq!(merged.tasks.len(), 7);
+    for path in [&out, &junit, &html] {
+        std::fs::remove_file(path).unwrap();
+    }
+    edit_results(&whole[1], |v| {
+        let again = rows_of(v)[0].clone();
+        rows_of(v).push(again);
+    });
+    refused(merge(&whole, &["--allow-partial"]), "twice");
+
+    // An edited shard 1/2 of the whole suite, not interrupted, is caught by its count.
+    let whole = two_shards(dir.path(), "edited", &[]);
+    edit_results(&whole[0], |v| {
+        rows_of(v).remove(2);
+    });
+    refused(
+        merge(&whole, &[]),
+        &format!(
+            "shard 1/2 (`{}`) lacks 1 of its 5 rows: 1 task of its share has no row",
+            whole[0].display()
+        ),
+    );
+}
+
+#[test]
+fn merge_checks_html_like_its_other_outputs_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = two_shards(dir.path(), "shard", &[]);
+    let baseline = dir.path().join("baseline.json");
+    std::fs::copy(&shards[0], &baseline).unwrap();
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "kept\n").unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let out = dir.path().join("merged.json");
+    let junit = dir.path().join("junit.xml");
+    let p = |path: &Path| path.to_str().unwrap().to_owned();
+    let missing = dir.path().join("no/such/page.html");
+    let cases: [(Vec<String>, String); 6] = [
+        (
+            vec!["--html".into(), p(&link)],
+            format!("--html: `{}`: it is a symbolic link", link.display()),
+        ),
+        (
+            vec!["--html".into(), p(&folder)],
+            format!("--html: `{}` is a folder", folder.display()),
+        ),
+        (
+            vec!["--html".into(), p(&missing)],
+            "--html: cannot write in".to_owned(),
+        ),
+        (
+            vec!["--html".into(), p(&junit)],
+            format!("--html `{}` is the --junit file too", junit.display()),
+        ),
+        (
+            vec!["--html".into(), p(&out)],
+            format!("--html `{}` is the --out file too", out.display()),
+        ),
+        (
+            vec![
+                "--baseline".into(),
+                p(&baseline),
+                "--html".into(),
+                p(&baseline),
+            ],
+            format!("--html would overwrite the input `{}`", baseline.display()),
+        ),
+    ];
+    let before = std::fs::read(&baseline).unwrap();
+    for (args, expected) in cases {
+        let output = looptrace()
+            .arg("merge")
+            .args(&shards)
+            .arg("--out")
+            .arg(&out)
+            .arg("--junit")
+            .arg(&junit)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(&expected),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !out.exists() && !junit.exists(),
+            "{args:?}: nothing is written"
+        );
+        assert_eq!(std::fs::read(&baseline).unwrap(), before);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+        assert!(folder.read_dir().unwrap().next().is_none());
+    }
+}
