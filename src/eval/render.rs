@@ -215,11 +215,25 @@ impl<'a> Report<'a> {
             plural(r.totals.tasks as u64, "task", "tasks")
         );
         if let Some(repeats) = r.repeats.filter(|n| *n > 1) {
+            let runs = r.totals.tasks as u64;
+            // The tasks that ran, counted: an interrupted run or a partial merge has tasks
+            // with fewer repeats, so the runs divided by the repeats would miscount them.
+            let tasks = self
+                .pass_rates
+                .as_ref()
+                .map_or(runs / u64::from(repeats), |rates| rates.len() as u64);
+            let shape = if tasks * u64::from(repeats) == runs {
+                format!("{} × {repeats} repeats", plural(tasks, "task", "tasks"))
+            } else {
+                format!(
+                    "{}, up to {repeats} repeats each",
+                    plural(tasks, "task", "tasks")
+                )
+            };
             title = format!(
-                "Suite {:?}: {} ({} × {repeats} repeats)",
+                "Suite {:?}: {} ({shape})",
                 r.suite.name,
-                plural(r.totals.tasks as u64, "run", "runs"),
-                plural(r.totals.tasks as u64 / u64::from(repeats), "task", "tasks"),
+                plural(runs, "run", "runs"),
             );
         }
         if let Some(shard) = r.shard {

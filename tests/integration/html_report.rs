@@ -573,11 +573,9 @@ fn merge_html_reads_each_tasks_trace_beside_its_shard() {
     );
 }
 
-// The page reads each row's trace file, so with `--trace-layout single` it reads a shard's
-// `traces.jsonl` once per row and counts its runs that many times. The cause is shared with
-// `eval --html` (`results_page_data` in src/cli/html.rs), which is being fixed there.
+// With `--trace-layout single` every row of a shard names its `traces.jsonl`: the page reads
+// each file once, or its runs would be counted once per row.
 #[test]
-#[ignore = "waits for the shared page code to read each trace file once"]
 fn merge_html_of_single_file_shards_counts_each_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut results = Vec::new();

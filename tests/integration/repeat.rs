@@ -475,4 +475,17 @@ fn merge_of_repeated_shards_keeps_suite_order_when_a_shard_lacks_a_repeat() {
         title.contains("partial: shards 1/2 (1 row) missing"),
         "{title}"
     );
+    // Every task ran, one of them twice: the title counts tasks, not runs over repeats.
+    let tasks = expected
+        .iter()
+        .map(|(id, _)| id)
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    assert!(
+        title.contains(&format!(
+            "{} runs ({tasks} tasks, up to 3 repeats each)",
+            expected.len()
+        )),
+        "{title}"
+    );
 }
