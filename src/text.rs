@@ -27,9 +27,24 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A Markdown table cell: escaped, with `|` as `\|` so it cannot open a column.
+/// Untrusted text for Markdown (a table cell, a heading, a list item): escaped, with `\` and `|`
+/// escaped so they cannot end a column, a line break as a space, and `&`, `<` and `>` as entities
+/// so the text cannot bring raw HTML (an image that loads, a `<details>` that folds the rest of a
+/// pull-request comment away).
 pub fn markdown_cell(text: &str) -> String {
-    escape(text).replace('|', "\\|")
+    let mut out = String::with_capacity(text.len());
+    for c in escape(text).chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '|' => out.push_str("\\|"),
+            '\n' => out.push(' '),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A CSV cell's text: escaped, and a leading `=`, `+`, `-` or `@` (a formula to spreadsheets)

@@ -461,6 +461,11 @@ pub fn run(args: EvalArgs) -> CliResult {
             &selected,
             repeats,
             layout,
+            &Choice {
+                shard,
+                only: &args.only,
+                skip: &args.skip,
+            },
             &position,
         )?)
     } else {
@@ -566,6 +571,9 @@ pub fn run(args: EvalArgs) -> CliResult {
             .rerun_failed
             .as_ref()
             .map(|path| path.display().to_string()),
+        shard,
+        only: args.only.clone(),
+        skip: args.skip.clone(),
     };
     let (log, kept_offsets) = PartialLog::start(&partial_path, &header, kept.iter().flatten())
         .map_err(|e| internal("write", &partial_path, e))?;
@@ -1222,7 +1230,8 @@ enum Resumable {
 }
 
 /// Reads the partial file for `--resume`: the rows of this suite's selected runs whose trace is
-/// complete. A partial file of another suite, capture, repeat count or trace layout is refused.
+/// complete. A partial file of another suite, capture, repeat count, trace layout, shard or
+/// selection is refused.
 #[allow(clippy::too_many_arguments)]
 fn resume_rows(
     partial_path: &Path,
@@ -1232,6 +1241,7 @@ fn resume_rows(
     selected: &[SuiteTask],
     repeats: u32,
     layout: TraceLayout,
+    choice: &Choice<'_>,
     position: &dyn Fn(usize, u32) -> usize,
 ) -> Result<Resumable, CliError> {
     let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
@@ -1284,6 +1294,21 @@ fn resume_rows(
             layout.as_str()
         ));
     }
+    // Another share of the suite: resuming would drop the first one's rows and traces.
+    if header.shard != choice.shard {
+        return refuse(format!(
+            "was written with {}, this eval has {}",
+            shard_text(header.shard),
+            shard_text(choice.shard)
+        ));
+    }
+    if header.only != choice.only || header.skip != choice.skip {
+        return refuse(format!(
+            "was written with {}, this eval has {}",
+            patterns_text(&header.only, &header.skip),
+            patterns_text(choice.only, choice.skip)
+        ));
+    }
     if let Some(line) = partial.torn_line {
         eprintln!(
             "warning: ignored the torn last line ({line}) of `{}`, cut short by a crash",
@@ -1330,6 +1355,32 @@ fn resume_rows(
     Ok(Resumable::Rows(rows))
 }
 
+/// `--shard K/N` as given, for messages.
+fn shard_text(shard: Option<Shard>) -> String {
+    shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}"))
+}
+
+/// `--only` and `--skip` as given, for messages.
+fn patterns_text(only: &[String], skip: &[String]) -> String {
+    let words: Vec<String> = only
+        .iter()
+        .map(|p| format!("--only {p:?}"))
+        .chain(skip.iter().map(|p| format!("--skip {p:?}")))
+        .collect();
+    if words.is_empty() {
+        "no --only or --skip".to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// Which share of the suite an evaluation runs: what a partial file must have been written with.
+struct Choice<'a> {
+    shard: Option<Shard>,
+    only: &'a [String],
+    skip: &'a [String],
+}
+
 /// Whether complete results are this command line's: the same shard, capture, repeat count and
 /// trace layout, and rows for exactly the selected tasks. Says the first difference otherwise.
 fn same_runs(
@@ -1340,8 +1391,6 @@ fn same_runs(
     capture: looptrace::trace::Capture,
     layout: TraceLayout,
 ) -> Result<(), String> {
-    let shard_text =
-        |shard: Option<Shard>| shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}"));
     if previous.shard != shard {
         return Err(format!(
             "it was written with {}, this eval has {}",
@@ -1557,7 +1606,7 @@ fn print_report<'a>(
     quiet: bool,
 ) -> Result<(), CliError> {
     let text = if quiet {
-        summary_line(results, comparison)
+        summary_line(results, comparison, pass_rates)
     } else {
         let style = super::common::stdout_style();
         looptrace::eval::render_report_with(results, comparison, pass_rates, format.into(), style)

@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::results::{SuiteInfo, TaskResult};
+use super::results::{Shard, SuiteInfo, TaskResult};
 use crate::trace::Capture;
 
 /// The partial file's name in the output folder.
@@ -40,6 +40,15 @@ pub struct PartialHeader {
     /// continue those (the rerun again does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_failed: Option<String>,
+    /// `--shard K/N`, when the evaluation ran one shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The `--only` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// The `--skip` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
 }
 
 /// A partial file read back.

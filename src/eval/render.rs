@@ -11,6 +11,7 @@ use super::results::{ResultsFile, TaskResult};
 use crate::plural;
 use crate::run::ExitReason;
 use crate::terminal::Style;
+use crate::text::markdown_cell;
 
 /// Report formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,9 +70,17 @@ pub fn render_report_with<'a>(
 }
 
 /// The report in one line, for `--quiet`: the title, the tasks per exit reason, the
-/// expectations and, with a baseline, the regressions.
-pub fn summary_line(results: &ResultsFile, comparison: Option<&Comparison>) -> String {
-    let report = Report::new(results, comparison);
+/// expectations and, with a baseline, the regressions. `pass_rates` as for
+/// [`render_report_with`]: the title counts a repeated evaluation's tasks from them.
+pub fn summary_line<'a>(
+    results: &'a ResultsFile,
+    comparison: Option<&'a Comparison>,
+    pass_rates: Option<Vec<PassRate<'a>>>,
+) -> String {
+    let mut report = Report::new(results, comparison);
+    if pass_rates.is_some() {
+        report.pass_rates = pass_rates;
+    }
     let reasons: Vec<String> = report
         .rows
         .iter()
@@ -389,7 +398,7 @@ impl<'a> Report<'a> {
     fn markdown(&self) -> String {
         let mut out = format!(
             "### {}\n\n| exit reason | tasks | share |\n|---|---:|---:|\n",
-            self.title()
+            markdown_cell(&self.title())
         );
         for (reason, count, share) in &self.rows {
             out.push_str(&format!(
@@ -409,7 +418,7 @@ impl<'a> Report<'a> {
                 out.push_str(&format!(
                     "| `{id}` | {} | {} |\n",
                     task.exit_reason,
-                    why.replace('|', "\\|")
+                    markdown_cell(why)
                 ));
             }
         }
@@ -446,7 +455,7 @@ impl<'a> Report<'a> {
                     if items.is_empty() { " none" } else { "" }
                 ));
                 for (id, why) in items {
-                    out.push_str(&format!("- `{id}`: {why}\n"));
+                    out.push_str(&format!("- `{id}`: {}\n", markdown_cell(why)));
                 }
             }
             for (title, ids) in [
@@ -613,15 +622,18 @@ fn pairs(items: &[(String, String)]) -> Vec<Value> {
         .collect()
 }
 
-/// One CSV row, quoting fields that need it (RFC 4180).
+/// One CSV row, quoting fields that need it (RFC 4180). Every cell goes through
+/// [`crate::text::csv_text`]: task ids and reasons come from suites and traces, and a leading
+/// `=`, `+`, `-` or `@` is a formula to spreadsheets.
 fn csv_row(fields: &[&str]) -> String {
     let quoted: Vec<String> = fields
         .iter()
+        .map(|f| crate::text::csv_text(f))
         .map(|f| {
             if f.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", f.replace('"', "\"\""))
             } else {
-                (*f).to_owned()
+                f.into_owned()
             }
         })
         .collect();

@@ -586,17 +586,14 @@ fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
     options.style.finish(&out).into_bytes()
 }
 
-fn markdown_escape(text: &str) -> String {
-    escape(text)
-        .replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', " ")
-}
-
 fn render_markdown(report: &Report, options: RenderOptions) -> Vec<u8> {
     let mut out = String::from("# looptrace report\n");
     for section in sections(report, options) {
-        let _ = write!(out, "\n## {}\n\n", markdown_escape(&section.title));
+        let _ = write!(
+            out,
+            "\n## {}\n\n",
+            crate::text::markdown_cell(&section.title)
+        );
         if section.rows.is_empty() {
             out.push_str("None.\n");
             continue;
@@ -604,7 +601,7 @@ fn render_markdown(report: &Report, options: RenderOptions) -> Vec<u8> {
         let header: Vec<String> = section
             .header
             .iter()
-            .map(|name| markdown_escape(name))
+            .map(|name| crate::text::markdown_cell(name))
             .collect();
         let _ = writeln!(out, "| {} |", header.join(" | "));
         let rule: Vec<&str> = section.rows[0]
@@ -615,7 +612,7 @@ fn render_markdown(report: &Report, options: RenderOptions) -> Vec<u8> {
         for row in &section.rows {
             let cells: Vec<String> = row
                 .iter()
-                .map(|cell| markdown_escape(&cell.human()))
+                .map(|cell| crate::text::markdown_cell(&cell.human()))
                 .collect();
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }

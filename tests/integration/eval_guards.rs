@@ -1,7 +1,8 @@
 //! What `eval` refuses before it runs anything, and what it must not leave out: report files
-//! that would replace the evaluation's own files or a rerun's results, `--resume` over complete
-//! results of another command line, a runaway `--repeat`, a rerun's hand-edited trace paths;
-//! tasks added to a suite since the results a rerun updates; the HTML page of a single trace file.
+//! that would replace the evaluation's own files or a rerun's results, `--resume` over partial
+//! or complete results of another command line, a runaway `--repeat`, a rerun's hand-edited
+//! trace paths; tasks added to a suite since the results a rerun updates; the HTML page of a
+//! single trace file.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -257,4 +258,61 @@ fn a_rerun_refuses_trace_paths_eval_does_not_write() {
         assert_refused(&output, "`tasks[0].trace`");
         assert!(!again.exists(), "{bad}: nothing may be written");
     }
+}
+
+#[test]
+fn resume_refuses_a_partial_file_of_another_shard_or_selection() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b", "c", "d", "e"], &[]);
+    let out = dir.path().join("out");
+    let crashed = crate::support::looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .args(["--shard", "1/2", "--jobs", "1", "-q"])
+        .env("LOOPTRACE_FAULT", "abort_before_row:2")
+        .output()
+        .unwrap();
+    assert_ne!(crashed.status.code(), Some(0), "{}", stderr(&crashed));
+    let partial = out.join("results.partial.jsonl");
+    let before = std::fs::read(&partial).unwrap();
+    let header: serde_json::Value = serde_json::from_str(
+        std::str::from_utf8(&before)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["shard"], json!({"index": 1, "count": 2}));
+    for (extra, says) in [
+        (
+            vec!["--shard", "2/2"],
+            "written with --shard 1/2, this eval has --shard 2/2",
+        ),
+        (vec![], "written with --shard 1/2, this eval has no --shard"),
+        (
+            vec!["--shard", "1/2", "--skip", "e"],
+            "written with no --only or --skip, this eval has --skip \"e\"",
+        ),
+    ] {
+        let mut command = crate::support::looptrace();
+        command
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(["--resume", "-q"])
+            .args(&extra);
+        let output = command.output().unwrap();
+        assert_refused(&output, says);
+        assert_eq!(std::fs::read(&partial).unwrap(), before);
+        assert!(out.join("traces/a.jsonl").is_file());
+    }
+    let resumed = cli!(
+        "eval", &suite, "--out", &out, "--shard", "1/2", "--resume", "-q"
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(results(&out.join("results.json")).tasks.len(), 3);
 }

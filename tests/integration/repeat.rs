@@ -131,6 +131,19 @@ fn each_task_runs_once_per_repeat_with_its_own_run_and_trace() {
 }
 
 #[test]
+fn the_quiet_line_counts_the_tasks_of_a_repeated_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let output = eval(&suite, &dir.path().join("out"), &["--repeat", "3", "-q"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let line = stdout(&output);
+    assert!(
+        line.starts_with("Suite \"repeat\": 9 runs (3 tasks × 3 repeats)"),
+        "{line}"
+    );
+}
+
+#[test]
 fn the_table_lists_pass_rates_below_every_repeat_and_flaky_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());

@@ -12,7 +12,7 @@ use looptrace::trace::{
 use serde_json::json;
 
 use crate::samples::{SAMPLE_RUNS, record};
-use crate::support::{fixture, run, sample, stderr, stdout};
+use crate::support::{fixture, looptrace, run, sample, stderr, stdout};
 
 fn sequence(events: &[TraceEvent]) -> Vec<String> {
     events
@@ -729,7 +729,7 @@ fn trace_text_with_escapes_and_bidi_overrides_is_escaped_in_every_output() {
         json!({"run_id": "u", "step": 0, "event_type": "x\u{1b}[5m"}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, &text).unwrap();
     let path = path.to_str().unwrap();
 
     for args in [
@@ -754,6 +754,48 @@ fn trace_text_with_escapes_and_bidi_overrides_is_escaped_in_every_output() {
     let csv = stdout(&run(&["report", path, "--format", "csv"]));
     assert!(csv.contains("'=HYPERLINK"), "{csv}");
     assert!(!csv.contains(",=HYPERLINK"), "{csv}");
+    // Markup in a tool name stays text in Markdown: no image loads from a report in a PR comment.
+    let markup = text.replace(formula_tool.replace('"', "\\\"").as_str(), "<img src=x>");
+    std::fs::write(path, markup).unwrap();
+    let markdown = stdout(&run(&["report", path, "--format", "markdown"]));
+    assert!(markdown.contains("&lt;img src=x&gt;"), "{markdown}");
+    assert!(!markdown.contains("<img"), "{markdown}");
+}
+
+#[test]
+fn eval_reports_keep_suite_text_out_of_markup_and_formulas() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.json");
+    let answer = "<img src=\"https://example.invalid/x.png\"><details open><summary>ALL PASSED";
+    std::fs::write(
+        &suite,
+        json!({"name": "<b>suite</b>", "tasks": [
+            {"id": "-2-3", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": answer}]},
+             "expect": {"answer": "ok"}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let eval = |format: &str| {
+        let output = looptrace()
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(["--capture", "full", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let markdown = eval("markdown");
+    assert!(!markdown.contains('<'), "{markdown}");
+    assert!(markdown.contains("&lt;details open&gt;"), "{markdown}");
+    assert!(markdown.contains("&lt;b&gt;suite&lt;/b&gt;"), "{markdown}");
+    let csv = eval("csv");
+    assert!(csv.contains("failed_task,'-2-3,"), "{csv}");
+    assert!(!csv.contains(",-2-3"), "{csv}");
 }
 
 #[test]
