@@ -39,6 +39,28 @@ fn results(path: &Path) -> ResultsFile {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `eval SUITE --out OUT --resume -q` with `extra`.
+fn resume(suite: &Path, out: &Path, extra: &[&str]) -> Output {
+    crate::support::looptrace()
+        .arg("eval")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(["--resume", "-q"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// What resuming shard 1/2 in another shard's stead, or with no shard, is told.
+const OTHER_SHARDS: [(&[&str], &str); 2] = [
+    (
+        &["--shard", "2/2"],
+        "written with --shard 1/2, this eval has --shard 2/2",
+    ),
+    (&[], "written with --shard 1/2, this eval has no --shard"),
+];
+
 fn assert_refused(output: &Output, says: &str) {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
     assert!(stderr(output).contains(says), "{}", stderr(output));
@@ -131,38 +153,25 @@ fn resume_refuses_complete_results_of_another_command_line() {
     let first = cli!("eval", &suite, "--out", &out, "--shard", "1/2", "-q");
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let before = std::fs::read(out.join("results.json")).unwrap();
-    for (extra, says) in [
+    for (extra, says) in OTHER_SHARDS.into_iter().chain::<[(&[&str], &str); 4]>([
         (
-            vec!["--shard", "2/2"],
-            "written with --shard 1/2, this eval has --shard 2/2",
-        ),
-        (vec![], "written with --shard 1/2, this eval has no --shard"),
-        (
-            vec!["--shard", "1/2", "--repeat", "2"],
+            &["--shard", "1/2", "--repeat", "2"],
             "--repeat 1, this eval has --repeat 2",
         ),
         (
-            vec!["--shard", "1/2", "--trace-layout", "single"],
+            &["--shard", "1/2", "--trace-layout", "single"],
             "--trace-layout per-task, this eval has --trace-layout single",
         ),
         (
-            vec!["--shard", "1/2", "--capture", "full"],
+            &["--shard", "1/2", "--capture", "full"],
             "summary capture, this eval uses full",
         ),
         (
-            vec!["--shard", "1/2", "--only", "a"],
+            &["--shard", "1/2", "--only", "a"],
             "not the tasks this eval selects",
         ),
-    ] {
-        let mut command = crate::support::looptrace();
-        command
-            .args(["eval"])
-            .arg(&suite)
-            .arg("--out")
-            .arg(&out)
-            .args(["--resume", "-q"])
-            .args(&extra);
-        let output = command.output().unwrap();
+    ]) {
+        let output = resume(&suite, &out, extra);
         assert_refused(&output, says);
         assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
     }
@@ -286,26 +295,11 @@ fn resume_refuses_a_partial_file_of_another_shard_or_selection() {
     )
     .unwrap();
     assert_eq!(header["shard"], json!({"index": 1, "count": 2}));
-    for (extra, says) in [
-        (
-            vec!["--shard", "2/2"],
-            "written with --shard 1/2, this eval has --shard 2/2",
-        ),
-        (vec![], "written with --shard 1/2, this eval has no --shard"),
-        (
-            vec!["--shard", "1/2", "--skip", "e"],
-            "written with no --only or --skip, this eval has --skip \"e\"",
-        ),
-    ] {
-        let mut command = crate::support::looptrace();
-        command
-            .arg("eval")
-            .arg(&suite)
-            .arg("--out")
-            .arg(&out)
-            .args(["--resume", "-q"])
-            .args(&extra);
-        let output = command.output().unwrap();
+    for (extra, says) in OTHER_SHARDS.into_iter().chain::<[(&[&str], &str); 1]>([(
+        &["--shard", "1/2", "--skip", "e"],
+        "written with no --only or --skip, this eval has --skip \"e\"",
+    )]) {
+        let output = resume(&suite, &out, extra);
         assert_refused(&output, says);
         assert_eq!(std::fs::read(&partial).unwrap(), before);
         assert!(out.join("traces/a.jsonl").is_file());
