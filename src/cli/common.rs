@@ -279,3 +279,15 @@ pub fn resolve(path: &Path) -> Option<std::path::PathBuf> {
     }
     Some(base)
 }
+
+/// Ctrl-C or SIGTERM ends the command at once, as by default, but kills the process groups of
+/// running tools and gates first: they run in groups of their own, out of the terminal's reach.
+pub fn end_programs_on_signal() {
+    looptrace::process::groups::exit_on_signal(
+        &[
+            (signal_hook::consts::SIGINT, 130),
+            (signal_hook::consts::SIGTERM, 143),
+        ],
+        None,
+    );
+}

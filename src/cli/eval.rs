@@ -506,11 +506,14 @@ pub fn run(args: EvalArgs) -> CliResult {
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
     // signal ends the process at once. The shutdown hook is registered first so that it sees
     // the flag as the previous signal left it.
-    for (signal, code) in [
+    // Ending at once kills the process groups of running tools and gates first: they run in
+    // groups of their own, out of the terminal's reach.
+    let signals = [
         (signal_hook::consts::SIGINT, 130),
         (signal_hook::consts::SIGTERM, 143),
-    ] {
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&stop));
+    ];
+    looptrace::process::groups::exit_on_signal(&signals, Some(Arc::clone(&stop)));
+    for (signal, _) in signals {
         let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
     }
     let task_tools = suite.tools.clone().map(|file| {

@@ -118,6 +118,7 @@ pub enum FormatArg {
 
 /// Runs `looptrace replay`.
 pub fn run(args: ReplayArgs) -> CliResult {
+    super::common::end_programs_on_signal();
     let style = super::common::output_style(args.output.as_deref());
     if args.max_steps == Some(0) {
         return Err(CliError::input("--max-steps must be at least 1"));

@@ -168,6 +168,7 @@ impl LiveArgs {
 
 /// Runs `looptrace run`.
 pub fn run(args: RunArgs) -> CliResult {
+    super::common::end_programs_on_signal();
     if args.max_steps == 0 {
         return Err(CliError::input("--max-steps must be at least 1"));
     }

@@ -3,6 +3,7 @@
 //! and output kept to a bounded head and tail, cut on UTF-8 boundaries.
 
 mod cut;
+pub mod groups;
 mod run;
 
 pub use cut::{CutText, cut_bytes, cut_output};

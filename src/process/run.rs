@@ -96,6 +96,7 @@ impl Ended {
 pub fn run_process(spec: &ProcessSpec) -> std::io::Result<Finished> {
     let (mut child, stdout, stderr) = spawn(spec)?;
     let group = child.id();
+    super::groups::register(i32::try_from(group).unwrap_or(0));
     if let Some(mut stdin) = child.stdin.take() {
         let input = spec.stdin.clone();
         // A program may exit without reading its input; a broken pipe is then no error.
@@ -244,11 +245,13 @@ fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
 }
 
 /// Kills every process of the group led by `leader` (the program ran with `process_group(0)`).
+/// Forgets it too: the leader is reaped next, after which its id may be reused.
 fn kill_group(leader: u32) {
     if let Ok(pid) = libc::pid_t::try_from(leader) {
         // SAFETY: `kill` has no memory-safety preconditions; a group that is gone gives ESRCH.
         unsafe {
             libc::kill(-pid, libc::SIGKILL);
         }
+        super::groups::unregister(pid);
     }
 }

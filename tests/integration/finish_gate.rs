@@ -600,3 +600,78 @@ fn a_gate_to_rerun_with_recorded_tools_is_a_usage_error() {
     );
     assert!(stdout(&output).is_empty());
 }
+
+/// Whether process `pid` still runs (a zombie waiting to be reaped does not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_second_interrupt_ends_eval_and_the_gates_it_was_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("gate-pids");
+    let gate = format!("echo $$ >> '{}'; exec sleep 30", pids.display());
+    let tasks: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "prompt": "p",
+                   "model": {"actions": [{"type": "finish", "answer": "done"}]}})
+        })
+        .collect();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "gates", "defaults": {"finish_gate": {"command": ["sh", "-c", gate]}},
+               "tasks": tasks})
+        .to_string(),
+    )
+    .unwrap();
+    let mut eval = crate::support::looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--jobs", "2", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let gate_pids = || -> Vec<i32> {
+        std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect()
+    };
+    while gate_pids().len() < 2 && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let gates = gate_pids();
+    assert_eq!(gates.len(), 2, "two gates should be running");
+    let pid = i32::try_from(eval.id()).unwrap();
+    // SAFETY: `kill` only sends a signal to the child this test started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        gates.iter().all(|&g| running(g)),
+        "the first interrupt lets running gates finish"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = eval.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let ended = std::time::Instant::now();
+    while gates.iter().any(|&g| running(g)) && ended.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        gates.iter().all(|&g| !running(g)),
+        "gates {gates:?} outlived eval"
+    );
+}

@@ -143,6 +143,9 @@ impl McpClient {
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .filter(|&pid| pid > 0);
+        if let Some(group) = group {
+            crate::process::groups::register(group);
+        }
         let config = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("looptrace", env!("CARGO_PKG_VERSION")),
@@ -316,6 +319,7 @@ fn kill_group(group: Option<i32>) {
         unsafe {
             libc::killpg(group, libc::SIGKILL);
         }
+        crate::process::groups::unregister(group);
     }
 }
 
