@@ -306,6 +306,8 @@ pub fn run(args: EvalArgs) -> CliResult {
                 print_report(previous, None, None, args.format, args.quiet)?;
                 return Ok(verdict(previous, None));
             }
+            let rerun: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+            refuse_missing_carried_traces(previous, path, &rerun)?;
         }
         (std::borrow::Cow::Owned(tasks), Some(selection))
     };
@@ -1017,6 +1019,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
+    refuse_shard_traces_as_outputs(&outputs, &results, &args.results)?;
     let looptrace::eval::Merged {
         results: merged,
         incomplete,
@@ -1087,6 +1090,46 @@ fn coverage_gaps(
     }
     gaps.extend(incomplete.iter().map(ToString::to_string));
     gaps
+}
+
+/// Fails when an output of merge is the trace of a row of one of the shards (which `--html`
+/// reads, and `report` after it). Only outputs that exist can be one; they are compared by
+/// device and inode.
+fn refuse_shard_traces_as_outputs(
+    outputs: &[(&str, &PathBuf)],
+    shards: &[(String, ResultsFile)],
+    paths: &[PathBuf],
+) -> Result<(), CliError> {
+    let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
+        .iter()
+        .filter_map(|&(flag, path)| file_identity(path).map(|id| (flag, path, id)))
+        .collect();
+    if existing.is_empty() {
+        return Ok(());
+    }
+    for ((_, shard), path) in shards.iter().zip(paths) {
+        let folder = folder_of(path);
+        let traces: HashSet<&str> = shard
+            .tasks
+            .iter()
+            .filter_map(|t| t.trace.as_deref())
+            .collect();
+        for trace in traces {
+            let trace = folder.join(trace);
+            let Some(id) = file_identity(&trace) else {
+                continue;
+            };
+            if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
+                return Err(CliError::input(format!(
+                    "{flag} `{}` is the trace `{}` of the shard `{}`: choose another file",
+                    output.display(),
+                    trace.display(),
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
@@ -1485,6 +1528,36 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
         }
     }
     Ok(previous)
+}
+
+/// Fails unless the trace of every row a rerun carries over is beside its results: merged
+/// results name traces in their shards' folders, and a rerun that carried such rows would leave
+/// results naming traces that are not there.
+fn refuse_missing_carried_traces(
+    previous: &ResultsFile,
+    path: &Path,
+    rerun: &HashSet<&str>,
+) -> Result<(), CliError> {
+    let folder = folder_of(path);
+    let missing: std::collections::BTreeSet<&str> = previous
+        .tasks
+        .iter()
+        .filter(|row| !rerun.contains(row.id.as_str()))
+        .filter_map(|row| row.trace.as_deref())
+        .filter(|trace| !folder.join(trace).is_file())
+        .collect();
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    Err(CliError::input(format!(
+        "--rerun-failed `{}`: {} of the rows it carries over {} not beside it (`{}` first): results merged from shards name traces in the shards' folders; gather them next to the merged results first (`cp -r SHARD/traces {}/` for each shard, or `cat SHARD/traces.jsonl >> {}/traces.jsonl`)",
+        path.display(),
+        looptrace::plural(missing.len() as u64, "trace", "traces"),
+        if missing.len() == 1 { "is" } else { "are" },
+        folder.join(first).display(),
+        folder.display(),
+        folder.display()
+    )))
 }
 
 /// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows

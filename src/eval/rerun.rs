@@ -10,7 +10,8 @@ use super::suite::Suite;
 /// The ids of the suite's tasks that `previous` says need another run: rows that fail the
 /// evaluation (a failed expectation or an unexpected internal error); when `previous` was
 /// interrupted, tasks of its selection it lacks a row for (with `--repeat N`, fewer than N rows);
-/// and when it covered the whole suite (no `--only`/`--skip`), tasks added to the suite since.
+/// and when it covered the whole suite (a row for each of its tasks), tasks added to the suite
+/// since.
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     let mut ids: HashSet<String> = previous
         .tasks
@@ -18,12 +19,10 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .filter(|t| t.fails())
         .map(|t| t.id.clone())
         .collect();
-    let whole_suite = previous
-        .selection
-        .as_ref()
-        .is_none_or(|s| s.only.is_empty() && s.skip.is_empty());
-    if whole_suite {
-        let ran: HashSet<&str> = previous.tasks.iter().map(|t| t.id.as_str()).collect();
+    // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
+    // results (a rerun's too, whatever it narrowed its rerun to) hold them all.
+    let ran: HashSet<&str> = previous.tasks.iter().map(|t| t.id.as_str()).collect();
+    if ran.len() >= previous.suite.tasks {
         ids.extend(
             suite
                 .tasks

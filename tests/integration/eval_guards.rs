@@ -102,7 +102,8 @@ fn report_files_may_not_replace_the_results_a_rerun_reads() {
         cli!("eval", &suite, "--out", &first, "-q").status.code(),
         Some(1)
     );
-    let previous = dir.path().join("previous.json");
+    // A copy beside the traces it names.
+    let previous = first.join("previous.json");
     std::fs::copy(first.join("results.json"), &previous).unwrap();
     let before = std::fs::read(&previous).unwrap();
     for flag in ["--html", "--junit"] {
@@ -220,6 +221,29 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
     assert_eq!(updated.suite.tasks, 3);
     assert!(out.join("traces/new.jsonl").is_file());
 
+    // A rerun narrowed by `--only` still leaves whole results: a task added after it runs.
+    let narrowed = cli!(
+        "eval",
+        &after,
+        "--rerun-failed",
+        out.join("results.json"),
+        "--only",
+        "a",
+        "-q"
+    );
+    assert_eq!(narrowed.status.code(), Some(0), "{}", stderr(&narrowed));
+    let later = suite(dir.path(), "later.json", &["a", "new", "b", "later"], &[]);
+    let output = cli!(
+        "eval",
+        &later,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(out.join("traces/later.jsonl").is_file());
+    assert_eq!(results(&out.join("results.json")).tasks.len(), 4);
+
     // Results of a selection speak only for it: a task outside it is not theirs to run.
     let chosen = dir.path().join("chosen");
     assert_eq!(
@@ -309,4 +333,74 @@ fn resume_refuses_a_partial_file_of_another_shard_or_selection() {
     );
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert_eq!(results(&out.join("results.json")).tasks.len(), 3);
+}
+
+#[test]
+fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &["a"]);
+    for k in ["1/2", "2/2"] {
+        let shard = dir.path().join(format!("shard{}", &k[..1]));
+        let output = cli!("eval", &suite, "--shard", k, "--out", &shard, "-q");
+        assert!(
+            output.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let merged = dir.path().join("merged");
+    std::fs::create_dir(&merged).unwrap();
+    let output = cli!(
+        "merge",
+        dir.path().join("shard1/results.json"),
+        dir.path().join("shard2/results.json"),
+        "--out",
+        merged.join("results.json"),
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let fixed = suite_fixed(dir.path());
+    let again = dir.path().join("again");
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        merged.join("results.json"),
+        "--out",
+        &again,
+        "-q"
+    );
+    assert_refused(
+        &output,
+        "2 traces of the rows it carries over are not beside it",
+    );
+    assert!(!again.exists());
+
+    // Gathered as the message says, the rerun leaves a folder that stands on its own.
+    std::fs::create_dir(merged.join("traces")).unwrap();
+    for shard in ["shard1", "shard2"] {
+        for entry in std::fs::read_dir(dir.path().join(shard).join("traces")).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), merged.join("traces").join(entry.file_name())).unwrap();
+        }
+    }
+    let output = cli!(
+        "eval",
+        &fixed,
+        "--rerun-failed",
+        merged.join("results.json"),
+        "--out",
+        &again,
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    for id in ["a", "b", "c"] {
+        assert!(again.join(format!("traces/{id}.jsonl")).is_file(), "{id}");
+    }
+}
+
+/// The suite of [`a_rerun_from_merged_results_needs_the_shards_traces_beside_them`] with every
+/// expectation met.
+fn suite_fixed(dir: &Path) -> PathBuf {
+    suite(dir, "fixed.json", &["a", "b", "c"], &[])
 }

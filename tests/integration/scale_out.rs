@@ -596,7 +596,12 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
 
     // After an interruption, the tasks it did not reach run too.
     let cut = dir.path().join("cut");
-    std::fs::create_dir(&cut).unwrap();
+    // With the traces beside them, which the rows carried over keep.
+    std::fs::create_dir_all(cut.join("traces")).unwrap();
+    for entry in std::fs::read_dir(out.join("traces")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), cut.join("traces").join(entry.file_name())).unwrap();
+    }
     let mut interrupted = serde_json::to_value(&before).unwrap();
     interrupted["interrupted"] = true.into();
     interrupted["tasks"]
@@ -1715,4 +1720,53 @@ fn merge_checks_html_like_its_other_outputs_before_writing_anything() {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
         assert!(folder.read_dir().unwrap().next().is_none());
     }
+}
+
+#[test]
+fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = rerun_suite(dir.path(), true);
+    let shard = |k: &str, extra: &[&str]| {
+        let out = dir.path().join(format!("s{}{}", &k[..1], extra.len()));
+        let mut args = vec![failing.to_str().unwrap(), "--shard", k];
+        args.extend_from_slice(extra);
+        let output = eval_with(&args, &out, &[]);
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{}",
+            stderr(&output)
+        );
+        out.join("results.json")
+    };
+    let (one, two) = (shard("1/2", &[]), shard("2/2", &[]));
+    let trace = dir.path().join("s10/traces/ok-1.jsonl");
+    let before = std::fs::read(&trace).unwrap();
+    for flag in ["--junit", "--out"] {
+        let output = cli!("merge", &one, &two, flag, &trace, "-q");
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("is the trace"),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(std::fs::read(&trace).unwrap(), before);
+    }
+
+    let (one, two) = (
+        shard("1/2", &["--repeat", "2"]),
+        shard("2/2", &["--repeat", "2"]),
+    );
+    let mut edited: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&two).unwrap()).unwrap();
+    edited["tasks"][0].as_object_mut().unwrap().remove("repeat");
+    std::fs::write(&two, edited.to_string()).unwrap();
+    let merged = dir.path().join("merged.json");
+    let output = cli!("merge", &one, &two, "--out", &merged, "--allow-partial");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("has a row without `repeat`"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!merged.exists());
 }

@@ -159,6 +159,17 @@ pub fn check_shard(
     let mut positions = Vec::with_capacity(results.tasks.len());
     for row in &results.tasks {
         let id = row.id.as_str();
+        // With `--repeat`, every row says which repeat it is; without, none does.
+        if row.repeat.is_some() != (repeats > 1) {
+            return Err(match row.repeat {
+                None => format!(
+                    "`{name}`: task {id:?} has a row without `repeat`, but its evaluation ran each task {repeats} times"
+                ),
+                Some(_) => format!(
+                    "`{name}`: task {id:?} has a row with `repeat`, but its evaluation ran each task once"
+                ),
+            });
+        }
         let repeat = row.repeat.unwrap_or(1);
         if repeat == 0 || repeat > repeats {
             return Err(format!(
