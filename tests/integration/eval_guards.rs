@@ -361,15 +361,18 @@ fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let fixed = suite_fixed(dir.path());
     let again = dir.path().join("again");
-    let output = cli!(
-        "eval",
-        &fixed,
-        "--rerun-failed",
-        merged.join("results.json"),
-        "--out",
-        &again,
-        "-q"
-    );
+    let rerun = || {
+        cli!(
+            "eval",
+            &fixed,
+            "--rerun-failed",
+            merged.join("results.json"),
+            "--out",
+            &again,
+            "-q"
+        )
+    };
+    let output = rerun();
     assert_refused(
         &output,
         "2 traces of the rows it carries over are not beside it",
@@ -384,15 +387,7 @@ fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
             std::fs::copy(entry.path(), merged.join("traces").join(entry.file_name())).unwrap();
         }
     }
-    let output = cli!(
-        "eval",
-        &fixed,
-        "--rerun-failed",
-        merged.join("results.json"),
-        "--out",
-        &again,
-        "-q"
-    );
+    let output = rerun();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     for id in ["a", "b", "c"] {
         assert!(again.join(format!("traces/{id}.jsonl")).is_file(), "{id}");
