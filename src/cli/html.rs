@@ -121,7 +121,9 @@ pub fn results_page_data(
             let path = folder(task).join(trace);
             if path.is_file() && seen.insert(path.clone()) {
                 inputs.push(Input {
-                    name: trace.clone(),
+                    // The folder too: merged rows' traces lie in several shards' folders, and a
+                    // message about one must say which.
+                    name: path.display().to_string(),
                     source: Source::Path(path),
                 });
             }

@@ -1751,6 +1751,20 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         );
         assert_eq!(std::fs::read(&trace).unwrap(), before);
     }
+    // A shard's trace the page cannot read is named with its shard's folder.
+    std::fs::write(dir.path().join("s20/traces/bad-1.jsonl"), "not json\n").unwrap();
+    let page = dir.path().join("page.html");
+    let output = cli!("merge", &one, &two, "--html", &page, "-q");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "s20{}traces/bad-1.jsonl:1",
+            std::path::MAIN_SEPARATOR
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!page.exists());
 
     let (one, two) = (
         shard("1/2", &["--repeat", "2"]),
