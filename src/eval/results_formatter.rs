@@ -56,10 +56,10 @@ impl Default for RowsPerLine {
     }
 }
 
-/// Calls the compact or the pretty formatter's method, whichever the position asks for.
+/// Calls the compact formatter's method when `$compact` holds, the pretty one's otherwise.
 macro_rules! either {
-    ($self:ident, $method:ident($($arg:expr),*)) => {
-        if $self.compact() {
+    ($self:ident, $compact:expr, $method:ident($($arg:expr),*)) => {
+        if $compact {
             CompactFormatter.$method($($arg),*)
         } else {
             $self.pretty.$method($($arg),*)
@@ -69,19 +69,11 @@ macro_rules! either {
 
 impl Formatter for RowsPerLine {
     fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        if self.begin(true) {
-            CompactFormatter.begin_array(writer)
-        } else {
-            self.pretty.begin_array(writer)
-        }
+        either!(self, self.begin(true), begin_array(writer))
     }
 
     fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        if self.end() {
-            CompactFormatter.end_array(writer)
-        } else {
-            self.pretty.end_array(writer)
-        }
+        either!(self, self.end(), end_array(writer))
     }
 
     fn begin_array_value<W: ?Sized + Write>(
@@ -89,27 +81,19 @@ impl Formatter for RowsPerLine {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        either!(self, begin_array_value(writer, first))
+        either!(self, self.compact(), begin_array_value(writer, first))
     }
 
     fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        either!(self, end_array_value(writer))
+        either!(self, self.compact(), end_array_value(writer))
     }
 
     fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        if self.begin(false) {
-            CompactFormatter.begin_object(writer)
-        } else {
-            self.pretty.begin_object(writer)
-        }
+        either!(self, self.begin(false), begin_object(writer))
     }
 
     fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        if self.end() {
-            CompactFormatter.end_object(writer)
-        } else {
-            self.pretty.end_object(writer)
-        }
+        either!(self, self.end(), end_object(writer))
     }
 
     fn begin_object_key<W: ?Sized + Write>(
@@ -117,15 +101,15 @@ impl Formatter for RowsPerLine {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        either!(self, begin_object_key(writer, first))
+        either!(self, self.compact(), begin_object_key(writer, first))
     }
 
     fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        either!(self, begin_object_value(writer))
+        either!(self, self.compact(), begin_object_value(writer))
     }
 
     fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        either!(self, end_object_value(writer))
+        either!(self, self.compact(), end_object_value(writer))
     }
 }
 

@@ -38,6 +38,21 @@ pub fn unregister(group: i32) {
     }
 }
 
+/// Kills the group `group` (grandchildren included) and forgets it: its leader is reaped next,
+/// after which its id may be reused. A group that is gone already is no error. Linux does not
+/// hand out a group's id as a new pid while any member lives, so the id cannot name someone
+/// else's processes.
+pub fn kill(group: i32) {
+    if group <= 0 {
+        return;
+    }
+    // SAFETY: `kill` has no memory-safety preconditions; a group that is gone gives ESRCH.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+    unregister(group);
+}
+
 /// Kills every recorded group. Safe in a signal handler: atomic loads and `kill` only.
 pub fn kill_all() {
     for slot in &GROUPS {

@@ -96,7 +96,8 @@ impl Ended {
 pub fn run_process(spec: &ProcessSpec) -> std::io::Result<Finished> {
     let (mut child, stdout, stderr) = spawn(spec)?;
     let group = child.id();
-    super::groups::register(i32::try_from(group).unwrap_or(0));
+    let leader = i32::try_from(group).unwrap_or(0);
+    super::groups::register(leader);
     if let Some(mut stdin) = child.stdin.take() {
         let input = spec.stdin.clone();
         // A program may exit without reading its input; a broken pipe is then no error.
@@ -116,7 +117,7 @@ pub fn run_process(spec: &ProcessSpec) -> std::io::Result<Finished> {
                 pause = (pause * 2).min(Duration::from_millis(5));
             }
             Err(err) => {
-                kill_group(group);
+                super::groups::kill(leader);
                 let _ = child.wait();
                 return Err(err);
             }
@@ -124,7 +125,7 @@ pub fn run_process(spec: &ProcessSpec) -> std::io::Result<Finished> {
     };
     // Whatever the program left running in its group goes with it. The program is not reaped
     // yet, so its pid (the group's id) cannot have been reused by then.
-    kill_group(group);
+    super::groups::kill(leader);
     let status = child.wait()?;
     let ended = if finished {
         Ended::Exited(status)
@@ -241,17 +242,5 @@ fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
         }
         // With WNOHANG and no change of state, `si_pid` stays 0.
         Ok(info.si_pid() != 0)
-    }
-}
-
-/// Kills every process of the group led by `leader` (the program ran with `process_group(0)`).
-/// Forgets it too: the leader is reaped next, after which its id may be reused.
-fn kill_group(leader: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(leader) {
-        // SAFETY: `kill` has no memory-safety preconditions; a group that is gone gives ESRCH.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-        super::groups::unregister(pid);
     }
 }

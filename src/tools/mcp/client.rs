@@ -156,11 +156,15 @@ impl McpClient {
         let service = match started {
             Ok(Ok(service)) => service,
             Ok(Err(err)) => {
-                kill_group(group);
+                if let Some(group) = group {
+                    crate::process::groups::kill(group);
+                }
                 return Err(failed(format!("failed to initialize: {err}")));
             }
             Err(_) => {
-                kill_group(group);
+                if let Some(group) = group {
+                    crate::process::groups::kill(group);
+                }
                 return Err(failed(format!(
                     "did not answer initialize within {}",
                     seconds(launch.start_timeout)
@@ -250,7 +254,9 @@ impl McpClient {
     /// Marks the server failed and kills it, so it can hang nothing else.
     fn fail(&self, what: String) -> ServerFailed {
         self.failed.store(true, Ordering::SeqCst);
-        kill_group(self.group);
+        if let Some(group) = self.group {
+            crate::process::groups::kill(group);
+        }
         ServerFailed {
             server: self.name.clone(),
             what,
@@ -275,7 +281,9 @@ impl Drop for McpClient {
             let _context = self.runtime.enter();
             drop(service);
         }
-        kill_group(self.group);
+        if let Some(group) = self.group {
+            crate::process::groups::kill(group);
+        }
     }
 }
 
@@ -309,18 +317,6 @@ fn text_of(result: &CallToolResult) -> String {
         })
         .collect();
     blocks.join("\n")
-}
-
-/// Kills every process of the group. Linux does not hand out a process group's id as a new pid
-/// while any member lives, so the id cannot name someone else's processes.
-fn kill_group(group: Option<i32>) {
-    if let Some(group) = group {
-        // SAFETY: killpg only sends a signal; an error (the group is gone) is ignored.
-        unsafe {
-            libc::killpg(group, libc::SIGKILL);
-        }
-        crate::process::groups::unregister(group);
-    }
 }
 
 fn seconds(duration: Duration) -> String {
