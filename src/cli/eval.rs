@@ -454,20 +454,22 @@ pub fn run(args: EvalArgs) -> CliResult {
     let total = selected.len() * repeats as usize;
     let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
     let mut kept: Vec<Option<TaskResult>> = Vec::new();
+    // What `--resume` must find the earlier evaluation run with.
+    let settings = Settings {
+        shard,
+        repeats,
+        capture: suite.capture,
+        layout: layout.as_str(),
+    };
     let resumable = if args.resume {
         Some(resume_rows(
             &partial_path,
             &out,
             &info,
-            &suite,
             &selected,
-            repeats,
             layout,
-            &Choice {
-                shard,
-                only: &args.only,
-                skip: &args.skip,
-            },
+            &settings,
+            (&args.only, &args.skip),
             &position,
         )?)
     } else {
@@ -481,9 +483,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         match resumable {
             Resumable::Rows(rows) => kept = rows,
             Resumable::Complete(previous) => {
-                if let Err(why) =
-                    same_runs(&previous, shard, &selected, repeats, suite.capture, layout)
-                {
+                if let Err(why) = same_runs(&previous, &settings, &selected) {
                     return Err(CliError::input(format!(
                         "--resume: `{}` is complete, but {why}: run without --resume to replace it",
                         results_path.display()
@@ -1283,13 +1283,13 @@ fn resume_rows(
     partial_path: &Path,
     out: &Path,
     info: &SuiteInfo,
-    suite: &Suite,
     selected: &[SuiteTask],
-    repeats: u32,
     layout: TraceLayout,
-    choice: &Choice<'_>,
+    settings: &Settings<'_>,
+    (only, skip): (&[String], &[String]),
     position: &dyn Fn(usize, u32) -> usize,
 ) -> Result<Resumable, CliError> {
+    let repeats = settings.repeats;
     let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
         let results_path = out.join("results.json");
         return Ok(match read_results(&results_path) {
@@ -1320,39 +1320,21 @@ fn resume_rows(
             &info.fingerprint[..12]
         ));
     }
-    if header.capture != suite.capture {
-        return refuse(format!(
-            "was written with {} capture, this eval uses {}",
-            header.capture.as_str(),
-            suite.capture.as_str()
-        ));
+    // Another shard or selection too: resuming would drop the first one's rows and traces.
+    let written = Settings {
+        shard: header.shard,
+        repeats: header.repeats,
+        capture: header.capture,
+        layout: &header.trace_layout,
+    };
+    if let Some(difference) = settings.difference(&written) {
+        return refuse(format!("was {difference}"));
     }
-    if header.repeats != repeats {
-        return refuse(format!(
-            "was written with --repeat {}, this eval has --repeat {repeats}",
-            header.repeats
-        ));
-    }
-    if header.trace_layout != layout.as_str() {
-        return refuse(format!(
-            "was written with --trace-layout {}, this eval has --trace-layout {}",
-            header.trace_layout,
-            layout.as_str()
-        ));
-    }
-    // Another share of the suite: resuming would drop the first one's rows and traces.
-    if header.shard != choice.shard {
-        return refuse(format!(
-            "was written with {}, this eval has {}",
-            shard_text(header.shard),
-            shard_text(choice.shard)
-        ));
-    }
-    if header.only != choice.only || header.skip != choice.skip {
+    if header.only != only || header.skip != skip {
         return refuse(format!(
             "was written with {}, this eval has {}",
             patterns_text(&header.only, &header.skip),
-            patterns_text(choice.only, choice.skip)
+            patterns_text(only, skip)
         ));
     }
     if let Some(line) = partial.torn_line {
@@ -1420,54 +1402,65 @@ fn patterns_text(only: &[String], skip: &[String]) -> String {
     }
 }
 
-/// Which share of the suite an evaluation runs: what a partial file must have been written with.
-struct Choice<'a> {
+/// What an evaluation ran with that `--resume` must find again, as a partial file's header or
+/// complete results record it.
+struct Settings<'a> {
     shard: Option<Shard>,
-    only: &'a [String],
-    skip: &'a [String],
+    repeats: u32,
+    capture: looptrace::trace::Capture,
+    /// `per-task` or `single`.
+    layout: &'a str,
+}
+
+impl Settings<'_> {
+    /// The first way `written` differs from these (`written with --repeat 2, this eval has
+    /// --repeat 1`), if any.
+    fn difference(&self, written: &Settings<'_>) -> Option<String> {
+        let (was, now) = if written.shard != self.shard {
+            (shard_text(written.shard), shard_text(self.shard))
+        } else if written.repeats != self.repeats {
+            (
+                format!("--repeat {}", written.repeats),
+                format!("--repeat {}", self.repeats),
+            )
+        } else if written.capture != self.capture {
+            return Some(format!(
+                "written with {} capture, this eval uses {}",
+                written.capture.as_str(),
+                self.capture.as_str()
+            ));
+        } else if written.layout != self.layout {
+            (
+                format!("--trace-layout {}", written.layout),
+                format!("--trace-layout {}", self.layout),
+            )
+        } else {
+            return None;
+        };
+        Some(format!("written with {was}, this eval has {now}"))
+    }
 }
 
 /// Whether complete results are this command line's: the same shard, capture, repeat count and
 /// trace layout, and rows for exactly the selected tasks. Says the first difference otherwise.
 fn same_runs(
     previous: &ResultsFile,
-    shard: Option<Shard>,
+    settings: &Settings<'_>,
     selected: &[SuiteTask],
-    repeats: u32,
-    capture: looptrace::trace::Capture,
-    layout: TraceLayout,
 ) -> Result<(), String> {
-    if previous.shard != shard {
-        return Err(format!(
-            "it was written with {}, this eval has {}",
-            shard_text(previous.shard),
-            shard_text(shard)
-        ));
-    }
-    if previous.repeats.unwrap_or(1) != repeats {
-        return Err(format!(
-            "it was written with --repeat {}, this eval has --repeat {repeats}",
-            previous.repeats.unwrap_or(1)
-        ));
-    }
-    if previous.capture != capture {
-        return Err(format!(
-            "it was written with {} capture, this eval uses {}",
-            previous.capture.as_str(),
-            capture.as_str()
-        ));
-    }
-    let previous_layout = match previous.tasks.first().and_then(|row| row.trace.as_deref()) {
-        Some(SINGLE_TRACE) => TraceLayout::Single,
-        _ => TraceLayout::PerTask,
+    let written = Settings {
+        shard: previous.shard,
+        repeats: previous.repeats.unwrap_or(1),
+        capture: previous.capture,
+        layout: match previous.tasks.first().and_then(|row| row.trace.as_deref()) {
+            Some(SINGLE_TRACE) => TraceLayout::Single.as_str(),
+            _ => TraceLayout::PerTask.as_str(),
+        },
     };
-    if previous_layout != layout {
-        return Err(format!(
-            "it was written with --trace-layout {}, this eval has --trace-layout {}",
-            previous_layout.as_str(),
-            layout.as_str()
-        ));
+    if let Some(difference) = settings.difference(&written) {
+        return Err(format!("it was {difference}"));
     }
+    let repeats = settings.repeats;
     let runs = previous
         .tasks
         .iter()
