@@ -19,25 +19,24 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .filter(|t| t.fails())
         .map(|t| t.id.clone())
         .collect();
+    let mut rows_of: HashMap<&str, usize> = HashMap::new();
+    for row in &previous.tasks {
+        *rows_of.entry(row.id.as_str()).or_default() += 1;
+    }
     // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
     // results (a rerun's too, whatever it narrowed its rerun to) hold them all.
-    let ran: HashSet<&str> = previous.tasks.iter().map(|t| t.id.as_str()).collect();
-    if ran.len() >= previous.suite.tasks {
+    if rows_of.len() >= previous.suite.tasks {
         ids.extend(
             suite
                 .tasks
                 .iter()
                 .map(|t| t.id.as_str())
-                .filter(|id| !ran.contains(id))
+                .filter(|id| !rows_of.contains_key(id))
                 .map(str::to_owned),
         );
     }
     if previous.interrupted {
         let repeats = previous.repeats.unwrap_or(1) as usize;
-        let mut rows_of: HashMap<&str, usize> = HashMap::new();
-        for row in &previous.tasks {
-            *rows_of.entry(row.id.as_str()).or_default() += 1;
-        }
         let scope: Option<HashSet<&str>> = previous
             .selection
             .as_ref()
