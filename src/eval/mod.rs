@@ -18,6 +18,7 @@ mod shard;
 mod strict_json;
 mod suite;
 mod suite_fast;
+mod suite_split;
 
 pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
@@ -47,5 +48,5 @@ pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
-    check_suite_from_str, load_suite, load_suite_from_str,
+    check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,
 };

@@ -41,6 +41,15 @@ pub struct TaskId(String);
 impl TaskId {
     /// Checks the characters.
     pub fn parse(id: &str) -> Result<TaskId, String> {
+        Self::check(id).map(|()| TaskId(id.to_owned()))
+    }
+
+    /// [`TaskId::parse`] keeping the text it is given.
+    pub fn parse_owned(id: String) -> Result<TaskId, String> {
+        Self::check(&id).map(|()| TaskId(id))
+    }
+
+    fn check(id: &str) -> Result<(), String> {
         if id.is_empty() {
             return Err("must not be empty".to_owned());
         }
@@ -54,7 +63,7 @@ impl TaskId {
             Some(c) => Err(format!(
                 "{id:?} has the character {c:?}; ids use letters, digits, `.`, `_` and `-`"
             )),
-            None => Ok(TaskId(id.to_owned())),
+            None => Ok(()),
         }
     }
 
@@ -206,11 +215,33 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
     })
 }
 
-/// Loads a suite from text; `base_dir` is the folder replay paths are relative to.
+/// Loads a suite from text; `base_dir` is the folder replay paths are relative to. A large suite's
+/// tasks are parsed on as many threads as there are cores.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parts = cores.min(text.len() / MIN_PART_BYTES).min(MAX_LOAD_THREADS);
+    load_suite_from_str_in_parts(text, base_dir, parts)
+}
+
+/// Below this many bytes of suite per thread, starting the thread costs more than it saves.
+const MIN_PART_BYTES: usize = 512 * 1024;
+const MAX_LOAD_THREADS: usize = 8;
+
+/// [`load_suite_from_str`] with the tasks parsed on `parts` threads, whatever the suite's size,
+/// where the text can be cut so: the same result, which the tests hold it to.
+pub fn load_suite_from_str_in_parts(
+    text: &str,
+    base_dir: &Path,
+    parts: usize,
+) -> Result<Suite, SuiteErrors> {
     // Scripted arguments read numbers as Python does: `-0` is the integer 0.
     let text = &crate::tools::integer_negative_zero_as_zero(text);
-    match super::suite_fast::load_fast(text) {
+    let fast = match parts {
+        0 | 1 => super::suite_fast::load_fast(text),
+        _ => super::suite_fast::load_fast_in_parts(text, parts)
+            .or_else(|| super::suite_fast::load_fast(text)),
+    };
+    match fast {
         Some(suite) => Ok(suite),
         None => check_suite_from_str(text, base_dir),
     }

@@ -18,9 +18,11 @@ use std::marker::PhantomData;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use super::strict_json::UniqueKeys;
 use super::suite::{DEFAULT_MAX_STEPS, Expectations, Suite, SuiteTask, TaskId, TaskModel};
+use super::suite_split::split_tasks;
 use crate::run::{Action, ExitReason, Finish, ToolCall};
 use crate::trace::Capture;
 
@@ -136,6 +138,84 @@ fn exit_reason<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExitReason>, D:
 /// The suite, when the fast path can prove it valid; `None` sends the caller to the checker.
 pub fn load_fast(text: &str) -> Option<Suite> {
     let Object(suite) = serde_json::from_str::<Object<FastSuite>>(text).ok()?;
+    build(suite)
+}
+
+/// [`load_fast`] with the tasks parsed on `parts` threads, each its share of the `tasks` array
+/// (see [`split_tasks`] for why that gives the same result); `None` when the text cannot be cut
+/// so or a part does not parse, and the caller loads it on one thread.
+pub fn load_fast_in_parts(text: &str, parts: usize) -> Option<Suite> {
+    let cut = split_tasks(text, parts)?;
+    let (last_part, firsts) = cut.parts.split_last()?;
+    let (first, middle) = firsts.split_first()?;
+    let (mut parts, last) = std::thread::scope(|scope| {
+        let last = scope.spawn(|| parse_last_part(last_part));
+        let middle: Vec<_> = middle
+            .iter()
+            .map(|part| scope.spawn(move || parse_part(&format!("[{part}]"))))
+            .collect();
+        // The first part starts with the array's own `[`.
+        let mut parts = vec![parse_part(&format!("{first}]"))];
+        parts.extend(middle.into_iter().map(|h| h.join().ok().flatten()));
+        (parts, last.join().ok().flatten())
+    });
+    let (last_tasks, rest) = last?;
+    parts.push(Some(last_tasks));
+    let frame = format!("{}[]{}", cut.before, &last_part[rest..]);
+    let Object(mut suite) = serde_json::from_str::<Object<FastSuite>>(&frame).ok()?;
+    if !suite.tasks.is_empty() {
+        return None;
+    }
+    for part in parts {
+        suite.tasks.extend(part?);
+    }
+    build(suite)
+}
+
+/// A middle or first part of the tasks, made a JSON array.
+fn parse_part(array: &str) -> Option<Vec<Object<FastTask>>> {
+    serde_json::from_str::<Vec<Object<FastTask>>>(array)
+        .ok()
+        .filter(|tasks| shallow(tasks))
+}
+
+/// How deep tool arguments may nest in a part. serde_json refuses text nested more than 128
+/// levels, and a part's tasks sit one level less deep than in the whole suite: a suite near the
+/// limit loads on one thread, where the limit falls as it does for the whole text.
+const MAX_PART_NESTING: usize = 100;
+
+fn shallow(tasks: &[Object<FastTask>]) -> bool {
+    fn depth(value: &Value) -> usize {
+        match value {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    tasks
+        .iter()
+        .flat_map(|task| task.0.model.0.actions.iter().flatten())
+        .all(|action| match &action.0 {
+            FastAction::ToolCall { arguments, .. } => {
+                // The arguments object's own level is the one the `<` leaves for it.
+                arguments.0.values().map(depth).max().unwrap_or(0) < MAX_PART_NESTING
+            }
+            FastAction::Finish { .. } => true,
+        })
+}
+
+/// The last part of the tasks, which runs on past the array's `]` to the end of the suite: its
+/// tasks, and where in `part` the array ends.
+fn parse_last_part(part: &str) -> Option<(Vec<Object<FastTask>>, usize)> {
+    let array = format!("[{part}");
+    let mut stream =
+        serde_json::Deserializer::from_str(&array).into_iter::<Vec<Object<FastTask>>>();
+    let tasks = stream.next()?.ok().filter(|tasks| shallow(tasks))?;
+    // Less the `[` put in front.
+    Some((tasks, stream.byte_offset() - 1))
+}
+
+fn build(suite: FastSuite) -> Option<Suite> {
     if suite.name.trim().is_empty() || suite.tasks.is_empty() {
         return None;
     }
@@ -149,13 +229,12 @@ pub fn load_fast(text: &str) -> Option<Suite> {
     if defaults.max_steps == Some(0) {
         return None;
     }
-    let mut ids = HashSet::with_capacity(suite.tasks.len());
     let mut tasks = Vec::with_capacity(suite.tasks.len());
     for Object(task) in suite.tasks {
-        let id = TaskId::parse(&task.id).ok()?;
-        if !ids.insert(id.clone()) || task.max_steps == Some(0) {
+        if task.max_steps == Some(0) {
             return None;
         }
+        let id = TaskId::parse_owned(task.id).ok()?;
         let model = match (task.model.0.responses, task.model.0.actions) {
             (Some(responses), None) if !responses.is_empty() => TaskModel::Responses(responses),
             (None, Some(actions)) if !actions.is_empty() => {
@@ -185,6 +264,11 @@ pub fn load_fast(text: &str) -> Option<Suite> {
             limits: crate::agent::Limits::default(),
         });
     }
+    let mut ids = HashSet::with_capacity(tasks.len());
+    if !tasks.iter().all(|task| ids.insert(task.id.as_str())) {
+        return None;
+    }
+    drop(ids);
     Some(Suite {
         name: suite.name,
         capture: defaults.capture.unwrap_or_default(),

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use looptrace::eval::{check_suite_from_str, load_suite_from_str};
+use looptrace::eval::{check_suite_from_str, load_suite_from_str, load_suite_from_str_in_parts};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -22,6 +22,67 @@ fn problems(text: &str) -> Option<Vec<(String, String)>> {
         "fast path (left) and checker (right) disagree on {text}"
     );
     fast.err().map(|errors| errors.problems)
+}
+
+/// Loading `text` with its tasks parsed on `parts` threads gives what the checker gives.
+fn assert_loads_in_parts_as_checked(text: &str, parts: usize) {
+    let split = load_suite_from_str_in_parts(text, Path::new("."), parts);
+    let checked = check_suite_from_str(text, Path::new("."));
+    assert_eq!(
+        format!("{split:?}"),
+        format!("{checked:?}"),
+        "loading in {parts} parts (left) and the checker (right) disagree on {text}"
+    );
+}
+
+/// An indented suite of `n` tasks, task `i` made by `task(i)`.
+fn indented_suite(n: usize, task: impl Fn(usize) -> Value) -> String {
+    let tasks: Vec<Value> = (0..n).map(task).collect();
+    serde_json::to_string_pretty(&json!({"name": "parts", "tasks": tasks})).unwrap()
+}
+
+fn finishing_task(id: &str) -> Value {
+    json!({"id": id, "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "a"}]}})
+}
+
+#[test]
+fn a_suite_loaded_in_parts_keeps_every_task_in_order() {
+    let text = indented_suite(50, |i| finishing_task(&format!("t{i:02}")));
+    for parts in 1..=8 {
+        let suite = load_suite_from_str_in_parts(&text, Path::new("."), parts).unwrap();
+        let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
+        let expected: Vec<String> = (0..50).map(|i| format!("t{i:02}")).collect();
+        assert_eq!(ids, expected, "{parts} parts");
+    }
+}
+
+#[test]
+fn an_id_repeated_in_two_parts_is_refused_as_the_checker_refuses_it() {
+    // The first and the last task share an id: with two parts, one is in each.
+    let text = indented_suite(40, |i| finishing_task(&format!("t{}", i % 39)));
+    let found = load_suite_from_str_in_parts(&text, Path::new("."), 2).unwrap_err();
+    assert_eq!(found.problems.len(), 1, "{found:?}");
+    assert!(found.problems[0].0.starts_with("$.tasks[39]"), "{found:?}");
+    assert_loads_in_parts_as_checked(&text, 2);
+}
+
+#[test]
+fn arguments_near_the_nesting_limit_load_in_parts_as_in_one_piece() {
+    // serde_json refuses more than 128 levels; in a part the tasks sit one level higher, so the
+    // loader must not accept in parts what the whole text exceeds.
+    for depth in [90, 118, 119, 120, 121, 122, 130] {
+        let mut nested = json!(1);
+        for _ in 0..depth {
+            nested = json!([nested]);
+        }
+        let text = indented_suite(6, |i| {
+            json!({"id": format!("t{i}"), "prompt": "p", "model": {"actions": [
+                {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": nested.clone()}}
+            ]}})
+        });
+        assert_loads_in_parts_as_checked(&text, 2);
+        assert_loads_in_parts_as_checked(&text, 3);
+    }
 }
 
 /// The JSON paths of the problems of a suite that must be refused.
@@ -365,6 +426,11 @@ proptest! {
         write_with_repeat(&suite, &mut n, &first, &mut text);
         let repeated = asked && n.is_none();
         let verdict = problems(&text);
+        // Indented, with tasks on lines of their own: the text a large suite is cut into parts.
+        let pretty = serde_json::to_string_pretty(&suite).unwrap();
+        for parts in 2..=4 {
+            assert_loads_in_parts_as_checked(&pretty, parts);
+        }
         if repeated {
             prop_assert!(verdict.as_ref().is_some_and(|p| p.iter().any(|(_, m)| m.starts_with("key given twice"))), "{text}: {verdict:?}");
         } else if !beyond_the_schema(&text) {

@@ -1,0 +1,197 @@
+//! Cutting a large suite's `tasks` array into parts that parse on separate threads.
+//!
+//! A raw newline never occurs inside a JSON string, so in an indented suite the text `,` + the
+//! first task's own indentation + `{` is where one task ends and the next begins, found with a
+//! substring search instead of a walk over every byte. A cut is only a guess: each part is then
+//! parsed as a JSON array of its own (`[` and `]` added where the cut fell), and a guess that did
+//! not land between two tasks makes a part fail to parse, never parse differently. When every
+//! part and the suite around them parse, the whole text is valid JSON with these tasks in this
+//! order: a JSON array whose pieces are valid arrays is valid once they are joined with commas.
+//! Suites written on one line, or with tasks that do not start on lines of their own, are not
+//! cut (they load on one thread).
+
+/// A suite's text cut for parsing on `parts.len()` threads.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TaskParts<'a> {
+    /// The text before the `tasks` array's `[`.
+    pub before: &'a str,
+    /// The tasks, cut between two of them: the first part starts with the array's `[` and the
+    /// others with the text after a separating `,`; none holds the array's closing `]` except
+    /// the last, which runs to the end of the text, the rest of the suite included.
+    pub parts: Vec<&'a str>,
+}
+
+/// Cuts `text` into `parts` pieces of about the same size, or `None` when it cannot be cut so
+/// (no top-level `tasks` array found by its plain name, tasks not on lines of their own, or
+/// too few of them).
+pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
+    if parts < 2 {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let start = tasks_array_start(bytes)?;
+    // The whitespace between `[` and the first task is every task's indentation.
+    let first = start + 1 + whitespace_len(&bytes[start + 1..]);
+    let indent = &bytes[start + 1..first];
+    if bytes.get(first) != Some(&b'{') || !indent.contains(&b'\n') {
+        return None;
+    }
+    let mut separator = Vec::with_capacity(indent.len() + 2);
+    separator.push(b',');
+    separator.extend_from_slice(indent);
+    separator.push(b'{');
+    let finder = memchr::memmem::Finder::new(&separator);
+    let span = bytes.len() - first;
+    let mut cuts = Vec::with_capacity(parts - 1);
+    let mut from = first;
+    for k in 1..parts {
+        let aim = (first + span * k / parts).max(from);
+        let comma = aim + finder.find(&bytes[aim..])?;
+        cuts.push(comma);
+        from = comma + separator.len();
+    }
+    let mut pieces = Vec::with_capacity(parts);
+    let mut piece_start = start;
+    for comma in cuts {
+        pieces.push(&text[piece_start..comma]);
+        piece_start = comma + 1;
+    }
+    pieces.push(&text[piece_start..]);
+    Some(TaskParts {
+        before: &text[..start],
+        parts: pieces,
+    })
+}
+
+/// Where the top-level object's `"tasks"` value starts, if it is an array. Values before it are
+/// stepped over by their brackets and strings; a key written with escapes is not recognised.
+fn tasks_array_start(bytes: &[u8]) -> Option<usize> {
+    let mut i = whitespace_len(bytes);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i += whitespace_len(&bytes[i..]);
+        let key_end = string_end(bytes, i)?;
+        let key = &bytes[i..key_end];
+        i = key_end + whitespace_len(&bytes[key_end..]);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        i += whitespace_len(&bytes[i..]);
+        if key == b"\"tasks\"" {
+            return (bytes.get(i) == Some(&b'[')).then_some(i);
+        }
+        i = value_end(bytes, i)?;
+        i += whitespace_len(&bytes[i..]);
+        if bytes.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+/// The length of the JSON whitespace `bytes` starts with.
+fn whitespace_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(bytes.len())
+}
+
+/// Just past the string starting at `i` (its closing quote included).
+fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
+    if bytes.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', bytes.get(j..)?)?;
+        match bytes[j] {
+            b'\\' => j += 2,
+            _ => return Some(j + 1),
+        }
+    }
+}
+
+/// Just past the value starting at `i`: a string, an object or array (by its brackets), or a
+/// scalar (up to the next delimiter). Only where the value ends is found, not whether it is valid.
+fn value_end(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b'"' => string_end(bytes, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < bytes.len() {
+                match bytes[j] {
+                    b'"' => {
+                        j = string_end(bytes, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => Some(
+            i + bytes[i..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(bytes.len() - i),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUITE: &str = "{\n \"name\": \"s\",\n \"defaults\": {\"max_steps\": [1, {\"x\": \"]\\\"\"}]},\n \"tasks\": [\n  {\"id\": \"a\", \"model\": {\"actions\": [\n   {\"type\": \"finish\"},\n   {}]}},\n  {\"id\": \"b\"},\n  {\"id\": \"c\"},\n  {\"id\": \"d\"}\n ]\n}\n";
+
+    #[test]
+    fn an_indented_suite_is_cut_between_tasks() {
+        let cut = split_tasks(SUITE, 2).unwrap();
+        assert!(cut.before.ends_with("\"tasks\": "));
+        assert_eq!(cut.parts.len(), 2);
+        assert!(cut.parts[0].starts_with("[\n  {\"id\": \"a\""));
+        assert!(cut.parts[1].starts_with("\n  {\"id\": \""));
+        assert!(cut.parts[1].ends_with(" ]\n}\n"));
+        // The pieces and the commas between them are the text again.
+        assert_eq!(format!("{}{}", cut.before, cut.parts.join(",")), SUITE);
+    }
+
+    #[test]
+    fn each_cut_falls_after_the_previous_one() {
+        let cut = split_tasks(SUITE, 4).unwrap();
+        assert_eq!(cut.parts.len(), 4);
+        assert_eq!(format!("{}{}", cut.before, cut.parts.join(",")), SUITE);
+        assert!(cut.parts[1..].iter().all(|p| p.starts_with("\n  {")));
+    }
+
+    #[test]
+    fn suites_that_cannot_be_cut_are_left_whole() {
+        // One line: a `,{` may be inside a task.
+        assert_eq!(
+            split_tasks(r#"{"name": "s", "tasks": [{"id": "a"}, {"id": "b"}]}"#, 2),
+            None
+        );
+        // Too few tasks for the parts asked.
+        assert_eq!(split_tasks("{\"tasks\": [\n {\"id\": \"a\"}\n]}", 2), None);
+        // `tasks` spelled with an escape, not an array, or no object at all.
+        assert_eq!(split_tasks("{\"t\\u0061sks\": [\n {},\n {}\n]}", 2), None);
+        assert_eq!(split_tasks("{\"tasks\": 3}", 2), None);
+        assert_eq!(split_tasks("[\n {},\n {}\n]", 2), None);
+        assert_eq!(split_tasks("{\"name\": \"unterminated", 2), None);
+        assert_eq!(split_tasks(SUITE, 1), None);
+    }
+}
