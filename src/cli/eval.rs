@@ -331,7 +331,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         .filter_map(|path| file_identity(path).map(|id| (id, path)))
         .collect();
     // Borrowed ids, not built file names: the set is as large as the suite.
-    let trace_names: HashSet<&str> = selected.iter().map(|task| task.id.as_str()).collect();
+    // Built only if a folder it is checked against holds files: a new one holds none.
+    let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
+        selected.iter().map(|task| task.id.as_str()).collect()
+    });
     let trace_folders: Vec<PathBuf> = match (layout, repeats) {
         (TraceLayout::Single, _) => Vec::new(),
         (TraceLayout::PerTask, 1) => vec![out.join("traces")],

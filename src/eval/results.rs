@@ -299,7 +299,10 @@ pub fn write_results<Tasks: Serialize>(
     results: &ResultsFile<Tasks>,
 ) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(path)?;
-    let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.file());
+    let mut out = io::BufWriter::with_capacity(
+        256 * 1024,
+        crate::output::EarlyWriteback::new(replacement.file()),
+    );
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, RowsPerLine::new());
     results
         .serialize(&mut serializer)

@@ -68,8 +68,8 @@ struct FastModel {
     actions: Option<Vec<Object<FastAction>>>,
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// A scripted action. Read by hand rather than as a derived internally tagged enum, which would
+/// first copy every action into serde's buffered `Content` to find its `type`.
 enum FastAction {
     ToolCall {
         tool_name: String,
@@ -78,6 +78,60 @@ enum FastAction {
     Finish {
         answer: String,
     },
+}
+
+impl<'de> Deserialize<'de> for FastAction {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "snake_case")]
+        enum Key {
+            Type,
+            ToolName,
+            Arguments,
+            Answer,
+        }
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = FastAction;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an action")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastAction, A::Error> {
+                use serde::de::Error;
+                fn once<T, E: Error>(
+                    slot: &mut Option<T>,
+                    value: T,
+                    name: &'static str,
+                ) -> Result<(), E> {
+                    match slot.replace(value) {
+                        Some(_) => Err(E::duplicate_field(name)),
+                        None => Ok(()),
+                    }
+                }
+                let (mut kind, mut tool_name, mut arguments, mut answer) =
+                    (None::<String>, None, None, None);
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Type => once(&mut kind, map.next_value()?, "type")?,
+                        Key::ToolName => once(&mut tool_name, map.next_value()?, "tool_name")?,
+                        Key::Arguments => once(&mut arguments, map.next_value()?, "arguments")?,
+                        Key::Answer => once(&mut answer, map.next_value()?, "answer")?,
+                    }
+                }
+                match (kind.as_deref(), tool_name, arguments, answer) {
+                    (Some("tool_call"), Some(tool_name), Some(arguments), None) => {
+                        Ok(FastAction::ToolCall {
+                            tool_name,
+                            arguments,
+                        })
+                    }
+                    (Some("finish"), None, None, Some(answer)) => Ok(FastAction::Finish { answer }),
+                    _ => Err(A::Error::custom("not an action of the fast path")),
+                }
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 #[derive(Deserialize)]
