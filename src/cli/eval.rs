@@ -106,6 +106,10 @@ pub struct MergeArgs {
     /// `"partial": true`, lists those shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
+    /// The suite the shards ran: the report then shows each failed expectation's expected value
+    /// in full, as `eval` does (the merged file and JUnit keep the summaries the shards wrote).
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<PathBuf>,
     /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -981,7 +985,12 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
 pub fn merge(args: MergeArgs) -> CliResult {
     // Every output is checked before anything is read or written: none may be an input, a
     // symbolic link, a folder, or another output.
-    let inputs: Vec<&PathBuf> = args.results.iter().chain(&args.verdicts.baseline).collect();
+    let inputs: Vec<&PathBuf> = args
+        .results
+        .iter()
+        .chain(&args.verdicts.baseline)
+        .chain(&args.suite)
+        .collect();
     let outputs: Vec<(&str, &PathBuf)> = [
         ("--out", &args.out),
         ("--junit", &args.verdicts.junit),
@@ -1045,6 +1054,11 @@ pub fn merge(args: MergeArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    let suite = args
+        .suite
+        .as_deref()
+        .map(|path| suite_of(path, &merged))
+        .transpose()?;
     // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
     if let Some(html) = &args.verdicts.html {
         super::html::write_merged_page(html, &merged, &results, &args.results)?;
@@ -1062,7 +1076,15 @@ pub fn merge(args: MergeArgs) -> CliResult {
     let comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
-    print_report(&merged, comparison.as_ref(), None, args.format, args.quiet)?;
+    let shown = match &suite {
+        Some(suite) => std::borrow::Cow::Owned(looptrace::eval::for_console(
+            &merged,
+            suite,
+            &Summarizer::from_env(),
+        )),
+        None => std::borrow::Cow::Borrowed(&merged),
+    };
+    print_report(&shown, comparison.as_ref(), None, args.format, args.quiet)?;
     if merged.partial {
         for gap in &gaps {
             eprintln!("partial: {gap}");
@@ -1070,6 +1092,24 @@ pub fn merge(args: MergeArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// The suite `merge --suite` names, if it is the one the merged results ran (same name and task
+/// ids, as their fingerprint says).
+fn suite_of(path: &Path, merged: &ResultsFile) -> Result<Suite, CliError> {
+    let suite = load_suite(path).map_err(CliError::input)?;
+    let info = suite_info(&suite);
+    if info.fingerprint != merged.suite.fingerprint {
+        return Err(CliError::input(format!(
+            "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
+            path.display(),
+            info.name,
+            &info.fingerprint[..12],
+            merged.suite.name,
+            &merged.suite.fingerprint[..12.min(merged.suite.fingerprint.len())]
+        )));
+    }
+    Ok(suite)
 }
 
 /// What a merge lacks, one sentence each: the shards not given, then each shard given without

@@ -426,6 +426,11 @@ fn the_documented_workflow_shards_a_matrix_with_auto_and_merges_its_artifacts() 
     let pattern = download["with"]["pattern"].as_str().unwrap();
     let downloads = download["with"]["path"].as_str().unwrap();
     let merge_line = run_with(merge_job, "looptrace merge ");
+    assert!(
+        merge_line.contains("--suite evals/suite.json"),
+        "{merge_line}"
+    );
+    let merge_line = merge_line.replace("evals/suite.json", sample("suite.json").to_str().unwrap());
 
     // Every matrix job in its own checkout; its artifact lands where download-artifact puts it.
     let shards = dir.path().join("merge-job").join(downloads);
@@ -1783,4 +1788,78 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         stderr(&output)
     );
     assert!(!merged.exists());
+}
+
+#[test]
+fn merge_with_the_suite_shows_expected_values_in_full_as_eval_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // A copy: one case below tries to write over it.
+    let suite = dir.path().join("expectations.json");
+    std::fs::copy(crate::support::fixture("eval/expectations.json"), &suite).unwrap();
+    let suite = suite.to_str().unwrap();
+    let unsharded = eval_with(&[suite], &dir.path().join("whole"), &[]);
+    assert_eq!(unsharded.status.code(), Some(1), "{}", stderr(&unsharded));
+    let shards: Vec<PathBuf> = [1, 2]
+        .map(|k| {
+            let out = dir.path().join(format!("shard-{k}"));
+            eval_with(&[suite, "--shard", &format!("{k}/2")], &out, &[]);
+            out.join("results.json")
+        })
+        .into();
+    let merge = |extra: &[&str]| {
+        looptrace()
+            .arg("merge")
+            .args(&shards)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    // Without the suite, merge has only the summaries the results hold.
+    let summaries = merge(&[]);
+    assert_eq!(summaries.status.code(), Some(1), "{}", stderr(&summaries));
+    let shown = crate::support::stdout(&summaries);
+    assert!(shown.contains("expected answer chars=2;sha256="), "{shown}");
+
+    // With it, the report is the unsharded evaluation's, expected values in full.
+    let merged = dir.path().join("merged.json");
+    let full = merge(&["--suite", suite, "--out", merged.to_str().unwrap()]);
+    assert_eq!(full.status.code(), Some(1), "{}", stderr(&full));
+    let shown = crate::support::stdout(&full);
+    assert_eq!(shown, crate::support::stdout(&unsharded));
+    assert!(shown.contains("expected answer \"84\""), "{shown}");
+    assert!(
+        shown.contains("expected the answer to contain \"84\""),
+        "{shown}"
+    );
+    // The file keeps the summaries.
+    let written = std::fs::read_to_string(&merged).unwrap();
+    assert!(written.contains("expected answer chars=2;sha256="));
+    assert!(!written.contains("expected answer \\\"84\\\""));
+
+    // Another suite, one that does not load, or the suite as the output: exit 2, nothing written.
+    let out = dir.path().join("other.json");
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"name\": \"expectations\", \"tasks\": [").unwrap();
+    let cases = [
+        (
+            sample("suite.json"),
+            out.clone(),
+            "is not the suite the results ran",
+        ),
+        (broken.clone(), out.clone(), "broken.json"),
+        (suite.into(), suite.into(), "would overwrite the input"),
+    ];
+    for (given, written, message) in cases {
+        let before = std::fs::read(&written).ok();
+        let refused = merge(&[
+            "--suite",
+            given.to_str().unwrap(),
+            "--out",
+            written.to_str().unwrap(),
+        ]);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        assert!(stderr(&refused).contains(message), "{}", stderr(&refused));
+        assert_eq!(std::fs::read(&written).ok(), before, "{message}");
+    }
 }
