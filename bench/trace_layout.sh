@@ -18,7 +18,7 @@
 #              results.partial.jsonl, results.json), the faster of 1 and 2 threads
 # Targets: single >= 12x the Python loop, single-run >= 20x, per-task within 1.5x of the floor.
 # Outputs are renamed aside, never deleted while timing (see bench/eval.sh for why), and removed
-# at the end. Never run in CI.
+# at the end; each command starts after `sync`. Never run in CI.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -52,8 +52,10 @@ command_of() {
     single-run) echo "$LOOPTRACE eval $SUITE --jobs 2 --out $dir --format json --trace-layout single --trace-flush run >/dev/null" ;;
   esac
 }
-# Seconds for one run of NAME.
+# Seconds for one run of NAME. Dirty pages of earlier runs are written back first (untimed), so
+# no command pays for the writeback of another's files.
 time_one() {
+  sync
   if [[ $1 == floor ]]; then
     local best=""
     for threads in 1 2; do

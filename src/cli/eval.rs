@@ -816,11 +816,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
     }
     // A rerun's results hold the tasks it carried over too: the baseline covers them as well.
-    let compared: HashSet<&str> = match &previous {
-        Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
-        None => selected.iter().map(|t| t.id.as_str()).collect(),
-    };
-    let scoped = baseline.as_ref().map(|b| in_scope(b, &suite, &compared));
+    let scoped = baseline.as_ref().map(|b| {
+        let compared: HashSet<&str> = match &previous {
+            Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
+            None => selected.iter().map(|t| t.id.as_str()).collect(),
+        };
+        in_scope(b, &suite, &compared)
+    });
     let comparison = scoped.as_ref().map(|b| {
         if previous.is_some() || counted.is_empty() {
             return compare(b, &results);
