@@ -167,9 +167,9 @@ impl Drop for Replacement {
     }
 }
 
-/// A file being written that is to be synced when complete: every few megabytes written, the
-/// kernel is asked to start writing them to disk, so the final sync waits only for the last
-/// ones instead of all of them.
+/// A file being written that is to be synced when complete: every megabyte written, the kernel
+/// is asked to start writing it to disk, so the final sync waits only for the last one instead
+/// of all of them.
 pub struct EarlyWriteback<'f> {
     file: &'f mut File,
     written: u64,

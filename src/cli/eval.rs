@@ -1079,11 +1079,13 @@ pub fn merge(args: MergeArgs) -> CliResult {
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
     let shown = match &suite {
-        Some(suite) => std::borrow::Cow::Owned(looptrace::eval::for_console(
-            &merged,
-            suite,
-            &Summarizer::from_env(),
-        )),
+        Some(suite) => {
+            let summarizer = Summarizer::from_env();
+            if let Some(why) = other_hash(&merged, &summarizer) {
+                eprintln!("warning: --suite: {why}");
+            }
+            std::borrow::Cow::Owned(looptrace::eval::for_console(&merged, suite, &summarizer))
+        }
         None => std::borrow::Cow::Borrowed(&merged),
     };
     print_report(&shown, comparison.as_ref(), None, args.format, args.quiet)?;
@@ -1106,12 +1108,36 @@ fn suite_of(path: &Path, merged: &ResultsFile) -> Result<Suite, CliError> {
             "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
             path.display(),
             info.name,
-            &info.fingerprint[..12],
+            info.short_fingerprint(),
             merged.suite.name,
-            &merged.suite.fingerprint[..12.min(merged.suite.fingerprint.len())]
+            merged.suite.short_fingerprint()
         )));
     }
     Ok(suite)
+}
+
+/// Why the summaries in `results`' failure reasons cannot match this process's, when their
+/// hashes are of the other kind: the expected values then stay summaries. (A different key of
+/// the same kind cannot be told from a changed value.)
+fn other_hash(results: &ResultsFile, summarizer: &Summarizer) -> Option<&'static str> {
+    let reasons = || results.tasks.iter().flat_map(|task| &task.failures);
+    match summarizer.algorithm() {
+        looptrace::trace::HashAlgorithm::Sha256
+            if reasons().any(|r| r.contains(";hmac-sha256=")) =>
+        {
+            Some(
+                "the results' summaries are keyed (HMAC) and LOOPTRACE_HASH_KEY is not set: set it as the shards had it to see expected values in full",
+            )
+        }
+        looptrace::trace::HashAlgorithm::HmacSha256
+            if reasons().any(|r| r.contains(";sha256=")) =>
+        {
+            Some(
+                "the results' summaries are plain SHA-256 and LOOPTRACE_HASH_KEY is set: unset it to see expected values in full",
+            )
+        }
+        _ => None,
+    }
 }
 
 /// What a merge lacks, one sentence each: the shards not given, then each shard given without
@@ -1360,9 +1386,9 @@ fn resume_rows(
         return refuse(format!(
             "is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",
             header.suite.name,
-            &header.suite.fingerprint[..12.min(header.suite.fingerprint.len())],
+            header.suite.short_fingerprint(),
             info.name,
-            &info.fingerprint[..12]
+            info.short_fingerprint()
         ));
     }
     // Another shard or selection too: resuming would drop the first one's rows and traces.

@@ -35,10 +35,10 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<Merged, String>
                 "`{name}` is from suite {:?} ({}, fingerprint {}), `{first_name}` from suite {:?} ({}, fingerprint {}): refusing to merge different suites",
                 results.suite.name,
                 crate::plural(results.suite.tasks as u64, "task", "tasks"),
-                short(&results.suite.fingerprint),
+                results.suite.short_fingerprint(),
                 first.suite.name,
                 crate::plural(first.suite.tasks as u64, "task", "tasks"),
-                short(&first.suite.fingerprint)
+                first.suite.short_fingerprint()
             ));
         }
         if results.capture != first.capture {
@@ -179,8 +179,4 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<Merged, String>
         results: merged,
         incomplete,
     })
-}
-
-fn short(fingerprint: &str) -> String {
-    fingerprint.chars().take(12).collect()
 }

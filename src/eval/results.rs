@@ -92,6 +92,14 @@ pub struct SuiteInfo {
     pub fingerprint: String,
 }
 
+impl SuiteInfo {
+    /// The fingerprint's first 12 characters, for messages; it comes from a file, so it is cut by
+    /// characters, not bytes.
+    pub fn short_fingerprint(&self) -> String {
+        self.fingerprint.chars().take(12).collect()
+    }
+}
+
 /// `--shard K/N`: this file covers shard K of N (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {

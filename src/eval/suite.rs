@@ -236,10 +236,14 @@ pub fn load_suite_from_str_in_parts(
 ) -> Result<Suite, SuiteErrors> {
     // Scripted arguments read numbers as Python does: `-0` is the integer 0.
     let text = &crate::tools::integer_negative_zero_as_zero(text);
+    use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
     let fast = match parts {
-        0 | 1 => super::suite_fast::load_fast(text),
-        _ => super::suite_fast::load_fast_in_parts(text, parts)
-            .or_else(|| super::suite_fast::load_fast(text)),
+        0 | 1 => load_fast(text),
+        _ => match load_fast_in_parts(text, parts) {
+            InParts::Loaded(suite) => Some(*suite),
+            InParts::NotFast => None,
+            InParts::Uncut => load_fast(text),
+        },
     };
     match fast {
         Some(suite) => Ok(suite),

@@ -195,42 +195,92 @@ pub fn load_fast(text: &str) -> Option<Suite> {
     build(suite)
 }
 
+/// What loading a suite in parts found.
+pub enum InParts {
+    /// The suite, as [`load_fast`] gives it.
+    Loaded(Box<Suite>),
+    /// Not a suite the fast path loads, as [`load_fast`] would find too: every part parsed and
+    /// the whole did not hold, or the first part failed on what it holds (a type, an unknown
+    /// key), which is the text of whole tasks read as the whole suite reads them. Only the
+    /// checker can say more.
+    NotFast,
+    /// The text could not be cut, or a part failed where a cut between two tasks may have
+    /// fallen inside one: [`load_fast`] decides.
+    Uncut,
+}
+
 /// [`load_fast`] with the tasks parsed on `parts` threads, each its share of the `tasks` array
-/// (see [`split_tasks`] for why that gives the same result); `None` when the text cannot be cut
-/// so or a part does not parse, and the caller loads it on one thread.
-pub fn load_fast_in_parts(text: &str, parts: usize) -> Option<Suite> {
-    let cut = split_tasks(text, parts)?;
-    let (last_part, firsts) = cut.parts.split_last()?;
-    let (first, middle) = firsts.split_first()?;
-    let (mut parts, last) = std::thread::scope(|scope| {
+/// (see [`split_tasks`] for why that gives the same result).
+pub fn load_fast_in_parts(text: &str, parts: usize) -> InParts {
+    let Some(cut) = split_tasks(text, parts) else {
+        return InParts::Uncut;
+    };
+    let Some((last_part, firsts)) = cut.parts.split_last() else {
+        return InParts::Uncut;
+    };
+    let Some((first, middle)) = firsts.split_first() else {
+        return InParts::Uncut;
+    };
+    let (first, middle, last) = std::thread::scope(|scope| {
         let last = scope.spawn(|| parse_last_part(last_part));
         let middle: Vec<_> = middle
             .iter()
-            .map(|part| scope.spawn(move || parse_part(&format!("[{part}]"))))
+            .map(|part| scope.spawn(move || parse_part(&format!("[{part}]")).ok().flatten()))
             .collect();
         // The first part starts with the array's own `[`.
-        let mut parts = vec![parse_part(&format!("{first}]"))];
-        parts.extend(middle.into_iter().map(|h| h.join().ok().flatten()));
-        (parts, last.join().ok().flatten())
+        let first = parse_part(&format!("{first}]"));
+        let middle: Vec<_> = middle
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect();
+        (first, middle, last.join().ok().flatten())
     });
-    let (last_tasks, rest) = last?;
-    parts.push(Some(last_tasks));
+    let first = match first {
+        Ok(Some(tasks)) => tasks,
+        Err(err) if err.classify() == serde_json::error::Category::Data => return InParts::NotFast,
+        _ => return InParts::Uncut,
+    };
+    let Some(middle) = middle.into_iter().collect::<Option<Vec<_>>>() else {
+        return InParts::Uncut;
+    };
+    let Some((last, rest)) = last else {
+        return InParts::Uncut;
+    };
+    // Every part parsed: from here on the whole text is what was read.
     let frame = format!("{}[]{}", cut.before, &last_part[rest..]);
-    let Object(mut suite) = serde_json::from_str::<Object<FastSuite>>(&frame).ok()?;
+    let Ok(Object(mut suite)) = serde_json::from_str::<Object<FastSuite>>(&frame) else {
+        return InParts::NotFast;
+    };
     if !suite.tasks.is_empty() {
-        return None;
+        return InParts::NotFast;
     }
-    for part in parts {
-        suite.tasks.extend(part?);
+    suite.tasks = first;
+    for part in middle {
+        suite.tasks.extend(part);
     }
-    build(suite)
+    suite.tasks.extend(last);
+    match build(suite) {
+        Some(suite) => InParts::Loaded(Box::new(suite)),
+        None => InParts::NotFast,
+    }
 }
 
-/// A middle or first part of the tasks, made a JSON array.
-fn parse_part(array: &str) -> Option<Vec<Object<FastTask>>> {
+/// A middle or first part of the tasks, made a JSON array: its tasks, `None` if they nest too
+/// deep to be read in parts, or why it does not parse.
+fn parse_part(array: &str) -> Result<Option<Vec<Object<FastTask>>>, serde_json::Error> {
     serde_json::from_str::<Vec<Object<FastTask>>>(array)
-        .ok()
-        .filter(|tasks| shallow(tasks))
+        .map(|tasks| shallow(&tasks).then_some(tasks))
+}
+
+/// The last part of the tasks, which runs on past the array's `]` to the end of the suite: its
+/// tasks, and where in `part` the array ends.
+fn parse_last_part(part: &str) -> Option<(Vec<Object<FastTask>>, usize)> {
+    let array = format!("[{part}");
+    let mut stream =
+        serde_json::Deserializer::from_str(&array).into_iter::<Vec<Object<FastTask>>>();
+    let tasks = stream.next()?.ok().filter(|tasks| shallow(tasks))?;
+    // Less the `[` put in front.
+    Some((tasks, stream.byte_offset() - 1))
 }
 
 /// How deep tool arguments may nest in a part. serde_json refuses text nested more than 128
@@ -256,17 +306,6 @@ fn shallow(tasks: &[Object<FastTask>]) -> bool {
             }
             FastAction::Finish { .. } => true,
         })
-}
-
-/// The last part of the tasks, which runs on past the array's `]` to the end of the suite: its
-/// tasks, and where in `part` the array ends.
-fn parse_last_part(part: &str) -> Option<(Vec<Object<FastTask>>, usize)> {
-    let array = format!("[{part}");
-    let mut stream =
-        serde_json::Deserializer::from_str(&array).into_iter::<Vec<Object<FastTask>>>();
-    let tasks = stream.next()?.ok().filter(|tasks| shallow(tasks))?;
-    // Less the `[` put in front.
-    Some((tasks, stream.byte_offset() - 1))
 }
 
 fn build(suite: FastSuite) -> Option<Suite> {
@@ -338,5 +377,76 @@ fn action(action: FastAction) -> Action {
             arguments,
         } => Action::ToolCall(ToolCall::new(tool_name, arguments.0)),
         FastAction::Finish { answer } => Action::Finish(Finish { answer }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An indented suite of `n` tasks, the first one made by `first` and the others scripted.
+    fn indented(n: usize, first: serde_json::Value) -> String {
+        let mut tasks = vec![first];
+        tasks.extend((1..n).map(|i| {
+            json!({"id": format!("t{i}"), "prompt": "p", "model": {"actions": [
+                {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": i, "operation": "add", "right": 1}},
+                {"type": "finish", "answer": "a"}
+            ]}, "expect": {"answer": "a"}})
+        }));
+        serde_json::to_string_pretty(
+            &json!({"name": "s", "defaults": {"max_steps": 4}, "tasks": tasks}),
+        )
+        .unwrap()
+    }
+
+    fn scripted(id: &str) -> serde_json::Value {
+        json!({"id": id, "prompt": "p", "model": {"responses": ["x"]}})
+    }
+
+    #[test]
+    fn an_indented_suite_loads_in_parts_as_on_one_thread() {
+        let text = indented(40, scripted("t0"));
+        let whole = format!("{:?}", load_fast(&text).unwrap());
+        for parts in 2..=8 {
+            match load_fast_in_parts(&text, parts) {
+                InParts::Loaded(suite) => assert_eq!(format!("{suite:?}"), whole, "{parts}"),
+                _ => panic!("{parts} parts: not loaded in parts"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_first_task_the_fast_path_refuses_needs_no_second_try() {
+        let replay = json!({"id": "t0", "prompt": "p", "model": {"replay": "run.jsonl"}});
+        assert!(matches!(
+            load_fast_in_parts(&indented(40, replay), 2),
+            InParts::NotFast
+        ));
+        // Every part parses, the ids do not hold: the whole was read.
+        assert!(matches!(
+            load_fast_in_parts(&indented(40, scripted("t39")), 2),
+            InParts::NotFast
+        ));
+    }
+
+    #[test]
+    fn what_may_have_been_cut_wrong_is_left_to_one_thread() {
+        let one_line =
+            serde_json::to_string(&json!({"name": "s", "tasks": [scripted("a"), scripted("b")]}))
+                .unwrap();
+        assert!(matches!(load_fast_in_parts(&one_line, 2), InParts::Uncut));
+        // Arguments nested deep enough for the part's depth to differ from the whole's.
+        let mut nested = json!(1);
+        for _ in 0..MAX_PART_NESTING {
+            nested = json!([nested]);
+        }
+        let deep = json!({"id": "t0", "prompt": "p", "model": {"actions": [
+            {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": nested}}
+        ]}});
+        assert!(matches!(
+            load_fast_in_parts(&indented(40, deep), 2),
+            InParts::Uncut
+        ));
     }
 }

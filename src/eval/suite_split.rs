@@ -25,7 +25,8 @@ pub struct TaskParts<'a> {
 /// (no top-level `tasks` array found by its plain name, tasks not on lines of their own, or
 /// too few of them).
 pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
-    if parts < 2 {
+    // Each part holds at least one task of at least two bytes.
+    if parts < 2 || parts > text.len() / 2 {
         return None;
     }
     let bytes = text.as_bytes();

@@ -207,6 +207,24 @@ fn a_partial_file_of_another_suite_is_refused() {
         std::fs::read(out.join("results.partial.jsonl")).unwrap(),
         partial
     );
+
+    // A fingerprint edited into characters of more than one byte is named, not a panic.
+    let text = String::from_utf8(partial).unwrap();
+    let (header, rows) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    header["suite"]["fingerprint"] = "aééééééééééééé".into();
+    std::fs::write(
+        out.join("results.partial.jsonl"),
+        format!("{header}\n{rows}"),
+    )
+    .unwrap();
+    let output = eval(&suite, &out, &["--resume"], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("(fingerprint aééééééééééé)"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]

@@ -1832,6 +1832,21 @@ fn merge_with_the_suite_shows_expected_values_in_full_as_eval_does() {
         shown.contains("expected the answer to contain \"84\""),
         "{shown}"
     );
+    // Summaries of another kind of hash (a key set here, none for the shards) cannot match.
+    let keyed = looptrace()
+        .arg("merge")
+        .args(&shards)
+        .args(["--suite", suite])
+        .env("LOOPTRACE_HASH_KEY", "k")
+        .output()
+        .unwrap();
+    assert_eq!(keyed.status.code(), Some(1), "{}", stderr(&keyed));
+    assert!(
+        stderr(&keyed).contains("warning: --suite: the results' summaries are plain SHA-256"),
+        "{}",
+        stderr(&keyed)
+    );
+    assert!(crate::support::stdout(&keyed).contains("expected answer chars=2;sha256="));
     // The file keeps the summaries.
     let written = std::fs::read_to_string(&merged).unwrap();
     assert!(written.contains("expected answer chars=2;sha256="));
@@ -1850,6 +1865,28 @@ fn merge_with_the_suite_shows_expected_values_in_full_as_eval_does() {
         (broken.clone(), out.clone(), "broken.json"),
         (suite.into(), suite.into(), "would overwrite the input"),
     ];
+    // A fingerprint edited into characters of more than one byte is named, not a panic.
+    let edited = dir.path().join("edited.json");
+    std::fs::copy(&shards[0], &edited).unwrap();
+    edit_results(&edited, |results| {
+        results["suite"]["fingerprint"] = "aééééééééééééé".into();
+    });
+    let refused = looptrace()
+        .args([
+            "merge",
+            edited.to_str().unwrap(),
+            "--allow-partial",
+            "--suite",
+            suite,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("(fingerprint aééééééééééé)"),
+        "{}",
+        stderr(&refused)
+    );
     for (given, written, message) in cases {
         let before = std::fs::read(&written).ok();
         let refused = merge(&[

@@ -262,7 +262,8 @@ fn suite() -> impl Strategy<Value = Value> {
             prop::option::of(1..9u32),
             prop::option::of(prop::sample::select(vec!["summary", "full"])),
         )),
-        prop::collection::vec(task(), 1..4),
+        // Up to six tasks, so that suites can be cut into parts.
+        prop::collection::vec(task(), 1..7),
     )
         .prop_map(|(name, defaults, tasks)| {
             let mut suite = Map::new();
