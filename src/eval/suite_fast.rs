@@ -432,9 +432,16 @@ mod tests {
 
     #[test]
     fn what_may_have_been_cut_wrong_is_left_to_one_thread() {
-        let one_line =
-            serde_json::to_string(&json!({"name": "s", "tasks": [scripted("a"), scripted("b")]}))
-                .unwrap();
+        // On one line, the middle of the text is a list of objects that start as tasks do.
+        let listed: Vec<_> = (0..200).map(|i| json!({"id": i})).collect();
+        let tasks = [
+            scripted("a"),
+            json!({"id": "b", "prompt": "p", "model": {"actions": [
+                {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": listed}}
+            ]}}),
+            scripted("c"),
+        ];
+        let one_line = serde_json::to_string(&json!({"name": "s", "tasks": tasks})).unwrap();
         assert!(matches!(load_fast_in_parts(&one_line, 2), InParts::Uncut));
         // Arguments nested deep enough for the part's depth to differ from the whole's.
         let mut nested = json!(1);

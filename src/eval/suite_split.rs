@@ -1,14 +1,17 @@
 //! Cutting a large suite's `tasks` array into parts that parse on separate threads.
 //!
-//! A raw newline never occurs inside a JSON string, so in an indented suite the text `,` + the
-//! first task's own indentation + `{` is where one task ends and the next begins, found with a
-//! substring search instead of a walk over every byte. A cut is only a guess: each part is then
-//! parsed as a JSON array of its own (`[` and `]` added where the cut fell), and a guess that did
-//! not land between two tasks makes a part fail to parse, never parse differently. When every
+//! Tasks are written alike. In an indented suite, `,` + the first task's indentation + `{` starts
+//! every task and nothing inside one (a raw newline never occurs inside a JSON string, and what a
+//! task holds is indented deeper); on one line, a task starts as the first one does, `{` and its
+//! first key (`{"id"`), after a `,`. A substring search finds either without a walk over every
+//! byte. A cut is only a guess: each
+//! part is then parsed as a JSON array of its own (`[` and `]` added where the cut fell), and a
+//! guess that did not land between two tasks (an argument object that starts with the same key,
+//! say) leaves a task unclosed, so its part fails to parse, never parses differently. When every
 //! part and the suite around them parse, the whole text is valid JSON with these tasks in this
 //! order: a JSON array whose pieces are valid arrays is valid once they are joined with commas.
-//! Suites written on one line, or with tasks that do not start on lines of their own, are not
-//! cut (they load on one thread).
+//! Suites whose tasks do not start alike (on one line, tasks whose first keys differ) are not cut
+//! (they load on one thread).
 
 /// A suite's text cut for parsing on `parts.len()` threads.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,8 +25,8 @@ pub struct TaskParts<'a> {
 }
 
 /// Cuts `text` into `parts` pieces of about the same size, or `None` when it cannot be cut so
-/// (no top-level `tasks` array found by its plain name, tasks not on lines of their own, or
-/// too few of them).
+/// (no top-level `tasks` array found by its plain name, a first task with no key, tasks that do
+/// not start alike, or too few of them).
 pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
     // Each part holds at least one task of at least two bytes.
     if parts < 2 || parts > text.len() / 2 {
@@ -31,25 +34,27 @@ pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
     }
     let bytes = text.as_bytes();
     let start = tasks_array_start(bytes)?;
-    // The whitespace between `[` and the first task is every task's indentation.
     let first = start + 1 + whitespace_len(&bytes[start + 1..]);
-    let indent = &bytes[start + 1..first];
-    if bytes.get(first) != Some(&b'{') || !indent.contains(&b'\n') {
+    if bytes.get(first) != Some(&b'{') {
         return None;
     }
-    let mut separator = Vec::with_capacity(indent.len() + 2);
-    separator.push(b',');
-    separator.extend_from_slice(indent);
-    separator.push(b'{');
-    let finder = memchr::memmem::Finder::new(&separator);
+    let indent = &bytes[start + 1..first];
+    let cutter = if indent.contains(&b'\n') {
+        // Indented: `,` + the first task's indentation + `{` starts every task, and only tasks
+        // (what is inside them is indented deeper).
+        Cutter::Separator([b",", indent, b"{"].concat())
+    } else {
+        // On one line: a task starts as the first one does, through its first key, after a `,`.
+        let key = first + 1 + whitespace_len(&bytes[first + 1..]);
+        Cutter::TaskStart(bytes[first..string_end(bytes, key)?].to_vec())
+    };
     let span = bytes.len() - first;
     let mut cuts = Vec::with_capacity(parts - 1);
-    let mut from = first;
+    let mut from = first + 1;
     for k in 1..parts {
-        let aim = (first + span * k / parts).max(from);
-        let comma = aim + finder.find(&bytes[aim..])?;
+        let comma = cutter.next_cut(bytes, from, (first + span * k / parts).max(from))?;
         cuts.push(comma);
-        from = comma + separator.len();
+        from = comma + 1;
     }
     let mut pieces = Vec::with_capacity(parts);
     let mut piece_start = start;
@@ -62,6 +67,37 @@ pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
         before: &text[..start],
         parts: pieces,
     })
+}
+
+/// How a task's start is recognised.
+enum Cutter {
+    /// `,` + indentation + `{`: the cut is at the `,`.
+    Separator(Vec<u8>),
+    /// `{` + the first key, after a `,` and whitespace: the cut is at that `,`.
+    TaskStart(Vec<u8>),
+}
+
+impl Cutter {
+    /// The `,` before the first task that starts at or after `at` (but after `from`).
+    fn next_cut(&self, bytes: &[u8], from: usize, mut at: usize) -> Option<usize> {
+        match self {
+            Cutter::Separator(separator) => {
+                Some(at + memchr::memmem::find(&bytes[at..], separator)?)
+            }
+            Cutter::TaskStart(start) => {
+                let finder = memchr::memmem::Finder::new(start);
+                loop {
+                    let found = at + finder.find(&bytes[at..])?;
+                    let before = &bytes[from..found];
+                    let gap = before.len() - whitespace_len_back(before);
+                    if gap > 0 && before[gap - 1] == b',' {
+                        return Some(from + gap - 1);
+                    }
+                    at = found + 1;
+                }
+            }
+        }
+    }
 }
 
 /// Where the top-level object's `"tasks"` value starts, if it is an array. Values before it are
@@ -98,6 +134,15 @@ fn tasks_array_start(bytes: &[u8]) -> Option<usize> {
 fn whitespace_len(bytes: &[u8]) -> usize {
     bytes
         .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(bytes.len())
+}
+
+/// The length of the JSON whitespace `bytes` ends with.
+fn whitespace_len_back(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .rev()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
         .unwrap_or(bytes.len())
 }
@@ -180,16 +225,35 @@ mod tests {
     }
 
     #[test]
+    fn a_suite_on_one_line_is_cut_where_a_task_starts_with_the_first_ones_key() {
+        let text = r#"{"name": "s", "tasks": [{"id": "a", "model": {"actions": [{"type": "finish"}, {"type": "x"}]}}, {"id": "b"}, {"id": "c"}]}"#;
+        let cut = split_tasks(text, 2).unwrap();
+        assert_eq!(cut.parts.len(), 2);
+        assert!(cut.parts[1].starts_with(r#" {"id": ""#), "{cut:?}");
+        assert_eq!(format!("{}{}", cut.before, cut.parts.join(",")), text);
+    }
+
+    #[test]
     fn suites_that_cannot_be_cut_are_left_whole() {
-        // One line: a `,{` may be inside a task.
+        // Tasks that do not start alike, or a first task with no key.
         assert_eq!(
-            split_tasks(r#"{"name": "s", "tasks": [{"id": "a"}, {"id": "b"}]}"#, 2),
+            split_tasks(
+                r#"{"name": "s", "tasks": [{"id": "a"}, {"prompt": "p", "id": "b"}]}"#,
+                2
+            ),
+            None
+        );
+        assert_eq!(
+            split_tasks(r#"{"tasks": [{}, {"id": "b"}, {"id": "c"}]}"#, 2),
             None
         );
         // Too few tasks for the parts asked.
         assert_eq!(split_tasks("{\"tasks\": [\n {\"id\": \"a\"}\n]}", 2), None);
         // `tasks` spelled with an escape, not an array, or no object at all.
-        assert_eq!(split_tasks("{\"t\\u0061sks\": [\n {},\n {}\n]}", 2), None);
+        assert_eq!(
+            split_tasks("{\"t\\u0061sks\": [\n {\"id\": 1},\n {\"id\": 2}\n]}", 2),
+            None
+        );
         assert_eq!(split_tasks("{\"tasks\": 3}", 2), None);
         assert_eq!(split_tasks("[\n {},\n {}\n]", 2), None);
         assert_eq!(split_tasks("{\"name\": \"unterminated", 2), None);

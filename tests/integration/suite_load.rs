@@ -427,9 +427,10 @@ proptest! {
         write_with_repeat(&suite, &mut n, &first, &mut text);
         let repeated = asked && n.is_none();
         let verdict = problems(&text);
-        // Indented, with tasks on lines of their own: the text a large suite is cut into parts.
+        // Cut into parts as a large suite is, on one line and indented.
         let pretty = serde_json::to_string_pretty(&suite).unwrap();
         for parts in 2..=4 {
+            assert_loads_in_parts_as_checked(&text, parts);
             assert_loads_in_parts_as_checked(&pretty, parts);
         }
         if repeated {
