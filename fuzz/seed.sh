@@ -38,6 +38,12 @@ for file in sample_traces/*.json tests/fixtures/*/*.json tests/bad_inputs/suite_
     [ "$(stat -c %s "$file")" -le 65536 ] || continue
     cp "$file" "$corpus/suite_load/$(basename "$file")"
 done
+# Six tasks that start alike, on one line and indented: suites the loader cuts into parts.
+task='{"id": "tN", "prompt": "p", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": N, "operation": "add", "right": 1}}, {"type": "finish", "answer": "a"}]}}'
+tasks=$(for n in 0 1 2 3 4 5; do printf '%s' "${task//N/$n}"; [ "$n" = 5 ] || printf ', '; done)
+printf '{"name": "s", "tasks": [%s]}\n' "$tasks" >"$corpus/suite_load/parts-one-line.json"
+tasks=$(for n in 0 1 2 3 4 5; do printf '\n  %s' "${task//N/$n}"; [ "$n" = 5 ] || printf ','; done)
+printf '{\n "name": "s",\n "tasks": [%s\n ]\n}\n' "$tasks" >"$corpus/suite_load/parts-indented.json"
 
 # The readers' agreement starts from the same traces and lines.
 cp "$corpus"/trace_line/* "$corpus/readers_agree/"

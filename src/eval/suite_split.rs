@@ -52,7 +52,7 @@ pub fn split_tasks(text: &str, parts: usize) -> Option<TaskParts<'_>> {
     let mut cuts = Vec::with_capacity(parts - 1);
     let mut from = first + 1;
     for k in 1..parts {
-        let comma = cutter.next_cut(bytes, from, (first + span * k / parts).max(from))?;
+        let comma = cutter.next_cut(bytes, from, (first + span / parts * k).max(from))?;
         cuts.push(comma);
         from = comma + 1;
     }
