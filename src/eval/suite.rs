@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
 use crate::agent::Limits;
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
@@ -236,7 +237,6 @@ pub fn load_suite_from_str_in_parts(
 ) -> Result<Suite, SuiteErrors> {
     // Scripted arguments read numbers as Python does: `-0` is the integer 0.
     let text = &crate::tools::integer_negative_zero_as_zero(text);
-    use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
     let fast = match parts {
         0 | 1 => load_fast(text),
         _ => match load_fast_in_parts(text, parts) {

@@ -370,7 +370,6 @@ fn build(suite: FastSuite) -> Option<Suite> {
     if !tasks.iter().all(|task| ids.insert(task.id.as_str())) {
         return None;
     }
-    drop(ids);
     Some(Suite {
         name: suite.name,
         capture: defaults.capture.unwrap_or_default(),

@@ -4,14 +4,16 @@
 //! every task and nothing inside one (a raw newline never occurs inside a JSON string, and what a
 //! task holds is indented deeper); on one line, a task starts as the first one does, `{` and its
 //! first key (`{"id"`), after a `,`. A substring search finds either without a walk over every
-//! byte. A cut is only a guess: each
-//! part is then parsed as a JSON array of its own (`[` and `]` added where the cut fell), and a
-//! guess that did not land between two tasks (an argument object that starts with the same key,
-//! say) leaves a task unclosed, so its part fails to parse, never parses differently. When every
-//! part and the suite around them parse, the whole text is valid JSON with these tasks in this
-//! order: a JSON array whose pieces are valid arrays is valid once they are joined with commas.
+//! byte. A cut is only a guess: each part is then parsed as a JSON array of its own (`[` and `]`
+//! added where the cut fell), and a guess that did not land between two tasks (an argument object
+//! that starts with the same key, say) leaves a task unclosed, so its part fails to parse, never
+//! parses differently. When every part and the suite around them parse, the whole text is valid
+//! JSON with these tasks in this order: a JSON array whose pieces are valid arrays is valid once
+//! they are joined with commas.
 //! Suites whose tasks do not start alike (on one line, tasks whose first keys differ) are not cut
 //! (they load on one thread).
+
+use crate::report::json_value_end;
 
 /// A suite's text cut for parsing on `parts.len()` threads.
 #[derive(Debug, PartialEq, Eq)]
@@ -101,7 +103,7 @@ impl Cutter {
 }
 
 /// Where the top-level object's `"tasks"` value starts, if it is an array. Values before it are
-/// stepped over by their brackets and strings; a key written with escapes is not recognised.
+/// stepped over (they must be well-formed); a key written with escapes is not recognised.
 fn tasks_array_start(bytes: &[u8]) -> Option<usize> {
     let mut i = whitespace_len(bytes);
     if bytes.get(i) != Some(&b'{') {
@@ -121,7 +123,7 @@ fn tasks_array_start(bytes: &[u8]) -> Option<usize> {
         if key == b"\"tasks\"" {
             return (bytes.get(i) == Some(&b'[')).then_some(i);
         }
-        i = value_end(bytes, i)?;
+        i = json_value_end(bytes, i)?;
         i += whitespace_len(&bytes[i..]);
         if bytes.get(i) != Some(&b',') {
             return None;
@@ -152,50 +154,7 @@ fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
     if bytes.get(i) != Some(&b'"') {
         return None;
     }
-    let mut j = i + 1;
-    loop {
-        j += memchr::memchr2(b'"', b'\\', bytes.get(j..)?)?;
-        match bytes[j] {
-            b'\\' => j += 2,
-            _ => return Some(j + 1),
-        }
-    }
-}
-
-/// Just past the value starting at `i`: a string, an object or array (by its brackets), or a
-/// scalar (up to the next delimiter). Only where the value ends is found, not whether it is valid.
-fn value_end(bytes: &[u8], i: usize) -> Option<usize> {
-    match bytes.get(i)? {
-        b'"' => string_end(bytes, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < bytes.len() {
-                match bytes[j] {
-                    b'"' => {
-                        j = string_end(bytes, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => Some(
-            i + bytes[i..]
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(bytes.len() - i),
-        ),
-    }
+    json_value_end(bytes, i)
 }
 
 #[cfg(test)]
