@@ -121,6 +121,12 @@ impl Replacement {
         &mut self.file
     }
 
+    /// The file to write content that [`Replacement::commit`] will sync, starting its writeback
+    /// as it goes (see [`EarlyWriteback`]).
+    pub fn writer(&mut self) -> EarlyWriteback<'_> {
+        EarlyWriteback::new(&mut self.file)
+    }
+
     /// Makes the new content the target's: synced, renamed over it, the folder synced.
     pub fn commit(self) -> io::Result<()> {
         self.finish(true)

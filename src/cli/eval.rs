@@ -1730,7 +1730,7 @@ fn write_junit_file<T>(
         |err: String| CliError::internal(format!("failed to write `{}`: {err}", path.display()));
     let mut replacement =
         looptrace::output::Replacement::begin(path).map_err(|e| failed(e.to_string()))?;
-    let mut out = std::io::BufWriter::new(replacement.file());
+    let mut out = std::io::BufWriter::new(replacement.writer());
     write_junit(&mut out, &results.suite.name, &results.created_at, rows).map_err(failed)?;
     out.flush().map_err(|e| failed(e.to_string()))?;
     drop(out);

@@ -178,7 +178,7 @@ pub fn write_atomically(
     }
     let refuse = |err| CliError::input(format!("-o `{}`: {err}", path.display()));
     let mut replacement = looptrace::output::Replacement::begin(path).map_err(refuse)?;
-    let mut out = BufWriter::new(replacement.file());
+    let mut out = BufWriter::new(replacement.writer());
     let runs = write(&mut out)?;
     out.flush()?;
     drop(out);

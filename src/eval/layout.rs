@@ -161,7 +161,7 @@ pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
 /// `target` as it was.
 pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(target)?;
-    let mut out = io::BufWriter::new(replacement.file());
+    let mut out = io::BufWriter::new(replacement.writer());
     for source in sources {
         let file = match File::open(source) {
             Ok(file) => file,

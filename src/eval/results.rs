@@ -296,7 +296,7 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
 /// symbolic link is refused, not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(path)?;
-    replacement.file().write_all(bytes)?;
+    replacement.writer().write_all(bytes)?;
     replacement.commit()
 }
 
@@ -307,10 +307,7 @@ pub fn write_results<Tasks: Serialize>(
     results: &ResultsFile<Tasks>,
 ) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(path)?;
-    let mut out = io::BufWriter::with_capacity(
-        256 * 1024,
-        crate::output::EarlyWriteback::new(replacement.file()),
-    );
+    let mut out = io::BufWriter::with_capacity(256 * 1024, replacement.writer());
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, RowsPerLine::new());
     results
         .serialize(&mut serializer)
