@@ -4,7 +4,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{docs, eval, export, help, import, replay, report, run, show, tools};
+use super::{docs, eval, export, help, import, merge, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -30,7 +30,7 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Combine shard results into one results file and report.
     #[command(after_help = help::MERGE)]
-    Merge(eval::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Summarize how the runs in trace files ended and why.
     #[command(after_help = help::REPORT)]
     Report(report::ReportArgs),
@@ -84,7 +84,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Tools(args) => tools::run(args),
         Command::Show(args) => show::run(args),
         Command::Eval(args) => eval::run(args),
-        Command::Merge(args) => eval::merge(args),
+        Command::Merge(args) => merge::merge(args),
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Import(args) => import::run(args),

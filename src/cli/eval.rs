@@ -1,5 +1,5 @@
-//! `looptrace eval` and `looptrace merge`: run a suite (or a corpus of recorded runs), write
-//! traces, `results.json` and JUnit, and print the exit-reason report.
+//! `looptrace eval`: run a suite (or a corpus of recorded runs), write traces, `results.json` and
+//! JUnit, and print the exit-reason report.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
+use super::common::{CaptureArg, ToolsFileArgs, resolve, same_file};
+use super::output_checks::{
+    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, same_path,
+};
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
@@ -18,9 +21,8 @@ use looptrace::eval::{
     SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
     ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards, load_suite,
-    merge_results, now_rfc3339, prepare_traces_dir, read_partial, read_results,
-    remove_stale_traces, render_junit, run_tasks, runs_in, select_tasks, suite_info, summary_line,
-    trace_path, write_atomically, write_junit, write_results,
+    now_rfc3339, prepare_traces_dir, read_partial, read_results, remove_stale_traces, run_tasks,
+    runs_in, select_tasks, suite_info, summary_line, trace_path, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -85,34 +87,6 @@ pub struct EvalArgs {
     /// The tools file, for a suite that names none.
     #[command(flatten)]
     pub tools_file: ToolsFileArgs,
-}
-
-/// Arguments of `looptrace merge`.
-#[derive(Debug, Args)]
-pub struct MergeArgs {
-    /// Shard results files to combine.
-    #[arg(required = true)]
-    pub results: Vec<PathBuf>,
-    /// Write the merged results here.
-    #[arg(short = 'o', long, visible_alias = "output", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Report format.
-    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
-    /// Print only errors and a one-line summary.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// Merge even when shards are missing or lack rows (interrupted, edited): the file is marked
-    /// `"partial": true`, lists those shards, and the exit code is 1.
-    #[arg(long)]
-    pub allow_partial: bool,
-    /// The suite the shards ran: the report then shows each failed expectation's expected value
-    /// in full, as `eval` does (the merged file and JUnit keep the summaries the shards wrote).
-    #[arg(long, value_name = "SUITE")]
-    pub suite: Option<PathBuf>,
-    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
-    #[command(flatten)]
-    pub verdicts: VerdictArgs,
 }
 
 /// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
@@ -330,10 +304,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         inputs.push(path.clone());
     }
     let input_paths = &inputs;
-    let inputs: HashMap<_, &PathBuf> = inputs
-        .iter()
-        .filter_map(|path| file_identity(path).map(|id| (id, path)))
-        .collect();
+    let inputs = Inputs::of(input_paths);
     // Borrowed ids, not built file names: the set is as large as the suite.
     // Built only if a folder it is checked against holds files: a new one holds none.
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
@@ -367,19 +338,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
         .chain(existing_traces)
     {
-        if looptrace::output::is_symlink(&output) {
-            return Err(CliError::input(format!(
-                "{flag}: `{}` is a symbolic link, and eval never writes through one (remove it or choose another path)",
-                output.display()
-            )));
-        }
-        if let Some(input) = file_identity(&output).and_then(|id| inputs.get(&id)) {
-            return Err(CliError::input(format!(
-                "{flag} would overwrite the input `{}` (with `{}`)",
-                input.display(),
-                output.display()
-            )));
-        }
+        refuse_symlink("eval", flag, &output)?;
+        inputs.refuse_overwriting(flag, &output)?;
     }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
@@ -983,248 +943,6 @@ fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
     }
 }
 
-/// Runs `looptrace merge`.
-pub fn merge(args: MergeArgs) -> CliResult {
-    // Every output is checked before anything is read or written: none may be an input, a
-    // symbolic link, a folder, or another output.
-    let inputs: Vec<&PathBuf> = args
-        .results
-        .iter()
-        .chain(&args.verdicts.baseline)
-        .chain(&args.suite)
-        .collect();
-    let outputs: Vec<(&str, &PathBuf)> = [
-        ("--out", &args.out),
-        ("--junit", &args.verdicts.junit),
-        ("--html", &args.verdicts.html),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
-    .collect();
-    for (n, &(flag, output)) in outputs.iter().enumerate() {
-        if let Some(input) = inputs.iter().find(|input| same_file(input, output)) {
-            return Err(CliError::input(format!(
-                "{flag} would overwrite the input `{}`",
-                input.display()
-            )));
-        }
-        if looptrace::output::is_symlink(output) {
-            return Err(CliError::input(format!(
-                "{flag}: `{}`: it is a symbolic link, and merge never writes through one (remove it or choose another path)",
-                output.display()
-            )));
-        }
-        refuse_folder(flag, output)?;
-        probe_writable(flag, &folder_of(output))?;
-        if let Some((earlier, _)) = outputs[..n]
-            .iter()
-            .find(|(_, other)| *other == output || same_file(other, output))
-        {
-            return Err(CliError::input(format!(
-                "{flag} `{}` is the {earlier} file too: choose another file",
-                output.display()
-            )));
-        }
-    }
-    let mut results = Vec::new();
-    for path in &args.results {
-        results.push((
-            path.display().to_string(),
-            read_results(path).map_err(CliError::Input)?,
-        ));
-    }
-    refuse_shard_traces_as_outputs(&outputs, &results, &args.results)?;
-    let looptrace::eval::Merged {
-        results: merged,
-        incomplete,
-    } = merge_results(&results).map_err(CliError::Input)?;
-    let gaps = coverage_gaps(&merged, &incomplete);
-    if merged.partial && !args.allow_partial {
-        let hint = if incomplete.is_empty() {
-            "give every shard"
-        } else {
-            "give every shard whole (`eval --resume` runs the rest of an interrupted one)"
-        };
-        return Err(CliError::input(format!(
-            "{} ({hint}, or --allow-partial to write a file marked partial)",
-            gaps.join("; ")
-        )));
-    }
-    let baseline = args
-        .verdicts
-        .baseline
-        .as_deref()
-        .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
-        .transpose()?;
-    let suite = args
-        .suite
-        .as_deref()
-        .map(|path| suite_of(path, &merged))
-        .transpose()?;
-    // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
-    if let Some(html) = &args.verdicts.html {
-        super::html::write_merged_page(html, &merged, &results, &args.results)?;
-    }
-    if let Some(out) = &args.out {
-        write_results(out, &merged).map_err(|err| {
-            CliError::input(format!("failed to write `{}`: {err}", out.display()))
-        })?;
-    }
-    if let Some(junit) = &args.verdicts.junit {
-        write_atomically(junit, render_junit(&merged).as_bytes()).map_err(|err| {
-            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
-        })?;
-    }
-    let comparison = baseline
-        .as_ref()
-        .map(|b| compare(&merge_scope(b, &merged), &merged));
-    let shown = match &suite {
-        Some(suite) => {
-            let summarizer = Summarizer::from_env();
-            if let Some(why) = other_hash(&merged, &summarizer) {
-                eprintln!("warning: --suite: {why}");
-            }
-            std::borrow::Cow::Owned(looptrace::eval::for_console(&merged, suite, &summarizer))
-        }
-        None => std::borrow::Cow::Borrowed(&merged),
-    };
-    print_report(&shown, comparison.as_ref(), None, args.format, args.quiet)?;
-    if merged.partial {
-        for gap in &gaps {
-            eprintln!("partial: {gap}");
-        }
-        return Ok(Outcome::Failures);
-    }
-    Ok(verdict(&merged, comparison.as_ref()))
-}
-
-/// The suite `merge --suite` names, if it is the one the merged results ran (same name and task
-/// ids, as their fingerprint says).
-fn suite_of(path: &Path, merged: &ResultsFile) -> Result<Suite, CliError> {
-    let suite = load_suite(path).map_err(CliError::input)?;
-    let info = suite_info(&suite);
-    if info.fingerprint != merged.suite.fingerprint {
-        return Err(CliError::input(format!(
-            "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
-            path.display(),
-            info.name,
-            info.short_fingerprint(),
-            merged.suite.name,
-            merged.suite.short_fingerprint()
-        )));
-    }
-    Ok(suite)
-}
-
-/// Why the summaries in `results`' failure reasons cannot match this process's, when their
-/// hashes are of the other kind: the expected values then stay summaries. (A different key of
-/// the same kind cannot be told from a changed value.)
-fn other_hash(results: &ResultsFile, summarizer: &Summarizer) -> Option<&'static str> {
-    let reasons = || results.tasks.iter().flat_map(|task| &task.failures);
-    match summarizer.algorithm() {
-        looptrace::trace::HashAlgorithm::Sha256
-            if reasons().any(|r| r.contains(";hmac-sha256=")) =>
-        {
-            Some(
-                "the results' summaries are keyed (HMAC) and LOOPTRACE_HASH_KEY is not set: set it as the shards had it to see expected values in full",
-            )
-        }
-        looptrace::trace::HashAlgorithm::HmacSha256
-            if reasons().any(|r| r.contains(";sha256=")) =>
-        {
-            Some(
-                "the results' summaries are plain SHA-256 and LOOPTRACE_HASH_KEY is set: unset it to see expected values in full",
-            )
-        }
-        _ => None,
-    }
-}
-
-/// What a merge lacks, one sentence each: the shards not given, then each shard given without
-/// all of its rows.
-fn coverage_gaps(
-    merged: &ResultsFile,
-    incomplete: &[looptrace::eval::IncompleteShard],
-) -> Vec<String> {
-    let absent: Vec<_> = merged
-        .missing_shards
-        .iter()
-        .filter(|shard| shard.missing_rows.is_none())
-        .copied()
-        .collect();
-    let mut gaps = Vec::new();
-    if !absent.is_empty() {
-        gaps.push(format!(
-            "shards {} of the split are missing",
-            list_shards(&absent)
-        ));
-    }
-    gaps.extend(incomplete.iter().map(ToString::to_string));
-    gaps
-}
-
-/// Fails when an output of merge is the trace of a row of one of the shards (which `--html`
-/// reads, and `report` after it). Only outputs that exist can be one; they are compared by
-/// device and inode.
-fn refuse_shard_traces_as_outputs(
-    outputs: &[(&str, &PathBuf)],
-    shards: &[(String, ResultsFile)],
-    paths: &[PathBuf],
-) -> Result<(), CliError> {
-    let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
-        .iter()
-        .filter_map(|&(flag, path)| file_identity(path).map(|id| (flag, path, id)))
-        .collect();
-    if existing.is_empty() {
-        return Ok(());
-    }
-    for ((_, shard), path) in shards.iter().zip(paths) {
-        let folder = folder_of(path);
-        let traces: HashSet<&str> = shard
-            .tasks
-            .iter()
-            .filter_map(|t| t.trace.as_deref())
-            .collect();
-        for trace in traces {
-            let trace = folder.join(trace);
-            let Some(id) = file_identity(&trace) else {
-                continue;
-            };
-            if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
-                return Err(CliError::input(format!(
-                    "{flag} `{}` is the trace `{}` of the shard `{}`: choose another file",
-                    output.display(),
-                    trace.display(),
-                    path.display()
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
-/// eval. Merge does not read the suite, so it knows the tasks the shards were to run only from
-/// the results: the whole suite (every baseline task, one the merge lacks being no longer in the
-/// suite), or the `selection`'s tasks (other baseline tasks are left out, removed from the suite
-/// or not). A partial merge speaks only about the tasks it holds: the missing shards' are unknown.
-fn merge_scope(baseline: &ResultsFile, merged: &ResultsFile) -> ResultsFile {
-    let selected = match (&merged.selection, merged.partial) {
-        (None, false) => return baseline.clone(),
-        (Some(selection), false) => selection.tasks.as_slice(),
-        (_, true) => &[],
-    };
-    let keep: std::collections::HashSet<&str> = merged
-        .tasks
-        .iter()
-        .map(|t| t.id.as_str())
-        .chain(selected.iter().map(String::as_str))
-        .collect();
-    let mut scoped = baseline.clone();
-    scoped.tasks.retain(|t| keep.contains(t.id.as_str()));
-    scoped
-}
-
 /// The baseline's tasks this evaluation can speak about: those it ran (or, rerunning, carried
 /// over), and those no longer in the suite at all. A shard leaves out the other shards' tasks, which are neither.
 fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> ResultsFile {
@@ -1651,7 +1369,11 @@ fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<()
 
 /// Reads `--baseline` for suite `suite`: a partial merge cannot say what happened to the tasks it
 /// lacks, and another suite's results are refused unless `any_suite` (`--baseline-any-suite`).
-fn read_baseline(path: &Path, suite: &str, any_suite: bool) -> Result<ResultsFile, CliError> {
+pub(super) fn read_baseline(
+    path: &Path,
+    suite: &str,
+    any_suite: bool,
+) -> Result<ResultsFile, CliError> {
     let baseline = read_results(path).map_err(CliError::Input)?;
     if baseline.partial {
         return Err(CliError::input(format!(
@@ -1738,7 +1460,7 @@ fn write_junit_file<T>(
 }
 
 /// Prints the report; `pass_rates`, when given, are those of rows the results do not hold.
-fn print_report<'a>(
+pub(super) fn print_report<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     pass_rates: Option<Vec<PassRate<'a>>>,
@@ -1757,7 +1479,7 @@ fn print_report<'a>(
     Ok(())
 }
 
-fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
+pub(super) fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
     let failed = results.tasks.iter().any(|t| t.fails());
     let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
     if failed || regressed {
@@ -1765,24 +1487,6 @@ fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
     } else {
         Outcome::Success
     }
-}
-
-/// The folder a file is written in (`.` for a bare file name).
-fn folder_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Whether two paths are written the same, `.` components aside (the folder need not exist).
-fn same_path(a: &Path, b: &Path) -> bool {
-    fn parts(p: &Path) -> Vec<std::path::Component<'_>> {
-        p.components()
-            .filter(|c| *c != std::path::Component::CurDir)
-            .collect()
-    }
-    parts(a) == parts(b)
 }
 
 /// Fails when an input file (a `--traces` recording, a suite's replay source, the suite, the
@@ -1841,37 +1545,6 @@ fn refuse_output_clash(
         ))),
         None => Ok(()),
     }
-}
-
-/// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
-/// permission is bad input, found before any task runs.
-fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
-    let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe);
-    match created {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(err) => Err(CliError::input(format!(
-            "{flag}: cannot write in `{}`: {err}",
-            dir.display()
-        ))),
-    }
-}
-
-/// Fails when an output file's path is a folder.
-fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
-    if path.is_dir() {
-        return Err(CliError::input(format!(
-            "{flag}: `{}` is a folder, not a file",
-            path.display()
-        )));
-    }
-    Ok(())
 }
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.

@@ -266,10 +266,7 @@ pub fn write_merged_page(
 ) -> Result<(), CliError> {
     let mut folders = std::collections::HashMap::new();
     for ((_, results), path) in inputs.iter().zip(paths) {
-        let folder = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let folder = super::output_checks::folder_of(path);
         for task in &results.tasks {
             folders.insert(task.id.clone(), folder.clone());
         }

@@ -12,6 +12,8 @@ mod export;
 mod help;
 mod html;
 mod import;
+mod merge;
+mod output_checks;
 mod progress;
 mod replay;
 mod report;

@@ -101,7 +101,7 @@ fn eval_never_writes_a_task_trace_through_a_link() {
     setup.link_to_victim("out/traces/t1.jsonl");
     setup.refused(
         "eval suite.json --out out",
-        "--out: `out/traces/t1.jsonl` is a symbolic link, and eval never writes through one",
+        "--out: `out/traces/t1.jsonl`: it is a symbolic link, and eval never writes through one",
         &["out/results.json"],
     );
 }
@@ -112,14 +112,14 @@ fn eval_never_replaces_results_or_junit_through_a_link() {
     setup.link_to_victim("out/results.json");
     setup.refused(
         "eval suite.json --out out",
-        "`out/results.json` is a symbolic link",
+        "`out/results.json`: it is a symbolic link",
         &[],
     );
     std::fs::remove_file(setup.path("out/results.json")).unwrap();
     setup.link_to_victim("junit.xml");
     setup.refused(
         "eval suite.json --out out --junit junit.xml",
-        "--junit: `junit.xml` is a symbolic link",
+        "--junit: `junit.xml`: it is a symbolic link",
         &["out/traces/t1.jsonl", "out/results.json"],
     );
 }

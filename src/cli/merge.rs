@@ -1,0 +1,278 @@
+//! `looptrace merge`: shard results combined into the results of the whole suite, with proof that
+//! every task ran exactly once per repeat, and the reports and comparisons `eval` makes.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::common::{file_identity, same_file};
+use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
+use super::output_checks::{Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink};
+use super::{CliError, CliResult, Outcome};
+use looptrace::eval::{
+    ResultsFile, Suite, compare, list_shards, load_suite, merge_results, read_results,
+    render_junit, suite_info, write_atomically, write_results,
+};
+use looptrace::trace::Summarizer;
+
+/// Arguments of `looptrace merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard results files to combine.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Write the merged results here.
+    #[arg(short = 'o', long, visible_alias = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Report format.
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+    /// Print only errors and a one-line summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Merge even when shards are missing or lack rows (interrupted, edited): the file is marked
+    /// `"partial": true`, lists those shards, and the exit code is 1.
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// The suite the shards ran: the report then shows each failed expectation's expected value
+    /// in full, as `eval` does (the merged file and JUnit keep the summaries the shards wrote).
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<PathBuf>,
+    /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
+    #[command(flatten)]
+    pub verdicts: VerdictArgs,
+}
+
+/// Runs `looptrace merge`.
+pub fn merge(args: MergeArgs) -> CliResult {
+    // Every output is checked before anything is read or written: none may be an input, a
+    // symbolic link, a folder, or another output.
+    let inputs: Vec<&PathBuf> = args
+        .results
+        .iter()
+        .chain(&args.verdicts.baseline)
+        .chain(&args.suite)
+        .collect();
+    let outputs: Vec<(&str, &PathBuf)> = [
+        ("--out", &args.out),
+        ("--junit", &args.verdicts.junit),
+        ("--html", &args.verdicts.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
+    .collect();
+    let inputs = Inputs::of(inputs);
+    for (n, &(flag, output)) in outputs.iter().enumerate() {
+        inputs.refuse_overwriting(flag, output)?;
+        refuse_symlink("merge", flag, output)?;
+        refuse_folder(flag, output)?;
+        probe_writable(flag, &folder_of(output))?;
+        if let Some((earlier, _)) = outputs[..n]
+            .iter()
+            .find(|(_, other)| *other == output || same_file(other, output))
+        {
+            return Err(CliError::input(format!(
+                "{flag} `{}` is the {earlier} file too: choose another file",
+                output.display()
+            )));
+        }
+    }
+    let mut results = Vec::new();
+    for path in &args.results {
+        results.push((
+            path.display().to_string(),
+            read_results(path).map_err(CliError::Input)?,
+        ));
+    }
+    refuse_shard_traces_as_outputs(&outputs, &results, &args.results)?;
+    let looptrace::eval::Merged {
+        results: merged,
+        incomplete,
+    } = merge_results(&results).map_err(CliError::Input)?;
+    let gaps = coverage_gaps(&merged, &incomplete);
+    if merged.partial && !args.allow_partial {
+        let hint = if incomplete.is_empty() {
+            "give every shard"
+        } else {
+            "give every shard whole (`eval --resume` runs the rest of an interrupted one)"
+        };
+        return Err(CliError::input(format!(
+            "{} ({hint}, or --allow-partial to write a file marked partial)",
+            gaps.join("; ")
+        )));
+    }
+    let baseline = args
+        .verdicts
+        .baseline
+        .as_deref()
+        .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
+        .transpose()?;
+    let suite = args
+        .suite
+        .as_deref()
+        .map(|path| suite_of(path, &merged))
+        .transpose()?;
+    // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
+    if let Some(html) = &args.verdicts.html {
+        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+    }
+    if let Some(out) = &args.out {
+        write_results(out, &merged).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", out.display()))
+        })?;
+    }
+    if let Some(junit) = &args.verdicts.junit {
+        write_atomically(junit, render_junit(&merged).as_bytes()).map_err(|err| {
+            CliError::input(format!("failed to write `{}`: {err}", junit.display()))
+        })?;
+    }
+    let comparison = baseline
+        .as_ref()
+        .map(|b| compare(&merge_scope(b, &merged), &merged));
+    let shown = match &suite {
+        Some(suite) => {
+            let summarizer = Summarizer::from_env();
+            if let Some(why) = other_hash(&merged, &summarizer) {
+                eprintln!("warning: --suite: {why}");
+            }
+            std::borrow::Cow::Owned(looptrace::eval::for_console(&merged, suite, &summarizer))
+        }
+        None => std::borrow::Cow::Borrowed(&merged),
+    };
+    print_report(&shown, comparison.as_ref(), None, args.format, args.quiet)?;
+    if merged.partial {
+        for gap in &gaps {
+            eprintln!("partial: {gap}");
+        }
+        return Ok(Outcome::Failures);
+    }
+    Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// The suite `merge --suite` names, if it is the one the merged results ran (same name and task
+/// ids, as their fingerprint says).
+fn suite_of(path: &Path, merged: &ResultsFile) -> Result<Suite, CliError> {
+    let suite = load_suite(path).map_err(CliError::input)?;
+    let info = suite_info(&suite);
+    if info.fingerprint != merged.suite.fingerprint {
+        return Err(CliError::input(format!(
+            "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
+            path.display(),
+            info.name,
+            info.short_fingerprint(),
+            merged.suite.name,
+            merged.suite.short_fingerprint()
+        )));
+    }
+    Ok(suite)
+}
+
+/// Why the summaries in `results`' failure reasons cannot match this process's, when their
+/// hashes are of the other kind: the expected values then stay summaries. (A different key of
+/// the same kind cannot be told from a changed value.)
+fn other_hash(results: &ResultsFile, summarizer: &Summarizer) -> Option<&'static str> {
+    let reasons = || results.tasks.iter().flat_map(|task| &task.failures);
+    match summarizer.algorithm() {
+        looptrace::trace::HashAlgorithm::Sha256
+            if reasons().any(|r| r.contains(";hmac-sha256=")) =>
+        {
+            Some(
+                "the results' summaries are keyed (HMAC) and LOOPTRACE_HASH_KEY is not set: set it as the shards had it to see expected values in full",
+            )
+        }
+        looptrace::trace::HashAlgorithm::HmacSha256
+            if reasons().any(|r| r.contains(";sha256=")) =>
+        {
+            Some(
+                "the results' summaries are plain SHA-256 and LOOPTRACE_HASH_KEY is set: unset it to see expected values in full",
+            )
+        }
+        _ => None,
+    }
+}
+
+/// What a merge lacks, one sentence each: the shards not given, then each shard given without
+/// all of its rows.
+fn coverage_gaps(
+    merged: &ResultsFile,
+    incomplete: &[looptrace::eval::IncompleteShard],
+) -> Vec<String> {
+    let absent: Vec<_> = merged
+        .missing_shards
+        .iter()
+        .filter(|shard| shard.missing_rows.is_none())
+        .copied()
+        .collect();
+    let mut gaps = Vec::new();
+    if !absent.is_empty() {
+        gaps.push(format!(
+            "shards {} of the split are missing",
+            list_shards(&absent)
+        ));
+    }
+    gaps.extend(incomplete.iter().map(ToString::to_string));
+    gaps
+}
+
+/// Fails when an output of merge is the trace of a row of one of the shards (which `--html`
+/// reads, and `report` after it). Only outputs that exist can be one; they are compared by
+/// device and inode.
+fn refuse_shard_traces_as_outputs(
+    outputs: &[(&str, &PathBuf)],
+    shards: &[(String, ResultsFile)],
+    paths: &[PathBuf],
+) -> Result<(), CliError> {
+    let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
+        .iter()
+        .filter_map(|&(flag, path)| file_identity(path).map(|id| (flag, path, id)))
+        .collect();
+    if existing.is_empty() {
+        return Ok(());
+    }
+    for ((_, shard), path) in shards.iter().zip(paths) {
+        let folder = folder_of(path);
+        let traces: HashSet<&str> = shard
+            .tasks
+            .iter()
+            .filter_map(|t| t.trace.as_deref())
+            .collect();
+        for trace in traces {
+            let trace = folder.join(trace);
+            let Some(id) = file_identity(&trace) else {
+                continue;
+            };
+            if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
+                return Err(CliError::input(format!(
+                    "{flag} `{}` is the trace `{}` of the shard `{}`: choose another file",
+                    output.display(),
+                    trace.display(),
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded
+/// eval. Merge does not read the suite, so it knows the tasks the shards were to run only from
+/// the results: the whole suite (every baseline task, one the merge lacks being no longer in the
+/// suite), or the `selection`'s tasks (other baseline tasks are left out, removed from the suite
+/// or not). A partial merge speaks only about the tasks it holds: the missing shards' are unknown.
+fn merge_scope(baseline: &ResultsFile, merged: &ResultsFile) -> ResultsFile {
+    let selected = match (&merged.selection, merged.partial) {
+        (None, false) => return baseline.clone(),
+        (Some(selection), false) => selection.tasks.as_slice(),
+        (_, true) => &[],
+    };
+    let keep: std::collections::HashSet<&str> = merged
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .chain(selected.iter().map(String::as_str))
+        .collect();
+    let mut scoped = baseline.clone();
+    scoped.tasks.retain(|t| keep.contains(t.id.as_str()));
+    scoped
+}

@@ -1,0 +1,117 @@
+//! The checks `eval` and `merge` make on every output path before they read or write anything:
+//! an output is never an input, a symbolic link, a folder, or in a folder that cannot be written.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::CliError;
+use super::common::{file_identity, resolve};
+
+/// Input files by device and inode, so an output is matched however its path is written; an
+/// input that does not exist (yet) by its resolved path.
+pub struct Inputs<'a> {
+    existing: HashMap<(u64, u64), &'a PathBuf>,
+    missing: Vec<(PathBuf, &'a PathBuf)>,
+}
+
+impl<'a> Inputs<'a> {
+    pub fn of(paths: impl IntoIterator<Item = &'a PathBuf>) -> Self {
+        let mut inputs = Inputs {
+            existing: HashMap::new(),
+            missing: Vec::new(),
+        };
+        for path in paths {
+            match file_identity(path) {
+                Some(id) => {
+                    inputs.existing.insert(id, path);
+                }
+                None => inputs
+                    .missing
+                    .extend(resolve(path).map(|resolved| (resolved, path))),
+            }
+        }
+        inputs
+    }
+
+    /// Fails when `output` is one of the inputs.
+    pub fn refuse_overwriting(&self, flag: &str, output: &Path) -> Result<(), CliError> {
+        let input = match file_identity(output) {
+            Some(id) => self.existing.get(&id).copied(),
+            None if self.missing.is_empty() => None,
+            None => resolve(output).and_then(|resolved| {
+                self.missing
+                    .iter()
+                    .find(|(missing, _)| *missing == resolved)
+                    .map(|(_, path)| *path)
+            }),
+        };
+        match input {
+            Some(input) => Err(CliError::input(format!(
+                "{flag} would overwrite the input `{}` (with `{}`)",
+                input.display(),
+                output.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Fails when `output` is a symbolic link: `command` never writes through one.
+pub fn refuse_symlink(command: &str, flag: &str, output: &Path) -> Result<(), CliError> {
+    if looptrace::output::is_symlink(output) {
+        return Err(CliError::input(format!(
+            "{flag}: `{}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The folder a file is written in (`.` for a bare file name).
+pub fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Whether two paths are written the same, `.` components aside (the folder need not exist).
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    fn parts(p: &Path) -> Vec<std::path::Component<'_>> {
+        p.components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect()
+    }
+    parts(a) == parts(b)
+}
+
+/// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
+/// permission is bad input, found before anything is read or written.
+pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
+    let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(err) => Err(CliError::input(format!(
+            "{flag}: cannot write in `{}`: {err}",
+            dir.display()
+        ))),
+    }
+}
+
+/// Fails when an output file's path is a folder.
+pub fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::input(format!(
+            "{flag}: `{}` is a folder, not a file",
+            path.display()
+        )));
+    }
+    Ok(())
+}
