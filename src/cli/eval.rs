@@ -11,7 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, resolve, same_file};
 use super::output_checks::{
-    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, same_path,
+    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
+    same_path,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -333,13 +334,28 @@ pub fn run(args: EvalArgs) -> CliResult {
         ("--junit", args.verdicts.junit.clone()),
         ("--html", args.verdicts.html.clone()),
     ];
-    for (flag, output) in outputs
+    let outputs: Vec<(&str, PathBuf)> = outputs
         .into_iter()
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
         .chain(existing_traces)
-    {
-        refuse_symlink("eval", flag, &output)?;
-        inputs.refuse_overwriting(flag, &output)?;
+        .collect();
+    for (flag, output) in &outputs {
+        refuse_symlink("eval", flag, output)?;
+        inputs.refuse_overwriting(flag, output)?;
+    }
+    // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
+    // updates, but for the runs it replaces in `--out`.
+    let outputs: Vec<(&str, &PathBuf)> = outputs.iter().map(|(flag, path)| (*flag, path)).collect();
+    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
+        refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
+    }
+    if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
+        let reports: Vec<_> = outputs
+            .iter()
+            .filter(|(flag, _)| *flag != "--out")
+            .copied()
+            .collect();
+        refuse_traces_as_outputs(&reports, previous, path, "the results")?;
     }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;

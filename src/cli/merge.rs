@@ -1,14 +1,15 @@
 //! `looptrace merge`: shard results combined into the results of the whole suite, with proof that
 //! every task ran exactly once per repeat, and the reports and comparisons `eval` makes.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::common::{file_identity, same_file};
+use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
-use super::output_checks::{Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink};
+use super::output_checks::{
+    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
+};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     ResultsFile, Suite, compare, list_shards, load_suite, merge_results, read_results,
@@ -85,7 +86,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
             read_results(path).map_err(CliError::Input)?,
         ));
     }
-    refuse_shard_traces_as_outputs(&outputs, &results, &args.results)?;
+    for ((_, shard), path) in results.iter().zip(&args.results) {
+        refuse_traces_as_outputs(&outputs, shard, path, "the shard")?;
+    }
     let looptrace::eval::Merged {
         results: merged,
         incomplete,
@@ -108,6 +111,9 @@ pub fn merge(args: MergeArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &merged.suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
+        refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
+    }
     let suite = args
         .suite
         .as_deref()
@@ -213,46 +219,6 @@ fn coverage_gaps(
     }
     gaps.extend(incomplete.iter().map(ToString::to_string));
     gaps
-}
-
-/// Fails when an output of merge is the trace of a row of one of the shards (which `--html`
-/// reads, and `report` after it). Only outputs that exist can be one; they are compared by
-/// device and inode.
-fn refuse_shard_traces_as_outputs(
-    outputs: &[(&str, &PathBuf)],
-    shards: &[(String, ResultsFile)],
-    paths: &[PathBuf],
-) -> Result<(), CliError> {
-    let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
-        .iter()
-        .filter_map(|&(flag, path)| file_identity(path).map(|id| (flag, path, id)))
-        .collect();
-    if existing.is_empty() {
-        return Ok(());
-    }
-    for ((_, shard), path) in shards.iter().zip(paths) {
-        let folder = folder_of(path);
-        let traces: HashSet<&str> = shard
-            .tasks
-            .iter()
-            .filter_map(|t| t.trace.as_deref())
-            .collect();
-        for trace in traces {
-            let trace = folder.join(trace);
-            let Some(id) = file_identity(&trace) else {
-                continue;
-            };
-            if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
-                return Err(CliError::input(format!(
-                    "{flag} `{}` is the trace `{}` of the shard `{}`: choose another file",
-                    output.display(),
-                    trace.display(),
-                    path.display()
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The baseline's tasks a merge can speak about, as [`in_scope`] chooses them for an unsharded

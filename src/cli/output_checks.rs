@@ -1,11 +1,12 @@
 //! The checks `eval` and `merge` make on every output path before they read or write anything:
 //! an output is never an input, a symbolic link, a folder, or in a folder that cannot be written.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::CliError;
 use super::common::{file_identity, resolve};
+use looptrace::eval::ResultsFile;
 
 /// Input files by device and inode, so an output is matched however its path is written; an
 /// input that does not exist (yet) by its resolved path.
@@ -112,6 +113,45 @@ pub fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
             "{flag}: `{}` is a folder, not a file",
             path.display()
         )));
+    }
+    Ok(())
+}
+
+/// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input
+/// of the command (`--html` reads it, `report` after it), or a run that results still name. Only
+/// outputs that exist can be one; they are compared by device and inode.
+pub fn refuse_traces_as_outputs(
+    outputs: &[(&str, &PathBuf)],
+    results: &ResultsFile,
+    path: &Path,
+    whose: &str,
+) -> Result<(), CliError> {
+    let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
+        .iter()
+        .filter_map(|&(flag, output)| file_identity(output).map(|id| (flag, output, id)))
+        .collect();
+    if existing.is_empty() {
+        return Ok(());
+    }
+    let folder = folder_of(path);
+    let traces: HashSet<&str> = results
+        .tasks
+        .iter()
+        .filter_map(|t| t.trace.as_deref())
+        .collect();
+    for trace in traces {
+        let trace = folder.join(trace);
+        let Some(id) = file_identity(&trace) else {
+            continue;
+        };
+        if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
+            return Err(CliError::input(format!(
+                "{flag} `{}` is the trace `{}` of {whose} `{}`: choose another file",
+                output.display(),
+                trace.display(),
+                path.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -124,6 +124,56 @@ fn report_files_may_not_replace_the_results_a_rerun_reads() {
 }
 
 #[test]
+fn report_files_may_not_replace_a_carried_or_baseline_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["good", "bad"], &["bad"]);
+    let run = dir.path().join("run");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &run, "-q").status.code(),
+        Some(1)
+    );
+    let carried = run.join("traces/good.jsonl");
+    let before = std::fs::read(&carried).unwrap();
+    let results = run.join("results.json");
+    let elsewhere = dir.path().join("elsewhere");
+    // In place, into another folder, and as a baseline's trace.
+    let cases: [(&[&str], &str); 3] = [
+        (&["--rerun-failed"], "of the results"),
+        (
+            &["--out", elsewhere.to_str().unwrap(), "--rerun-failed"],
+            "of the results",
+        ),
+        (
+            &["--out", elsewhere.to_str().unwrap(), "--baseline"],
+            "of the baseline",
+        ),
+    ];
+    for (args, whose) in cases {
+        for flag in ["--junit", "--html"] {
+            let output = crate::support::looptrace()
+                .arg("eval")
+                .arg(&suite)
+                .args(args)
+                .arg(&results)
+                .arg(flag)
+                .arg(&carried)
+                .arg("-q")
+                .output()
+                .unwrap();
+            assert_refused(
+                &output,
+                &format!("is the trace `{}` {whose}", carried.display()),
+            );
+            assert_eq!(std::fs::read(&carried).unwrap(), before, "{args:?} {flag}");
+            assert!(
+                !elsewhere.exists(),
+                "{args:?} {flag}: nothing may be written"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_page_of_a_single_trace_file_counts_each_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &[]);

@@ -1756,6 +1756,30 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         );
         assert_eq!(std::fs::read(&trace).unwrap(), before);
     }
+    // Nor may an output be a trace the baseline's rows name.
+    let baseline_dir = dir.path().join("baseline");
+    eval_with(&[failing.to_str().unwrap()], &baseline_dir, &[]);
+    let baseline_trace = baseline_dir.join("traces/ok-1.jsonl");
+    let before = std::fs::read(&baseline_trace).unwrap();
+    for flag in ["--junit", "--out", "--html"] {
+        let output = cli!(
+            "merge",
+            &one,
+            &two,
+            "--baseline",
+            baseline_dir.join("results.json"),
+            flag,
+            &baseline_trace,
+            "-q"
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("of the baseline"),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(std::fs::read(&baseline_trace).unwrap(), before);
+    }
     // A shard's trace the page cannot read is named with its shard's folder.
     std::fs::write(dir.path().join("s20/traces/bad-1.jsonl"), "not json\n").unwrap();
     let page = dir.path().join("page.html");
