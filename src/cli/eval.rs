@@ -23,7 +23,8 @@ use looptrace::eval::{
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
     ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards, load_suite,
     now_rfc3339, prepare_traces_dir, read_partial, read_results, remove_stale_traces, run_tasks,
-    runs_in, select_tasks, suite_info, summary_line, trace_path, write_junit, write_results,
+    runs_in, select_tasks, suite_info, summary_line, trace_path, unreached, write_junit,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -680,9 +681,15 @@ pub fn run(args: EvalArgs) -> CliResult {
     // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
     // `results.json` and JUnit are written straight from the partial file, and only what the
     // report, the HTML page and the baseline comparison need is read back.
+    // Tasks an interrupted evaluation never reached, which a rerun narrowed by `--only`/`--skip`
+    // left unrun: its results stay interrupted until a rerun runs them.
+    let mut not_reached = 0;
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
+            if previous.interrupted {
+                not_reached = unreached(previous, &rows, &suite).len();
+            }
             let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
                 rows.iter().filter_map(|row| row.run_id.clone()).collect()
             };
@@ -701,6 +708,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             }
             let results = ResultsFile {
                 totals: Totals::of(&rows),
+                interrupted: interrupted || not_reached > 0,
                 ..results.with_tasks(rows)
             };
             write_results(&results_path, &results)
@@ -851,6 +859,14 @@ pub fn run(args: EvalArgs) -> CliResult {
             out.display()
         );
         return Ok(Outcome::Failures);
+    }
+    if not_reached > 0 {
+        eprintln!(
+            "not run yet: {} the interrupted evaluation did not reach (left out by --only/--skip); `{}` stays interrupted, and --rerun-failed `{}` runs them",
+            looptrace::plural(not_reached as u64, "task", "tasks"),
+            results_path.display(),
+            results_path.display()
+        );
     }
     Ok(verdict(&results, comparison.as_ref()))
 }
@@ -1496,7 +1512,8 @@ pub(super) fn print_report<'a>(
 }
 
 pub(super) fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
-    let failed = results.tasks.iter().any(|t| t.fails());
+    // Interrupted results lack the runs the evaluation did not reach.
+    let failed = results.interrupted || results.tasks.iter().any(|t| t.fails());
     let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
     if failed || regressed {
         Outcome::Failures

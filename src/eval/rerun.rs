@@ -9,9 +9,8 @@ use super::suite::Suite;
 
 /// The ids of the suite's tasks that `previous` says need another run: rows that fail the
 /// evaluation (a failed expectation or an unexpected internal error); when `previous` was
-/// interrupted, tasks of its selection it lacks a row for (with `--repeat N`, fewer than N rows);
-/// and when it covered the whole suite (a row for each of its tasks), tasks added to the suite
-/// since.
+/// interrupted, the tasks it did not reach ([`unreached`]); and when it covered the whole suite (a
+/// row for each of its tasks), tasks added to the suite since.
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     let mut ids: HashSet<String> = previous
         .tasks
@@ -36,22 +35,34 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         );
     }
     if previous.interrupted {
-        let repeats = previous.repeats.unwrap_or(1) as usize;
-        let scope: Option<HashSet<&str>> = previous
-            .selection
-            .as_ref()
-            .map(|s| s.tasks.iter().map(String::as_str).collect());
-        ids.extend(
-            suite
-                .tasks
-                .iter()
-                .map(|t| t.id.as_str())
-                .filter(|id| scope.as_ref().is_none_or(|scope| scope.contains(id)))
-                .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
-                .map(str::to_owned),
-        );
+        ids.extend(unreached(previous, &previous.tasks, suite));
     }
     ids
+}
+
+/// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
+/// `--repeat N`, fewer than N rows): of its `--only`/`--skip` selection, or of the whole suite when
+/// it ran every task or was a rerun (a rerun's results speak for the whole suite, whatever
+/// `--only` narrowed that rerun to).
+pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
+    let repeats = previous.repeats.unwrap_or(1) as usize;
+    let scope: Option<HashSet<&str>> = previous
+        .selection
+        .as_ref()
+        .filter(|selection| selection.rerun_failed.is_none())
+        .map(|s| s.tasks.iter().map(String::as_str).collect());
+    let mut rows_of: HashMap<&str, usize> = HashMap::new();
+    for row in rows {
+        *rows_of.entry(row.id.as_str()).or_default() += 1;
+    }
+    suite
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .filter(|id| scope.as_ref().is_none_or(|scope| scope.contains(id)))
+        .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The rows of the updated results: `rerun` rows, and every row of `previous` they do not
@@ -130,5 +141,35 @@ mod tests {
             ..previous
         };
         assert!(failed_ids(&short, &suite).contains("a"));
+    }
+
+    #[test]
+    fn tasks_not_reached_count_in_the_selection_of_an_evaluation_and_the_suite_of_a_rerun() {
+        let suite = load_suite_from_str(
+            r#"{"name":"s","tasks":[
+                {"id":"a","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}},
+                {"id":"b","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}},
+                {"id":"c","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}}]}"#,
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let interrupted = |selection: serde_json::Value| -> ResultsFile {
+            serde_json::from_value(serde_json::json!({
+                "format": "looptrace.results/1", "looptrace_version": "0", "created_at": "t",
+                "suite": {"name": "s", "tasks": 3, "fingerprint": "f"},
+                "capture": "summary", "interrupted": true, "selection": selection,
+                "tasks": [row("a", 1, true)],
+                "totals": {"tasks": 1, "exit_reasons": {}, "expectations": {"met": 1, "failed": 0, "none": 0}}
+            }))
+            .unwrap()
+        };
+        let of_selection =
+            interrupted(serde_json::json!({"only": ["a", "b"], "tasks": ["a", "b"]}));
+        assert_eq!(unreached(&of_selection, &of_selection.tasks, &suite), ["b"]);
+        let of_rerun = interrupted(serde_json::json!({"rerun_failed": "r.json", "tasks": ["a"]}));
+        assert_eq!(unreached(&of_rerun, &of_rerun.tasks, &suite), ["b", "c"]);
+        // What a rerun ran is reached.
+        let rows = [row("a", 1, true), row("c", 1, false)];
+        assert_eq!(unreached(&of_rerun, &rows, &suite), ["b"]);
     }
 }

@@ -1507,6 +1507,70 @@ fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
     assert!(!after.interrupted);
 }
 
+#[test]
+fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_task_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fixed = rerun_suite(dir.path(), false);
+    let first = eval_with(&[fixed.to_str().unwrap()], &out, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // As an interruption after the first task leaves it.
+    let results = out.join("results.json");
+    edit_results(&results, |value| {
+        value["interrupted"] = serde_json::json!(true);
+        rows_of(value).retain(|row| row["id"] == "ok-1");
+    });
+    let rerun = |extra: &[&str]| {
+        looptrace()
+            .arg("eval")
+            .arg(&fixed)
+            .arg("--rerun-failed")
+            .arg(&results)
+            .args(extra)
+            .arg("-q")
+            .output()
+            .unwrap()
+    };
+    for narrowed in [&["--only", "bad-2"][..], &["--skip", "ok-2"]] {
+        let output = rerun(narrowed);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{narrowed:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("the interrupted evaluation did not reach"),
+            "{}",
+            stderr(&output)
+        );
+        let after = read_results(&results);
+        assert!(after.interrupted, "{narrowed:?}: tasks are still to run");
+    }
+    let after = read_results(&results);
+    let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["ok-1", "bad-1", "bad-2"]);
+    // Not reached, so not `nothing to rerun`: the plain rerun runs the task left.
+    let output = rerun(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    assert!(!after.interrupted);
+    let ran: Vec<(&str, bool)> = after
+        .tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.carried_over))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            ("ok-1", true),
+            ("bad-1", true),
+            ("ok-2", false),
+            ("bad-2", true)
+        ]
+    );
+}
+
 /// Shards 1/2 and 2/2 of the sample suite, run with `extra` into `DIR/NAME-K`: their results.
 fn two_shards(dir: &Path, name: &str, extra: &[&str]) -> [PathBuf; 2] {
     let suite = sample("suite.json");
