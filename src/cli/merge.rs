@@ -12,7 +12,7 @@ use super::output_checks::{
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    ResultsFile, Suite, compare, list_shards, load_suite, merge_results, read_results,
+    ResultsFile, Suite, compare, list_shards, load_suite, merge_results_of, read_results,
     render_junit, suite_info, write_atomically, write_results,
 };
 use looptrace::trace::Summarizer;
@@ -36,8 +36,9 @@ pub struct MergeArgs {
     /// `"partial": true`, lists those shards, and the exit code is 1.
     #[arg(long)]
     pub allow_partial: bool,
-    /// The suite the shards ran: the report then shows each failed expectation's expected value
-    /// in full, as `eval` does (the merged file and JUnit keep the summaries the shards wrote).
+    /// The suite the shards ran: rows are placed and checked by task id, and the report shows
+    /// each failed expectation's expected value in full, as `eval` does (the merged file and
+    /// JUnit keep the summaries the shards wrote).
     #[arg(long, value_name = "SUITE")]
     pub suite: Option<PathBuf>,
     /// `--junit`, `--html`, `--baseline`, `--baseline-any-suite`, as `eval` has them.
@@ -89,10 +90,28 @@ pub fn merge(args: MergeArgs) -> CliResult {
     for ((_, shard), path) in results.iter().zip(&args.results) {
         refuse_traces_as_outputs(&outputs, shard, path, "the shard")?;
     }
+    // With the suite, rows are placed and checked by task id.
+    let suite = match (&args.suite, results.first()) {
+        (Some(path), Some((_, first))) => Some(suite_of(path, first)?),
+        _ => None,
+    };
+    let ids: Option<Vec<String>> = suite
+        .as_ref()
+        .map(|suite| suite.tasks.iter().map(|t| t.id.to_string()).collect());
     let looptrace::eval::Merged {
         results: merged,
         incomplete,
-    } = merge_results(&results).map_err(CliError::Input)?;
+    } = merge_results_of(&results, ids.as_deref()).map_err(CliError::Input)?;
+    // Without a list of the split's tasks, a shard's rows are placed by their order in it, which
+    // is exact only while it lacks none before the last it holds.
+    if args.allow_partial && ids.is_none() && merged.selection.is_none() {
+        for shard in &incomplete {
+            eprintln!(
+                "warning: `{}` lacks rows of its share, and without --suite merge cannot tell which: its rows are placed in the order it holds them, as if those it lacks were its last (give --suite SUITE to place them by task id)",
+                shard.name
+            );
+        }
+    }
     let gaps = coverage_gaps(&merged, &incomplete);
     if merged.partial && !args.allow_partial {
         let hint = if incomplete.is_empty() {
@@ -114,11 +133,6 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
         refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
     }
-    let suite = args
-        .suite
-        .as_deref()
-        .map(|path| suite_of(path, &merged))
-        .transpose()?;
     // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
     if let Some(html) = &args.verdicts.html {
         super::html::write_merged_page(html, &merged, &results, &args.results)?;
@@ -156,19 +170,19 @@ pub fn merge(args: MergeArgs) -> CliResult {
     Ok(verdict(&merged, comparison.as_ref()))
 }
 
-/// The suite `merge --suite` names, if it is the one the merged results ran (same name and task
+/// The suite `merge --suite` names, if it is the one the results ran (same name and task
 /// ids, as their fingerprint says).
-fn suite_of(path: &Path, merged: &ResultsFile) -> Result<Suite, CliError> {
+fn suite_of(path: &Path, results: &ResultsFile) -> Result<Suite, CliError> {
     let suite = load_suite(path).map_err(CliError::input)?;
     let info = suite_info(&suite);
-    if info.fingerprint != merged.suite.fingerprint {
+    if info.fingerprint != results.suite.fingerprint {
         return Err(CliError::input(format!(
             "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
             path.display(),
             info.name,
             info.short_fingerprint(),
-            merged.suite.name,
-            merged.suite.short_fingerprint()
+            results.suite.name,
+            results.suite.short_fingerprint()
         )));
     }
     Ok(suite)

@@ -24,6 +24,17 @@ pub struct Merged {
 /// Merges shard results named by `names` (for messages). Rows come in suite order, a task's
 /// repeats together in order, as an unsharded evaluation writes them.
 pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<Merged, String> {
+    merge_results_of(inputs, None)
+}
+
+/// [`merge_results`] knowing the ids of the suite's tasks (in suite order): rows are placed and
+/// checked by id, so a shard that lacks rows in the middle of its share, or holds a task that is
+/// not its own, is told apart exactly even when the shards ran the whole suite (whose results do
+/// not list its tasks).
+pub fn merge_results_of(
+    inputs: &[(String, ResultsFile)],
+    suite_ids: Option<&[String]>,
+) -> Result<Merged, String> {
     let Some((first_name, first)) = inputs.first() else {
         return Err("merge needs at least one results file".to_owned());
     };
@@ -127,7 +138,7 @@ pub fn merge_results(inputs: &[(String, ResultsFile)]) -> Result<Merged, String>
 
     // Every row once: `(id, repeat)` identifies it, across the shards too (without a selection
     // the shards' task ids are not known, so only this tells two shards' tasks apart).
-    let expected = coverage::Expected::of(first);
+    let expected = coverage::Expected::of(first, suite_ids);
     let mut seen_rows: HashSet<(&str, u32)> = HashSet::new();
     let mut ordered: Vec<(usize, u32, &TaskResult)> = Vec::new();
     let mut incomplete = Vec::new();

@@ -28,7 +28,7 @@ pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
     finished_runs, keep_runs, run_id, runs_in, trace_path,
 };
-pub use merge::{IncompleteShard, Merged, merge_results};
+pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
 pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };

@@ -1571,6 +1571,71 @@ fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_ta
     );
 }
 
+#[test]
+fn merge_with_the_suite_places_a_shards_rows_by_task_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = rerun_suite(dir.path(), false);
+    let shard = |k: usize| {
+        let out = dir.path().join(format!("s{k}"));
+        let split = format!("{k}/2");
+        let output = eval_with(&[suite.to_str().unwrap(), "--shard", &split], &out, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out.join("results.json")
+    };
+    let (one, two) = (shard(1), shard(2));
+    // Shard 2/2 holds bad-1 and bad-2: without its first row, the second is the one it holds first.
+    edit_results(&two, |value| {
+        rows_of(value).retain(|row| row["id"] != "bad-1")
+    });
+    let merged = dir.path().join("merged.json");
+    let merge = |extra: &[&str]| {
+        looptrace()
+            .arg("merge")
+            .arg(&one)
+            .arg(&two)
+            .args(["--allow-partial", "-q", "--out"])
+            .arg(&merged)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let ids = || -> Vec<String> {
+        read_results(&merged)
+            .tasks
+            .iter()
+            .map(|t| t.id.clone())
+            .collect()
+    };
+    let output = merge(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("lacks 1 of its 2 rows: bad-1"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(ids(), ["ok-1", "ok-2", "bad-2"]);
+    // Without the suite the rows stay in the order the shard holds them, and merge says so.
+    let output = merge(&[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("without --suite merge cannot tell which"),
+        "{}",
+        stderr(&output)
+    );
+
+    // With the suite, a row that is not of the shard's share is refused.
+    edit_results(&two, |value| {
+        rows_of(value)[0]["id"] = serde_json::json!("ok-1")
+    });
+    let output = merge(&["--suite", suite.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("which belongs to shard 1/2 of the suite, not 2/2"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 /// Shards 1/2 and 2/2 of the sample suite, run with `extra` into `DIR/NAME-K`: their results.
 fn two_shards(dir: &Path, name: &str, extra: &[&str]) -> [PathBuf; 2] {
     let suite = sample("suite.json");

@@ -13,10 +13,12 @@ const NAMED: usize = 10;
 
 /// The tasks the shards of one split were to run between them, as far as their results say.
 pub enum Expected<'a> {
-    /// `--only`/`--skip` chose them: their ids, in suite order, and each id's position.
+    /// `--only`/`--skip` chose them, or the suite given lists them: their ids, in suite order,
+    /// each id's position, and what lists them (for messages).
     Listed {
         ids: &'a [String],
         position: HashMap<&'a str, usize>,
+        list: &'static str,
     },
     /// The whole suite of this many tasks, whose ids the results do not list.
     Counted(usize),
@@ -26,20 +28,23 @@ pub enum Expected<'a> {
 }
 
 impl<'a> Expected<'a> {
-    /// What `results` (any shard of the split: they agree on suite and selection) say.
-    pub fn of(results: &'a ResultsFile) -> Expected<'a> {
-        match &results.selection {
-            None => Expected::Counted(results.suite.tasks),
-            Some(selection) if selection.rerun_failed.is_some() => Expected::Unknown,
-            Some(selection) => Expected::Listed {
-                ids: &selection.tasks,
-                position: selection
-                    .tasks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, id)| (id.as_str(), i))
-                    .collect(),
-            },
+    /// What `results` (any shard of the split: they agree on suite and selection) say, and the
+    /// ids of their suite's tasks when the caller has them.
+    pub fn of(results: &'a ResultsFile, suite_ids: Option<&'a [String]>) -> Expected<'a> {
+        let listed = |ids: &'a [String], list| Expected::Listed {
+            ids,
+            position: ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.as_str(), i))
+                .collect(),
+            list,
+        };
+        match (&results.selection, suite_ids) {
+            (None, Some(ids)) => listed(ids, "the suite"),
+            (None, None) => Expected::Counted(results.suite.tasks),
+            (Some(selection), _) if selection.rerun_failed.is_some() => Expected::Unknown,
+            (Some(selection), _) => listed(&selection.tasks, "its selection"),
         }
     }
 
@@ -193,18 +198,18 @@ pub fn check_shard(
             order.push(id);
         }
         let position = match expected {
-            Expected::Listed { position, .. } => match position.get(id) {
+            Expected::Listed { position, list, .. } => match position.get(id) {
                 Some(&i) if shard.contains(i) => i,
                 Some(&i) => {
                     return Err(format!(
-                        "`{name}` holds task {id:?}, which belongs to shard {}/{} of its selection, not {shard}",
+                        "`{name}` holds task {id:?}, which belongs to shard {}/{} of {list}, not {shard}",
                         i % shard.count + 1,
                         shard.count
                     ));
                 }
                 None => {
                     return Err(format!(
-                        "`{name}` holds task {id:?}, which its selection does not list"
+                        "`{name}` holds task {id:?}, which {list} does not list"
                     ));
                 }
             },
