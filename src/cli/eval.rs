@@ -21,10 +21,10 @@ use looptrace::eval::{
     PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
     SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
-    ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards, load_suite,
-    now_rfc3339, prepare_traces_dir, read_partial, read_results, remove_stale_traces, run_tasks,
-    runs_in, select_tasks, suite_info, summary_line, trace_path, unreached, write_junit,
-    write_results,
+    ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards,
+    load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial, read_results,
+    remove_stale_traces, run_tasks, runs_in, select_tasks, suite_info, summary_line, trace_path,
+    unreached, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -541,7 +541,10 @@ pub fn run(args: EvalArgs) -> CliResult {
                 .flatten()
                 .filter_map(|row| row.run_id.clone())
                 .collect();
-            keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
+            // Only a file there already holds runs to drop; a new one is created by appending.
+            if std::fs::symlink_metadata(&single_path).is_ok() {
+                keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
+            }
             let mut file = looptrace::output::open_append(&single_path)
                 .map_err(|e| internal("write", &single_path, e))?;
             looptrace::trace::finish_cut_line(&mut file)
@@ -1432,7 +1435,10 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
             .suite
             .as_ref()
             .ok_or_else(|| CliError::input("give a suite file or --traces PATH..."))?;
-        load_suite(path).map_err(CliError::input)?
+        let (suite, text) = load_suite_with_text(path).map_err(CliError::input)?;
+        // Never freed, as the suite is not: freeing megabytes of pages would only delay the exit.
+        std::mem::forget(text);
+        suite
     } else {
         let corpus = corpus_suite(&args.traces, looptrace::trace::Capture::Summary)
             .map_err(CliError::input)?;

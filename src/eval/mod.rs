@@ -49,4 +49,5 @@ pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,
+    load_suite_with_text,
 };

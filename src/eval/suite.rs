@@ -189,6 +189,12 @@ impl std::error::Error for SuiteErrors {}
 
 /// Loads a suite file; relative replay paths are resolved against its folder.
 pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
+    load_suite_with_text(path).map(|(suite, _)| suite)
+}
+
+/// [`load_suite`], and the file's text: a caller that holds the suite until the process ends can
+/// hold the text too rather than pay for freeing it (a few megabytes of pages for a large suite).
+pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors> {
     let file = path.display().to_string();
     let text = std::fs::read(path).map_err(|err| SuiteErrors {
         file: file.clone(),
@@ -210,10 +216,13 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
     } else {
         base
     };
-    load_suite_from_str(&text, base).map_err(|mut errors| {
-        errors.file = file;
-        errors
-    })
+    match load_suite_from_str(&text, base) {
+        Ok(suite) => Ok((suite, text)),
+        Err(mut errors) => {
+            errors.file = file;
+            Err(errors)
+        }
+    }
 }
 
 /// Loads a suite from text; `base_dir` is the folder replay paths are relative to. A large suite's
