@@ -224,11 +224,18 @@ pub fn run(args: EvalArgs) -> CliResult {
         )));
     }
     let repeats = args.repeat;
-    // Built before the suite is loaded: the registry's allocations would otherwise first pay for
-    // consolidating the freed parse tree of a large suite.
-    let tools = ToolRegistry::builtin();
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
-    let (suite, mut inputs) = load(&args)?;
+    // The registry (compiling its tools' schemas) is built on a thread of its own while the suite
+    // is read, which leaves a core idle at its start and end.
+    let (tools, loaded) = std::thread::scope(|scope| {
+        let tools = std::thread::Builder::new()
+            .spawn_scoped(scope, ToolRegistry::builtin)
+            .ok();
+        let loaded = load(&args);
+        (tools.and_then(|t| t.join().ok()), loaded)
+    });
+    let (suite, mut inputs) = loaded?;
+    let tools = tools.unwrap_or_else(ToolRegistry::builtin);
     // Held until the process ends: freeing a large suite task by task would only delay the exit.
     let suite = std::mem::ManuallyDrop::new(suite);
     let baseline = args
