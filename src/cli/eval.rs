@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, ToolsFileArgs, resolve, same_file};
+use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
     Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
     same_path,
@@ -319,6 +319,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
         selected.iter().map(|task| task.id.as_str()).collect()
     });
+    // A report file may not take the name of any task's trace, run this time or not.
+    let task_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
+        suite.tasks.iter().map(|task| task.id.as_str()).collect()
+    });
     let trace_folders: Vec<PathBuf> = match (layout, repeats) {
         (TraceLayout::Single, _) => Vec::new(),
         (TraceLayout::PerTask, 1) => vec![out.join("traces")],
@@ -364,16 +368,32 @@ pub fn run(args: EvalArgs) -> CliResult {
             .copied()
             .collect();
         refuse_traces_as_outputs(&reports, previous, path, "the results")?;
+        if !same_file(&folder_of(path), &out) {
+            refuse_traces_shared_with(previous, path, &out)?;
+        }
     }
-    // An eval removes the traces in `DIR/traces` it did not write: none may be an input.
+    // An eval removes the traces in `DIR/traces` it did not write: none may be an input, nor a
+    // trace the baseline's rows name.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
+    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
+        let from = folder_of(path);
+        let traces: Vec<PathBuf> = baseline
+            .tasks
+            .iter()
+            .filter_map(|row| row.trace.as_deref())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .map(|trace| from.join(trace))
+            .collect();
+        refuse_inputs_in_traces(&traces, &out.join("traces"))?;
+    }
     if let Some(junit) = &args.verdicts.junit {
         refuse_output_clash(
             "--junit",
             junit,
             &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
-            &trace_names,
+            &task_names,
         )?;
     }
     let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
@@ -392,7 +412,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             html,
             &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
-            &trace_names,
+            &task_names,
         )?;
         if args
             .verdicts
@@ -664,6 +684,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         capture: suite.capture,
         interrupted,
         partial: false,
+        not_reached: Vec::new(),
         missing_shards: Vec::new(),
         totals: collected.totals.clone(),
         tasks: (),
@@ -693,12 +714,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     // report, the HTML page and the baseline comparison need is read back.
     // Tasks an interrupted evaluation never reached, which a rerun narrowed by `--only`/`--skip`
     // left unrun: its results stay interrupted until a rerun runs them.
-    let mut not_reached = 0;
+    let mut not_reached = Vec::new();
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
             if previous.interrupted {
-                not_reached = unreached(previous, &rows, &suite).len();
+                not_reached = unreached(previous, &rows, &suite);
             }
             let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
                 rows.iter().filter_map(|row| row.run_id.clone()).collect()
@@ -718,7 +739,8 @@ pub fn run(args: EvalArgs) -> CliResult {
             }
             let results = ResultsFile {
                 totals: Totals::of(&rows),
-                interrupted: interrupted || not_reached > 0,
+                interrupted: interrupted || !not_reached.is_empty(),
+                not_reached: not_reached.clone(),
                 ..results.with_tasks(rows)
             };
             write_results(&results_path, &results)
@@ -870,10 +892,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         );
         return Ok(Outcome::Failures);
     }
-    if not_reached > 0 {
+    if !not_reached.is_empty() {
         eprintln!(
             "not run yet: {} the interrupted evaluation did not reach (left out by --only/--skip); `{}` stays interrupted, and --rerun-failed `{}` runs them",
-            looptrace::plural(not_reached as u64, "task", "tasks"),
+            looptrace::plural(not_reached.len() as u64, "task", "tasks"),
             results_path.display(),
             results_path.display()
         );
@@ -1334,6 +1356,19 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
             "covers only shard {shard}: merge the shards, then rerun from the merged results"
         ));
     }
+    // A row is one run of a task: two rows of one run would both be carried over.
+    let mut runs = HashSet::with_capacity(previous.tasks.len());
+    if let Some((i, row)) = previous
+        .tasks
+        .iter()
+        .enumerate()
+        .find(|(_, row)| !runs.insert((row.id.as_str(), row.repeat)))
+    {
+        return refuse(format!(
+            "holds task {:?} twice (again at `tasks[{i}]`): the file was edited or put together from others",
+            row.label()
+        ));
+    }
     // Carried rows' traces are kept, copied or tidied by these paths: only the paths eval
     // writes are followed, never one that leads out of the folder.
     for (i, row) in previous.tasks.iter().enumerate() {
@@ -1352,6 +1387,34 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
         }
     }
     Ok(previous)
+}
+
+/// Fails when a rerun into another folder would write or copy a trace onto the one the results
+/// it reads name (a `traces` folder linked to theirs, a hard link): copying a file onto itself
+/// empties it. Only files that exist already can be one.
+fn refuse_traces_shared_with(
+    previous: &ResultsFile,
+    path: &Path,
+    out: &Path,
+) -> Result<(), CliError> {
+    let from = folder_of(path);
+    let traces: HashSet<&str> = previous
+        .tasks
+        .iter()
+        .filter_map(|row| row.trace.as_deref())
+        .collect();
+    for trace in traces {
+        let (source, target) = (from.join(trace), out.join(trace));
+        if file_identity(&target).is_some_and(|id| file_identity(&source) == Some(id)) {
+            return Err(CliError::input(format!(
+                "--out: `{}` is the trace `{}` of the results `{}` (the folders share their traces): choose another --out",
+                target.display(),
+                source.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Fails unless the trace of every row a rerun carries over is beside its results: merged
@@ -1565,23 +1628,35 @@ fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
 }
 
 /// Fails when `--junit` (or `--html`) names one of the eval's own files (`results.json`, the
-/// partial file, `traces.jsonl`) or a task's trace, however the path is written.
+/// partial file, `traces.jsonl`) or the trace file of one of `task_names` in `traces` or its
+/// `r<k>` folders (whether or not this eval runs that task: a trace there is one a rerun carries
+/// over or copies, or one `results.json` must describe), however the path is written.
 fn refuse_output_clash(
     flag: &str,
     junit: &Path,
     own_files: &[&PathBuf],
     traces: &Path,
-    trace_names: &HashSet<&str>,
+    task_names: &HashSet<&str>,
 ) -> Result<(), CliError> {
+    let in_traces = |folder: &Path| {
+        same_file(folder, traces)
+            || folder
+                .file_name()
+                .and_then(|name| name.to_str())
+                .and_then(|name| name.strip_prefix('r'))
+                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                && same_file(&folder_of(folder), traces)
+    };
     let clash = if let Some(own) = own_files.iter().find(|own| same_file(junit, own)) {
         Some(own.to_path_buf())
     } else {
+        let folder = folder_of(junit);
         junit
             .file_name()
             .map(|name| name.to_string_lossy())
-            .filter(|name| is_trace_of(trace_names, name))
-            .filter(|_| same_file(&folder_of(junit), traces))
-            .map(|name| traces.join(name.as_ref()))
+            .filter(|name| is_trace_of(task_names, name))
+            .filter(|_| in_traces(&folder))
+            .map(|name| folder.join(name.as_ref()))
     };
     match clash {
         Some(other) => Err(CliError::input(format!(

@@ -12,8 +12,8 @@ use super::output_checks::{
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    ResultsFile, Suite, compare, list_shards, load_suite, merge_results_of, read_results,
-    render_junit, suite_info, write_atomically, write_results,
+    ResultsFile, Suite, TaskModel, compare, list_shards, load_suite, merge_results_of,
+    read_results, render_junit, suite_info, write_atomically, write_results,
 };
 use looptrace::trace::Summarizer;
 
@@ -95,6 +95,21 @@ pub fn merge(args: MergeArgs) -> CliResult {
         (Some(path), Some((_, first))) => Some(suite_of(path, first)?),
         _ => None,
     };
+    // The recordings the suite's replay tasks read are inputs too.
+    if let Some(suite) = &suite {
+        let recordings: Vec<PathBuf> = suite
+            .tasks
+            .iter()
+            .filter_map(|task| match &task.model {
+                TaskModel::Replay { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        let recordings = Inputs::of(&recordings);
+        for &(flag, output) in &outputs {
+            recordings.refuse_overwriting(flag, output)?;
+        }
+    }
     let ids: Option<Vec<String>> = suite
         .as_ref()
         .map(|suite| suite.tasks.iter().map(|t| t.id.to_string()).collect());

@@ -41,16 +41,19 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
 }
 
 /// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
-/// `--repeat N`, fewer than N rows): of its `--only`/`--skip` selection, or of the whole suite when
-/// it ran every task or was a rerun (a rerun's results speak for the whole suite, whatever
-/// `--only` narrowed that rerun to).
+/// `--repeat N`, fewer than N rows), in suite order: of the whole suite, of its `--only`/`--skip`
+/// selection, or, for a rerun's results, of the tasks it set out to run and those it lists as
+/// `not_reached` (what the evaluation it updated had left).
 pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
     let repeats = previous.repeats.unwrap_or(1) as usize;
-    let scope: Option<HashSet<&str>> = previous
-        .selection
-        .as_ref()
-        .filter(|selection| selection.rerun_failed.is_none())
-        .map(|s| s.tasks.iter().map(String::as_str).collect());
+    let scope: Option<HashSet<&str>> = previous.selection.as_ref().map(|selection| {
+        selection
+            .tasks
+            .iter()
+            .chain(&previous.not_reached)
+            .map(String::as_str)
+            .collect()
+    });
     let mut rows_of: HashMap<&str, usize> = HashMap::new();
     for row in rows {
         *rows_of.entry(row.id.as_str()).or_default() += 1;
@@ -144,7 +147,7 @@ mod tests {
     }
 
     #[test]
-    fn tasks_not_reached_count_in_the_selection_of_an_evaluation_and_the_suite_of_a_rerun() {
+    fn tasks_not_reached_count_in_the_selection_and_what_a_rerun_lists() {
         let suite = load_suite_from_str(
             r#"{"name":"s","tasks":[
                 {"id":"a","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}},
@@ -153,23 +156,32 @@ mod tests {
             std::path::Path::new("."),
         )
         .unwrap();
-        let interrupted = |selection: serde_json::Value| -> ResultsFile {
+        let interrupted = |selection: serde_json::Value, not_reached: &[&str]| -> ResultsFile {
             serde_json::from_value(serde_json::json!({
                 "format": "looptrace.results/1", "looptrace_version": "0", "created_at": "t",
                 "suite": {"name": "s", "tasks": 3, "fingerprint": "f"},
                 "capture": "summary", "interrupted": true, "selection": selection,
+                "not_reached": not_reached,
                 "tasks": [row("a", 1, true)],
                 "totals": {"tasks": 1, "exit_reasons": {}, "expectations": {"met": 1, "failed": 0, "none": 0}}
             }))
             .unwrap()
         };
-        let of_selection =
-            interrupted(serde_json::json!({"only": ["a", "b"], "tasks": ["a", "b"]}));
+        let whole = interrupted(serde_json::Value::Null, &[]);
+        assert_eq!(unreached(&whole, &whole.tasks, &suite), ["b", "c"]);
+        let of_selection = interrupted(
+            serde_json::json!({"only": ["a", "b"], "tasks": ["a", "b"]}),
+            &[],
+        );
         assert_eq!(unreached(&of_selection, &of_selection.tasks, &suite), ["b"]);
-        let of_rerun = interrupted(serde_json::json!({"rerun_failed": "r.json", "tasks": ["a"]}));
-        assert_eq!(unreached(&of_rerun, &of_rerun.tasks, &suite), ["b", "c"]);
+        // A rerun of `a` that left `c` not reached: `b` was never in scope.
+        let of_rerun = interrupted(
+            serde_json::json!({"rerun_failed": "r.json", "tasks": ["a"]}),
+            &["c"],
+        );
+        assert_eq!(unreached(&of_rerun, &of_rerun.tasks, &suite), ["c"]);
         // What a rerun ran is reached.
         let rows = [row("a", 1, true), row("c", 1, false)];
-        assert_eq!(unreached(&of_rerun, &rows, &suite), ["b"]);
+        assert_eq!(unreached(&of_rerun, &rows, &suite), Vec::<String>::new());
     }
 }

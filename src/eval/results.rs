@@ -47,6 +47,11 @@ pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// Whether the evaluation was interrupted before every task ran.
     #[serde(default)]
     pub interrupted: bool,
+    /// In a rerun's results: the tasks the interrupted evaluation it updated did not reach and
+    /// it did not run either (left out by `--only`/`--skip`, or not reached again), which the
+    /// next rerun runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_reached: Vec<String>,
     /// Whether this is a merge that lacks some shards (`merge --allow-partial`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
@@ -73,6 +78,7 @@ impl<T> ResultsFile<T> {
             repeats: self.repeats,
             capture: self.capture,
             interrupted: self.interrupted,
+            not_reached: self.not_reached,
             partial: self.partial,
             missing_shards: self.missing_shards,
             tasks,

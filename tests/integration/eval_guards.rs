@@ -173,6 +173,152 @@ fn report_files_may_not_replace_a_carried_or_baseline_trace() {
     }
 }
 
+/// `eval` with `args`, as given.
+fn eval_args(args: &[&std::ffi::OsStr]) -> Output {
+    crate::support::looptrace()
+        .arg("eval")
+        .args(args)
+        .arg("-q")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["t0", "t1", "t2"], &["t1"]);
+    let from = dir.path().join("from");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &from, "-q").status.code(),
+        Some(1)
+    );
+    let results = from.join("results.json");
+    let carried = from.join("traces/t0.jsonl");
+    let before = std::fs::read(&carried).unwrap();
+    // A traces folder linked to the results' own, and a hard link to one trace.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(from.join("traces"), linked.join("traces")).unwrap();
+    let hard = dir.path().join("hard");
+    std::fs::create_dir_all(hard.join("traces")).unwrap();
+    std::fs::hard_link(&carried, hard.join("traces/t0.jsonl")).unwrap();
+    for out in [&linked, &hard] {
+        let output = eval_args(&[
+            suite.as_os_str(),
+            "--rerun-failed".as_ref(),
+            results.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert_refused(&output, "(the folders share their traces)");
+        assert_eq!(std::fs::read(&carried).unwrap(), before);
+        assert!(!out.join("results.json").exists());
+    }
+    // A report file may not be where a carried trace is copied, in a repeat's folder either.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("traces")).unwrap();
+    let output = eval_args(&[
+        suite.as_os_str(),
+        "--rerun-failed".as_ref(),
+        results.as_os_str(),
+        "--out".as_ref(),
+        elsewhere.as_os_str(),
+        "--junit".as_ref(),
+        elsewhere.join("traces/t0.jsonl").as_os_str(),
+    ]);
+    assert_refused(&output, "is the output");
+    let repeated = dir.path().join("repeated");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &repeated, "--repeat", "2", "-q")
+            .status
+            .code(),
+        Some(1)
+    );
+    std::fs::create_dir_all(elsewhere.join("traces/r2")).unwrap();
+    let output = eval_args(&[
+        suite.as_os_str(),
+        "--rerun-failed".as_ref(),
+        repeated.join("results.json").as_os_str(),
+        "--repeat".as_ref(),
+        "2".as_ref(),
+        "--out".as_ref(),
+        elsewhere.as_os_str(),
+        "--html".as_ref(),
+        elsewhere.join("traces/r2/t0.jsonl").as_os_str(),
+    ]);
+    assert_refused(&output, "is the output");
+    assert!(!elsewhere.join("results.json").exists());
+    // Nor a task's trace in its folder when that task is not selected.
+    let output = eval_args(&[
+        suite.as_os_str(),
+        "--out".as_ref(),
+        elsewhere.as_os_str(),
+        "--only".as_ref(),
+        "t1".as_ref(),
+        "--junit".as_ref(),
+        elsewhere.join("traces/t0.jsonl").as_os_str(),
+    ]);
+    assert_refused(&output, "is the output");
+}
+
+#[test]
+fn a_baseline_whose_traces_an_eval_would_replace_or_remove_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
+    let out = dir.path().join("out");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &out, "-q").status.code(),
+        Some(0)
+    );
+    let baseline = out.join("old.json");
+    std::fs::copy(out.join("results.json"), &baseline).unwrap();
+    let before = std::fs::read(out.join("traces/t0.jsonl")).unwrap();
+    for (extra, says) in [
+        (&[][..], "of the baseline"),
+        (
+            &["--repeat", "2"],
+            "whose traces every eval replaces or removes",
+        ),
+        (
+            &["--trace-layout", "single"],
+            "whose traces every eval replaces or removes",
+        ),
+    ] {
+        let mut args = vec![
+            suite.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--baseline".as_ref(),
+            baseline.as_os_str(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let output = eval_args(&args);
+        assert_refused(&output, says);
+        assert_eq!(std::fs::read(out.join("traces/t0.jsonl")).unwrap(), before);
+    }
+}
+
+#[test]
+fn a_rerun_refuses_results_that_hold_a_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &["t1"]);
+    let out = dir.path().join("out");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &out, "-q").status.code(),
+        Some(1)
+    );
+    let path = out.join("results.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let first = value["tasks"][0].clone();
+    value["tasks"].as_array_mut().unwrap().push(first);
+    std::fs::write(&path, value.to_string()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let output = cli!("eval", &suite, "--rerun-failed", &path, "-q");
+    assert_refused(&output, "holds task \"t0\" twice (again at `tasks[2]`)");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
 #[test]
 fn the_page_of_a_single_trace_file_counts_each_run_once() {
     let dir = tempfile::tempdir().unwrap();

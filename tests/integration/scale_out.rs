@@ -1507,20 +1507,22 @@ fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
     assert!(!after.interrupted);
 }
 
-#[test]
-fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_task_ran() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let fixed = rerun_suite(dir.path(), false);
-    let first = eval_with(&[fixed.to_str().unwrap()], &out, &[]);
+/// Evaluates the fixed rerun suite with `extra` into `DIR/out` and edits its results as an
+/// interruption after the first task leaves them; returns `--rerun-failed` of them, with its
+/// arguments.
+fn interrupted_after_the_first_task(dir: &Path, extra: &[&str]) -> impl Fn(&[&str]) -> Output {
+    let out = dir.join("out");
+    let fixed = rerun_suite(dir, false);
+    let mut args = vec![fixed.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let first = eval_with(&args, &out, &[]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    // As an interruption after the first task leaves it.
     let results = out.join("results.json");
     edit_results(&results, |value| {
         value["interrupted"] = serde_json::json!(true);
         rows_of(value).retain(|row| row["id"] == "ok-1");
     });
-    let rerun = |extra: &[&str]| {
+    move |extra: &[&str]| {
         looptrace()
             .arg("eval")
             .arg(&fixed)
@@ -1530,7 +1532,14 @@ fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_ta
             .arg("-q")
             .output()
             .unwrap()
-    };
+    }
+}
+
+#[test]
+fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_task_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let rerun = interrupted_after_the_first_task(dir.path(), &[]);
+    let results = dir.path().join("out/results.json");
     for narrowed in [&["--only", "bad-2"][..], &["--skip", "ok-2"]] {
         let output = rerun(narrowed);
         assert_eq!(
@@ -1547,6 +1556,7 @@ fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_ta
         let after = read_results(&results);
         assert!(after.interrupted, "{narrowed:?}: tasks are still to run");
     }
+    assert_eq!(read_results(&results).not_reached, ["ok-2"]);
     let after = read_results(&results);
     let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["ok-1", "bad-1", "bad-2"]);
@@ -1569,6 +1579,76 @@ fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_ta
             ("bad-2", true)
         ]
     );
+}
+
+#[test]
+fn reruns_of_an_interrupted_selection_keep_to_its_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let rerun = interrupted_after_the_first_task(dir.path(), &["--skip", "bad-2"]);
+    let results = dir.path().join("out/results.json");
+    let output = rerun(&["--only", "bad-1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    // `bad-2` was never in the evaluation's scope.
+    assert_eq!(read_results(&results).not_reached, ["ok-2"]);
+    let output = rerun(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["ok-1", "bad-1", "ok-2"]);
+    assert!(!after.interrupted && after.not_reached.is_empty());
+}
+
+#[test]
+fn merge_never_writes_over_a_recording_the_suite_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    let fixed = rerun_suite(dir.path(), false);
+    let output = eval_with(
+        &[
+            fixed.to_str().unwrap(),
+            "--only",
+            "ok-1",
+            "--capture",
+            "full",
+        ],
+        &source,
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let recording = dir.path().join("rec.jsonl");
+    std::fs::copy(source.join("traces/ok-1.jsonl"), &recording).unwrap();
+    let suite = dir.path().join("replay.json");
+    let replay = serde_json::json!({"replay": "rec.jsonl"});
+    std::fs::write(
+        &suite,
+        serde_json::json!({"name": "replay", "tasks": [
+            {"id": "a", "model": replay}, {"id": "b", "model": replay}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let shards: Vec<PathBuf> = [1, 2]
+        .map(|k| {
+            let out = dir.path().join(format!("s{k}"));
+            let split = format!("{k}/2");
+            let output = eval_with(&[suite.to_str().unwrap(), "--shard", &split], &out, &[]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            out.join("results.json")
+        })
+        .into();
+    let before = std::fs::read(&recording).unwrap();
+    for flag in ["--out", "--junit", "--html"] {
+        let output = cli!(
+            "merge", &shards[0], &shards[1], "--suite", &suite, flag, &recording, "-q"
+        );
+        assert_eq!(output.status.code(), Some(2), "{flag}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("would overwrite the input"),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(std::fs::read(&recording).unwrap(), before);
+    }
 }
 
 #[test]
