@@ -709,12 +709,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     // Each task's runs as counted for a baseline comparison, when the rows are not held.
     let counted = collected.outcomes;
-    // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
-    // `results.json` and JUnit are written straight from the partial file, and only what the
-    // report, the HTML page and the baseline comparison need is read back.
     // Tasks an interrupted evaluation never reached, which a rerun narrowed by `--only`/`--skip`
     // left unrun: its results stay interrupted until a rerun runs them.
     let mut not_reached = Vec::new();
+    // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
+    // `results.json` and JUnit are written straight from the partial file, and only what the
+    // report, the HTML page and the baseline comparison need is read back.
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);

@@ -95,20 +95,8 @@ pub fn merge(args: MergeArgs) -> CliResult {
         (Some(path), Some((_, first))) => Some(suite_of(path, first)?),
         _ => None,
     };
-    // The recordings the suite's replay tasks read are inputs too.
     if let Some(suite) = &suite {
-        let recordings: Vec<PathBuf> = suite
-            .tasks
-            .iter()
-            .filter_map(|task| match &task.model {
-                TaskModel::Replay { path, .. } => Some(path.clone()),
-                _ => None,
-            })
-            .collect();
-        let recordings = Inputs::of(&recordings);
-        for &(flag, output) in &outputs {
-            recordings.refuse_overwriting(flag, output)?;
-        }
+        refuse_recordings_as_outputs(&outputs, suite)?;
     }
     let ids: Option<Vec<String>> = suite
         .as_ref()
@@ -183,6 +171,26 @@ pub fn merge(args: MergeArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     Ok(verdict(&merged, comparison.as_ref()))
+}
+
+/// Fails when an output is a recording one of the suite's replay tasks reads: an input too.
+fn refuse_recordings_as_outputs(
+    outputs: &[(&str, &PathBuf)],
+    suite: &Suite,
+) -> Result<(), CliError> {
+    let recordings: Vec<PathBuf> = suite
+        .tasks
+        .iter()
+        .filter_map(|task| match &task.model {
+            TaskModel::Replay { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    let recordings = Inputs::of(&recordings);
+    for &(flag, output) in outputs {
+        recordings.refuse_overwriting(flag, output)?;
+    }
+    Ok(())
 }
 
 /// The suite `merge --suite` names, if it is the one the results ran (same name and task
