@@ -319,10 +319,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
         selected.iter().map(|task| task.id.as_str()).collect()
     });
-    // A report file may not take the name of any task's trace, run this time or not.
-    let task_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
-        suite.tasks.iter().map(|task| task.id.as_str()).collect()
-    });
     let trace_folders: Vec<PathBuf> = match (layout, repeats) {
         (TraceLayout::Single, _) => Vec::new(),
         (TraceLayout::PerTask, 1) => vec![out.join("traces")],
@@ -393,7 +389,6 @@ pub fn run(args: EvalArgs) -> CliResult {
             junit,
             &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
-            &task_names,
         )?;
     }
     let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
@@ -412,7 +407,6 @@ pub fn run(args: EvalArgs) -> CliResult {
             html,
             &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
-            &task_names,
         )?;
         if args
             .verdicts
@@ -1356,18 +1350,28 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
             "covers only shard {shard}: merge the shards, then rerun from the merged results"
         ));
     }
-    // A row is one run of a task: two rows of one run would both be carried over.
+    // A row is one run of a task: two rows of one run would both be carried over. With
+    // `--repeat` every row says which repeat it is; without, none does.
     let mut runs = HashSet::with_capacity(previous.tasks.len());
-    if let Some((i, row)) = previous
-        .tasks
-        .iter()
-        .enumerate()
-        .find(|(_, row)| !runs.insert((row.id.as_str(), row.repeat)))
-    {
-        return refuse(format!(
-            "holds task {:?} twice (again at `tasks[{i}]`): the file was edited or put together from others",
-            row.label()
-        ));
+    for (i, row) in previous.tasks.iter().enumerate() {
+        if row.repeat.is_some() != (repeats > 1) {
+            return refuse(format!(
+                "has `tasks[{i}]` ({:?}) {} `repeat`, but it ran each task {}",
+                row.id,
+                if row.repeat.is_some() {
+                    "with"
+                } else {
+                    "without"
+                },
+                looptrace::plural(u64::from(repeats), "time", "times")
+            ));
+        }
+        if !runs.insert((row.id.as_str(), row.repeat)) {
+            return refuse(format!(
+                "holds task {:?} twice (again at `tasks[{i}]`): the file was edited or put together from others",
+                row.label()
+            ));
+        }
     }
     // Carried rows' traces are kept, copied or tidied by these paths: only the paths eval
     // writes are followed, never one that leads out of the folder.
@@ -1531,6 +1535,13 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
     }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
     inputs.extend(args.verdicts.baseline.iter().cloned());
+    inputs.extend(
+        suite
+            .tools
+            .as_ref()
+            .and_then(|t| t.path())
+            .map(Path::to_path_buf),
+    );
     for task in &suite.tasks {
         if let TaskModel::Replay { path, .. } = &task.model {
             inputs.push(path.clone());
@@ -1628,15 +1639,15 @@ fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
 }
 
 /// Fails when `--junit` (or `--html`) names one of the eval's own files (`results.json`, the
-/// partial file, `traces.jsonl`) or the trace file of one of `task_names` in `traces` or its
-/// `r<k>` folders (whether or not this eval runs that task: a trace there is one a rerun carries
-/// over or copies, or one `results.json` must describe), however the path is written.
+/// partial file, `traces.jsonl`) or a file named as a task's trace (`<task-id>.jsonl`) in
+/// `traces` or its `r<k>` folders, however the path is written: whether or not this eval runs
+/// that task, such a file is one a rerun carries over or copies, or one the eval removes as an
+/// earlier evaluation's.
 fn refuse_output_clash(
     flag: &str,
     junit: &Path,
     own_files: &[&PathBuf],
     traces: &Path,
-    task_names: &HashSet<&str>,
 ) -> Result<(), CliError> {
     let in_traces = |folder: &Path| {
         same_file(folder, traces)
@@ -1648,19 +1659,27 @@ fn refuse_output_clash(
                 && same_file(&folder_of(folder), traces)
     };
     let clash = if let Some(own) = own_files.iter().find(|own| same_file(junit, own)) {
-        Some(own.to_path_buf())
+        Some((own.to_path_buf(), ""))
     } else {
         let folder = folder_of(junit);
         junit
             .file_name()
             .map(|name| name.to_string_lossy())
-            .filter(|name| is_trace_of(task_names, name))
+            .filter(|name| {
+                name.strip_suffix(".jsonl")
+                    .is_some_and(|stem| looptrace::eval::TaskId::parse(stem).is_ok())
+            })
             .filter(|_| in_traces(&folder))
-            .map(|name| folder.join(name.as_ref()))
+            .map(|name| {
+                (
+                    folder.join(name.as_ref()),
+                    " (a task trace's name in its traces folder, which it writes or removes)",
+                )
+            })
     };
     match clash {
-        Some(other) => Err(CliError::input(format!(
-            "{flag} `{}` is the output `{}` of this eval: choose another file",
+        Some((other, why)) => Err(CliError::input(format!(
+            "{flag} `{}` is the output `{}` of this eval{why}: choose another file",
             junit.display(),
             other.display()
         ))),

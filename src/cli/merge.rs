@@ -96,7 +96,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
         _ => None,
     };
     if let Some(suite) = &suite {
-        refuse_recordings_as_outputs(&outputs, suite)?;
+        refuse_suite_files_as_outputs(&outputs, suite)?;
     }
     let ids: Option<Vec<String>> = suite
         .as_ref()
@@ -173,22 +173,30 @@ pub fn merge(args: MergeArgs) -> CliResult {
     Ok(verdict(&merged, comparison.as_ref()))
 }
 
-/// Fails when an output is a recording one of the suite's replay tasks reads: an input too.
-fn refuse_recordings_as_outputs(
+/// Fails when an output is a file the suite reads: its tools file, or a recording one of its
+/// replay tasks replays. Inputs too.
+fn refuse_suite_files_as_outputs(
     outputs: &[(&str, &PathBuf)],
     suite: &Suite,
 ) -> Result<(), CliError> {
-    let recordings: Vec<PathBuf> = suite
+    let read: Vec<PathBuf> = suite
         .tasks
         .iter()
         .filter_map(|task| match &task.model {
             TaskModel::Replay { path, .. } => Some(path.clone()),
             _ => None,
         })
+        .chain(
+            suite
+                .tools
+                .as_ref()
+                .and_then(|t| t.path())
+                .map(Path::to_path_buf),
+        )
         .collect();
-    let recordings = Inputs::of(&recordings);
+    let read = Inputs::of(&read);
     for &(flag, output) in outputs {
-        recordings.refuse_overwriting(flag, output)?;
+        read.refuse_overwriting(flag, output)?;
     }
     Ok(())
 }

@@ -23,8 +23,15 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         *rows_of.entry(row.id.as_str()).or_default() += 1;
     }
     // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
-    // results (a rerun's too, whatever it narrowed its rerun to) hold them all.
-    if rows_of.len() >= previous.suite.tasks {
+    // results (a rerun's too, whatever it narrowed its rerun to) hold them all, but for the tasks
+    // they list as not reached yet.
+    let not_reached = previous
+        .not_reached
+        .iter()
+        .filter(|id| !rows_of.contains_key(id.as_str()))
+        .collect::<HashSet<_>>()
+        .len();
+    if rows_of.len() + not_reached >= previous.suite.tasks {
         ids.extend(
             suite
                 .tasks

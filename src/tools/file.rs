@@ -122,6 +122,8 @@ struct RawWorkdir {
 /// A loaded, checked tools file.
 #[derive(Clone, Debug)]
 pub struct ToolsFile {
+    /// The file it was read from; `None` inline in a suite.
+    path: Option<PathBuf>,
     folder: PathBuf,
     template: Option<PathBuf>,
     template_hash: Option<String>,
@@ -170,8 +172,16 @@ impl ToolsFile {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        ToolsFile::from_value(&value, folder, "$")
-            .map_err(|problems| ToolsFileError { file, problems })
+        let mut tools = ToolsFile::from_value(&value, folder, "$")
+            .map_err(|problems| ToolsFileError { file, problems })?;
+        tools.path = Some(path.to_path_buf());
+        Ok(tools)
+    }
+
+    /// The file the tools were read from (an input that nothing may write over); `None` when they
+    /// were given inline in a suite.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 
     /// Checks a tools file's JSON `value` whose paths resolve against `folder`; problems are
@@ -243,6 +253,7 @@ impl ToolsFile {
             return Err(check.problems);
         }
         Ok(ToolsFile {
+            path: None,
             folder: check.folder,
             template,
             template_hash,

@@ -317,6 +317,69 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
     let output = cli!("eval", &suite, "--rerun-failed", &path, "-q");
     assert_refused(&output, "holds task \"t0\" twice (again at `tasks[2]`)");
     assert_eq!(std::fs::read(&path).unwrap(), before);
+    // The same run again with a `repeat` its evaluation never wrote.
+    value["tasks"][2]["repeat"] = json!(1);
+    std::fs::write(&path, value.to_string()).unwrap();
+    let output = cli!("eval", &suite, "--rerun-failed", &path, "-q");
+    assert_refused(
+        &output,
+        "has `tasks[2]` (\"t0\") with `repeat`, but it ran each task 1 time",
+    );
+}
+
+#[test]
+fn report_files_may_not_take_a_trace_name_the_eval_would_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
+    let out = dir.path().join("out");
+    assert_eq!(
+        cli!("eval", &suite, "--out", &out, "-q").status.code(),
+        Some(0)
+    );
+    // Not a task of the suite, but named as a trace is: the evaluation would remove it as stale.
+    for (flag, name) in [("--junit", "junit.jsonl"), ("--html", "r1/page.jsonl")] {
+        std::fs::create_dir_all(out.join("traces/r1")).unwrap();
+        let output = cli!(
+            "eval",
+            &suite,
+            "--out",
+            &out,
+            flag,
+            out.join("traces").join(name),
+            "-q"
+        );
+        assert_refused(&output, "a task trace's name in its traces folder");
+    }
+}
+
+#[test]
+fn the_suites_tools_file_is_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, r#"{"tools":[{"builtin":"bash","timeout_s":5}]}"#).unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "tools", "tools": "tools.json", "tasks": [
+            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let before = std::fs::read(&tools).unwrap();
+    for flag in ["--junit", "--html"] {
+        let output = cli!(
+            "eval",
+            &suite,
+            "--out",
+            dir.path().join("out"),
+            flag,
+            &tools,
+            "-q"
+        );
+        assert_refused(&output, "would overwrite the input");
+        assert_eq!(std::fs::read(&tools).unwrap(), before);
+    }
 }
 
 #[test]

@@ -1599,6 +1599,29 @@ fn reruns_of_an_interrupted_selection_keep_to_its_tasks() {
 }
 
 #[test]
+fn a_narrowed_rerun_of_whole_results_still_runs_tasks_added_to_the_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let rerun = interrupted_after_the_first_task(dir.path(), &[]);
+    let results = dir.path().join("out/results.json");
+    let output = rerun(&["--only", "bad-1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    // The suite gains a task: the results, whole but for what they list as not reached, run it.
+    let fixed = dir.path().join("fixed.json");
+    let mut suite: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixed).unwrap()).unwrap();
+    let mut added = suite["tasks"][0].clone();
+    added["id"] = serde_json::json!("new-1");
+    suite["tasks"].as_array_mut().unwrap().push(added);
+    std::fs::write(&fixed, suite.to_string()).unwrap();
+    let output = rerun(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let after = read_results(&results);
+    let ids: Vec<&str> = after.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["ok-1", "bad-1", "ok-2", "bad-2", "new-1"]);
+    assert!(!after.interrupted);
+}
+
+#[test]
 fn merge_never_writes_over_a_recording_the_suite_replays() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
