@@ -35,6 +35,16 @@ fn suite(dir: &Path, file: &str, ids: &[&str], failing: &[&str]) -> PathBuf {
     path
 }
 
+/// A suite of `ids` (see [`suite`]) evaluated into `DIR/OUT`: the suite and the folder.
+fn evaluated(dir: &Path, out: &str, ids: &[&str], failing: &[&str]) -> (PathBuf, PathBuf) {
+    let suite = suite(dir, "suite.json", ids, failing);
+    let out = dir.join(out);
+    let expected = if failing.is_empty() { 0 } else { 1 };
+    let output = cli!("eval", &suite, "--out", &out, "-q");
+    assert_eq!(output.status.code(), Some(expected), "{}", stderr(&output));
+    (suite, out)
+}
+
 fn results(path: &Path) -> ResultsFile {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -96,12 +106,7 @@ fn report_files_may_not_name_the_evaluations_own_files() {
 #[test]
 fn report_files_may_not_replace_the_results_a_rerun_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
-    let first = dir.path().join("first");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &first, "-q").status.code(),
-        Some(1)
-    );
+    let (suite, first) = evaluated(dir.path(), "first", &["a", "b"], &["b"]);
     // A copy beside the traces it names.
     let previous = first.join("previous.json");
     std::fs::copy(first.join("results.json"), &previous).unwrap();
@@ -126,12 +131,7 @@ fn report_files_may_not_replace_the_results_a_rerun_reads() {
 #[test]
 fn report_files_may_not_replace_a_carried_or_baseline_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["good", "bad"], &["bad"]);
-    let run = dir.path().join("run");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &run, "-q").status.code(),
-        Some(1)
-    );
+    let (suite, run) = evaluated(dir.path(), "run", &["good", "bad"], &["bad"]);
     let carried = run.join("traces/good.jsonl");
     let before = std::fs::read(&carried).unwrap();
     let results = run.join("results.json");
@@ -186,12 +186,7 @@ fn eval_args(args: &[&std::ffi::OsStr]) -> Output {
 #[test]
 fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["t0", "t1", "t2"], &["t1"]);
-    let from = dir.path().join("from");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &from, "-q").status.code(),
-        Some(1)
-    );
+    let (suite, from) = evaluated(dir.path(), "from", &["t0", "t1", "t2"], &["t1"]);
     let results = from.join("results.json");
     let carried = from.join("traces/t0.jsonl");
     let before = std::fs::read(&carried).unwrap();
@@ -264,12 +259,7 @@ fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
 #[test]
 fn a_baseline_whose_traces_an_eval_would_replace_or_remove_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
-    let out = dir.path().join("out");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &out, "-q").status.code(),
-        Some(0)
-    );
+    let (suite, out) = evaluated(dir.path(), "out", &["t0", "t1"], &[]);
     let baseline = out.join("old.json");
     std::fs::copy(out.join("results.json"), &baseline).unwrap();
     let before = std::fs::read(out.join("traces/t0.jsonl")).unwrap();
@@ -301,12 +291,7 @@ fn a_baseline_whose_traces_an_eval_would_replace_or_remove_is_refused() {
 #[test]
 fn a_rerun_refuses_results_that_hold_a_run_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &["t1"]);
-    let out = dir.path().join("out");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &out, "-q").status.code(),
-        Some(1)
-    );
+    let (suite, out) = evaluated(dir.path(), "out", &["t0", "t1"], &["t1"]);
     let path = out.join("results.json");
     let mut value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -330,12 +315,7 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
 #[test]
 fn report_files_may_not_take_a_trace_name_the_eval_would_remove() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
-    let out = dir.path().join("out");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &out, "-q").status.code(),
-        Some(0)
-    );
+    let (suite, out) = evaluated(dir.path(), "out", &["t0", "t1"], &[]);
     // Not a task of the suite, but named as a trace is: the evaluation would remove it as stale.
     for (flag, name) in [("--junit", "junit.jsonl"), ("--html", "r1/page.jsonl")] {
         std::fs::create_dir_all(out.join("traces/r1")).unwrap();
@@ -525,12 +505,7 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
 #[test]
 fn a_rerun_refuses_trace_paths_eval_does_not_write() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
-    let out = dir.path().join("out");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &out, "-q").status.code(),
-        Some(1)
-    );
+    let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &["b"]);
     let path = out.join("results.json");
     let original = std::fs::read_to_string(&path).unwrap();
     for bad in ["../elsewhere.jsonl", "/etc/hostname", "traces/b.jsonl"] {
