@@ -1,5 +1,6 @@
-//! The checks `eval` and `merge` make on every output path before they read or write anything:
-//! an output is never an input, a symbolic link, a folder, or in a folder that cannot be written.
+//! The checks `eval` and `merge` make on every output path before they write anything: an output
+//! is never an input (nor a trace an input's rows name), a symbolic link, a folder, or in a folder
+//! that cannot be written.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
