@@ -12,7 +12,6 @@ use clap::{Args, ValueEnum};
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
     Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
-    same_path,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -368,6 +367,18 @@ pub fn run(args: EvalArgs) -> CliResult {
             refuse_traces_shared_with(previous, path, &out)?;
         }
     }
+    // Every task's working folder is a copy of the tools file's template: the output folder
+    // (which holds the working folders) may not be inside it.
+    if let Some(template) = suite.tools.as_ref().and_then(|t| t.template())
+        && let (Some(template), Some(resolved)) = (resolve(template), resolve(&out))
+        && resolved.starts_with(&template)
+    {
+        return Err(CliError::input(format!(
+            "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
+            out.display(),
+            template.display()
+        )));
+    }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input, nor a
     // trace the baseline's rows name.
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
@@ -394,7 +405,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
     if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
         && !folder.is_dir()
-        && !same_path(folder, &out)
+        && !same_file(folder, &out)
     {
         return Err(CliError::input(format!(
             "--junit `{}`: the folder does not exist",
@@ -412,12 +423,12 @@ pub fn run(args: EvalArgs) -> CliResult {
             .verdicts
             .junit
             .as_deref()
-            .is_some_and(|junit| same_path(junit, html))
+            .is_some_and(|junit| same_file(junit, html))
         {
             return Err(CliError::input("--html and --junit name the same file"));
         }
         let folder = folder_of(html);
-        if !folder.is_dir() && !same_path(&folder, &out) {
+        if !folder.is_dir() && !same_file(&folder, &out) {
             return Err(CliError::input(format!(
                 "--html `{}`: the folder does not exist",
                 html.display()
@@ -1354,15 +1365,16 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
     // `--repeat` every row says which repeat it is; without, none does.
     let mut runs = HashSet::with_capacity(previous.tasks.len());
     for (i, row) in previous.tasks.iter().enumerate() {
-        if row.repeat.is_some() != (repeats > 1) {
+        if row.repeat.is_some() != (repeats > 1)
+            || row.repeat.is_some_and(|k| k == 0 || k > repeats)
+        {
+            let repeat = match row.repeat {
+                Some(k) => format!("with `repeat` {k}"),
+                None => "without `repeat`".to_owned(),
+            };
             return refuse(format!(
-                "has `tasks[{i}]` ({:?}) {} `repeat`, but it ran each task {}",
+                "has `tasks[{i}]` ({:?}) {repeat}, but it ran each task {}",
                 row.id,
-                if row.repeat.is_some() {
-                    "with"
-                } else {
-                    "without"
-                },
                 looptrace::plural(u64::from(repeats), "time", "times")
             ));
         }

@@ -77,16 +77,6 @@ pub fn folder_of(path: &Path) -> PathBuf {
     }
 }
 
-/// Whether two paths are written the same, `.` components aside (the folder need not exist).
-pub fn same_path(a: &Path, b: &Path) -> bool {
-    fn parts(p: &Path) -> Vec<std::path::Component<'_>> {
-        p.components()
-            .filter(|c| *c != std::path::Component::CurDir)
-            .collect()
-    }
-    parts(a) == parts(b)
-}
-
 /// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
 /// permission is bad input, found before anything is read or written.
 pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {

@@ -308,7 +308,7 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
     let output = cli!("eval", &suite, "--rerun-failed", &path, "-q");
     assert_refused(
         &output,
-        "has `tasks[2]` (\"t0\") with `repeat`, but it ran each task 1 time",
+        "has `tasks[2]` (\"t0\") with `repeat` 1, but it ran each task 1 time",
     );
 }
 
@@ -360,6 +360,116 @@ fn the_suites_tools_file_is_an_input() {
         assert_refused(&output, "would overwrite the input");
         assert_eq!(std::fs::read(&tools).unwrap(), before);
     }
+}
+
+#[test]
+fn report_files_are_told_apart_however_their_paths_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
+    // A new `--out` written absolute and its report files relative (and the other way round):
+    // the same folder, created first.
+    let relative = crate::support::looptrace()
+        .current_dir(dir.path())
+        .args(["eval", "suite.json", "--out"])
+        .arg(dir.path().join("new"))
+        .args([
+            "--junit",
+            "new/junit.xml",
+            "--html",
+            "./new/page.html",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(relative.status.code(), Some(1), "{}", stderr(&relative));
+    assert!(dir.path().join("new/junit.xml").is_file());
+    // The same file for both, written two ways.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        &out,
+        "--junit",
+        out.join("report.xml"),
+        "--html",
+        out.join(".").join("report.xml"),
+        "-q"
+    );
+    assert_refused(&output, "--html and --junit name the same file");
+    assert!(!out.join("report.xml").exists());
+}
+
+#[test]
+fn a_rerun_refuses_a_repeat_its_results_never_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
+    let out = dir.path().join("out");
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        &out,
+        "--repeat",
+        "3",
+        "--trace-layout",
+        "single",
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let path = out.join("results.json");
+    for bad in [7, 0] {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        value["tasks"][5]["repeat"] = json!(bad);
+        std::fs::write(&path, value.to_string()).unwrap();
+        let output = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            &path,
+            "--repeat",
+            "3",
+            "-q"
+        );
+        assert_refused(
+            &output,
+            &format!("with `repeat` {bad}, but it ran each task 3 times"),
+        );
+    }
+}
+
+#[test]
+fn the_output_folder_may_not_be_inside_the_working_folder_template() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("repo")).unwrap();
+    std::fs::write(dir.path().join("repo/f.txt"), "hi\n").unwrap();
+    std::fs::write(
+        dir.path().join("tools.json"),
+        r#"{"tools":[{"builtin":"bash","timeout_s":5}],"workdir":{"template":"repo"}}"#,
+    )
+    .unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "t", "tools": "tools.json", "tasks": [
+            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    for out in ["repo", "repo/out"] {
+        let output = cli!("eval", &suite, "--out", dir.path().join(out), "-q");
+        assert_refused(
+            &output,
+            "is inside the tools file's working-folder template",
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("repo"))
+        .unwrap()
+        .collect();
+    assert_eq!(left.len(), 1, "the template is as it was");
 }
 
 #[test]
