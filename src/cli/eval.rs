@@ -22,8 +22,8 @@ use looptrace::eval::{
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
     ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards,
     load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial, read_results,
-    remove_stale_traces, run_tasks, runs_in, select_tasks, suite_info, summary_line, trace_path,
-    unreached, write_junit, write_results,
+    remove_stale_traces, run_tasks, runs_in, select_tasks, still_owed, suite_info, summary_line,
+    trace_path, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -368,16 +368,28 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
     }
     // Every task's working folder is a copy of the tools file's template: the output folder
-    // (which holds the working folders) may not be inside it.
+    // (which holds the working folders) may not be inside it, nor it inside the folders eval
+    // replaces (the traces, the working folders).
     if let Some(template) = suite.tools.as_ref().and_then(|t| t.template())
         && let (Some(template), Some(resolved)) = (resolve(template), resolve(&out))
-        && resolved.starts_with(&template)
     {
-        return Err(CliError::input(format!(
-            "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
-            out.display(),
-            template.display()
-        )));
+        if resolved.starts_with(&template) {
+            return Err(CliError::input(format!(
+                "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
+                out.display(),
+                template.display()
+            )));
+        }
+        if ["traces", "work"]
+            .iter()
+            .any(|folder| template.starts_with(resolved.join(folder)))
+        {
+            return Err(CliError::input(format!(
+                "the tools file's working-folder template `{}` is inside this eval's own `{}`, whose traces and working folders every eval replaces or removes: move it or choose another --out",
+                template.display(),
+                out.display()
+            )));
+        }
     }
     // An eval removes the traces in `DIR/traces` it did not write: none may be an input, nor a
     // trace the baseline's rows name.
@@ -714,8 +726,9 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     // Each task's runs as counted for a baseline comparison, when the rows are not held.
     let counted = collected.outcomes;
-    // Tasks an interrupted evaluation never reached, which a rerun narrowed by `--only`/`--skip`
-    // left unrun: its results stay interrupted until a rerun runs them.
+    // Tasks the results owed a run (never reached by an interrupted evaluation, or added to the
+    // suite since) that a rerun narrowed by `--only`/`--skip` left unrun: listed so the next rerun
+    // runs them; interrupted results stay interrupted until it does.
     let mut not_reached = Vec::new();
     // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
     // `results.json` and JUnit are written straight from the partial file, and only what the
@@ -723,9 +736,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let results = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
-            if previous.interrupted {
-                not_reached = unreached(previous, &rows, &suite);
-            }
+            not_reached = still_owed(previous, &rows, &suite);
             let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
                 rows.iter().filter_map(|row| row.run_id.clone()).collect()
             };
@@ -744,7 +755,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             }
             let results = ResultsFile {
                 totals: Totals::of(&rows),
-                interrupted: interrupted || !not_reached.is_empty(),
+                interrupted: interrupted || (previous.interrupted && !not_reached.is_empty()),
                 not_reached: not_reached.clone(),
                 ..results.with_tasks(rows)
             };
@@ -898,10 +909,14 @@ pub fn run(args: EvalArgs) -> CliResult {
         return Ok(Outcome::Failures);
     }
     if !not_reached.is_empty() {
+        let stays = if results.interrupted {
+            format!("`{}` stays interrupted, and ", results_path.display())
+        } else {
+            String::new()
+        };
         eprintln!(
-            "not run yet: {} the interrupted evaluation did not reach (left out by --only/--skip); `{}` stays interrupted, and --rerun-failed `{}` runs them",
+            "not run yet: {} the results do not cover (not reached when interrupted, or added to the suite; left out by --only/--skip): {stays}--rerun-failed `{}` runs them",
             looptrace::plural(not_reached.len() as u64, "task", "tasks"),
-            results_path.display(),
             results_path.display()
         );
     }

@@ -36,7 +36,7 @@ pub use render::{
     FAILED_SHOWN, PassRate, ReportFormat, reason_label, render_report, render_report_styled,
     render_report_with, summary_line,
 };
-pub use rerun::{carry_over, failed_ids, unreached};
+pub use rerun::{carry_over, failed_ids, still_owed, unreached};
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
     Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,

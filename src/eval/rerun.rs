@@ -47,6 +47,26 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     ids
 }
 
+/// The tasks `previous` owed a run for want of rows (not reached by an interrupted evaluation, or
+/// added to the suite since) that `rows` still lack, in suite order: what a rerun narrowed by
+/// `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
+pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
+    let owed = failed_ids(previous, suite);
+    let repeats = previous.repeats.unwrap_or(1) as usize;
+    let mut rows_of: HashMap<&str, usize> = HashMap::new();
+    for row in rows {
+        *rows_of.entry(row.id.as_str()).or_default() += 1;
+    }
+    suite
+        .tasks
+        .iter()
+        .map(|t| t.id.as_str())
+        .filter(|id| owed.contains(*id))
+        .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
 /// `--repeat N`, fewer than N rows), in suite order: of the whole suite, of its `--only`/`--skip`
 /// selection, or, for a rerun's results, of the tasks it set out to run and those it lists as

@@ -164,12 +164,13 @@ fn run_one(
                 Ok(set) => Some(set.registry),
                 Err(failure) => {
                     let result = internal(failure.message);
-                    return finish(
+                    let prompt = Task::new(task.prompt.clone());
+                    return failed_before_start(
                         run,
                         options,
+                        &prompt,
                         result,
-                        Some(&failure.kind),
-                        Counts::default(),
+                        &failure.kind,
                         started,
                     );
                 }
@@ -203,14 +204,7 @@ fn run_one(
             // Checked when the suite loaded; the variable changed since.
             Err(message) => {
                 let result = internal(message);
-                return finish(
-                    run,
-                    options,
-                    result,
-                    Some("auth_failed"),
-                    Counts::default(),
-                    started,
-                );
+                return failed_before_start(run, options, &prompt, result, "auth_failed", started);
             }
         },
         TaskModel::Replay { run: source, path } => match load_replay(source, path) {
@@ -223,12 +217,12 @@ fn run_one(
             }
             Err(err) => {
                 let result = internal(err);
-                return finish(
+                return failed_before_start(
                     run,
                     options,
+                    &prompt,
                     result,
-                    Some("not_replayable"),
-                    Counts::default(),
+                    "not_replayable",
                     started,
                 );
             }
@@ -250,26 +244,9 @@ fn run_one(
     let outcome = match &options.traces {
         Some(target) => match open_trace(target, run, options) {
             Ok(writer) => {
-                let recorder_options = RecorderOptions {
-                    capture: options.capture,
-                    summarizer: options.summarizer.clone(),
-                    durations: true,
-                    replay_of: replay_of(&task.model),
-                };
                 let mut observer = Counting {
                     counts: &mut counts,
-                    inner: TraceRecorder::new(
-                        run_id(
-                            task.id.as_str(),
-                            &options.eval_id,
-                            run.repeat,
-                            options.repeats,
-                        ),
-                        recorder_options,
-                        writer,
-                    )
-                    .with_task_id(task.id.as_str())
-                    .with_workdir_hash(workdir_hash),
+                    inner: recorder(run, options, writer, workdir_hash),
                 };
                 run_agent_with(
                     &prompt,
@@ -323,6 +300,65 @@ fn run_one(
     let kind = kind.clone();
     counts.gated = gated;
     finish(run, options, result, kind.as_deref(), counts, started)
+}
+
+/// The trace recorder of `run`, writing to `writer`.
+fn recorder(
+    run: &Run<'_>,
+    options: &RunnerOptions<'_>,
+    writer: TraceWriter,
+    workdir_hash: Option<String>,
+) -> TraceRecorder<TraceWriter> {
+    let task = run.task;
+    let recorder_options = RecorderOptions {
+        capture: options.capture,
+        summarizer: options.summarizer.clone(),
+        durations: true,
+        replay_of: replay_of(&task.model),
+    };
+    TraceRecorder::new(
+        run_id(
+            task.id.as_str(),
+            &options.eval_id,
+            run.repeat,
+            options.repeats,
+        ),
+        recorder_options,
+        writer,
+    )
+    .with_task_id(task.id.as_str())
+    .with_workdir_hash(workdir_hash)
+}
+
+/// A run that could not start (no working folder, no API key, no recording to replay) ends as
+/// `internal_error` before its loop: its trace still records it, started and finished, so the
+/// task's trace is this evaluation's run and not an earlier one's (or none).
+fn failed_before_start(
+    run: &Run<'_>,
+    options: &RunnerOptions<'_>,
+    prompt: &Task,
+    result: RunResult,
+    kind: &str,
+    started: Instant,
+) -> TaskResult {
+    if let Some(target) = &options.traces {
+        // A trace that cannot be written changes nothing: the row says the run failed already.
+        let _ = open_trace(target, run, options).and_then(|writer| {
+            let mut recorder = recorder(run, options, writer, None);
+            recorder.on_event(&RunEvent::RunStarted {
+                task: prompt,
+                max_steps: run.task.max_steps,
+                finish_gate_hash: None,
+                live: None,
+                tools: &[],
+            })?;
+            recorder.on_event(&RunEvent::RunFinished {
+                result: &result,
+                error_kind: Some(kind),
+            })
+        });
+    }
+    finish(run, options, result, Some(kind), Counts::default(), started)
 }
 
 /// A replay task's recorded run (read again from its file for `eval --traces`) as a model, and its

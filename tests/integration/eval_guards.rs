@@ -470,6 +470,63 @@ fn the_output_folder_may_not_be_inside_the_working_folder_template() {
         .unwrap()
         .collect();
     assert_eq!(left.len(), 1, "the template is as it was");
+    // Beside the template is fine; the template inside the folders an eval replaces is not.
+    let output = cli!("eval", &suite, "--out", dir.path().join("beside"), "-q");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::rename(dir.path().join("repo"), dir.path().join("traces")).unwrap();
+    std::fs::write(
+        dir.path().join("tools.json"),
+        r#"{"tools":[{"builtin":"bash","timeout_s":5}],"workdir":{"template":"traces"}}"#,
+    )
+    .unwrap();
+    let output = cli!("eval", &suite, "--out", dir.path(), "-q");
+    assert_refused(
+        &output,
+        "whose traces and working folders every eval replaces or removes",
+    );
+    assert!(dir.path().join("traces/f.txt").is_file());
+}
+
+#[test]
+fn a_task_whose_working_folder_cannot_be_made_still_has_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
+    std::fs::write(dir.path().join("tpl/f"), "x\n").unwrap();
+    std::fs::write(
+        dir.path().join("tools.json"),
+        r#"{"workdir":{"template":"tpl"},"tools":[]}"#,
+    )
+    .unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "w", "tools": "tools.json", "tasks": [
+            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    for flush in ["event", "run"] {
+        assert_eq!(
+            cli!("eval", &suite, "--out", &out, "-q").status.code(),
+            Some(0)
+        );
+        // A file where the task's working folder goes: it cannot be made.
+        std::fs::remove_dir_all(out.join("work/a")).unwrap();
+        std::fs::write(out.join("work/a"), "blocker").unwrap();
+        let output = cli!("eval", &suite, "--out", &out, "--trace-flush", flush, "-q");
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let row = &results(&out.join("results.json")).tasks[0];
+        assert_eq!(row.error_kind.as_deref(), Some("workdir_failed"));
+        let trace = std::fs::read_to_string(out.join("traces/a.jsonl")).unwrap();
+        assert!(trace.contains(row.run_id.as_deref().unwrap()), "{trace}");
+        assert!(
+            trace.contains("\"error_kind\":\"workdir_failed\""),
+            "{trace}"
+        );
+        std::fs::remove_file(out.join("work/a")).unwrap();
+    }
 }
 
 #[test]

@@ -1549,7 +1549,7 @@ fn a_narrowed_rerun_of_interrupted_results_keeps_them_interrupted_until_every_ta
             stderr(&output)
         );
         assert!(
-            stderr(&output).contains("the interrupted evaluation did not reach"),
+            stderr(&output).contains("the results do not cover"),
             "{}",
             stderr(&output)
         );
@@ -1672,6 +1672,54 @@ fn merge_never_writes_over_a_recording_the_suite_replays() {
         );
         assert_eq!(std::fs::read(&recording).unwrap(), before);
     }
+}
+
+#[test]
+fn a_narrowed_rerun_of_complete_results_leaves_added_tasks_for_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let failing = rerun_suite(dir.path(), true);
+    let first = eval_with(&[failing.to_str().unwrap()], &out, &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    // The suite gains a task, and a rerun narrowed to one failed task leaves it out.
+    let mut suite: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&failing).unwrap()).unwrap();
+    let mut added = suite["tasks"][1].clone();
+    added["id"] = serde_json::json!("new-1");
+    suite["tasks"].as_array_mut().unwrap().push(added);
+    std::fs::write(&failing, suite.to_string()).unwrap();
+    let results = out.join("results.json");
+    let rerun = |extra: &[&str]| {
+        looptrace()
+            .arg("eval")
+            .arg(&failing)
+            .arg("--rerun-failed")
+            .arg(&results)
+            .args(extra)
+            .arg("-q")
+            .output()
+            .unwrap()
+    };
+    let output = rerun(&["--only", "bad-1"]);
+    assert!(
+        stderr(&output).contains("not run yet: 1 task"),
+        "{}",
+        stderr(&output)
+    );
+    let after = read_results(&results);
+    assert_eq!(after.not_reached, ["new-1"]);
+    assert!(!after.interrupted, "nothing was interrupted");
+    // The next rerun runs it (and the failed tasks again): it fails, and says so.
+    let output = rerun(&[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let after = read_results(&results);
+    assert!(
+        after
+            .tasks
+            .iter()
+            .any(|t| t.id == "new-1" && !t.carried_over)
+    );
+    assert!(after.not_reached.is_empty());
 }
 
 #[test]
