@@ -52,19 +52,7 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
 /// `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
 pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
     let owed = failed_ids(previous, suite);
-    let repeats = previous.repeats.unwrap_or(1) as usize;
-    let mut rows_of: HashMap<&str, usize> = HashMap::new();
-    for row in rows {
-        *rows_of.entry(row.id.as_str()).or_default() += 1;
-    }
-    suite
-        .tasks
-        .iter()
-        .map(|t| t.id.as_str())
-        .filter(|id| owed.contains(*id))
-        .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
-        .map(str::to_owned)
-        .collect()
+    lacking_rows(previous, rows, suite, |id| owed.contains(id))
 }
 
 /// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
@@ -72,7 +60,6 @@ pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) ->
 /// selection, or, for a rerun's results, of the tasks it set out to run and those it lists as
 /// `not_reached` (what the evaluation it updated had left).
 pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
-    let repeats = previous.repeats.unwrap_or(1) as usize;
     let scope: Option<HashSet<&str>> = previous.selection.as_ref().map(|selection| {
         selection
             .tasks
@@ -81,6 +68,20 @@ pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> 
             .map(String::as_str)
             .collect()
     });
+    lacking_rows(previous, rows, suite, |id| {
+        scope.as_ref().is_none_or(|scope| scope.contains(id))
+    })
+}
+
+/// The ids of the suite's tasks in `scope` that have fewer rows in `rows` than `previous` ran
+/// each task, in suite order.
+fn lacking_rows(
+    previous: &ResultsFile,
+    rows: &[TaskResult],
+    suite: &Suite,
+    scope: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let repeats = previous.repeats.unwrap_or(1) as usize;
     let mut rows_of: HashMap<&str, usize> = HashMap::new();
     for row in rows {
         *rows_of.entry(row.id.as_str()).or_default() += 1;
@@ -89,7 +90,7 @@ pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> 
         .tasks
         .iter()
         .map(|t| t.id.as_str())
-        .filter(|id| scope.as_ref().is_none_or(|scope| scope.contains(id)))
+        .filter(|id| scope(id))
         .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
         .map(str::to_owned)
         .collect()
