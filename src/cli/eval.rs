@@ -11,7 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
-    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
+    Inputs, folder_of, named_traces, probe_writable, refuse_folder, refuse_symlink,
+    refuse_traces_as_outputs,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -396,11 +397,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
     if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
         let from = folder_of(path);
-        let traces: Vec<PathBuf> = baseline
-            .tasks
-            .iter()
-            .filter_map(|row| row.trace.as_deref())
-            .collect::<HashSet<_>>()
+        let traces: Vec<PathBuf> = named_traces(baseline)
             .into_iter()
             .map(|trace| from.join(trace))
             .collect();
@@ -1429,12 +1426,7 @@ fn refuse_traces_shared_with(
     out: &Path,
 ) -> Result<(), CliError> {
     let from = folder_of(path);
-    let traces: HashSet<&str> = previous
-        .tasks
-        .iter()
-        .filter_map(|row| row.trace.as_deref())
-        .collect();
-    for trace in traces {
+    for trace in named_traces(previous) {
         let (source, target) = (from.join(trace), out.join(trace));
         if file_identity(&target).is_some_and(|id| file_identity(&source) == Some(id)) {
             return Err(CliError::input(format!(
@@ -1681,8 +1673,7 @@ fn refuse_output_clash(
             || folder
                 .file_name()
                 .and_then(|name| name.to_str())
-                .and_then(|name| name.strip_prefix('r'))
-                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                .is_some_and(looptrace::eval::is_repeat_folder)
                 && same_file(&folder_of(folder), traces)
     };
     let clash = if let Some(own) = own_files.iter().find(|own| same_file(junit, own)) {

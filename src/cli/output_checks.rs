@@ -125,12 +125,7 @@ pub fn refuse_traces_as_outputs(
         return Ok(());
     }
     let folder = folder_of(path);
-    let traces: HashSet<&str> = results
-        .tasks
-        .iter()
-        .filter_map(|t| t.trace.as_deref())
-        .collect();
-    for trace in traces {
+    for trace in named_traces(results) {
         let trace = folder.join(trace);
         let Some(id) = file_identity(&trace) else {
             continue;
@@ -145,4 +140,13 @@ pub fn refuse_traces_as_outputs(
         }
     }
     Ok(())
+}
+
+/// The trace files the rows of `results` name, each once (paths relative to their folder).
+pub fn named_traces(results: &ResultsFile) -> HashSet<&str> {
+    results
+        .tasks
+        .iter()
+        .filter_map(|row| row.trace.as_deref())
+        .collect()
 }

@@ -84,6 +84,13 @@ pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) ->
     }
 }
 
+/// Whether `name` is named as a repeat's trace folder is (`r<digits>`), whatever repeat count:
+/// the folders an evaluation writes into and tidies.
+pub fn is_repeat_folder(name: &str) -> bool {
+    name.strip_prefix('r')
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Whether the per-task trace `path` ends with `run_id`'s `run_finished`: the run was recorded
 /// whole.
 pub fn ends_with_finished_run(path: &Path, run_id: &str) -> bool {

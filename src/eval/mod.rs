@@ -26,7 +26,7 @@ pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
-    finished_runs, keep_runs, run_id, runs_in, trace_path,
+    finished_runs, is_repeat_folder, keep_runs, run_id, runs_in, trace_path,
 };
 pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
 pub use partial::{

@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::expect::{Verdict, check};
-use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
+use super::layout::{TraceFlush, TraceLayout, TraceTarget, is_repeat_folder, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
 use super::suite::{SuiteTask, TaskId, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
@@ -570,10 +570,7 @@ pub fn remove_stale_traces(traces: &Path, written: &dyn Fn(&str) -> bool) -> Sta
     if let Ok(entries) = fs::read_dir(traces) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let is_repeat = name
-                .strip_prefix('r')
-                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
-            if is_repeat && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if is_repeat_folder(&name) && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 remove_stale_in(&entry.path(), &format!("{name}/"), written, &mut stale);
                 // Only an empty folder goes.
                 let _ = fs::remove_dir(entry.path());

@@ -1522,10 +1522,15 @@ fn interrupted_after_the_first_task(dir: &Path, extra: &[&str]) -> impl Fn(&[&st
         value["interrupted"] = serde_json::json!(true);
         rows_of(value).retain(|row| row["id"] == "ok-1");
     });
+    rerun_failed(fixed, results)
+}
+
+/// `eval SUITE --rerun-failed RESULTS -q`, with the arguments it is given.
+fn rerun_failed(suite: PathBuf, results: PathBuf) -> impl Fn(&[&str]) -> Output {
     move |extra: &[&str]| {
         looptrace()
             .arg("eval")
-            .arg(&fixed)
+            .arg(&suite)
             .arg("--rerun-failed")
             .arg(&results)
             .args(extra)
@@ -1689,17 +1694,7 @@ fn a_narrowed_rerun_of_complete_results_leaves_added_tasks_for_the_next() {
     suite["tasks"].as_array_mut().unwrap().push(added);
     std::fs::write(&failing, suite.to_string()).unwrap();
     let results = out.join("results.json");
-    let rerun = |extra: &[&str]| {
-        looptrace()
-            .arg("eval")
-            .arg(&failing)
-            .arg("--rerun-failed")
-            .arg(&results)
-            .args(extra)
-            .arg("-q")
-            .output()
-            .unwrap()
-    };
+    let rerun = rerun_failed(failing.clone(), results.clone());
     let output = rerun(&["--only", "bad-1"]);
     assert!(
         stderr(&output).contains("not run yet: 1 task"),
