@@ -281,8 +281,17 @@ pub fn run(args: EvalArgs) -> CliResult {
             selection.tasks = tasks.iter().map(|t| t.id.to_string()).collect();
             selection.rerun_failed = Some(path.display().to_string());
             if tasks.is_empty() {
+                // Interrupted results owe runs only to tasks still in the suite: once those have
+                // left it, the interruption is settled and the results stand as they are.
+                let settled = previous.interrupted
+                    && still_owed(previous, &previous.tasks, &suite).is_empty();
+                let why = if settled {
+                    ", and the tasks its interrupted evaluation did not reach are no longer in the suite"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "nothing to rerun: no selected task failed, errored or was interrupted in `{}` (left as it was)",
+                    "nothing to rerun: no selected task failed, errored or was interrupted in `{}`{why} (left as it was)",
                     path.display()
                 );
                 // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
@@ -291,7 +300,11 @@ pub fn run(args: EvalArgs) -> CliResult {
                     tidy_after_crashed_rerun(&out, previous)?;
                 }
                 print_report(previous, None, None, args.format, args.quiet)?;
-                return Ok(verdict(previous, None));
+                return Ok(if settled {
+                    verdict_of_rows(previous, None)
+                } else {
+                    verdict(previous, None)
+                });
             }
             let rerun: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
             refuse_missing_carried_traces(previous, path, &rerun)?;
@@ -349,7 +362,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         .collect();
     for (flag, output) in &outputs {
         refuse_symlink("eval", flag, output)?;
+        refuse_folder(flag, output)?;
         inputs.refuse_overwriting(flag, output)?;
+    }
+    // Each repeat writes its traces in a folder of its own, made before the first task runs.
+    for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
+        refuse_file_as_folder(folder)?;
     }
     // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
     // updates, but for the runs it replaces in `--out`.
@@ -471,8 +489,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
-    refuse_folder("--out", &results_path)?;
-    refuse_folder("--out", &partial_path)?;
     probe_report_files(false)?;
     let info = suite_info(&suite);
     // The runs to make, in output order: suite order, a task's repeats together.
@@ -1373,29 +1389,9 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
             "covers only shard {shard}: merge the shards, then rerun from the merged results"
         ));
     }
-    // A row is one run of a task: two rows of one run would both be carried over. With
-    // `--repeat` every row says which repeat it is; without, none does.
-    let mut runs = HashSet::with_capacity(previous.tasks.len());
-    for (i, row) in previous.tasks.iter().enumerate() {
-        if row.repeat.is_some() != (repeats > 1)
-            || row.repeat.is_some_and(|k| k == 0 || k > repeats)
-        {
-            let repeat = match row.repeat {
-                Some(k) => format!("with `repeat` {k}"),
-                None => "without `repeat`".to_owned(),
-            };
-            return refuse(format!(
-                "has `tasks[{i}]` ({:?}) {repeat}, but it ran each task {}",
-                row.id,
-                looptrace::plural(u64::from(repeats), "time", "times")
-            ));
-        }
-        if !runs.insert((row.id.as_str(), row.repeat)) {
-            return refuse(format!(
-                "holds task {:?} twice (again at `tasks[{i}]`): the file was edited or put together from others",
-                row.label()
-            ));
-        }
+    // A row is one run of a task: two rows of one run would both be carried over.
+    if let Err(problem) = looptrace::eval::check_rows(&previous) {
+        return refuse(problem.to_string());
     }
     // Carried rows' traces are kept, copied or tidied by these paths: only the paths eval
     // writes are followed, never one that leads out of the folder.
@@ -1619,7 +1615,15 @@ pub(super) fn print_report<'a>(
 
 pub(super) fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
     // Interrupted results lack the runs the evaluation did not reach.
-    let failed = results.interrupted || results.tasks.iter().any(|t| t.fails());
+    if results.interrupted {
+        return Outcome::Failures;
+    }
+    verdict_of_rows(results, comparison)
+}
+
+/// The verdict of the rows alone, whether or not the results were interrupted.
+fn verdict_of_rows(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
+    let failed = results.tasks.iter().any(|t| t.fails());
     let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
     if failed || regressed {
         Outcome::Failures
@@ -1649,6 +1653,18 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
         }
     }
     Ok(())
+}
+
+/// Fails when `folder`, where eval writes traces, is there but not a folder (nor a link to
+/// one): the folders are made before the first task runs.
+fn refuse_file_as_folder(folder: &Path) -> Result<(), CliError> {
+    match std::fs::symlink_metadata(folder) {
+        Ok(_) if !folder.is_dir() => Err(CliError::input(format!(
+            "--out: `{}` is not a folder, and eval writes a repeat's traces there: remove it or choose another --out",
+            folder.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.

@@ -12,6 +12,7 @@ mod render;
 mod rerun;
 mod results;
 mod results_formatter;
+mod row_checks;
 mod runner;
 mod select;
 mod shard;
@@ -41,6 +42,7 @@ pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
     Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
+pub use row_checks::{RowProblem, check_rows};
 pub use runner::{
     Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,
 };

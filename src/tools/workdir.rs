@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
 /// `sha256:HEX` over the template's files in path order: each file's relative path, whether it
@@ -16,6 +16,7 @@ pub fn content_hash(template: &Path) -> io::Result<String> {
     for relative in entries {
         let path = template.join(&relative);
         let meta = fs::symlink_metadata(&path)?;
+        refuse_special(&path, meta.file_type())?;
         let (kind, content) = if meta.file_type().is_symlink() {
             (
                 b'l',
@@ -87,6 +88,7 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
         let entry = entry?;
         let (source, target) = (entry.path(), to.join(entry.file_name()));
         let kind = entry.file_type()?;
+        refuse_special(&source, kind)?;
         if kind.is_symlink() {
             std::os::unix::fs::symlink(fs::read_link(&source)?, &target)?;
         } else if kind.is_dir() {
@@ -97,6 +99,27 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fails on a named pipe, socket or device: reading one to hash or copy it would wait for a
+/// writer or never end, so a template holds only files, folders and symbolic links.
+fn refuse_special(path: &Path, kind: fs::FileType) -> io::Result<()> {
+    let what = if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        return Ok(());
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "`{}` is {what}: a working-folder template may hold only files, folders and symbolic links",
+            path.display()
+        ),
+    ))
 }
 
 /// A new, empty folder under the system's temporary folder for one `run`'s working folder.

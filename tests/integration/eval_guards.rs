@@ -1,8 +1,9 @@
 //! What `eval` refuses before it runs anything, and what it must not leave out: report files
 //! that would replace the evaluation's own files or a rerun's results, `--resume` over partial
 //! or complete results of another command line, a runaway `--repeat`, a rerun's hand-edited
-//! trace paths; tasks added to a suite since the results a rerun updates; the HTML page of a
-//! single trace file.
+//! trace paths, outputs blocked by a folder or a file, a working-folder template holding a named
+//! pipe; tasks added to a suite since the results a rerun updates; the HTML page of a single
+//! trace file.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -308,7 +309,7 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
     let output = cli!("eval", &suite, "--rerun-failed", &path, "-q");
     assert_refused(
         &output,
-        "has `tasks[2]` (\"t0\") with `repeat` 1, but it ran each task 1 time",
+        "has `tasks[2]` (\"t0\") with `repeat` 1, but its evaluation ran each task 1 time",
     );
 }
 
@@ -435,7 +436,7 @@ fn a_rerun_refuses_a_repeat_its_results_never_ran() {
         );
         assert_refused(
             &output,
-            &format!("with `repeat` {bad}, but it ran each task 3 times"),
+            &format!("with `repeat` {bad}, but its evaluation ran each task 3 times"),
         );
     }
 }
@@ -487,17 +488,14 @@ fn the_output_folder_may_not_be_inside_the_working_folder_template() {
     assert!(dir.path().join("traces/f.txt").is_file());
 }
 
-#[test]
-fn a_task_whose_working_folder_cannot_be_made_still_has_its_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
-    std::fs::write(dir.path().join("tpl/f"), "x\n").unwrap();
+/// A one-task suite in `dir` whose tools file copies the folder `dir/tpl` for every task.
+fn suite_with_template(dir: &Path) -> PathBuf {
     std::fs::write(
-        dir.path().join("tools.json"),
+        dir.join("tools.json"),
         r#"{"workdir":{"template":"tpl"},"tools":[]}"#,
     )
     .unwrap();
-    let suite = dir.path().join("suite.json");
+    let suite = dir.join("suite.json");
     std::fs::write(
         &suite,
         json!({"name": "w", "tools": "tools.json", "tasks": [
@@ -506,6 +504,15 @@ fn a_task_whose_working_folder_cannot_be_made_still_has_its_trace() {
         .to_string(),
     )
     .unwrap();
+    suite
+}
+
+#[test]
+fn a_task_whose_working_folder_cannot_be_made_still_has_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
+    std::fs::write(dir.path().join("tpl/f"), "x\n").unwrap();
+    let suite = suite_with_template(dir.path());
     let out = dir.path().join("out");
     for flush in ["event", "run"] {
         assert_eq!(
@@ -793,6 +800,121 @@ fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
     for id in ["a", "b", "c"] {
         assert!(again.join(format!("traces/{id}.jsonl")).is_file(), "{id}");
     }
+}
+
+#[test]
+fn outputs_blocked_by_a_folder_or_a_file_are_refused_before_any_task_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    // Where a file goes, a folder; where a repeat's folder goes, a file.
+    let cases: [(&str, bool, &[&str], &str); 4] = [
+        (
+            "traces/b.jsonl",
+            true,
+            &[],
+            "traces/b.jsonl` is a folder, not a file",
+        ),
+        (
+            "traces.jsonl",
+            true,
+            &["--trace-layout", "single"],
+            "traces.jsonl` is a folder, not a file",
+        ),
+        (
+            "results.partial.jsonl",
+            true,
+            &[],
+            "is a folder, not a file",
+        ),
+        (
+            "traces/r2",
+            false,
+            &["--repeat", "2"],
+            "traces/r2` is not a folder, and eval writes a repeat's traces there",
+        ),
+    ];
+    for (i, (blocked, as_folder, extra, says)) in cases.into_iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let blocker = out.join(blocked);
+        std::fs::create_dir_all(folder_of(&blocker)).unwrap();
+        if as_folder {
+            std::fs::create_dir(&blocker).unwrap();
+        } else {
+            std::fs::write(&blocker, "not a folder").unwrap();
+        }
+        let before = crate::support::files_under(&out);
+        let output = crate::support::looptrace()
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .arg("-q")
+            .output()
+            .unwrap();
+        assert_refused(&output, says);
+        assert_eq!(crate::support::files_under(&out), before, "{blocked}");
+        assert!(!out.join("traces/r1").exists(), "{blocked}: nothing made");
+        if !blocked.starts_with("traces/") {
+            assert!(!out.join("traces").exists(), "{blocked}: nothing made");
+        }
+    }
+}
+
+fn folder_of(path: &Path) -> &Path {
+    path.parent().unwrap()
+}
+
+#[test]
+fn a_working_folder_template_holding_a_named_pipe_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
+    let fifo = dir.path().join("tpl/pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let suite = suite_with_template(dir.path());
+    let out = dir.path().join("out");
+    let eval = [
+        "eval".as_ref(),
+        suite.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    let tools_file = dir.path().join("tools.json");
+    let tools = [
+        "tools".as_ref(),
+        "--tools-file".as_ref(),
+        tools_file.as_os_str(),
+    ];
+    for args in [&eval[..], &tools[..]] {
+        let output = within_a_minute(args);
+        assert_refused(&output, "is a named pipe (FIFO)");
+        assert!(stderr(&output).contains("tpl/pipe"), "{}", stderr(&output));
+    }
+    assert!(!out.exists());
+}
+
+/// Runs looptrace with `args`, killing it if it has not ended within a minute (a hang is the
+/// defect the caller checks for).
+fn within_a_minute(args: &[&std::ffi::OsStr]) -> Output {
+    let mut child = crate::support::looptrace()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("looptrace {args:?} did not end within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// The suite of [`a_rerun_from_merged_results_needs_the_shards_traces_beside_them`] with every

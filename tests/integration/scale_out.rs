@@ -1627,6 +1627,50 @@ fn a_narrowed_rerun_of_whole_results_still_runs_tasks_added_to_the_suite() {
 }
 
 #[test]
+fn interrupted_results_owe_nothing_to_tasks_that_left_the_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let rerun = interrupted_after_the_first_task(dir.path(), &[]);
+    let results = dir.path().join("out/results.json");
+    // Some tasks not reached are still in the suite: they are owed, and `--only` leaves them.
+    let fixed = dir.path().join("fixed.json");
+    let keep_tasks = |ids: &[&str]| {
+        let mut suite: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&fixed).unwrap()).unwrap();
+        suite["tasks"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|task| ids.contains(&task["id"].as_str().unwrap()));
+        std::fs::write(&fixed, suite.to_string()).unwrap();
+    };
+    keep_tasks(&["ok-1", "bad-1"]);
+    let output = rerun(&["--only", "ok-1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing to rerun"),
+        "{}",
+        stderr(&output)
+    );
+    // Every task not reached has left the suite: nothing is owed, whatever the selection.
+    keep_tasks(&["ok-1"]);
+    let before = std::fs::read(&results).unwrap();
+    for narrowed in [&[][..], &["--only", "ok-1"]] {
+        let output = rerun(narrowed);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{narrowed:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("are no longer in the suite"),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(std::fs::read(&results).unwrap(), before, "left as it was");
+    }
+}
+
+#[test]
 fn merge_never_writes_over_a_recording_the_suite_replays() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source");
@@ -2082,7 +2126,7 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
     let output = cli!("merge", &one, &two, "--out", &merged, "--allow-partial");
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("has a row without `repeat`"),
+        stderr(&output).contains(") without `repeat`, but its evaluation ran each task 2 times"),
         "{}",
         stderr(&output)
     );

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::eval::results::{ResultsFile, Shard};
+use crate::eval::row_checks::check_rows;
 
 /// How many tasks a message names before it says how many more lack rows.
 const NAMED: usize = 10;
@@ -162,32 +163,10 @@ pub fn check_shard(
     let mut runs: HashMap<&str, (usize, u32)> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut positions = Vec::with_capacity(results.tasks.len());
+    check_rows(results).map_err(|problem| format!("`{name}` {problem}"))?;
     for row in &results.tasks {
         let id = row.id.as_str();
-        // With `--repeat`, every row says which repeat it is; without, none does.
-        if row.repeat.is_some() != (repeats > 1) {
-            return Err(match row.repeat {
-                None => format!(
-                    "`{name}`: task {id:?} has a row without `repeat`, but its evaluation ran each task {repeats} times"
-                ),
-                Some(_) => format!(
-                    "`{name}`: task {id:?} has a row with `repeat`, but its evaluation ran each task once"
-                ),
-            });
-        }
-        let repeat = row.repeat.unwrap_or(1);
-        if repeat == 0 || repeat > repeats {
-            return Err(format!(
-                "`{name}`: task {id:?} has a row for repeat {repeat}, but its evaluation ran each task {}",
-                crate::plural(u64::from(repeats), "time", "times")
-            ));
-        }
-        if !seen.insert((id, repeat)) {
-            return Err(format!(
-                "`{name}` holds task {:?} twice: the file was edited or put together from others",
-                row.label()
-            ));
-        }
+        seen.insert((id, row.repeat.unwrap_or(1)));
         let rank = {
             let next = order.len();
             let entry = runs.entry(id).or_insert((next, 0));
