@@ -50,8 +50,22 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     )
 }
 
-/// Creates `path`, or truncates the regular file already there.
-pub fn create_truncate(path: &Path) -> io::Result<File> {
+/// Creates `path` empty, or truncates the regular file already there; but a file with other hard
+/// links (a folder copied with `cp -l`) is replaced by a new one, so the other names keep their
+/// content. A new path costs one `open`, as before.
+pub fn create_fresh(path: &Path) -> io::Result<File> {
+    match open_nofollow(OpenOptions::new().write(true).create_new(true), path) {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+        created => return created,
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1) {
+            std::fs::remove_file(path)?;
+            return open_nofollow(OpenOptions::new().write(true).create_new(true), path);
+        }
+    }
     open_nofollow(
         OpenOptions::new().write(true).create(true).truncate(true),
         path,
@@ -257,7 +271,7 @@ mod tests {
         std::fs::write(&target, "keep").unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        for result in [open_append(&link), create_truncate(&link)] {
+        for result in [open_append(&link), create_fresh(&link)] {
             assert_eq!(
                 result.unwrap_err().to_string(),
                 "it is a symbolic link, and looptrace never writes through one"
@@ -266,6 +280,23 @@ mod tests {
         assert!(refuse_symlink(&link).is_err());
         assert!(refuse_symlink(&target).is_ok());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_fresh_file_leaves_its_other_hard_links_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, other) = (dir.path().join("trace"), dir.path().join("other"));
+        std::fs::write(&path, "earlier run").unwrap();
+        std::fs::hard_link(&path, &other).unwrap();
+        io::Write::write_all(&mut create_fresh(&path).unwrap(), b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), "earlier run");
+        // A file of one name is truncated; a new one is made.
+        io::Write::write_all(&mut create_fresh(&path).unwrap(), b"x").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "x");
+        let new = dir.path().join("new");
+        io::Write::write_all(&mut create_fresh(&new).unwrap(), b"y").unwrap();
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "y");
     }
 
     #[test]

@@ -420,7 +420,7 @@ fn open_trace(
                 run.repeat,
                 options.repeats,
             ));
-            TraceWriter::created(crate::output::create_truncate(&path)?, false)
+            TraceWriter::created(crate::output::create_fresh(&path)?, false)
         }
         // Every worker appends to the one file through its own handle: each line is one write
         // on a file opened for appending, so lines of parallel runs never mix. The file's end

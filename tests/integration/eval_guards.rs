@@ -917,6 +917,55 @@ fn within_a_minute(args: &[&std::ffi::OsStr]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+#[test]
+fn an_eval_into_a_hard_linked_copy_leaves_the_original_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    for layout in ["per-task", "single"] {
+        let original = dir.path().join(format!("original-{layout}"));
+        let suite = suite(dir.path(), "suite.json", &["a", "b"], &["b"]);
+        let first = cli!(
+            "eval",
+            &suite,
+            "--out",
+            &original,
+            "--trace-layout",
+            layout,
+            "-q"
+        );
+        assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+        let before = crate::support::files_under(&original);
+        // A snapshot that shares every file's content with the original.
+        let copy = dir.path().join(format!("copy-{layout}"));
+        let linked = std::process::Command::new("cp")
+            .arg("-al")
+            .arg(&original)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(linked.success());
+        let fixed = suite_fixed(dir.path());
+        let rerun = cli!(
+            "eval",
+            &fixed,
+            "--rerun-failed",
+            copy.join("results.json"),
+            "-q"
+        );
+        assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+        let again = cli!(
+            "eval",
+            &fixed,
+            "--out",
+            &copy,
+            "--trace-layout",
+            layout,
+            "-q"
+        );
+        assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+        assert_eq!(crate::support::files_under(&original), before, "{layout}");
+    }
+}
+
 /// The suite of [`a_rerun_from_merged_results_needs_the_shards_traces_beside_them`] with every
 /// expectation met.
 fn suite_fixed(dir: &Path) -> PathBuf {
