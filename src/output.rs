@@ -29,6 +29,23 @@ fn open_nofollow(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
     }
 }
 
+/// What a file of `kind` is when it is neither a regular file, a folder nor a symbolic link: one
+/// that opening for reading or writing may wait on for ever (a named pipe) or that is no file to
+/// keep (a socket, a device).
+#[cfg(unix)]
+pub fn special_kind(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a named pipe (FIFO)")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
 /// Whether `path` itself is a symbolic link (dangling or not).
 pub fn is_symlink(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())

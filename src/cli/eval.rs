@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
-    Inputs, folder_of, named_traces, probe_writable, refuse_folder, refuse_symlink,
-    refuse_traces_as_outputs,
+    Inputs, folder_of, named_traces, probe_writable, refuse_file_as_folder, refuse_folder,
+    refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -329,8 +329,18 @@ pub fn run(args: EvalArgs) -> CliResult {
     let inputs = Inputs::of(input_paths);
     // Borrowed ids, not built file names: the set is as large as the suite.
     // Built only if a folder it is checked against holds files: a new one holds none.
+    // A rerun into another folder also writes there the traces of the rows it carries over.
+    let carried_elsewhere = match (&previous, &args.rerun_failed) {
+        (Some(previous), Some(path)) if !same_file(&folder_of(path), &out) => Some(&previous.tasks),
+        _ => None,
+    };
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
-        selected.iter().map(|task| task.id.as_str()).collect()
+        let carried = carried_elsewhere.into_iter().flatten();
+        selected
+            .iter()
+            .map(|task| task.id.as_str())
+            .chain(carried.map(|row| row.id.as_str()))
+            .collect()
     });
     let trace_folders: Vec<PathBuf> = match (layout, repeats) {
         (TraceLayout::Single, _) => Vec::new(),
@@ -362,12 +372,24 @@ pub fn run(args: EvalArgs) -> CliResult {
         .collect();
     for (flag, output) in &outputs {
         refuse_symlink("eval", flag, output)?;
-        refuse_folder(flag, output)?;
+        // A report file may be a pipe or a device (`--junit /dev/null`); eval's own files not.
+        match *flag {
+            "--out" => refuse_not_regular(flag, output)?,
+            _ => refuse_folder(flag, output)?,
+        }
         inputs.refuse_overwriting(flag, output)?;
     }
-    // Each repeat writes its traces in a folder of its own, made before the first task runs.
+    // Each repeat writes its traces in a folder of its own, and each task works in one under
+    // `DIR/work` when the tools file has a template: all made once tasks run.
     for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
-        refuse_file_as_folder(folder)?;
+        refuse_file_as_folder("--out", folder, "eval writes a repeat's traces there")?;
+    }
+    if suite.tools.as_ref().is_some_and(|t| t.template().is_some()) {
+        refuse_file_as_folder(
+            "--out",
+            &out.join("work"),
+            "eval makes each task's working folder there",
+        )?;
     }
     // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
     // updates, but for the runs it replaces in `--out`.
@@ -1244,12 +1266,21 @@ fn resume_rows(
         .map(|(i, t)| (t.id.as_str(), i))
         .collect();
     let mut rows: Vec<Option<TaskResult>> = vec![None; selected.len() * repeats as usize];
+    // Rows this evaluation never writes (a task it does not run, a `repeat` it does not give, a
+    // run twice): the file was edited. They are not kept, so results keep the rule of rows.
+    let mut foreign = 0usize;
+    let mut seen = HashSet::new();
     for row in partial.rows {
         let repeat = row.repeat.unwrap_or(1);
-        let Some(&task) = index.get(row.id.as_str()) else {
+        let fits = row.repeat.is_some() == (repeats > 1) && (1..=repeats).contains(&repeat);
+        let Some(&task) = index.get(row.id.as_str()).filter(|_| fits) else {
+            foreign += 1;
             continue;
         };
-        if repeat == 0 || repeat > repeats {
+        if !seen.insert(position(task, repeat)) {
+            // The run twice: neither row is kept, so the run runs again.
+            foreign += 1;
+            rows[position(task, repeat)] = None;
             continue;
         }
         let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
@@ -1265,6 +1296,13 @@ fn resume_rows(
         if complete {
             rows[position(task, repeat)] = Some(row);
         }
+    }
+    if foreign > 0 {
+        eprintln!(
+            "warning: `{}` holds {} this evaluation never writes (a task it does not run, a `repeat` it does not give, or a run twice; the file was edited): not kept, those runs run again",
+            partial_path.display(),
+            looptrace::plural(foreign as u64, "row", "rows")
+        );
     }
     Ok(Resumable::Rows(rows))
 }
@@ -1445,13 +1483,29 @@ fn refuse_missing_carried_traces(
     rerun: &HashSet<&str>,
 ) -> Result<(), CliError> {
     let folder = folder_of(path);
-    let missing: std::collections::BTreeSet<&str> = previous
+    let carried = previous
         .tasks
         .iter()
         .filter(|row| !rerun.contains(row.id.as_str()))
-        .filter_map(|row| row.trace.as_deref())
-        .filter(|trace| !folder.join(trace).is_file())
-        .collect();
+        .filter_map(|row| row.trace.as_deref());
+    let mut missing = std::collections::BTreeSet::new();
+    for trace in carried {
+        let path = folder.join(trace);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            // Copied or read, a pipe would wait for a writer: it is there, but no trace.
+            Ok(meta) => {
+                return Err(CliError::input(format!(
+                    "--rerun-failed: `{}`, the trace of a row it carries over, is {}, not a regular file",
+                    path.display(),
+                    looptrace::output::special_kind(meta.file_type()).unwrap_or("a folder")
+                )));
+            }
+            Err(_) => {
+                missing.insert(trace);
+            }
+        }
+    }
     let Some(first) = missing.first() else {
         return Ok(());
     };
@@ -1499,6 +1553,13 @@ pub(super) fn read_baseline(
     any_suite: bool,
 ) -> Result<ResultsFile, CliError> {
     let baseline = read_results(path).map_err(CliError::Input)?;
+    // Two rows of one run would count it twice in the comparison.
+    if let Err(problem) = looptrace::eval::check_rows(&baseline) {
+        return Err(CliError::input(format!(
+            "--baseline `{}` {problem}",
+            path.display()
+        )));
+    }
     if baseline.partial {
         return Err(CliError::input(format!(
             "--baseline `{}` is a partial merge (shards {} missing): compare with complete results",
@@ -1653,18 +1714,6 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
         }
     }
     Ok(())
-}
-
-/// Fails when `folder`, where eval writes traces, is there but not a folder (nor a link to
-/// one): the folders are made before the first task runs.
-fn refuse_file_as_folder(folder: &Path) -> Result<(), CliError> {
-    match std::fs::symlink_metadata(folder) {
-        Ok(_) if !folder.is_dir() => Err(CliError::input(format!(
-            "--out: `{}` is not a folder, and eval writes a repeat's traces there: remove it or choose another --out",
-            folder.display()
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.

@@ -108,6 +108,34 @@ pub fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Fails when an output file the command keeps (results, traces) is there but is not a regular
+/// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
+pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), CliError> {
+    refuse_folder(flag, path)?;
+    let special = std::fs::symlink_metadata(path)
+        .ok()
+        .and_then(|meta| looptrace::output::special_kind(meta.file_type()));
+    match special {
+        Some(what) => Err(CliError::input(format!(
+            "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Fails when `folder`, where the command makes a folder of its own (`what`), is there but is not
+/// a folder (nor a link to one): found before anything runs, not when the folder is made.
+pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<(), CliError> {
+    match std::fs::symlink_metadata(folder) {
+        Ok(_) if !folder.is_dir() => Err(CliError::input(format!(
+            "{flag}: `{}` is not a folder, and {what}: remove it or choose another {flag}",
+            folder.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input
 /// of the command (`--html` reads it, `report` after it), or a run that results still name. Only
 /// outputs that exist can be one; they are compared by device and inode.

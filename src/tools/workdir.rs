@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// `sha256:HEX` over the template's files in path order: each file's relative path, whether it
@@ -104,22 +104,16 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 /// Fails on a named pipe, socket or device: reading one to hash or copy it would wait for a
 /// writer or never end, so a template holds only files, folders and symbolic links.
 fn refuse_special(path: &Path, kind: fs::FileType) -> io::Result<()> {
-    let what = if kind.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        return Ok(());
-    };
-    Err(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!(
-            "`{}` is {what}: a working-folder template may hold only files, folders and symbolic links",
-            path.display()
-        ),
-    ))
+    match crate::output::special_kind(kind) {
+        Some(what) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "`{}` is {what}: a working-folder template may hold only files, folders and symbolic links",
+                path.display()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A new, empty folder under the system's temporary folder for one `run`'s working folder.

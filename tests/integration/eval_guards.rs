@@ -63,6 +63,22 @@ fn resume(suite: &Path, out: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `eval SUITE --out OUT --jobs 1 -q` with `extra`, aborted (a real crash) before it writes its
+/// second row: the partial file holds one.
+fn crashed_before_the_second_row(suite: &Path, out: &Path, extra: &[&str]) {
+    let crashed = crate::support::looptrace()
+        .arg("eval")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .args(["--jobs", "1", "-q"])
+        .env("LOOPTRACE_FAULT", "abort_before_row:2")
+        .output()
+        .unwrap();
+    assert_ne!(crashed.status.code(), Some(0), "{}", stderr(&crashed));
+}
+
 /// What resuming shard 1/2 in another shard's stead, or with no shard, is told.
 const OTHER_SHARDS: [(&[&str], &str); 2] = [
     (
@@ -310,6 +326,71 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
     assert_refused(
         &output,
         "has `tasks[2]` (\"t0\") with `repeat` 1, but its evaluation ran each task 1 time",
+    );
+    // A baseline holding a run twice would count it twice.
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        dir.path().join("new"),
+        "--baseline",
+        &path,
+        "-q"
+    );
+    assert_refused(&output, "--baseline");
+    assert!(
+        stderr(&output).contains("with `repeat` 1"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("new").exists());
+}
+
+#[test]
+fn a_rerun_elsewhere_refuses_a_carried_traces_place_blocked_or_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (suite, from) = evaluated(dir.path(), "from", &["t0", "t1"], &["t1"]);
+    let results = from.join("results.json");
+    let outside = dir.path().join("outside.jsonl");
+    for (i, says) in ["is a folder, not a file", "is a symbolic link"]
+        .into_iter()
+        .enumerate()
+    {
+        let out = dir.path().join(format!("elsewhere{i}"));
+        std::fs::create_dir_all(out.join("traces")).unwrap();
+        // `t0` passed: its trace is carried over, copied to this place.
+        let place = out.join("traces/t0.jsonl");
+        match i {
+            0 => std::fs::create_dir(&place).unwrap(),
+            _ => std::os::unix::fs::symlink(&outside, &place).unwrap(),
+        }
+        let before = entries_under(&out);
+        let output = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            &results,
+            "--out",
+            &out,
+            "-q"
+        );
+        assert_refused(&output, says);
+        assert_eq!(entries_under(&out), before, "nothing written");
+        assert!(!outside.exists());
+    }
+    // In place, a carried trace that is a pipe is named as one, not as missing.
+    let carried = from.join("traces/t0.jsonl");
+    std::fs::remove_file(&carried).unwrap();
+    Blocker::Pipe.make(&carried);
+    let output = within_a_minute(&[
+        "eval".as_ref(),
+        suite.as_os_str(),
+        "--rerun-failed".as_ref(),
+        results.as_os_str(),
+    ]);
+    assert_refused(
+        &output,
+        "t0.jsonl`, the trace of a row it carries over, is a named pipe",
     );
 }
 
@@ -560,6 +641,43 @@ fn the_page_of_a_single_trace_file_counts_each_run_once() {
 }
 
 #[test]
+fn resume_keeps_no_row_its_evaluation_would_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
+    let out = dir.path().join("out");
+    crashed_before_the_second_row(&suite, &out, &["--repeat", "2"]);
+    // The partial file the crash left, its one row edited: its `repeat` gone, then given twice.
+    let partial = out.join("results.partial.jsonl");
+    let text = std::fs::read_to_string(&partial).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let mut row: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    let trace = std::fs::read(out.join("traces/r1/t0.jsonl")).unwrap();
+    for (edit, foreign) in [(None, "1 row"), (Some(1), "1 row")] {
+        // The trace of the crashed run, as the crash left it (a resume replaces it).
+        std::fs::write(out.join("traces/r1/t0.jsonl"), &trace).unwrap();
+        row["repeat"] = json!(edit);
+        let edited = match edit {
+            None => format!("{}\n{row}\n", lines[0]),
+            Some(_) => format!("{}\n{row}\n{row}\n", lines[0]),
+        };
+        std::fs::write(&partial, edited).unwrap();
+        let output = resume(&suite, &out, &["--repeat", "2"]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("holds {foreign} this evaluation never writes")),
+            "{}",
+            stderr(&output)
+        );
+        // What resume wrote keeps the rule of rows: a rerun reads it.
+        let written = results(&out.join("results.json"));
+        assert_eq!(written.tasks.len(), 4);
+        assert!(looptrace::eval::check_rows(&written).is_ok());
+        std::fs::remove_file(out.join("results.json")).unwrap();
+    }
+}
+
+#[test]
 fn resume_refuses_complete_results_of_another_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &[]);
@@ -706,16 +824,7 @@ fn resume_refuses_a_partial_file_of_another_shard_or_selection() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b", "c", "d", "e"], &[]);
     let out = dir.path().join("out");
-    let crashed = crate::support::looptrace()
-        .arg("eval")
-        .arg(&suite)
-        .arg("--out")
-        .arg(&out)
-        .args(["--shard", "1/2", "--jobs", "1", "-q"])
-        .env("LOOPTRACE_FAULT", "abort_before_row:2")
-        .output()
-        .unwrap();
-    assert_ne!(crashed.status.code(), Some(0), "{}", stderr(&crashed));
+    crashed_before_the_second_row(&suite, &out, &["--shard", "1/2"]);
     let partial = out.join("results.partial.jsonl");
     let before = std::fs::read(&partial).unwrap();
     let header: serde_json::Value = serde_json::from_str(
@@ -803,62 +912,130 @@ fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
 }
 
 #[test]
-fn outputs_blocked_by_a_folder_or_a_file_are_refused_before_any_task_runs() {
+fn outputs_blocked_by_a_folder_a_file_or_a_pipe_are_refused_before_any_task_runs() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
-    // Where a file goes, a folder; where a repeat's folder goes, a file.
-    let cases: [(&str, bool, &[&str], &str); 4] = [
+    std::fs::create_dir_all(dir.path().join("templated/tpl")).unwrap();
+    let with_template = suite_with_template(&dir.path().join("templated"));
+    let single: &[&str] = &["--trace-layout", "single"];
+    // Where a file goes, a folder or a named pipe; where a folder goes, a file.
+    let cases: [(&str, Blocker, &[&str], &Path, &str); 8] = [
         (
             "traces/b.jsonl",
-            true,
+            Blocker::Folder,
             &[],
+            &suite,
             "traces/b.jsonl` is a folder, not a file",
         ),
         (
             "traces.jsonl",
-            true,
-            &["--trace-layout", "single"],
+            Blocker::Folder,
+            single,
+            &suite,
             "traces.jsonl` is a folder, not a file",
         ),
         (
             "results.partial.jsonl",
-            true,
+            Blocker::Folder,
             &[],
+            &suite,
             "is a folder, not a file",
         ),
         (
             "traces/r2",
-            false,
+            Blocker::File,
             &["--repeat", "2"],
+            &suite,
             "traces/r2` is not a folder, and eval writes a repeat's traces there",
         ),
+        (
+            "traces/b.jsonl",
+            Blocker::Pipe,
+            &[],
+            &suite,
+            "b.jsonl` is a named pipe (FIFO), not a regular file",
+        ),
+        (
+            "traces.jsonl",
+            Blocker::Pipe,
+            single,
+            &suite,
+            "traces.jsonl` is a named pipe (FIFO)",
+        ),
+        (
+            "results.json",
+            Blocker::Pipe,
+            &[],
+            &suite,
+            "results.json` is a named pipe (FIFO)",
+        ),
+        (
+            "work",
+            Blocker::File,
+            &[],
+            &with_template,
+            "work` is not a folder, and eval makes each task's working folder there",
+        ),
     ];
-    for (i, (blocked, as_folder, extra, says)) in cases.into_iter().enumerate() {
+    for (i, (blocked, blocker, extra, suite, says)) in cases.into_iter().enumerate() {
         let out = dir.path().join(format!("out{i}"));
-        let blocker = out.join(blocked);
-        std::fs::create_dir_all(folder_of(&blocker)).unwrap();
-        if as_folder {
-            std::fs::create_dir(&blocker).unwrap();
-        } else {
-            std::fs::write(&blocker, "not a folder").unwrap();
-        }
-        let before = crate::support::files_under(&out);
-        let output = crate::support::looptrace()
-            .arg("eval")
-            .arg(&suite)
-            .arg("--out")
-            .arg(&out)
-            .args(extra)
-            .arg("-q")
-            .output()
-            .unwrap();
+        let path = out.join(blocked);
+        std::fs::create_dir_all(folder_of(&path)).unwrap();
+        blocker.make(&path);
+        let before = entries_under(&out);
+        let mut args = vec![
+            "eval".as_ref(),
+            suite.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "-q".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let output = within_a_minute(&args);
         assert_refused(&output, says);
-        assert_eq!(crate::support::files_under(&out), before, "{blocked}");
-        assert!(!out.join("traces/r1").exists(), "{blocked}: nothing made");
-        if !blocked.starts_with("traces/") {
-            assert!(!out.join("traces").exists(), "{blocked}: nothing made");
+        assert_eq!(entries_under(&out), before, "{blocked}: nothing made");
+    }
+}
+
+/// What stands where eval writes: a folder, a regular file or a named pipe.
+#[derive(Clone, Copy)]
+enum Blocker {
+    Folder,
+    File,
+    Pipe,
+}
+
+impl Blocker {
+    fn make(self, path: &Path) {
+        match self {
+            Blocker::Folder => std::fs::create_dir(path).unwrap(),
+            Blocker::File => std::fs::write(path, "not a folder").unwrap(),
+            Blocker::Pipe => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(path)
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }
         }
     }
+}
+
+/// Every path under `dir`, without reading any file (a named pipe would wait for a writer).
+fn entries_under(dir: &Path) -> Vec<PathBuf> {
+    let mut entries = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(entry.path());
+            }
+            entries.push(entry.path());
+        }
+    }
+    entries.sort();
+    entries
 }
 
 fn folder_of(path: &Path) -> &Path {
@@ -869,12 +1046,7 @@ fn folder_of(path: &Path) -> &Path {
 fn a_working_folder_template_holding_a_named_pipe_is_refused_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
-    let fifo = dir.path().join("tpl/pipe");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    Blocker::Pipe.make(&dir.path().join("tpl/pipe"));
     let suite = suite_with_template(dir.path());
     let out = dir.path().join("out");
     let eval = [
