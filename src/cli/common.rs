@@ -84,6 +84,9 @@ impl ToolsFileArgs {
         let Some(file) = self.load()? else {
             return Ok(None);
         };
+        if let Some(dir) = &self.log_dir {
+            super::output_checks::refuse_blocked_logs("--log-dir", &file, dir)?;
+        }
         let temp = match file.template() {
             Some(_) => Some(temp_workdir().map_err(|err| {
                 CliError::internal(format!("cannot make a temporary working folder: {err}"))

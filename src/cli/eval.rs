@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
-    Inputs, folder_of, named_traces, probe_writable, refuse_file_as_folder, refuse_folder,
-    refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
+    Inputs, folder_of, named_traces, probe_writable, refuse_blocked_logs, refuse_file_as_folder,
+    refuse_folder_or_socket, refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -375,7 +375,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         // A report file may be a pipe or a device (`--junit /dev/null`); eval's own files not.
         match *flag {
             "--out" => refuse_not_regular(flag, output)?,
-            _ => refuse_folder(flag, output)?,
+            _ => refuse_folder_or_socket(flag, output)?,
         }
         inputs.refuse_overwriting(flag, output)?;
     }
@@ -384,12 +384,19 @@ pub fn run(args: EvalArgs) -> CliResult {
     for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
         refuse_file_as_folder("--out", folder, "eval writes a repeat's traces there")?;
     }
-    if suite.tools.as_ref().is_some_and(|t| t.template().is_some()) {
-        refuse_file_as_folder(
-            "--out",
-            &out.join("work"),
-            "eval makes each task's working folder there",
-        )?;
+    refuse_file_as_folder("--out", &out.join("traces"), "eval writes its traces there")?;
+    if let Some(tools) = &suite.tools {
+        if tools.template().is_some() {
+            refuse_file_as_folder(
+                "--out",
+                &out.join("work"),
+                "eval makes each task's working folder there",
+            )?;
+        }
+        match &args.tools_file.log_dir {
+            Some(dir) => refuse_blocked_logs("--log-dir", tools, dir)?,
+            None => refuse_blocked_logs("--out", tools, &out.join("logs"))?,
+        }
     }
     // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
     // updates, but for the runs it replaces in `--out`.
@@ -468,11 +475,12 @@ pub fn run(args: EvalArgs) -> CliResult {
             &[&results_path, &partial_path, &single_path],
             &out.join("traces"),
         )?;
+        // A device (`/dev/null`) takes both.
         if args
             .verdicts
             .junit
             .as_deref()
-            .is_some_and(|junit| same_file(junit, html))
+            .is_some_and(|junit| same_file(junit, html) && !is_device(html))
         {
             return Err(CliError::input("--html and --junit name the same file"));
         }
@@ -502,7 +510,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             let folder = folder_of(path);
             if !only_existing || folder.is_dir() {
                 probe_writable(flag, &folder)?;
-                refuse_folder(flag, path)?;
+                refuse_folder_or_socket(flag, path)?;
             }
         }
         Ok(())
@@ -1533,7 +1541,13 @@ fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<()
     {
         let source = from.join(trace);
         if source.is_file() {
-            std::fs::copy(&source, to.join(trace)).map_err(|err| {
+            // A fresh file, not the one there: it may share its content with another folder's
+            // by a hard link.
+            let copied = std::fs::File::open(&source).and_then(|mut file| {
+                let mut copy = looptrace::output::create_fresh(&to.join(trace))?;
+                std::io::copy(&mut file, &mut copy)
+            });
+            copied.map_err(|err| {
                 CliError::internal(format!(
                     "failed to copy the trace `{}` to `{}`: {err}",
                     source.display(),
@@ -1714,6 +1728,14 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
         }
     }
     Ok(())
+}
+
+/// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
+/// may be written to.
+fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.file_type().is_char_device() || meta.file_type().is_block_device())
 }
 
 /// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.

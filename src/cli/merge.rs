@@ -8,7 +8,8 @@ use clap::Args;
 use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
 use super::output_checks::{
-    Inputs, folder_of, probe_writable, refuse_folder, refuse_symlink, refuse_traces_as_outputs,
+    Inputs, folder_of, probe_writable, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
+    refuse_traces_as_outputs,
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
@@ -68,7 +69,11 @@ pub fn merge(args: MergeArgs) -> CliResult {
     for (n, &(flag, output)) in outputs.iter().enumerate() {
         inputs.refuse_overwriting(flag, output)?;
         refuse_symlink("merge", flag, output)?;
-        refuse_folder(flag, output)?;
+        // The merged results are a file to keep; a report file may be a pipe or a device.
+        match flag {
+            "--out" => refuse_not_regular(flag, output)?,
+            _ => refuse_folder_or_socket(flag, output)?,
+        }
         probe_writable(flag, &folder_of(output))?;
         if let Some((earlier, _)) = outputs[..n]
             .iter()

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use super::common::{file_identity, resolve};
 use looptrace::eval::ResultsFile;
+use looptrace::tools::ToolsFile;
 
 /// Input files by device and inode, so an output is matched however its path is written; an
 /// input that does not exist (yet) by its resolved path.
@@ -97,21 +98,25 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Fails when an output file's path is a folder.
-pub fn refuse_folder(flag: &str, path: &Path) -> Result<(), CliError> {
-    if path.is_dir() {
-        return Err(CliError::input(format!(
-            "{flag}: `{}` is a folder, not a file",
-            path.display()
-        )));
-    }
-    Ok(())
+/// Fails when an output file's path is a folder or a socket, which cannot be written as a file
+/// (a named pipe or a device can: `--junit /dev/null`).
+pub fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), CliError> {
+    let kind = std::fs::metadata(path).ok().map(|meta| meta.file_type());
+    let what = match kind {
+        Some(kind) if kind.is_dir() => "a folder",
+        Some(kind) if std::os::unix::fs::FileTypeExt::is_socket(&kind) => "a socket",
+        _ => return Ok(()),
+    };
+    Err(CliError::input(format!(
+        "{flag}: `{}` is {what}, not a file",
+        path.display()
+    )))
 }
 
 /// Fails when an output file the command keeps (results, traces) is there but is not a regular
 /// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
 pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), CliError> {
-    refuse_folder(flag, path)?;
+    refuse_folder_or_socket(flag, path)?;
     let special = std::fs::symlink_metadata(path)
         .ok()
         .and_then(|meta| looptrace::output::special_kind(meta.file_type()));
@@ -134,6 +139,20 @@ pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<()
         ))),
         _ => Ok(()),
     }
+}
+
+/// Fails when the MCP servers of `tools` could not write their logs in `dir` (`flag` names it):
+/// `dir` is not a folder, or a server's log there is not a regular file (a named pipe would
+/// block the server's start).
+pub fn refuse_blocked_logs(flag: &str, tools: &ToolsFile, dir: &Path) -> Result<(), CliError> {
+    if tools.mcp_servers().is_empty() {
+        return Ok(());
+    }
+    refuse_file_as_folder(flag, dir, "the MCP servers' logs are written there")?;
+    for server in tools.mcp_servers() {
+        refuse_not_regular(flag, &server.log_path(dir))?;
+    }
+    Ok(())
 }
 
 /// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input

@@ -208,10 +208,11 @@ pub fn run(args: ReplayArgs) -> CliResult {
     let mut gate = args.gate.command_gate();
     let mut gate_noted = gate.is_some() || args.tools != ToolsArg::Live || args.quiet;
     let builtin = ToolRegistry::builtin();
-    let task_tools = args
-        .tools_file
-        .load()?
-        .map(|file| TaskTools::new(file, args.tools_file.log_dir.clone()));
+    let tools_file = args.tools_file.load()?;
+    if let (Some(file), Some(dir)) = (&tools_file, &args.tools_file.log_dir) {
+        super::output_checks::refuse_blocked_logs("--log-dir", file, dir)?;
+    }
+    let task_tools = tools_file.map(|file| TaskTools::new(file, args.tools_file.log_dir.clone()));
     let mode = match args.tools {
         ToolsArg::Live => ToolSource::Live(&builtin).mode(),
         ToolsArg::Recorded => ToolSource::Recorded.mode(),

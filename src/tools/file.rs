@@ -105,6 +105,13 @@ pub struct McpServerConfig {
 }
 
 impl McpServerConfig {
+    /// Where the server's stderr goes when logs are kept in `dir`.
+    pub fn log_path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("mcp-{}.log", self.name))
+    }
+}
+
+impl McpServerConfig {
     /// Whether the server depends on the task's working folder, so it starts once per task
     /// rather than once per suite.
     pub fn per_task(&self) -> bool {

@@ -1115,6 +1115,30 @@ fn an_eval_into_a_hard_linked_copy_leaves_the_original_as_it_was() {
             .status()
             .unwrap();
         assert!(linked.success());
+        // Another evaluation's rerun into the copy copies its carried traces over the linked ones.
+        let other = dir.path().join(format!("other-{layout}"));
+        let layout_args = ["--trace-layout", layout];
+        let output = cli!(
+            "eval",
+            &suite,
+            "--out",
+            &other,
+            layout_args[0],
+            layout_args[1],
+            "-q"
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let output = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            other.join("results.json"),
+            "--out",
+            &copy,
+            "-q"
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert_eq!(crate::support::files_under(&original), before, "{layout}");
         let fixed = suite_fixed(dir.path());
         let rerun = cli!(
             "eval",
@@ -1136,6 +1160,114 @@ fn an_eval_into_a_hard_linked_copy_leaves_the_original_as_it_was() {
         assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
         assert_eq!(crate::support::files_under(&original), before, "{layout}");
     }
+}
+
+#[test]
+fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // An MCP server is never started here: every case is refused first.
+    std::fs::write(
+        dir.path().join("tools.json"),
+        r#"{"mcp_servers":[{"name":"m","command":["sh"]}]}"#,
+    )
+    .unwrap();
+    let suite = dir.path().join("suite.json");
+    std::fs::write(
+        &suite,
+        json!({"name": "l", "tools": "tools.json", "tasks": [
+            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let blocked_logs = dir.path().join("logs-file");
+    std::fs::create_dir_all(&blocked_logs).unwrap();
+    std::fs::write(blocked_logs.join("logs"), "not a folder").unwrap();
+    let piped_log = dir.path().join("logs-pipe");
+    std::fs::create_dir_all(piped_log.join("logs")).unwrap();
+    Blocker::Pipe.make(&piped_log.join("logs/mcp-m.log"));
+    for (out, says) in [
+        (
+            &blocked_logs,
+            "logs` is not a folder, and the MCP servers' logs are written there",
+        ),
+        (
+            &piped_log,
+            "mcp-m.log` is a named pipe (FIFO), not a regular file",
+        ),
+    ] {
+        let before = entries_under(out);
+        let output = within_a_minute(&[
+            "eval".as_ref(),
+            suite.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert_refused(&output, says);
+        assert_eq!(entries_under(out), before, "nothing made");
+    }
+    let tools_file = dir.path().join("tools.json");
+    let log_dir = piped_log.join("logs");
+    let output = within_a_minute(&[
+        "tools".as_ref(),
+        "--tools-file".as_ref(),
+        tools_file.as_os_str(),
+        "--log-dir".as_ref(),
+        log_dir.as_os_str(),
+    ]);
+    assert_refused(&output, "--log-dir: ");
+
+    // A socket is no report file; a pipe or a device is, and a device takes both.
+    let plain = suite_fixed(dir.path());
+    let socket = dir.path().join("report.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let out = dir.path().join("out");
+    for flag in ["--junit", "--html"] {
+        let output = cli!("eval", &plain, "--out", &out, flag, &socket, "-q");
+        assert_refused(&output, &format!("{flag}: `"));
+        assert!(
+            stderr(&output).contains("is a socket, not a file"),
+            "{}",
+            stderr(&output)
+        );
+        assert!(!out.exists(), "nothing written");
+    }
+    let output = cli!(
+        "eval",
+        &plain,
+        "--out",
+        &out,
+        "--junit",
+        "/dev/null",
+        "--html",
+        "/dev/null",
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Merged results are a file to keep: a pipe is refused, not waited on.
+    let merged_pipe = dir.path().join("merged.pipe");
+    Blocker::Pipe.make(&merged_pipe);
+    let results = out.join("results.json");
+    let output = within_a_minute(&[
+        "merge".as_ref(),
+        results.as_os_str(),
+        "--out".as_ref(),
+        merged_pipe.as_os_str(),
+    ]);
+    assert_refused(&output, "is a named pipe (FIFO), not a regular file");
+    let merged = dir.path().join("merged.json");
+    let output = cli!("merge", &results, "--out", &merged, "--junit", &socket);
+    assert_refused(&output, "--junit: ");
+    assert!(!merged.exists());
+    // `DIR/traces` that is a file is named as such.
+    let traces_file = dir.path().join("traces-file");
+    std::fs::create_dir_all(&traces_file).unwrap();
+    std::fs::write(traces_file.join("traces"), "not a folder").unwrap();
+    let output = cli!("eval", &plain, "--out", &traces_file, "-q");
+    assert_refused(
+        &output,
+        "traces` is not a folder, and eval writes its traces there",
+    );
 }
 
 /// The suite of [`a_rerun_from_merged_results_needs_the_shards_traces_beside_them`] with every

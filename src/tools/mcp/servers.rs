@@ -131,7 +131,7 @@ impl Running {
                         format!("cannot make the log folder `{}`: {err}", dir.display()),
                     )
                 })?;
-                Some(dir.join(format!("mcp-{}.log", config.name)))
+                Some(config.log_path(dir))
             }
         };
         let launch = Launch {
