@@ -517,6 +517,22 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     probe_report_files(true)?;
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
+    // Held until the process ends.
+    let _lock = match looptrace::eval::lock_folder(&out) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => {
+            return Err(CliError::input(format!(
+                "--out `{}` is in use by another looptrace eval (it holds the folder's lock): wait for it to end, or choose another --out",
+                out.display()
+            )));
+        }
+        Err(err) => {
+            return Err(CliError::input(format!(
+                "--out `{}`: cannot open the folder: {err}",
+                out.display()
+            )));
+        }
+    };
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     probe_report_files(false)?;

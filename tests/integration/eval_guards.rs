@@ -1270,6 +1270,43 @@ fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_r
     );
 }
 
+#[test]
+fn one_evaluation_at_a_time_writes_an_output_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
+    let before = crate::support::files_under(&out);
+    // Another process evaluating into the folder holds its lock.
+    let held = looptrace::eval::lock_folder(&out).unwrap().unwrap();
+    for extra in [&[][..], &["--resume"]] {
+        let output = crate::support::looptrace()
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(extra)
+            .arg("-q")
+            .output()
+            .unwrap();
+        assert_refused(&output, "is in use by another looptrace eval");
+        assert_eq!(crate::support::files_under(&out), before, "{extra:?}");
+    }
+    let output = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "nothing to rerun: nothing written"
+    );
+    drop(held);
+    let output = cli!("eval", &suite, "--out", &out, "-q");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
 /// The suite of [`a_rerun_from_merged_results_needs_the_shards_traces_beside_them`] with every
 /// expectation met.
 fn suite_fixed(dir: &Path) -> PathBuf {
