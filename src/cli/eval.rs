@@ -297,6 +297,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                 // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
                 // older copy of them names fewer.
                 if layout == TraceLayout::Single && same_file(path, &results_path) {
+                    let _lock = lock_output(&out)?;
                     tidy_after_crashed_rerun(&out, previous)?;
                 }
                 print_report(previous, None, None, args.format, args.quiet)?;
@@ -518,21 +519,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     probe_report_files(true)?;
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Held until the process ends.
-    let _lock = match looptrace::eval::lock_folder(&out) {
-        Ok(Some(lock)) => lock,
-        Ok(None) => {
-            return Err(CliError::input(format!(
-                "--out `{}` is in use by another looptrace eval (it holds the folder's lock): wait for it to end, or choose another --out",
-                out.display()
-            )));
-        }
-        Err(err) => {
-            return Err(CliError::input(format!(
-                "--out `{}`: cannot open the folder: {err}",
-                out.display()
-            )));
-        }
-    };
+    let _lock = lock_output(&out)?;
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     probe_report_files(false)?;
@@ -1744,6 +1731,22 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
         }
     }
     Ok(())
+}
+
+/// Takes the lock that lets one evaluation at a time write `out`; fails (exit 2) while another
+/// holds it.
+fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    match looptrace::eval::lock_folder(out) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(CliError::input(format!(
+            "--out `{}` is in use by another looptrace eval (it holds the folder's lock): wait for it to end, or choose another --out",
+            out.display()
+        ))),
+        Err(err) => Err(CliError::input(format!(
+            "--out `{}`: cannot open the folder: {err}",
+            out.display()
+        ))),
+    }
 }
 
 /// Whether `path` is a character or block device (`/dev/null`), which any number of outputs

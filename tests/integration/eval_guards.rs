@@ -1303,6 +1303,31 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         "nothing to rerun: nothing written"
     );
     drop(held);
+    // With one trace file, "nothing to rerun" still tidies what a crashed rerun left: it waits
+    // its turn too.
+    let single = dir.path().join("single");
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        &single,
+        "--trace-layout",
+        "single",
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let before = crate::support::files_under(&single);
+    let held = looptrace::eval::lock_folder(&single).unwrap().unwrap();
+    let output = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        single.join("results.json"),
+        "-q"
+    );
+    assert_refused(&output, "is in use by another looptrace eval");
+    assert_eq!(crate::support::files_under(&single), before);
+    drop(held);
     let output = cli!("eval", &suite, "--out", &out, "-q");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
