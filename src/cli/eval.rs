@@ -11,8 +11,9 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::output_checks::{
-    Inputs, folder_of, named_traces, probe_writable, refuse_blocked_logs, refuse_file_as_folder,
-    refuse_folder_or_socket, refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
+    Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
+    refuse_file_as_folder, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
+    refuse_traces_as_outputs,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -296,9 +297,16 @@ pub fn run(args: EvalArgs) -> CliResult {
                 );
                 // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
                 // older copy of them names fewer.
-                if layout == TraceLayout::Single && same_file(path, &results_path) {
+                let partial = out.join(PARTIAL_NAME);
+                // Only tidying takes the folder's lock: a rerun that writes nothing need not
+                // wait for one.
+                let tidies = layout == TraceLayout::Single || partial.exists();
+                if tidies && same_file(path, &results_path) {
                     let _lock = lock_output(&out)?;
-                    tidy_after_crashed_rerun(&out, previous)?;
+                    if layout == TraceLayout::Single {
+                        tidy_after_crashed_rerun(&out, previous)?;
+                    }
+                    remove_crashed_rerun_partial(&partial);
                 }
                 print_report(previous, None, None, args.format, args.quiet)?;
                 return Ok(if settled {
@@ -520,6 +528,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     // Held until the process ends.
     let _lock = lock_output(&out)?;
+    // A rerun into another folder reads the results' folder until its end (the carried traces
+    // are copied last): no evaluation may rewrite it meanwhile.
+    let _reading = match &args.rerun_failed {
+        Some(path) if !same_file(&folder_of(path), &out) => Some(lock_read(&folder_of(path))?),
+        _ => None,
+    };
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     probe_report_files(false)?;
@@ -1147,6 +1161,27 @@ fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), Cli
     Ok(())
 }
 
+/// Removes the partial file a crashed rerun left beside results that need nothing more: no
+/// command resumes it (`--resume` refuses a rerun's partial file), and while it stays, `--resume`
+/// sends the user back to the rerun. A partial file of a plain evaluation is left for `--resume`.
+fn remove_crashed_rerun_partial(partial: &Path) {
+    let Ok(Some(read)) = read_partial(partial) else {
+        return;
+    };
+    if read.header.rerun_failed.is_some() {
+        match std::fs::remove_file(partial) {
+            Ok(()) => eprintln!(
+                "removed `{}`, which an interrupted rerun left",
+                partial.display()
+            ),
+            Err(err) => eprintln!(
+                "warning: failed to remove `{}`, which an interrupted rerun left: {err}",
+                partial.display()
+            ),
+        }
+    }
+}
+
 /// The trace layout of a rerun: that of the results it updates (told by their rows' `trace`),
 /// which `--trace-layout`, when given, must name. Rows without a trace say nothing.
 fn rerun_layout(
@@ -1211,12 +1246,18 @@ fn resume_rows(
     let repeats = settings.repeats;
     let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
         let results_path = out.join("results.json");
-        return Ok(match read_results(&results_path) {
-            Ok(previous) if previous.suite == *info && !previous.interrupted => {
-                Resumable::Complete(Box::new(previous))
-            }
-            _ => Resumable::Nothing,
-        });
+        return match read_results(&results_path) {
+            Ok(previous) if previous.suite != *info => Err(CliError::input(format!(
+                "--resume: `{}` is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume to replace it",
+                results_path.display(),
+                previous.suite.name,
+                previous.suite.short_fingerprint(),
+                info.name,
+                info.short_fingerprint()
+            ))),
+            Ok(previous) if !previous.interrupted => Ok(Resumable::Complete(Box::new(previous))),
+            _ => Ok(Resumable::Nothing),
+        };
     };
     let header = &partial.header;
     let refuse = |why: String| {
@@ -1734,27 +1775,45 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
 }
 
 /// Takes the lock that lets one evaluation at a time write `out`; fails (exit 2) while another
-/// holds it.
+/// holds it, or while a rerun reads it.
 fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
-    match looptrace::eval::lock_folder(out) {
-        Ok(Some(lock)) => Ok(lock),
-        Ok(None) => Err(CliError::input(format!(
-            "--out `{}` is in use by another looptrace eval (it holds the folder's lock): wait for it to end, or choose another --out",
-            out.display()
-        ))),
-        Err(err) => Err(CliError::input(format!(
-            "--out `{}`: cannot open the folder: {err}",
-            out.display()
-        ))),
-    }
+    lock_or_refuse(
+        out,
+        looptrace::eval::LockMode::Write,
+        "--out",
+        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end, or choose another --out",
+    )
 }
 
-/// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
-/// may be written to.
-fn is_device(path: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.file_type().is_char_device() || meta.file_type().is_block_device())
+/// Takes the lock that keeps evaluations from writing `folder` while this one reads it; fails
+/// (exit 2) while one writes it.
+fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    lock_or_refuse(
+        folder,
+        looptrace::eval::LockMode::Read,
+        "--rerun-failed",
+        "is being written by another looptrace eval: wait for it to end",
+    )
+}
+
+/// Locks `folder` in `mode`, or fails (exit 2) saying it `busy` under `flag`.
+fn lock_or_refuse(
+    folder: &Path,
+    mode: looptrace::eval::LockMode,
+    flag: &str,
+    busy: &str,
+) -> Result<looptrace::eval::FolderLock, CliError> {
+    match looptrace::eval::lock_folder(folder, mode) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(CliError::input(format!(
+            "{flag} `{}` {busy}",
+            folder.display()
+        ))),
+        Err(err) => Err(CliError::input(format!(
+            "{flag} `{}`: cannot open the folder: {err}",
+            folder.display()
+        ))),
+    }
 }
 
 /// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.

@@ -8,8 +8,8 @@ use clap::Args;
 use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
 use super::output_checks::{
-    Inputs, folder_of, probe_writable, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
-    refuse_traces_as_outputs,
+    Inputs, folder_of, is_device, probe_writable, refuse_folder_or_socket, refuse_not_regular,
+    refuse_symlink, refuse_traces_as_outputs,
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
@@ -78,6 +78,8 @@ pub fn merge(args: MergeArgs) -> CliResult {
         if let Some((earlier, _)) = outputs[..n]
             .iter()
             .find(|(_, other)| *other == output || same_file(other, output))
+            // A device (`/dev/null`) takes any number of them.
+            .filter(|_| !is_device(output))
         {
             return Err(CliError::input(format!(
                 "{flag} `{}` is the {earlier} file too: choose another file",

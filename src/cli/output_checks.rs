@@ -155,6 +155,14 @@ pub fn refuse_blocked_logs(flag: &str, tools: &ToolsFile, dir: &Path) -> Result<
     Ok(())
 }
 
+/// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
+/// may be written to.
+pub fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.file_type().is_char_device() || meta.file_type().is_block_device())
+}
+
 /// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input
 /// of the command (`--html` reads it, `report` after it), or a run that results still name. Only
 /// outputs that exist can be one; they are compared by device and inode.

@@ -25,7 +25,7 @@ mod suite_split;
 pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
-pub use folder_lock::{FolderLock, lock_folder};
+pub use folder_lock::{FolderLock, LockMode, lock_folder};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,

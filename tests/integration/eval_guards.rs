@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use looptrace::eval::ResultsFile;
+use looptrace::eval::{LockMode, ResultsFile};
 use serde_json::json;
 
 use crate::support::{cli, stderr};
@@ -87,6 +87,17 @@ const OTHER_SHARDS: [(&[&str], &str); 2] = [
     ),
     (&[], "written with --shard 1/2, this eval has no --shard"),
 ];
+
+/// `eval SUITE --rerun-failed OUT/results.json -q`: a rerun that updates OUT in place.
+fn rerun_in_place(suite: &Path, out: &Path) -> Output {
+    cli!(
+        "eval",
+        suite,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    )
+}
 
 fn assert_refused(output: &Output, says: &str) {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
@@ -707,11 +718,48 @@ fn resume_refuses_complete_results_of_another_command_line() {
         assert_refused(&output, says);
         assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
     }
+    // Nor results of another suite (or of this one since edited).
+    let other = self::suite(dir.path(), "other.json", &["a", "b", "c", "d"], &[]);
+    let output = resume(&other, &out, &["--shard", "1/2"]);
+    assert_refused(&output, "--resume: `");
+    assert!(
+        stderr(&output).contains("run without --resume to replace it"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), before);
     let same = cli!(
         "eval", &suite, "--out", &out, "--shard", "1/2", "--resume", "-q"
     );
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     assert!(stderr(&same).contains("nothing to resume"));
+}
+
+#[test]
+fn nothing_to_rerun_removes_the_partial_file_a_crashed_rerun_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    let out = dir.path().join("out");
+    // A partial file's header, as a rerun that crashed after replacing the results leaves it.
+    crashed_before_the_second_row(&suite, &out, &[]);
+    let partial = out.join("results.partial.jsonl");
+    let text = std::fs::read_to_string(&partial).unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let output = cli!("eval", &suite, "--out", &out, "-q");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    for (rerun_failed, removed) in [(json!(null), false), (json!("out/results.json"), true)] {
+        header["rerun_failed"] = rerun_failed;
+        std::fs::write(&partial, format!("{header}\n")).unwrap();
+        let output = rerun_in_place(&suite, &out);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("nothing to rerun"),
+            "{}",
+            stderr(&output)
+        );
+        // A plain evaluation's partial file is `--resume`'s to use; a rerun's is no one's.
+        assert_eq!(!partial.exists(), removed, "{}", stderr(&output));
+    }
 }
 
 #[test]
@@ -734,13 +782,7 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
         Some(0)
     );
     let after = suite(dir.path(), "after.json", &["a", "new", "b"], &[]);
-    let output = cli!(
-        "eval",
-        &after,
-        "--rerun-failed",
-        out.join("results.json"),
-        "-q"
-    );
+    let output = rerun_in_place(&after, &out);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let updated = results(&out.join("results.json"));
     let rows: Vec<(&str, bool)> = updated
@@ -764,13 +806,7 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
     );
     assert_eq!(narrowed.status.code(), Some(0), "{}", stderr(&narrowed));
     let later = suite(dir.path(), "later.json", &["a", "new", "b", "later"], &[]);
-    let output = cli!(
-        "eval",
-        &later,
-        "--rerun-failed",
-        out.join("results.json"),
-        "-q"
-    );
+    let output = rerun_in_place(&later, &out);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(out.join("traces/later.jsonl").is_file());
     assert_eq!(results(&out.join("results.json")).tasks.len(), 4);
@@ -783,13 +819,7 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
             .code(),
         Some(0)
     );
-    let output = cli!(
-        "eval",
-        &after,
-        "--rerun-failed",
-        chosen.join("results.json"),
-        "-q"
-    );
+    let output = rerun_in_place(&after, &chosen);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("nothing to rerun"));
 }
@@ -1140,13 +1170,7 @@ fn an_eval_into_a_hard_linked_copy_leaves_the_original_as_it_was() {
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
         assert_eq!(crate::support::files_under(&original), before, "{layout}");
         let fixed = suite_fixed(dir.path());
-        let rerun = cli!(
-            "eval",
-            &fixed,
-            "--rerun-failed",
-            copy.join("results.json"),
-            "-q"
-        );
+        let rerun = rerun_in_place(&fixed, &copy);
         assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
         let again = cli!(
             "eval",
@@ -1259,6 +1283,17 @@ fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_r
     let output = cli!("merge", &results, "--out", &merged, "--junit", &socket);
     assert_refused(&output, "--junit: ");
     assert!(!merged.exists());
+    let output = cli!(
+        "merge",
+        &results,
+        "--out",
+        &merged,
+        "--junit",
+        "/dev/null",
+        "--html",
+        "/dev/null"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // `DIR/traces` that is a file is named as such.
     let traces_file = dir.path().join("traces-file");
     std::fs::create_dir_all(&traces_file).unwrap();
@@ -1276,7 +1311,9 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
     let before = crate::support::files_under(&out);
     // Another process evaluating into the folder holds its lock.
-    let held = looptrace::eval::lock_folder(&out).unwrap().unwrap();
+    let held = looptrace::eval::lock_folder(&out, LockMode::Write)
+        .unwrap()
+        .unwrap();
     for extra in [&[][..], &["--resume"]] {
         let output = crate::support::looptrace()
             .arg("eval")
@@ -1290,19 +1327,52 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         assert_refused(&output, "is in use by another looptrace eval");
         assert_eq!(crate::support::files_under(&out), before, "{extra:?}");
     }
-    let output = cli!(
-        "eval",
-        &suite,
-        "--rerun-failed",
-        out.join("results.json"),
-        "-q"
-    );
+    let output = rerun_in_place(&suite, &out);
     assert_eq!(
         output.status.code(),
         Some(0),
         "nothing to rerun: nothing written"
     );
     drop(held);
+    // A rerun into another folder reads the results' folder to its end: not while it is
+    // written, and no eval writes it meanwhile.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let (failing, failed) = evaluated(&sub, "failed", &["a", "b"], &["b"]);
+    let results = failed.join("results.json");
+    let elsewhere = dir.path().join("elsewhere");
+    let rerun_elsewhere = || {
+        cli!(
+            "eval",
+            &failing,
+            "--rerun-failed",
+            &results,
+            "--out",
+            &elsewhere,
+            "-q"
+        )
+    };
+    let writing = looptrace::eval::lock_folder(&failed, LockMode::Write)
+        .unwrap()
+        .unwrap();
+    assert_refused(
+        &rerun_elsewhere(),
+        "is being written by another looptrace eval",
+    );
+    drop(writing);
+    let reading = looptrace::eval::lock_folder(&failed, LockMode::Read)
+        .unwrap()
+        .unwrap();
+    let output = cli!("eval", &failing, "--out", &failed, "-q");
+    assert_refused(&output, "is in use by another looptrace eval");
+    let output = rerun_elsewhere();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "two readers: {}",
+        stderr(&output)
+    );
+    drop(reading);
     // With one trace file, "nothing to rerun" still tidies what a crashed rerun left: it waits
     // its turn too.
     let single = dir.path().join("single");
@@ -1317,14 +1387,10 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let before = crate::support::files_under(&single);
-    let held = looptrace::eval::lock_folder(&single).unwrap().unwrap();
-    let output = cli!(
-        "eval",
-        &suite,
-        "--rerun-failed",
-        single.join("results.json"),
-        "-q"
-    );
+    let held = looptrace::eval::lock_folder(&single, LockMode::Write)
+        .unwrap()
+        .unwrap();
+    let output = rerun_in_place(&suite, &single);
     assert_refused(&output, "is in use by another looptrace eval");
     assert_eq!(crate::support::files_under(&single), before);
     drop(held);
