@@ -358,12 +358,22 @@ pub fn run(args: EvalArgs) -> CliResult {
             .map(|k| out.join("traces").join(format!("r{k}")))
             .collect(),
     };
-    let existing_traces = trace_folders
+    // Each with its kind as the listing gives it, so that checking thousands costs no call each.
+    let existing_traces: Vec<(PathBuf, Option<std::fs::FileType>)> = trace_folders
         .iter()
         .flat_map(|folder| std::fs::read_dir(folder).into_iter().flatten())
         .filter_map(|entry| entry.ok())
         .filter(|entry| is_trace_of(&trace_names, &entry.file_name().to_string_lossy()))
-        .map(|entry| ("--out", entry.path()));
+        .map(|entry| (entry.path(), entry.file_type().ok()))
+        .collect();
+    // A trace is written as a new file when it has other links (`output::create_fresh`), so only
+    // its kind matters: a regular file is replaced or truncated, anything else is refused.
+    for (trace, kind) in &existing_traces {
+        if kind.is_none_or(|kind| !kind.is_file()) {
+            refuse_symlink("eval", "--out", trace)?;
+            refuse_not_regular("--out", trace)?;
+        }
+    }
     let partial_path = out.join(PARTIAL_NAME);
     let single_path = out.join(SINGLE_TRACE);
     let outputs = [
@@ -377,7 +387,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     let outputs: Vec<(&str, PathBuf)> = outputs
         .into_iter()
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
-        .chain(existing_traces)
         .collect();
     for (flag, output) in &outputs {
         refuse_symlink("eval", flag, output)?;
@@ -388,6 +397,10 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
         inputs.refuse_overwriting(flag, output)?;
     }
+    let outputs: Vec<(&str, PathBuf)> = outputs
+        .into_iter()
+        .chain(existing_traces.into_iter().map(|(trace, _)| ("--out", trace)))
+        .collect();
     // Each repeat writes its traces in a folder of its own, and each task works in one under
     // `DIR/work` when the tools file has a template: all made once tasks run.
     for folder in trace_folders.iter().skip_while(|_| repeats == 1) {

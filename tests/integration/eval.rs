@@ -749,7 +749,7 @@ fn eval_refuses_to_overwrite_a_recording_it_replays() {
     let output = eval(&[suite.to_str().unwrap()], dir.path());
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("--out would overwrite the input"),
+        stderr(&output).contains("traces/t1.jsonl` is in this eval's own"),
         "{}",
         stderr(&output)
     );
