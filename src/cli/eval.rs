@@ -336,13 +336,13 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let input_paths = &inputs;
     let inputs = Inputs::of(input_paths);
-    // Borrowed ids, not built file names: the set is as large as the suite.
-    // Built only if a folder it is checked against holds files: a new one holds none.
     // A rerun into another folder also writes there the traces of the rows it carries over.
     let carried_elsewhere = match (&previous, &args.rerun_failed) {
         (Some(previous), Some(path)) if !same_file(&folder_of(path), &out) => Some(&previous.tasks),
         _ => None,
     };
+    // Borrowed ids, not built file names: the set is as large as the suite.
+    // Built only if a folder it is checked against holds files: a new one holds none.
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
         let carried = carried_elsewhere.into_iter().flatten();
         selected
@@ -399,7 +399,11 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let outputs: Vec<(&str, PathBuf)> = outputs
         .into_iter()
-        .chain(existing_traces.into_iter().map(|(trace, _)| ("--out", trace)))
+        .chain(
+            existing_traces
+                .into_iter()
+                .map(|(trace, _)| ("--out", trace)),
+        )
         .collect();
     // Each repeat writes its traces in a folder of its own, and each task works in one under
     // `DIR/work` when the tools file has a template: all made once tasks run.
@@ -1334,7 +1338,7 @@ fn resume_rows(
     // Rows this evaluation never writes (a task it does not run, a `repeat` it does not give, a
     // run twice): the file was edited. They are not kept, so results keep the rule of rows.
     let mut foreign = 0usize;
-    let mut seen = HashSet::new();
+    let mut seen = vec![false; rows.len()];
     for row in partial.rows {
         let repeat = row.repeat.unwrap_or(1);
         let fits = row.repeat.is_some() == (repeats > 1) && (1..=repeats).contains(&repeat);
@@ -1342,7 +1346,7 @@ fn resume_rows(
             foreign += 1;
             continue;
         };
-        if !seen.insert(position(task, repeat)) {
+        if std::mem::replace(&mut seen[position(task, repeat)], true) {
             // The run twice: neither row is kept, so the run runs again.
             foreign += 1;
             rows[position(task, repeat)] = None;
