@@ -116,11 +116,16 @@ pub fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), CliError> 
 /// Fails when an output file the command keeps (results, traces) is there but is not a regular
 /// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
 pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), CliError> {
-    refuse_folder_or_socket(flag, path)?;
-    let special = std::fs::symlink_metadata(path)
-        .ok()
-        .and_then(|meta| looptrace::output::special_kind(meta.file_type()));
-    match special {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return Err(CliError::input(format!(
+            "{flag}: `{}` is a folder, not a file",
+            path.display()
+        )));
+    }
+    match looptrace::output::special_kind(meta.file_type()) {
         Some(what) => Err(CliError::input(format!(
             "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
             path.display()
