@@ -245,6 +245,19 @@ pub fn run(args: EvalArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    // A rerun takes its folders' locks before it reads the results: an evaluation finishing
+    // in between would leave it carrying rows whose runs are gone. In place, it writes that
+    // folder; into another, it reads it to its end (the carried traces are copied last).
+    let mut rerun_lock = None;
+    let mut _reading = None;
+    // A folder that cannot be opened holds no results: reading them says so.
+    if let Some(path) = args.rerun_failed.as_ref().filter(|p| folder_of(p).is_dir()) {
+        let source = folder_of(path);
+        match &args.out {
+            Some(out) if !same_file(&source, out) => _reading = Some(lock_read(&source)?),
+            _ => rerun_lock = Some(lock_output(&source)?),
+        }
+    }
     let previous = match &args.rerun_failed {
         Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
@@ -298,11 +311,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                 // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
                 // older copy of them names fewer.
                 let partial = out.join(PARTIAL_NAME);
-                // Only tidying takes the folder's lock: a rerun that writes nothing need not
-                // wait for one.
-                let tidies = layout == TraceLayout::Single || partial.exists();
-                if tidies && same_file(path, &results_path) {
-                    let _lock = lock_output(&out)?;
+                if same_file(path, &results_path) {
                     if layout == TraceLayout::Single {
                         tidy_after_crashed_rerun(&out, previous)?;
                     }
@@ -543,13 +552,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     probe_report_files(true)?;
     let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
-    // Held until the process ends.
-    let _lock = lock_output(&out)?;
-    // A rerun into another folder reads the results' folder until its end (the carried traces
-    // are copied last): no evaluation may rewrite it meanwhile.
-    let _reading = match &args.rerun_failed {
-        Some(path) if !same_file(&folder_of(path), &out) => Some(lock_read(&folder_of(path))?),
-        _ => None,
+    // Held until the process ends (an in-place rerun holds it since it began).
+    let _lock = match rerun_lock {
+        Some(lock) => lock,
+        None => lock_output(&out)?,
     };
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
@@ -580,10 +586,9 @@ pub fn run(args: EvalArgs) -> CliResult {
     } else {
         None
     };
-    if args.resume || previous.is_some() {
-        // What a crashed evaluation or rerun was writing aside; never a file results name.
-        remove_crash_leftovers(&out);
-    }
+    // What a crashed evaluation or rerun was writing aside (never a file results name): no
+    // other evaluation writes here while this one holds the folder's lock.
+    remove_crash_leftovers(&out);
     if let Some(resumable) = resumable {
         match resumable {
             Resumable::Rows(rows) => kept = rows,

@@ -736,6 +736,30 @@ fn resume_refuses_complete_results_of_another_command_line() {
 }
 
 #[test]
+fn a_plain_eval_removes_what_a_crash_while_replacing_the_results_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    let out = dir.path().join("out");
+    let crashed = crate::support::looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .env("LOOPTRACE_FAULT", "abort_in_results_write")
+        .output()
+        .unwrap();
+    assert_ne!(crashed.status.code(), Some(0), "{}", stderr(&crashed));
+    assert!(
+        !crate::support::leftovers(&out).is_empty(),
+        "the crash left a temporary file"
+    );
+    let output = cli!("eval", &suite, "--out", &out, "-q");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(crate::support::leftovers(&out), Vec::<String>::new());
+}
+
+#[test]
 fn nothing_to_rerun_removes_the_partial_file_a_crashed_rerun_left() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
@@ -1327,11 +1351,13 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         assert_refused(&output, "is in use by another looptrace eval");
         assert_eq!(crate::support::files_under(&out), before, "{extra:?}");
     }
+    // A rerun reads the results only once it holds the lock: not while they are rewritten.
     let output = rerun_in_place(&suite, &out);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "nothing to rerun: nothing written"
+    assert_refused(&output, "is in use by another looptrace eval");
+    assert!(
+        !stderr(&output).contains("nothing to rerun"),
+        "{}",
+        stderr(&output)
     );
     drop(held);
     // A rerun into another folder reads the results' folder to its end: not while it is
@@ -1359,6 +1385,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         &rerun_elsewhere(),
         "is being written by another looptrace eval",
     );
+    assert!(!elsewhere.exists(), "nothing made");
     drop(writing);
     let reading = looptrace::eval::lock_folder(&failed, LockMode::Read)
         .unwrap()
