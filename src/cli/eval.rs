@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
+use super::crash_leftovers::{
+    remove_crash_leftovers, remove_crashed_rerun_partial, tidy_after_crashed_rerun,
+};
+use super::folder_locks::{lock_output, lock_read};
 use super::output_checks::{
     Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
     refuse_file_as_folder, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
@@ -24,8 +28,8 @@ use looptrace::eval::{
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
     ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards,
     load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial, read_results,
-    remove_stale_traces, run_tasks, runs_in, select_tasks, still_owed, suite_info, summary_line,
-    trace_path, write_junit, write_results,
+    remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info, summary_line, trace_path,
+    write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -1120,20 +1124,6 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// Removes the temporary files a crash left in the output folder while `results.json`, the
-/// partial file or the single trace file was being replaced (`.NAME.tmp-PID-N`).
-fn remove_crash_leftovers(out: &Path) {
-    let prefixes = ["results.json", PARTIAL_NAME, SINGLE_TRACE].map(|name| format!(".{name}.tmp-"));
-    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if prefixes.iter().any(|p| name.starts_with(p))
-            && entry.file_type().is_ok_and(|t| t.is_file())
-        {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
 /// A rerun's new runs of the single layout, written beside `traces.jsonl` until they join it.
 /// Removed however the evaluation ends; what a crash leaves, the next rerun or `--resume` removes.
 struct RunsAside(PathBuf);
@@ -1141,66 +1131,6 @@ struct RunsAside(PathBuf);
 impl Drop for RunsAside {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// What a rerun that crashed after replacing `results.json` leaves with the single layout: the
-/// rerun tasks' earlier runs still in `traces.jsonl`, and temporary files. A rerun that then finds
-/// nothing to run removes them, so the folder holds the runs its results name.
-fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(), CliError> {
-    let single = out.join(SINGLE_TRACE);
-    let found = match std::fs::symlink_metadata(&single) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
-        Ok(meta) if !meta.is_file() => {
-            return Err(CliError::input(format!(
-                "--rerun-failed: `{}` is not a regular file (a link, folder or device), and eval never rewrites one",
-                single.display()
-            )));
-        }
-        _ => true,
-    };
-    remove_crash_leftovers(out);
-    if !found {
-        return Ok(());
-    }
-    let failed = |err: std::io::Error| {
-        CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
-    };
-    let named: HashSet<String> = results
-        .tasks
-        .iter()
-        .filter_map(|t| t.run_id.clone())
-        .collect();
-    let extra = runs_in(&single).map_err(failed)?.difference(&named).count();
-    if extra > 0 {
-        keep_runs(&single, &named).map_err(failed)?;
-        eprintln!(
-            "removed {} from `{}` that an interrupted rerun left (its results name none of them)",
-            looptrace::plural(extra as u64, "run", "runs"),
-            single.display()
-        );
-    }
-    Ok(())
-}
-
-/// Removes the partial file a crashed rerun left beside results that need nothing more: no
-/// command resumes it (`--resume` refuses a rerun's partial file), and while it stays, `--resume`
-/// sends the user back to the rerun. A partial file of a plain evaluation is left for `--resume`.
-fn remove_crashed_rerun_partial(partial: &Path) {
-    let Ok(Some(read)) = read_partial(partial) else {
-        return;
-    };
-    if read.header.rerun_failed.is_some() {
-        match std::fs::remove_file(partial) {
-            Ok(()) => eprintln!(
-                "removed `{}`, which an interrupted rerun left",
-                partial.display()
-            ),
-            Err(err) => eprintln!(
-                "warning: failed to remove `{}`, which an interrupted rerun left: {err}",
-                partial.display()
-            ),
-        }
     }
 }
 
@@ -1794,48 +1724,6 @@ fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliE
         }
     }
     Ok(())
-}
-
-/// Takes the lock that lets one evaluation at a time write `out`; fails (exit 2) while another
-/// holds it, or while a rerun reads it.
-fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
-    lock_or_refuse(
-        out,
-        looptrace::eval::LockMode::Write,
-        "--out",
-        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end, or choose another --out",
-    )
-}
-
-/// Takes the lock that keeps evaluations from writing `folder` while this one reads it; fails
-/// (exit 2) while one writes it.
-fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
-    lock_or_refuse(
-        folder,
-        looptrace::eval::LockMode::Read,
-        "--rerun-failed",
-        "is being written by another looptrace eval: wait for it to end",
-    )
-}
-
-/// Locks `folder` in `mode`, or fails (exit 2) saying it `busy` under `flag`.
-fn lock_or_refuse(
-    folder: &Path,
-    mode: looptrace::eval::LockMode,
-    flag: &str,
-    busy: &str,
-) -> Result<looptrace::eval::FolderLock, CliError> {
-    match looptrace::eval::lock_folder(folder, mode) {
-        Ok(Some(lock)) => Ok(lock),
-        Ok(None) => Err(CliError::input(format!(
-            "{flag} `{}` {busy}",
-            folder.display()
-        ))),
-        Err(err) => Err(CliError::input(format!(
-            "{flag} `{}`: cannot open the folder: {err}",
-            folder.display()
-        ))),
-    }
 }
 
 /// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.

@@ -5,10 +5,12 @@
 
 mod app;
 mod common;
+mod crash_leftovers;
 mod docs;
 mod error;
 mod eval;
 mod export;
+mod folder_locks;
 mod help;
 mod html;
 mod import;

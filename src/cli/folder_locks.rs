@@ -1,0 +1,48 @@
+//! The locks `eval` takes on the folders it writes and reads ([`looptrace::eval::lock_folder`]),
+//! and what it says when another evaluation holds one: exit 2, naming the folder.
+
+use std::path::Path;
+
+use super::CliError;
+
+/// Takes the lock that lets one evaluation at a time write `out`; fails (exit 2) while another
+/// holds it, or while a rerun reads it.
+pub fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    lock_or_refuse(
+        out,
+        looptrace::eval::LockMode::Write,
+        "--out",
+        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end, or choose another --out",
+    )
+}
+
+/// Takes the lock that keeps evaluations from writing `folder` while this one reads it; fails
+/// (exit 2) while one writes it.
+pub fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    lock_or_refuse(
+        folder,
+        looptrace::eval::LockMode::Read,
+        "--rerun-failed",
+        "is being written by another looptrace eval: wait for it to end",
+    )
+}
+
+/// Locks `folder` in `mode`, or fails (exit 2) saying it `busy` under `flag`.
+fn lock_or_refuse(
+    folder: &Path,
+    mode: looptrace::eval::LockMode,
+    flag: &str,
+    busy: &str,
+) -> Result<looptrace::eval::FolderLock, CliError> {
+    match looptrace::eval::lock_folder(folder, mode) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(CliError::input(format!(
+            "{flag} `{}` {busy}",
+            folder.display()
+        ))),
+        Err(err) => Err(CliError::input(format!(
+            "{flag} `{}`: cannot open the folder: {err}",
+            folder.display()
+        ))),
+    }
+}
