@@ -13,7 +13,7 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::crash_leftovers::{
     remove_crash_leftovers, remove_crashed_rerun_partial, tidy_after_crashed_rerun,
 };
-use super::folder_locks::{lock_output, lock_read};
+use super::folder_locks::{lock_output, lock_read, lock_rerun_in_place};
 use super::output_checks::{
     Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
     refuse_file_as_folder, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
@@ -259,7 +259,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         let source = folder_of(path);
         match &args.out {
             Some(out) if !same_file(&source, out) => _reading = Some(lock_read(&source)?),
-            _ => rerun_lock = Some(lock_output(&source)?),
+            _ => rerun_lock = Some(lock_rerun_in_place(&source)?),
         }
     }
     let previous = match &args.rerun_failed {
@@ -1198,18 +1198,23 @@ fn resume_rows(
     let repeats = settings.repeats;
     let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
         let results_path = out.join("results.json");
-        return match read_results(&results_path) {
-            Ok(previous) if previous.suite != *info => Err(CliError::input(format!(
-                "--resume: `{}` is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume to replace it",
-                results_path.display(),
-                previous.suite.name,
-                previous.suite.short_fingerprint(),
-                info.name,
-                info.short_fingerprint()
-            ))),
-            Ok(previous) if !previous.interrupted => Ok(Resumable::Complete(Box::new(previous))),
-            _ => Ok(Resumable::Nothing),
-        };
+        // Results of another suite (or of this one since edited) are no evaluation to resume:
+        // every task runs, as on a Job's first attempt in a folder an earlier Job left.
+        return Ok(match read_results(&results_path) {
+            Ok(previous) if previous.suite != *info => {
+                eprintln!(
+                    "`{}` is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): nothing of it to resume",
+                    results_path.display(),
+                    previous.suite.name,
+                    previous.suite.short_fingerprint(),
+                    info.name,
+                    info.short_fingerprint()
+                );
+                Resumable::Nothing
+            }
+            Ok(previous) if !previous.interrupted => Resumable::Complete(Box::new(previous)),
+            _ => Resumable::Nothing,
+        });
     };
     let header = &partial.header;
     let refuse = |why: String| {

@@ -16,6 +16,17 @@ pub fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> 
     )
 }
 
+/// Takes the lock on the folder of the results an in-place rerun updates, before it reads them;
+/// fails (exit 2) while another evaluation writes it or a rerun reads it.
+pub fn lock_rerun_in_place(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    lock_or_refuse(
+        folder,
+        looptrace::eval::LockMode::Write,
+        "--rerun-failed",
+        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end",
+    )
+}
+
 /// Takes the lock that keeps evaluations from writing `folder` while this one reads it; fails
 /// (exit 2) while one writes it.
 pub fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
