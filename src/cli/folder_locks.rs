@@ -1,4 +1,4 @@
-//! The locks `eval` takes on the folders it writes and reads ([`looptrace::eval::lock_folder`]),
+//! The locks `eval` and `merge` take on the folders they write and read ([`looptrace::eval::lock_folder`]),
 //! and what it says when another evaluation holds one: exit 2, naming the folder.
 
 use std::path::Path;
@@ -34,6 +34,17 @@ pub fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError>
         folder,
         looptrace::eval::LockMode::Read,
         "--rerun-failed",
+        "is being written by another looptrace eval: wait for it to end",
+    )
+}
+
+/// Takes the lock that keeps evaluations from writing a shard's `folder` while merge reads it;
+/// fails (exit 2) while one writes it.
+pub fn lock_shard(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+    lock_or_refuse(
+        folder,
+        looptrace::eval::LockMode::Read,
+        "merge:",
         "is being written by another looptrace eval: wait for it to end",
     )
 }

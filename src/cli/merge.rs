@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
+use super::folder_locks::lock_shard;
 use super::output_checks::{
     Inputs, folder_of, is_device, probe_writable, refuse_folder_or_socket, refuse_not_regular,
     refuse_symlink, refuse_traces_as_outputs,
@@ -85,6 +86,15 @@ pub fn merge(args: MergeArgs) -> CliResult {
                 "{flag} `{}` is the {earlier} file too: choose another file",
                 output.display()
             )));
+        }
+    }
+    // Each shard's folder is read (its results, and its traces for `--html`) under a shared
+    // lock, held to the end: not while an evaluation rewrites it.
+    let mut reading = Vec::new();
+    for path in &args.results {
+        let folder = folder_of(path);
+        if folder.is_dir() {
+            reading.push(lock_shard(&folder)?);
         }
     }
     let mut results = Vec::new();

@@ -739,6 +739,27 @@ fn resume_refuses_complete_results_of_another_command_line() {
 }
 
 #[test]
+fn merge_reads_no_shard_while_an_evaluation_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
+    let merged = dir.path().join("merged.json");
+    let merge = || cli!("merge", out.join("results.json"), "--out", &merged, "-q");
+    let writing = looptrace::eval::lock_folder(&out, LockMode::Write)
+        .unwrap()
+        .unwrap();
+    let output = merge();
+    assert_refused(&output, "is being written by another looptrace eval");
+    assert!(!merged.exists());
+    drop(writing);
+    // Readers share the folder: a rerun into another folder reading it, say.
+    let _reading = looptrace::eval::lock_folder(&out, LockMode::Read)
+        .unwrap()
+        .unwrap();
+    let output = merge();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
 fn a_plain_eval_removes_what_a_crash_while_replacing_the_results_left() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
