@@ -1281,7 +1281,7 @@ fn resume_rows(
     let mut seen = vec![false; rows.len()];
     for row in partial.rows {
         let repeat = row.repeat.unwrap_or(1);
-        let fits = row.repeat.is_some() == (repeats > 1) && (1..=repeats).contains(&repeat);
+        let fits = looptrace::eval::repeat_fits(row.repeat, repeats);
         let Some(&task) = index.get(row.id.as_str()).filter(|_| fits) else {
             foreign += 1;
             continue;

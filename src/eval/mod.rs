@@ -44,7 +44,7 @@ pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
     Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,
 };
-pub use row_checks::{RowProblem, check_rows};
+pub use row_checks::{RowProblem, check_rows, repeat_fits};
 pub use runner::{
     Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,
 };

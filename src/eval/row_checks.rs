@@ -49,14 +49,21 @@ impl fmt::Display for RowProblem {
     }
 }
 
+/// Whether a row's `repeat` is one an evaluation that ran each task `repeats` times writes:
+/// with `--repeat N` one of 1..=N, without none.
+pub fn repeat_fits(repeat: Option<u32>, repeats: u32) -> bool {
+    match repeat {
+        Some(k) => repeats > 1 && (1..=repeats).contains(&k),
+        None => repeats <= 1,
+    }
+}
+
 /// Checks every row of `results` against the rule, returning the first that breaks it.
 pub fn check_rows(results: &ResultsFile) -> Result<(), RowProblem> {
     let repeats = results.repeats.unwrap_or(1).max(1);
     let mut runs = HashSet::with_capacity(results.tasks.len());
     for (index, row) in results.tasks.iter().enumerate() {
-        if row.repeat.is_some() != (repeats > 1)
-            || row.repeat.is_some_and(|k| k == 0 || k > repeats)
-        {
+        if !repeat_fits(row.repeat, repeats) {
             return Err(RowProblem::Repeat {
                 index,
                 id: row.id.clone(),
