@@ -16,8 +16,8 @@ use super::crash_leftovers::{
 use super::folder_locks::{lock_output, lock_read, lock_rerun_in_place};
 use super::output_checks::{
     Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
-    refuse_file_as_folder, refuse_folder_or_socket, refuse_not_regular, refuse_symlink,
-    refuse_traces_as_outputs,
+    refuse_file_as_folder, refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
+    refuse_wrong_kind,
 };
 use super::progress::Progress;
 use super::{CliError, CliResult, Outcome};
@@ -403,11 +403,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .collect();
     for (flag, output) in &outputs {
         refuse_symlink("eval", flag, output)?;
-        // A report file may be a pipe or a device (`--junit /dev/null`); eval's own files not.
-        match *flag {
-            "--out" => refuse_not_regular(flag, output)?,
-            _ => refuse_folder_or_socket(flag, output)?,
-        }
+        refuse_wrong_kind(flag, output)?;
         inputs.refuse_overwriting(flag, output)?;
     }
     let outputs: Vec<(&str, PathBuf)> = outputs
@@ -549,7 +545,6 @@ pub fn run(args: EvalArgs) -> CliResult {
             let folder = folder_of(path);
             if !only_existing || folder.is_dir() {
                 probe_writable(flag, &folder)?;
-                refuse_folder_or_socket(flag, path)?;
             }
         }
         Ok(())

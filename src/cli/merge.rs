@@ -9,8 +9,8 @@ use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
 use super::folder_locks::lock_shard;
 use super::output_checks::{
-    Inputs, folder_of, is_device, probe_writable, refuse_folder_or_socket, refuse_not_regular,
-    refuse_symlink, refuse_traces_as_outputs,
+    Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
+    refuse_wrong_kind,
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
@@ -70,11 +70,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
     for (n, &(flag, output)) in outputs.iter().enumerate() {
         inputs.refuse_overwriting(flag, output)?;
         refuse_symlink("merge", flag, output)?;
-        // The merged results are a file to keep; a report file may be a pipe or a device.
-        match flag {
-            "--out" => refuse_not_regular(flag, output)?,
-            _ => refuse_folder_or_socket(flag, output)?,
-        }
+        refuse_wrong_kind(flag, output)?;
         probe_writable(flag, &folder_of(output))?;
         if let Some((earlier, _)) = outputs[..n]
             .iter()

@@ -98,9 +98,19 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
     }
 }
 
+/// Fails when an output is there but of a kind its command cannot write: `--out` names a file the
+/// command keeps (results), which must be a regular file; a report file (`--junit`, `--html`) may
+/// also be a named pipe or a device (`--junit /dev/null`), never a folder or a socket.
+pub fn refuse_wrong_kind(flag: &str, path: &Path) -> Result<(), CliError> {
+    match flag {
+        "--out" => refuse_not_regular(flag, path),
+        _ => refuse_folder_or_socket(flag, path),
+    }
+}
+
 /// Fails when an output file's path is a folder or a socket, which cannot be written as a file
 /// (a named pipe or a device can: `--junit /dev/null`).
-pub fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), CliError> {
+fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), CliError> {
     let kind = std::fs::metadata(path).ok().map(|meta| meta.file_type());
     let what = match kind {
         Some(kind) if kind.is_dir() => "a folder",
