@@ -252,14 +252,20 @@ pub fn run(args: EvalArgs) -> CliResult {
     // A rerun takes its folders' locks before it reads the results: an evaluation finishing
     // in between would leave it carrying rows whose runs are gone. In place, it writes that
     // folder; into another, it reads it to its end (the carried traces are copied last).
+    // Without `--out`, a rerun updates the results' folder in place.
+    let rerun_elsewhere = match (&args.rerun_failed, &args.out) {
+        (Some(path), Some(out)) => !same_file(&folder_of(path), out),
+        _ => false,
+    };
     let mut rerun_lock = None;
     let mut _reading = None;
     // A folder that cannot be opened holds no results: reading them says so.
     if let Some(path) = args.rerun_failed.as_ref().filter(|p| folder_of(p).is_dir()) {
         let source = folder_of(path);
-        match &args.out {
-            Some(out) if !same_file(&source, out) => _reading = Some(lock_read(&source)?),
-            _ => rerun_lock = Some(lock_rerun_in_place(&source)?),
+        if rerun_elsewhere {
+            _reading = Some(lock_read("--rerun-failed", &source)?);
+        } else {
+            rerun_lock = Some(lock_rerun_in_place(&source)?);
         }
     }
     let previous = match &args.rerun_failed {
@@ -350,10 +356,10 @@ pub fn run(args: EvalArgs) -> CliResult {
     let input_paths = &inputs;
     let inputs = Inputs::of(input_paths);
     // A rerun into another folder also writes there the traces of the rows it carries over.
-    let carried_elsewhere = match (&previous, &args.rerun_failed) {
-        (Some(previous), Some(path)) if !same_file(&folder_of(path), &out) => Some(&previous.tasks),
-        _ => None,
-    };
+    let carried_elsewhere = previous
+        .as_ref()
+        .filter(|_| rerun_elsewhere)
+        .map(|previous| &previous.tasks);
     // Borrowed ids, not built file names: the set is as large as the suite.
     // Built only if a folder it is checked against holds files: a new one holds none.
     let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
@@ -446,7 +452,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             .copied()
             .collect();
         refuse_traces_as_outputs(&reports, previous, path, "the results")?;
-        if !same_file(&folder_of(path), &out) {
+        if rerun_elsewhere {
             refuse_traces_shared_with(previous, path, &out)?;
         }
     }

@@ -27,24 +27,13 @@ pub fn lock_rerun_in_place(folder: &Path) -> Result<looptrace::eval::FolderLock,
     )
 }
 
-/// Takes the lock that keeps evaluations from writing `folder` while this one reads it; fails
-/// (exit 2) while one writes it.
-pub fn lock_read(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
+/// Takes the lock that keeps evaluations from writing `folder` while this command (a rerun into
+/// another folder, `merge`, named by `flag`) reads it; fails (exit 2) while one writes it.
+pub fn lock_read(flag: &str, folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
     lock_or_refuse(
         folder,
         looptrace::eval::LockMode::Read,
-        "--rerun-failed",
-        "is being written by another looptrace eval: wait for it to end",
-    )
-}
-
-/// Takes the lock that keeps evaluations from writing a shard's `folder` while merge reads it;
-/// fails (exit 2) while one writes it.
-pub fn lock_shard(folder: &Path) -> Result<looptrace::eval::FolderLock, CliError> {
-    lock_or_refuse(
-        folder,
-        looptrace::eval::LockMode::Read,
-        "merge:",
+        flag,
         "is being written by another looptrace eval: wait for it to end",
     )
 }

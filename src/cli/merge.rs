@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
-use super::folder_locks::lock_shard;
+use super::folder_locks::lock_read;
 use super::output_checks::{
     Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
     refuse_wrong_kind,
@@ -90,7 +90,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
     for path in &args.results {
         let folder = folder_of(path);
         if folder.is_dir() {
-            reading.push(lock_shard(&folder)?);
+            reading.push(lock_read("merge:", &folder)?);
         }
     }
     let mut results = Vec::new();
