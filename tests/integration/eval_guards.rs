@@ -538,20 +538,10 @@ fn the_output_folder_may_not_be_inside_the_working_folder_template() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("repo")).unwrap();
     std::fs::write(dir.path().join("repo/f.txt"), "hi\n").unwrap();
-    std::fs::write(
-        dir.path().join("tools.json"),
+    let suite = suite_with_tools(
+        dir.path(),
         r#"{"tools":[{"builtin":"bash","timeout_s":5}],"workdir":{"template":"repo"}}"#,
-    )
-    .unwrap();
-    let suite = dir.path().join("suite.json");
-    std::fs::write(
-        &suite,
-        json!({"name": "t", "tools": "tools.json", "tasks": [
-            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    );
     for out in ["repo", "repo/out"] {
         let output = cli!("eval", &suite, "--out", dir.path().join(out), "-q");
         assert_refused(
@@ -582,11 +572,12 @@ fn the_output_folder_may_not_be_inside_the_working_folder_template() {
 
 /// A one-task suite in `dir` whose tools file copies the folder `dir/tpl` for every task.
 fn suite_with_template(dir: &Path) -> PathBuf {
-    std::fs::write(
-        dir.join("tools.json"),
-        r#"{"workdir":{"template":"tpl"},"tools":[]}"#,
-    )
-    .unwrap();
+    suite_with_tools(dir, r#"{"workdir":{"template":"tpl"},"tools":[]}"#)
+}
+
+/// A one-task suite in `dir` naming `dir/tools.json`, which holds `tools`.
+fn suite_with_tools(dir: &Path, tools: &str) -> PathBuf {
+    std::fs::write(dir.join("tools.json"), tools).unwrap();
     let suite = dir.join("suite.json");
     std::fs::write(
         &suite,
@@ -1238,20 +1229,10 @@ fn an_eval_into_a_hard_linked_copy_leaves_the_original_as_it_was() {
 fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     // An MCP server is never started here: every case is refused first.
-    std::fs::write(
-        dir.path().join("tools.json"),
+    let suite = suite_with_tools(
+        dir.path(),
         r#"{"mcp_servers":[{"name":"m","command":["sh"]}]}"#,
-    )
-    .unwrap();
-    let suite = dir.path().join("suite.json");
-    std::fs::write(
-        &suite,
-        json!({"name": "l", "tools": "tools.json", "tasks": [
-            {"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    );
     let blocked_logs = dir.path().join("logs-file");
     std::fs::create_dir_all(&blocked_logs).unwrap();
     std::fs::write(blocked_logs.join("logs"), "not a folder").unwrap();
