@@ -56,12 +56,12 @@ pub(crate) fn run_live(server: &Server, api: &str, extra: &[&str]) -> (Output, V
     (output, events)
 }
 
+/// The trace's events, none if it was not written.
 pub(crate) fn read_events(trace: &Path) -> Vec<Value> {
-    std::fs::read_to_string(trace)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    if !trace.exists() {
+        return Vec::new();
+    }
+    super::support::read_events(trace)
 }
 
 /// The key is in no output: stdout, stderr or the trace.

@@ -30,6 +30,7 @@ mod resume;
 mod run_cli;
 mod samples;
 mod scale_out;
+mod schema_coverage;
 mod sql;
 mod suite_load;
 mod support;

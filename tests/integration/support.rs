@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 /// The built `looptrace` binary, with no locale or width from the environment the tests run in,
 /// so tables come out as they do through a pipe on any machine.
 pub fn looptrace() -> Command {
@@ -63,13 +65,78 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// The events of a JSONL trace, one JSON value per line.
-pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
+/// The events of a JSONL trace, one JSON value per line, each checked to hold only keys the
+/// trace format declares.
+pub fn read_events(path: &Path) -> Vec<Value> {
+    let events: Vec<Value> = std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+        .collect();
+    assert_declared_events(&events, path);
+    events
+}
+
+/// Every key of `events` is one `schemas/trace-event.schema.json` declares: a key added to the
+/// format without its schema fails the first test that writes it.
+pub fn assert_declared_events(events: &[Value], trace: &Path) {
+    static CLOSED: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = CLOSED.get_or_init(|| {
+        jsonschema::validator_for(&closed(&schema("trace-event.schema.json"))).unwrap()
+    });
+    let problems: Vec<String> = events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, event)| {
+            validator
+                .iter_errors(event)
+                .map(move |e| format!("{}:{}: {}: {e}", trace.display(), i + 1, e.instance_path()))
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "events the trace schema does not allow:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A schema under `schemas/`.
+pub fn schema(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `schema` with `"additionalProperties": false` added wherever it lists `properties` and says
+/// nothing of other keys; subschemas of `if`/`then`/`else`/`not` only narrow an object the
+/// enclosing schema describes, so they are left open.
+pub fn closed(schema: &Value) -> Value {
+    fn close(value: &Value, conditional: bool) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out: serde_json::Map<String, Value> = map
+                    .iter()
+                    .map(|(key, inner)| {
+                        let inside = conditional || ["if", "then", "else", "not"].contains(&&**key);
+                        (key.clone(), close(inner, inside))
+                    })
+                    .collect();
+                if !conditional
+                    && map.contains_key("properties")
+                    && !map.contains_key("additionalProperties")
+                {
+                    out.insert("additionalProperties".into(), Value::Bool(false));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| close(v, conditional)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    close(schema, false)
 }
 
 /// Result rows without the fields that change from run to run (timings and run ids).
