@@ -13,10 +13,10 @@ use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file
 use super::crash_leftovers::{
     remove_crash_leftovers, remove_crashed_rerun_partial, tidy_after_crashed_rerun,
 };
-use super::folder_locks::{lock_output, lock_read, lock_rerun_in_place};
+use super::folder_locks::{lock_output, lock_read, lock_read_linked, lock_rerun_in_place};
 use super::output_checks::{
     Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
-    refuse_file_as_folder, refuse_not_regular, refuse_symlink, refuse_traces_as_outputs,
+    refuse_not_regular, refuse_own_folder_elsewhere, refuse_symlink, refuse_traces_as_outputs,
     refuse_wrong_kind,
 };
 use super::progress::Progress;
@@ -258,15 +258,16 @@ pub fn run(args: EvalArgs) -> CliResult {
         _ => false,
     };
     let mut rerun_lock = None;
-    let mut _reading = None;
+    let mut _reading = Vec::new();
     // A folder that cannot be opened holds no results: reading them says so.
     if let Some(path) = args.rerun_failed.as_ref().filter(|p| folder_of(p).is_dir()) {
         let source = folder_of(path);
         if rerun_elsewhere {
-            _reading = Some(lock_read("--rerun-failed", &source)?);
+            _reading.push(lock_read("--rerun-failed", &source)?);
         } else {
             rerun_lock = Some(lock_rerun_in_place(&source)?);
         }
+        _reading.extend(lock_read_linked("--rerun-failed", path)?);
     }
     let previous = match &args.rerun_failed {
         Some(path) => Some(read_rerun(path, &suite, repeats)?),
@@ -423,12 +424,12 @@ pub fn run(args: EvalArgs) -> CliResult {
     // Each repeat writes its traces in a folder of its own, and each task works in one under
     // `DIR/work` when the tools file has a template: all made once tasks run.
     for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
-        refuse_file_as_folder("--out", folder, "eval writes a repeat's traces there")?;
+        refuse_own_folder_elsewhere("--out", folder, "eval writes a repeat's traces there")?;
     }
-    refuse_file_as_folder("--out", &out.join("traces"), "eval writes its traces there")?;
+    refuse_own_folder_elsewhere("--out", &out.join("traces"), "eval writes its traces there")?;
     if let Some(tools) = &suite.tools {
         if tools.template().is_some() {
-            refuse_file_as_folder(
+            refuse_own_folder_elsewhere(
                 "--out",
                 &out.join("work"),
                 "eval makes each task's working folder there",
@@ -436,7 +437,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
         match &args.tools_file.log_dir {
             Some(dir) => refuse_blocked_logs("--log-dir", tools, dir)?,
-            None => refuse_blocked_logs("--out", tools, &out.join("logs"))?,
+            None => {
+                let logs = out.join("logs");
+                if !tools.mcp_servers().is_empty() {
+                    refuse_own_folder_elsewhere(
+                        "--out",
+                        &logs,
+                        "the MCP servers' logs are written there",
+                    )?;
+                }
+                refuse_blocked_logs("--out", tools, &logs)?
+            }
         }
     }
     // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
@@ -556,12 +567,21 @@ pub fn run(args: EvalArgs) -> CliResult {
         Ok(())
     };
     probe_report_files(true)?;
-    let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
-    // Held until the process ends (an in-place rerun holds it since it began).
+    // Held until the process ends (an in-place rerun holds it since it began). Only the folder is
+    // made to take it: an evaluation refused because another holds it makes nothing inside.
     let _lock = match rerun_lock {
         Some(lock) => lock,
-        None => lock_output(&out)?,
+        None => {
+            std::fs::create_dir_all(&out).map_err(|err| {
+                CliError::input(format!(
+                    "failed to create the output folder `{}`: {err}",
+                    out.display()
+                ))
+            })?;
+            lock_output(&out)?
+        }
     };
+    let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     probe_writable("--out", &out)?;
     probe_writable("--out", &traces_dir)?;
     probe_report_files(false)?;
@@ -615,6 +635,25 @@ pub fn run(args: EvalArgs) -> CliResult {
                 "no `{}` to resume from: running every task",
                 partial_path.display()
             ),
+        }
+    }
+    // Once a task runs, the traces here stop matching the results an earlier evaluation left:
+    // those go first, so a crash leaves the partial file `--resume` continues, never results
+    // naming runs the traces no longer hold. A rerun keeps the results it updates, and replaces
+    // them at its end.
+    let updated_in_place = args
+        .rerun_failed
+        .as_ref()
+        .is_some_and(|path| same_file(path, &results_path));
+    if !updated_in_place {
+        match std::fs::remove_file(&results_path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(CliError::internal(format!(
+                    "failed to remove the earlier `{}`: {err}",
+                    results_path.display()
+                )));
+            }
+            _ => {}
         }
     }
     // Only a resumed evaluation has kept rows; the others never allocate a slot per run.

@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use super::CliError;
+use super::common::same_file;
+use super::output_checks::folder_of;
 
 /// Takes the lock that lets one evaluation at a time write `out`; fails (exit 2) while another
 /// holds it, or while a rerun reads it.
@@ -12,7 +14,7 @@ pub fn lock_output(out: &Path) -> Result<looptrace::eval::FolderLock, CliError> 
         out,
         looptrace::eval::LockMode::Write,
         "--out",
-        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end, or choose another --out",
+        "is in use by another looptrace command (an eval writing it, or a rerun or merge reading it): wait for it to end, or choose another --out",
     )
 }
 
@@ -23,7 +25,7 @@ pub fn lock_rerun_in_place(folder: &Path) -> Result<looptrace::eval::FolderLock,
         folder,
         looptrace::eval::LockMode::Write,
         "--rerun-failed",
-        "is in use by another looptrace eval (one writing it, or a rerun reading it): wait for it to end",
+        "is in use by another looptrace command (an eval writing it, or a rerun or merge reading it): wait for it to end",
     )
 }
 
@@ -56,4 +58,21 @@ fn lock_or_refuse(
             folder.display()
         ))),
     }
+}
+
+/// The shared lock on the folder a results file at `path` really lies in, when `path` is a
+/// symbolic link into a folder other than its own: the evaluation that writes the file locks
+/// that folder, not the link's. `None` when `path` lies where it is found.
+pub fn lock_read_linked(
+    flag: &str,
+    path: &Path,
+) -> Result<Option<looptrace::eval::FolderLock>, CliError> {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return Ok(None);
+    };
+    let real_folder = folder_of(&real);
+    if same_file(&real_folder, &folder_of(path)) {
+        return Ok(None);
+    }
+    lock_read(flag, &real_folder).map(Some)
 }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::common::same_file;
 use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
-use super::folder_locks::lock_read;
+use super::folder_locks::{lock_read, lock_read_linked};
 use super::output_checks::{
     Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
     refuse_wrong_kind,
@@ -92,6 +92,7 @@ pub fn merge(args: MergeArgs) -> CliResult {
         if folder.is_dir() {
             reading.push(lock_read("merge:", &folder)?);
         }
+        reading.extend(lock_read_linked("merge:", path)?);
     }
     let mut results = Vec::new();
     for path in &args.results {

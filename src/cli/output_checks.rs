@@ -156,6 +156,19 @@ pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<()
     }
 }
 
+/// Fails when `folder`, one eval makes and fills inside its output folder (`what` says what for),
+/// is a symbolic link or not a folder. Through a link, eval would write (and remove) files in a
+/// folder outside `--out`, out of reach of the lock that keeps one evaluation at a time there.
+pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Result<(), CliError> {
+    if std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(CliError::input(format!(
+            "{flag}: `{}` is a symbolic link, and {what}: eval writes only inside its output folder, never through a link (remove the link or choose another {flag})",
+            folder.display()
+        )));
+    }
+    refuse_file_as_folder(flag, folder, what)
+}
+
 /// Fails when the MCP servers of `tools` could not write their logs in `dir` (`flag` names it):
 /// `dir` is not a folder, or a server's log there is not a regular file (a named pipe would
 /// block the server's start).

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::support::{cli, stderr};
 
 /// A suite of `ids`, each finishing with `done`; the ids in `failing` expect another answer.
-fn suite(dir: &Path, file: &str, ids: &[&str], failing: &[&str]) -> PathBuf {
+pub(crate) fn suite(dir: &Path, file: &str, ids: &[&str], failing: &[&str]) -> PathBuf {
     let tasks: Vec<_> = ids
         .iter()
         .map(|id| {
@@ -225,7 +225,14 @@ fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
     let hard = dir.path().join("hard");
     std::fs::create_dir_all(hard.join("traces")).unwrap();
     std::fs::hard_link(&carried, hard.join("traces/t0.jsonl")).unwrap();
-    for out in [&linked, &hard] {
+    let refusals = [
+        (
+            &linked,
+            "is a symbolic link, and eval writes its traces there",
+        ),
+        (&hard, "(the folders share their traces)"),
+    ];
+    for (out, says) in refusals {
         let output = eval_args(&[
             suite.as_os_str(),
             "--rerun-failed".as_ref(),
@@ -233,7 +240,7 @@ fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
             "--out".as_ref(),
             out.as_os_str(),
         ]);
-        assert_refused(&output, "(the folders share their traces)");
+        assert_refused(&output, says);
         assert_eq!(std::fs::read(&carried).unwrap(), before);
         assert!(!out.join("results.json").exists());
     }
@@ -1353,14 +1360,14 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
             .arg("-q")
             .output()
             .unwrap();
-        assert_refused(&output, "is in use by another looptrace eval");
+        assert_refused(&output, "is in use by another looptrace command");
         assert_eq!(crate::support::files_under(&out), before, "{extra:?}");
     }
     // A rerun reads the results only once it holds the lock: not while they are rewritten.
     let output = rerun_in_place(&suite, &out);
     assert_refused(&output, "--rerun-failed `");
     assert!(
-        stderr(&output).contains("is in use by another looptrace eval"),
+        stderr(&output).contains("is in use by another looptrace command"),
         "{}",
         stderr(&output)
     );
@@ -1401,7 +1408,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         .unwrap()
         .unwrap();
     let output = cli!("eval", &failing, "--out", &failed, "-q");
-    assert_refused(&output, "is in use by another looptrace eval");
+    assert_refused(&output, "is in use by another looptrace command");
     let output = rerun_elsewhere();
     assert_eq!(
         output.status.code(),
@@ -1428,7 +1435,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         .unwrap()
         .unwrap();
     let output = rerun_in_place(&suite, &single);
-    assert_refused(&output, "is in use by another looptrace eval");
+    assert_refused(&output, "is in use by another looptrace command");
     assert_eq!(crate::support::files_under(&single), before);
     drop(held);
     let output = cli!("eval", &suite, "--out", &out, "-q");

@@ -10,6 +10,7 @@ mod eval_guards;
 mod eval_load;
 mod faults;
 mod finish_gate;
+mod folder_safety;
 mod html_report;
 mod import;
 mod json_adapter;

@@ -1,0 +1,225 @@
+//! What one output folder is safe from: a crashed evaluation leaves no results its traces no
+//! longer match; eval never writes through a linked traces folder into another folder; a command
+//! refused for a locked folder makes nothing inside it; and a results file read through a link
+//! is read under the lock of the folder it lies in.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use looptrace::eval::{LockMode, ResultsFile};
+
+use crate::support::{cli, files_under, stderr};
+
+/// A suite of tasks `a`, `b` and `c` that finish with `done`; `b` expects another answer.
+fn suite(dir: &Path) -> PathBuf {
+    crate::eval_guards::suite(dir, "suite.json", &["a", "b", "c"], &["b"])
+}
+
+fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
+    crate::support::looptrace()
+        .arg("eval")
+        .arg(suite)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .arg("-q")
+        .output()
+        .unwrap()
+}
+
+fn assert_refused(output: &Output, says: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(stderr(output).contains(says), "{}", stderr(output));
+}
+
+/// The run ids the traces of `folder` hold, either layout.
+fn runs_in_traces(folder: &Path) -> HashSet<String> {
+    let mut traces: Vec<PathBuf> = files_under(folder)
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|path| !path.ends_with("results.partial.jsonl"))
+        .collect();
+    traces.sort();
+    let mut runs = HashSet::new();
+    for trace in traces {
+        for line in std::fs::read_to_string(&trace).unwrap().lines() {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            runs.insert(event["run_id"].as_str().unwrap().to_owned());
+        }
+    }
+    runs
+}
+
+/// Every run `results.json` in `folder` names is in the folder's traces.
+fn assert_results_match_traces(folder: &Path) {
+    let results: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
+            .unwrap();
+    let runs = runs_in_traces(folder);
+    for row in &results.tasks {
+        let run = row.run_id.as_deref().unwrap();
+        assert!(runs.contains(run), "{}: {run} is not in the traces", row.id);
+    }
+}
+
+#[test]
+fn a_crashed_evaluation_leaves_no_results_its_traces_no_longer_match() {
+    for layout in ["per-task", "single"] {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = suite(dir.path());
+        let out = dir.path().join("out");
+        let layout_args = ["--trace-layout", layout, "--jobs", "1"];
+        assert_eq!(eval(&suite, &out, &layout_args).status.code(), Some(1));
+        // Killed after its first task, which replaced that task's run in the traces.
+        let crashed = crate::support::looptrace()
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(layout_args)
+            .env("LOOPTRACE_FAULT", "abort_before_row:2")
+            .output()
+            .unwrap();
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "{layout}: {}",
+            stderr(&crashed)
+        );
+        let results = out.join("results.json");
+        assert!(!results.exists(), "{layout}: the earlier results stayed");
+        assert!(out.join("results.partial.jsonl").exists(), "{layout}");
+        // Nothing reads the crashed folder as complete results...
+        let rerun = cli!("eval", &suite, "--rerun-failed", &results, "-q");
+        assert_refused(&rerun, "results.json");
+        let merged = dir.path().join("merged.json");
+        assert_refused(
+            &cli!("merge", &results, "--out", &merged, "-q"),
+            "results.json",
+        );
+        assert!(!merged.exists(), "{layout}");
+        // ...and `--resume` finishes it, with results its traces hold.
+        let resumed = eval(&suite, &out, &["--resume", "--trace-layout", layout]);
+        assert_eq!(
+            resumed.status.code(),
+            Some(1),
+            "{layout}: {}",
+            stderr(&resumed)
+        );
+        assert_results_match_traces(&out);
+    }
+}
+
+#[test]
+fn a_rerun_elsewhere_replaces_no_results_before_it_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let (source, other) = (dir.path().join("source"), dir.path().join("other"));
+    assert_eq!(eval(&suite, &source, &[]).status.code(), Some(1));
+    assert_eq!(eval(&suite, &other, &[]).status.code(), Some(1));
+    // A rerun into `other`, killed before its row: `other`'s own results would name a run of
+    // `b` its traces no longer hold.
+    let crashed = crate::support::looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .arg("--rerun-failed")
+        .arg(source.join("results.json"))
+        .arg("--out")
+        .arg(&other)
+        .args(["--jobs", "1", "-q"])
+        .env("LOOPTRACE_FAULT", "abort_before_row:1")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "{}", stderr(&crashed));
+    assert!(!other.join("results.json").exists());
+}
+
+#[test]
+fn eval_never_writes_through_a_linked_traces_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let other = dir.path().join("other");
+    assert_eq!(
+        eval(&suite, &other, &["--repeat", "2"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        eval(&suite, &other.join("plain"), &[]).status.code(),
+        Some(1)
+    );
+    let before = files_under(&other);
+    let cases: [(&str, PathBuf, &[&str]); 2] = [
+        ("traces", other.join("plain/traces"), &[]),
+        ("traces/r1", other.join("traces/r1"), &["--repeat", "2"]),
+    ];
+    for (place, target, extra) in cases {
+        let out = dir
+            .path()
+            .join(format!("linked-{}", place.replace('/', "-")));
+        let link = out.join(place);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let output = eval(&suite, &out, extra);
+        assert_refused(&output, "is a symbolic link, and eval writes");
+        assert!(stderr(&output).contains(place), "{}", stderr(&output));
+        assert_eq!(
+            files_under(&other),
+            before,
+            "{place}: the other folder changed"
+        );
+        assert!(!out.join("results.partial.jsonl").exists(), "{place}");
+    }
+}
+
+#[test]
+fn an_eval_refused_for_a_locked_folder_makes_nothing_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // A merge or a rerun elsewhere reading the folder.
+    let _reading = looptrace::eval::lock_folder(&out, LockMode::Read)
+        .unwrap()
+        .unwrap();
+    let output = eval(&suite, &out, &[]);
+    assert_refused(
+        &output,
+        "an eval writing it, or a rerun or merge reading it",
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+}
+
+#[test]
+fn a_results_file_read_through_a_link_is_read_under_its_own_folders_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let shard = dir.path().join("shard");
+    assert_eq!(eval(&suite, &shard, &[]).status.code(), Some(1));
+    let links = dir.path().join("links");
+    std::fs::create_dir(&links).unwrap();
+    let link = links.join("shard.json");
+    std::os::unix::fs::symlink(shard.join("results.json"), &link).unwrap();
+    let merged = dir.path().join("merged.json");
+    let elsewhere = dir.path().join("elsewhere");
+    let writing = looptrace::eval::lock_folder(&shard, LockMode::Write)
+        .unwrap()
+        .unwrap();
+    let merge = || cli!("merge", &link, "--out", &merged, "-q");
+    assert_refused(&merge(), "is being written by another looptrace eval");
+    assert!(!merged.exists());
+    let rerun = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        &link,
+        "--out",
+        &elsewhere,
+        "-q"
+    );
+    assert_refused(&rerun, "is being written by another looptrace eval");
+    assert!(!elsewhere.exists());
+    drop(writing);
+    assert_eq!(merge().status.code(), Some(1), "{}", stderr(&merge()));
+}
