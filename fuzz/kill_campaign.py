@@ -4,8 +4,10 @@
 
 Each trial starts an evaluation, kills it after a random delay, then runs it again with
 `--resume` (or the same `--rerun-failed`), killing some of those attempts too, until one
-finishes. The results must then equal the uninterrupted run's (apart from run ids, timings and
-trace paths), and the traces must hold exactly the runs the results name, each complete.
+finishes. After every kill, each run the folder's `results.json` names (if it has one) must be in
+its trace; at the end the results must equal the uninterrupted run's (apart from run ids,
+timings and trace paths), and the traces must hold exactly the runs the results name, each
+complete.
 
     fuzz/kill_campaign.py                       # both modes, 40 trials each
     fuzz/kill_campaign.py --mode rerun --trials 100 --tasks 5000 --seed 7
@@ -68,10 +70,36 @@ def traces_problem(binary, folder, layout, run_ids):
     return None
 
 
-def run_killed(first, again, kill_chance, rng, max_delay):
+def missing_runs(folder):
+    """How many runs the folder's results.json names that its traces do not hold (0 without a
+    results.json): what a kill may never leave."""
+    path = os.path.join(folder, "results.json")
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)
+    held = {}
+
+    def runs_of(trace):
+        if trace not in held:
+            runs = set()
+            try:
+                with open(os.path.join(folder, trace), encoding="utf-8") as f:
+                    runs = {json.loads(line)["run_id"] for line in f if line.endswith("\n")}
+            except FileNotFoundError:
+                pass
+            held[trace] = runs
+        return held[trace]
+
+    return sum(1 for row in results["tasks"] if row["run_id"] not in runs_of(row["trace"]))
+
+
+def run_killed(first, again, kill_chance, rng, max_delay, folder):
     """Runs `first`, then `again` until one finishes, killing each attempt but the last with
-    `kill_chance`. Returns the exit code, standard error and how many attempts were killed."""
+    `kill_chance`. Returns the exit code, standard error, how many attempts were killed, and how
+    many runs the results named that the traces did not hold after a kill."""
     killed = 0
+    missing = 0
     for attempt in range(4):
         command = first if attempt == 0 else again
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -79,10 +107,12 @@ def run_killed(first, again, kill_chance, rng, max_delay):
             time.sleep(rng.uniform(0.0, max_delay))
             process.send_signal(signal.SIGKILL)
         _, err = process.communicate()
-        killed += process.returncode == -signal.SIGKILL
+        if process.returncode == -signal.SIGKILL:
+            killed += 1
+            missing += missing_runs(folder)
         if process.returncode in (0, 1):
             break
-    return process.returncode, err, killed
+    return process.returncode, err, killed, missing
 
 
 def campaign(binary, mode, suite, failing_suite, trials, rng, out):
@@ -123,18 +153,21 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
     for trial in range(trials):
         i = rng.randrange(len(LAYOUTS))
         layout = LAYOUTS[i]
-        folder = os.path.join(out, f"{mode}-trial")
-        if mode == "resume":
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
+        # Resumed evaluations start over the folder an earlier trial of the layout completed,
+        # as a rerun of a CI job would.
+        folder = os.path.join(out, f"{mode}-trial-{i}")
+        if mode == "rerun":
             eval_into(folder, failing_suite, layout)
         first, again = commands(folder, layout)
         # The first attempt is always killed in resume mode, so something is left to resume.
-        code, err, killed = run_killed(
-            first, again, 1.0 if mode == "resume" else 0.7, rng, duration[i]
+        code, err, killed, missing = run_killed(
+            first, again, 1.0 if mode == "resume" else 0.7, rng, duration[i], folder
         )
         kills += killed
         where = f"{mode} trial {trial} ({' '.join(layout) or 'defaults'})"
+        if missing:
+            print(f"{where}: after a kill, results.json named {missing} runs its traces did not hold")
+            bad += 1
         if code not in (0, 1):
             print(f"{where}: exit {code}: {err.decode()[-300:]}")
             bad += 1

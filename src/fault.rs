@@ -7,8 +7,9 @@
 //! - `abort_mid_row:N`: after writing only the first half of the Nth row's line (a torn line);
 //! - `abort_in_results_write`: after part of `results.json` reached its temporary file, before
 //!   the rename;
-//! - `abort_in_traces_write:N`: the same in the Nth rewrite of the single trace file
-//!   (`traces.jsonl`, rewritten by `--resume` and `--rerun-failed`).
+//! - `abort_in_traces_write:N`: the same in the Nth rewrite of a trace file: the single trace
+//!   file (`traces.jsonl`, rewritten by `--resume` and `--rerun-failed`), or a per-task trace a
+//!   rerun in place joins with its new run or swaps the new run in for.
 //!
 //! Compiled in, inert unless the variable is set.
 
@@ -29,7 +30,7 @@ pub enum Fault {
     MidRow(u64),
     /// Abort while `results.json` is being written.
     InResultsWrite,
-    /// Abort during the Nth rewrite of the single trace file.
+    /// Abort during the Nth rewrite of a trace file.
     InTracesWrite(u64),
 }
 

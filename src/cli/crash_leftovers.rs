@@ -1,12 +1,14 @@
 //! What a crashed evaluation or rerun leaves in its output folder, and how the next one removes
-//! it: temporary files written aside, the earlier runs of a rerun's tasks in `traces.jsonl`, and
-//! a rerun's partial file, which no command resumes.
+//! it: temporary files written aside, the earlier runs of a rerun's tasks in `traces.jsonl` or
+//! beside per-task traces, and a rerun's partial file, which no command resumes.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use super::CliError;
-use looptrace::eval::{PARTIAL_NAME, ResultsFile, SINGLE_TRACE, keep_runs, read_partial, runs_in};
+use looptrace::eval::{
+    PARTIAL_NAME, ResultsFile, SINGLE_TRACE, keep_runs, read_partial, runs_in, tidy_asides,
+};
 
 /// Removes the temporary files a crash left in the output folder while `results.json`, the
 /// partial file or the single trace file was being replaced (`.NAME.tmp-PID-N`).
@@ -56,6 +58,35 @@ pub fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(),
             "removed {} from `{}` that an interrupted rerun left (its results name none of them)",
             looptrace::plural(extra as u64, "run", "runs"),
             single.display()
+        );
+    }
+    Ok(())
+}
+
+/// Removes the per-task traces a crashed rerun in place left written aside. With `results` (the
+/// results that rerun updates, read again by a rerun in place), each trace beside one keeps only
+/// the runs they name: a crash between joining the traces and swapping the new runs in left
+/// some holding a run the folder's results do not name.
+pub fn tidy_rerun_asides(out: &Path, results: Option<&ResultsFile>) -> Result<(), CliError> {
+    let traces = out.join("traces");
+    let named: Option<HashSet<String>> = results.map(|results| {
+        results
+            .tasks
+            .iter()
+            .filter_map(|t| t.run_id.clone())
+            .collect()
+    });
+    let removed = tidy_asides(&traces, named.as_ref()).map_err(|err| {
+        CliError::internal(format!(
+            "failed to tidy what an interrupted rerun left in `{}`: {err}",
+            traces.display()
+        ))
+    })?;
+    if removed > 0 {
+        eprintln!(
+            "removed {} from the traces in `{}` that an interrupted rerun left (its results name none of them)",
+            looptrace::plural(removed as u64, "run", "runs"),
+            traces.display()
         );
     }
     Ok(())

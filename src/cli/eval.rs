@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::crash_leftovers::{
     remove_crash_leftovers, remove_crashed_rerun_partial, tidy_after_crashed_rerun,
+    tidy_rerun_asides,
 };
 use super::folder_locks::{lock_output, lock_read, lock_read_linked, lock_rerun_in_place};
 use super::output_checks::{
@@ -26,10 +27,10 @@ use looptrace::eval::{
     PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
     SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
     TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
-    ends_with_finished_run, failed_ids, finished_runs, keep_runs, list_shards,
+    ends_with_finished_run, failed_ids, finished_runs, join_aside, keep_runs, list_shards,
     load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial, read_results,
-    remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info, summary_line, trace_path,
-    write_junit, write_results,
+    remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info, summary_line,
+    swap_in_aside, trace_path, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -323,8 +324,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                 // older copy of them names fewer.
                 let partial = out.join(PARTIAL_NAME);
                 if same_file(path, &results_path) {
-                    if layout == TraceLayout::Single {
-                        tidy_after_crashed_rerun(&out, previous)?;
+                    match layout {
+                        TraceLayout::Single => tidy_after_crashed_rerun(&out, previous)?,
+                        TraceLayout::PerTask => tidy_rerun_asides(&out, Some(previous))?,
                     }
                     remove_crashed_rerun_partial(&partial);
                 }
@@ -656,6 +658,11 @@ pub fn run(args: EvalArgs) -> CliResult {
             _ => {}
         }
     }
+    // The results updated in place say which runs the per-task traces a crashed rerun left
+    // beside theirs must keep; any other evaluation replaces those traces anyway.
+    tidy_rerun_asides(&out, previous.as_ref().filter(|_| updated_in_place))?;
+    // Per-task traces a rerun updates in place are written aside and swapped in at its end.
+    let traces_aside = updated_in_place && layout == TraceLayout::PerTask;
     // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
     let kept_count = kept.iter().flatten().count();
     let stop = Arc::new(AtomicBool::new(false));
@@ -702,7 +709,11 @@ pub fn run(args: EvalArgs) -> CliResult {
             for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
                 std::fs::create_dir_all(folder).map_err(|e| internal("create", folder, e))?;
             }
-            TraceTarget::PerTask(out.clone())
+            if traces_aside {
+                TraceTarget::PerTaskAside(out.clone())
+            } else {
+                TraceTarget::PerTask(out.clone())
+            }
         }
         TraceLayout::Single => {
             // A resumed evaluation keeps the runs of the rows it keeps; a new one starts empty.
@@ -866,18 +877,31 @@ pub fn run(args: EvalArgs) -> CliResult {
             let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
                 rows.iter().filter_map(|row| row.run_id.clone()).collect()
             };
+            // Until `results.json` is replaced, the traces hold the runs of both the earlier and
+            // the new results: a crash between the renames leaves every run the results there
+            // name, whole.
+            let mut both = runs_of(&previous.tasks);
+            both.extend(runs_of(&rows));
+            // The per-task traces of the runs this rerun made in place, written aside.
+            let swapped: Vec<PathBuf> = if traces_aside {
+                rows.iter()
+                    .filter(|row| !row.carried_over)
+                    .filter_map(|row| row.trace.as_deref())
+                    .map(|trace| out.join(trace))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             match aside.take() {
                 Some(runs) => {
-                    // Until `results.json` is replaced, `traces.jsonl` holds the runs of both
-                    // the earlier and the new results: a crash between the two renames leaves
-                    // every run the results there name, whole.
-                    let mut both = runs_of(&previous.tasks);
-                    both.extend(runs_of(&rows));
                     let earlier = folder_of(path).join(SINGLE_TRACE);
                     combine_runs(&single_path, &[&earlier, &runs.0], &both)
                         .map_err(|e| internal("write", &single_path, e))?;
                 }
                 None => copy_carried_traces(&rows, &folder_of(path), &out)?,
+            }
+            for trace in &swapped {
+                join_aside(trace, &both).map_err(|e| internal("write", trace, e))?;
             }
             let results = ResultsFile {
                 totals: Totals::of(&rows),
@@ -887,10 +911,13 @@ pub fn run(args: EvalArgs) -> CliResult {
             };
             write_results(&results_path, &results)
                 .map_err(|e| internal("write", &results_path, e))?;
+            // The rerun tasks' earlier runs go now that no results file names them.
             if layout == TraceLayout::Single {
-                // The rerun tasks' earlier runs go now that no results file names them.
                 keep_runs(&single_path, &runs_of(&results.tasks))
                     .map_err(|e| internal("write", &single_path, e))?;
+            }
+            for trace in &swapped {
+                swap_in_aside(trace).map_err(|e| internal("write", trace, e))?;
             }
             // Last: a JUnit file that cannot be written leaves the folder as the results say.
             if let Some(junit) = &args.verdicts.junit {

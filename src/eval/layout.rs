@@ -49,6 +49,10 @@ pub enum TraceFlush {
 pub enum TraceTarget {
     /// One file per run under this output folder (see [`trace_path`]).
     PerTask(std::path::PathBuf),
+    /// One file per run under this output folder, each written beside its trace
+    /// ([`super::rerun_aside::aside_of`]): a rerun that updates the folder in place swaps them in
+    /// when its tasks have run.
+    PerTaskAside(std::path::PathBuf),
     /// The single trace file, opened for appending.
     Single(File),
 }
@@ -57,7 +61,7 @@ impl TraceTarget {
     /// The layout this target writes.
     pub fn layout(&self) -> TraceLayout {
         match self {
-            TraceTarget::PerTask(_) => TraceLayout::PerTask,
+            TraceTarget::PerTask(_) | TraceTarget::PerTaskAside(_) => TraceLayout::PerTask,
             TraceTarget::Single(_) => TraceLayout::Single,
         }
     }

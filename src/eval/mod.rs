@@ -11,6 +11,7 @@ mod merge;
 mod partial;
 mod render;
 mod rerun;
+mod rerun_aside;
 mod results;
 mod results_formatter;
 mod row_checks;
@@ -40,6 +41,7 @@ pub use render::{
     render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
+pub use rerun_aside::{aside_of, join_aside, swap_in_aside, tidy_asides};
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
     Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,

@@ -410,16 +410,19 @@ fn open_trace(
     options: &RunnerOptions<'_>,
 ) -> io::Result<TraceWriter> {
     let writer = match target {
-        TraceTarget::PerTask(out) => {
+        TraceTarget::PerTask(out) | TraceTarget::PerTaskAside(out) => {
             // The output folder is the evaluation's own: each task's trace holds this
             // evaluation's run. A link placed there is never followed (the command refuses one
             // before any task runs).
-            let path = out.join(trace_path(
+            let mut path = out.join(trace_path(
                 TraceLayout::PerTask,
                 run.task.id.as_str(),
                 run.repeat,
                 options.repeats,
             ));
+            if let TraceTarget::PerTaskAside(_) = target {
+                path = super::rerun_aside::aside_of(&path);
+            }
             TraceWriter::created(crate::output::create_fresh(&path)?, false)
         }
         // Every worker appends to the one file through its own handle: each line is one write

@@ -742,17 +742,13 @@ fn merge_reads_no_shard_while_an_evaluation_writes_it() {
     let (_, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
     let merged = dir.path().join("merged.json");
     let merge = || cli!("merge", out.join("results.json"), "--out", &merged, "-q");
-    let writing = looptrace::eval::lock_folder(&out, LockMode::Write)
-        .unwrap()
-        .unwrap();
+    let writing = crate::support::hold_folder_lock(&out, LockMode::Write);
     let output = merge();
     assert_refused(&output, "is being written by another looptrace eval");
     assert!(!merged.exists());
     drop(writing);
     // Readers share the folder: a rerun into another folder reading it, say.
-    let _reading = looptrace::eval::lock_folder(&out, LockMode::Read)
-        .unwrap()
-        .unwrap();
+    let _reading = crate::support::hold_folder_lock(&out, LockMode::Read);
     let output = merge();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
@@ -1347,9 +1343,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
     let before = crate::support::files_under(&out);
     // Another process evaluating into the folder holds its lock.
-    let held = looptrace::eval::lock_folder(&out, LockMode::Write)
-        .unwrap()
-        .unwrap();
+    let held = crate::support::hold_folder_lock(&out, LockMode::Write);
     for extra in [&[][..], &["--resume"]] {
         let output = crate::support::looptrace()
             .arg("eval")
@@ -1395,18 +1389,14 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
             "-q"
         )
     };
-    let writing = looptrace::eval::lock_folder(&failed, LockMode::Write)
-        .unwrap()
-        .unwrap();
+    let writing = crate::support::hold_folder_lock(&failed, LockMode::Write);
     assert_refused(
         &rerun_elsewhere(),
         "is being written by another looptrace eval",
     );
     assert!(!elsewhere.exists(), "nothing made");
     drop(writing);
-    let reading = looptrace::eval::lock_folder(&failed, LockMode::Read)
-        .unwrap()
-        .unwrap();
+    let reading = crate::support::hold_folder_lock(&failed, LockMode::Read);
     let output = cli!("eval", &failing, "--out", &failed, "-q");
     assert_refused(&output, "is in use by another looptrace command");
     let output = rerun_elsewhere();
@@ -1431,9 +1421,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let before = crate::support::files_under(&single);
-    let held = looptrace::eval::lock_folder(&single, LockMode::Write)
-        .unwrap()
-        .unwrap();
+    let held = crate::support::hold_folder_lock(&single, LockMode::Write);
     let output = rerun_in_place(&suite, &single);
     assert_refused(&output, "is in use by another looptrace command");
     assert_eq!(crate::support::files_under(&single), before);

@@ -180,9 +180,7 @@ fn an_eval_refused_for_a_locked_folder_makes_nothing_inside() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     // A merge or a rerun elsewhere reading the folder.
-    let _reading = looptrace::eval::lock_folder(&out, LockMode::Read)
-        .unwrap()
-        .unwrap();
+    let _reading = crate::support::hold_folder_lock(&out, LockMode::Read);
     let output = eval(&suite, &out, &[]);
     assert_refused(
         &output,
@@ -203,9 +201,7 @@ fn a_results_file_read_through_a_link_is_read_under_its_own_folders_lock() {
     std::os::unix::fs::symlink(shard.join("results.json"), &link).unwrap();
     let merged = dir.path().join("merged.json");
     let elsewhere = dir.path().join("elsewhere");
-    let writing = looptrace::eval::lock_folder(&shard, LockMode::Write)
-        .unwrap()
-        .unwrap();
+    let writing = crate::support::hold_folder_lock(&shard, LockMode::Write);
     let merge = || cli!("merge", &link, "--out", &merged, "-q");
     assert_refused(&merge(), "is being written by another looptrace eval");
     assert!(!merged.exists());
@@ -222,4 +218,110 @@ fn a_results_file_read_through_a_link_is_read_under_its_own_folders_lock() {
     assert!(!elsewhere.exists());
     drop(writing);
     assert_eq!(merge().status.code(), Some(1), "{}", stderr(&merge()));
+}
+
+/// A copy of the folder `from` at `to`, file by file.
+fn copy_folder(from: &Path, to: &Path) {
+    for (path, bytes) in files_under(from) {
+        let target = to.join(path.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, bytes).unwrap();
+    }
+}
+
+/// Each row of `folder`'s results names a run its trace holds; with `exactly`, the trace holds
+/// that run alone and nothing a rerun wrote aside is left.
+fn assert_rows_in_their_traces(folder: &Path, exactly: bool, context: &str) {
+    let results: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
+            .unwrap();
+    for row in &results.tasks {
+        let trace = folder.join(row.trace.as_deref().unwrap());
+        let runs = runs_in_traces_file(&trace);
+        let run = row.run_id.as_deref().unwrap();
+        assert!(
+            runs.contains(run),
+            "{context}: {run} not in {}",
+            trace.display()
+        );
+        if exactly {
+            assert_eq!(runs.len(), 1, "{context}: {}", trace.display());
+        }
+    }
+    if exactly {
+        let asides: Vec<_> = files_under(folder)
+            .into_iter()
+            .filter(|(path, _)| path.to_string_lossy().ends_with(".rerun"))
+            .collect();
+        assert!(asides.is_empty(), "{context}: {asides:?}");
+    }
+}
+
+fn runs_in_traces_file(trace: &Path) -> HashSet<String> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["run_id"].to_string())
+        .map(|quoted| quoted.trim_matches('"').to_owned())
+        .collect()
+}
+
+#[test]
+fn a_rerun_in_place_killed_anywhere_leaves_results_whose_runs_its_traces_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    for repeats in ["1", "2"] {
+        let reference = dir.path().join(format!("reference-{repeats}"));
+        let first = eval(&suite, &reference, &["--repeat", repeats, "--jobs", "1"]);
+        assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+        let mut faults: Vec<String> = (1..=4).map(|n| format!("abort_after_events:{n}")).collect();
+        faults.extend((1..=4).map(|n| format!("abort_in_traces_write:{n}")));
+        faults.extend(
+            [
+                "abort_before_row:1",
+                "abort_mid_row:1",
+                "abort_in_results_write",
+            ]
+            .map(String::from),
+        );
+        let mut crashes = 0;
+        for fault in faults {
+            let out = dir
+                .path()
+                .join(format!("{repeats}-{}", fault.replace(':', "-")));
+            copy_folder(&reference, &out);
+            let rerun = |fault: Option<&str>| {
+                let mut command = crate::support::looptrace();
+                command
+                    .arg("eval")
+                    .arg(&suite)
+                    .arg("--rerun-failed")
+                    .arg(out.join("results.json"))
+                    .args(["--jobs", "1", "-q", "--repeat", repeats]);
+                if let Some(fault) = fault {
+                    command.env("LOOPTRACE_FAULT", fault);
+                }
+                command.output().unwrap()
+            };
+            let crashed = rerun(Some(&fault));
+            let context = format!("--repeat {repeats}, {fault}");
+            if crashed.status.code().is_none() {
+                crashes += 1;
+                assert_rows_in_their_traces(&out, false, &context);
+            }
+            // The same rerun again finishes, and tidies what the crash left.
+            let again = rerun(None);
+            assert_eq!(
+                again.status.code(),
+                Some(1),
+                "{context}: {}",
+                stderr(&again)
+            );
+            assert_rows_in_their_traces(&out, true, &context);
+        }
+        // Every fault point was reached but the events and rewrites past the last ones: a run
+        // here has three events, and each rerun run's trace is rewritten twice (joined, swapped).
+        let reached = if repeats == "1" { 8 } else { 11 };
+        assert_eq!(crashes, reached, "--repeat {repeats}");
+    }
 }

@@ -212,3 +212,25 @@ macro_rules! cli {
     };
 }
 pub(crate) use cli;
+
+/// Takes the lock an evaluation takes on `folder`, as a command racing this test would. A lock
+/// this process just released can still be held for a moment by a child another test was
+/// starting (it holds a copy of every descriptor until it executes its program), so a refusal is
+/// tried again for up to five seconds before the test fails.
+pub fn hold_folder_lock(
+    folder: &Path,
+    mode: looptrace::eval::LockMode,
+) -> looptrace::eval::FolderLock {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(lock) = looptrace::eval::lock_folder(folder, mode).unwrap() {
+            return lock;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} stays locked",
+            folder.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
