@@ -171,6 +171,18 @@ pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
 /// it carries over and the runs it made into one file. Atomic: a crash while writing leaves
 /// `target` as it was.
 pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) -> io::Result<()> {
+    combine_runs_synced(target, sources, keep, true)
+}
+
+/// [`combine_runs`], synced to the disk before the rename only when `sync`: a per-task trace
+/// joined by a rerun holds runs that were never synced either, and syncing thousands of them one
+/// by one would cost more than the rerun.
+pub fn combine_runs_synced(
+    target: &Path,
+    sources: &[&Path],
+    keep: &HashSet<String>,
+    sync: bool,
+) -> io::Result<()> {
     let mut replacement = crate::output::Replacement::begin(target)?;
     let mut out = io::BufWriter::new(replacement.writer());
     for source in sources {
@@ -193,5 +205,9 @@ pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) ->
     out.flush()?;
     drop(out);
     crate::fault::traces_partly_written();
-    replacement.commit()
+    if sync {
+        replacement.commit()
+    } else {
+        replacement.commit_unsynced()
+    }
 }

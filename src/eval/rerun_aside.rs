@@ -3,16 +3,18 @@
 //!
 //! Each rerun task's new run is written beside its trace (`traces/.<task-id>.jsonl.rerun`), so
 //! while tasks run the folder is as the results it updates describe it. When they have run, each
-//! trace is made to hold its earlier run and its new one ([`join_aside`]); then `results.json` is
+//! trace is made to hold its earlier run and then its new one ([`join_aside`]); then `results.json` is
 //! replaced; then each trace becomes its new run alone ([`swap_in_aside`]). A crash at any point
 //! leaves a `results.json` every run of which is in its trace, at worst beside the run the other
 //! results name, and what it left is tidied by the next command ([`tidy_asides`]).
 
 use std::collections::HashSet;
-use std::io;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::layout::{combine_runs, is_repeat_folder, keep_runs};
+use super::layout::{combine_runs_synced, is_repeat_folder, keep_runs};
 
 /// What an aside's name adds to its trace's.
 const ASIDE_SUFFIX: &str = ".rerun";
@@ -31,15 +33,62 @@ fn trace_of_aside(name: &str) -> Option<&str> {
         .filter(|trace| trace.ends_with(".jsonl"))
 }
 
-/// Makes `trace` hold the runs in `keep` of its own and of its aside, its own first; `false`
-/// when it has no aside (the task's run wrote no trace). Atomic: a crash leaves it as it was.
+/// Whether `name` is a temporary file a crash left while a trace was being joined
+/// (`.<task-id>.jsonl.tmp-PID-N`, as [`crate::output::Replacement`] names them).
+fn is_join_leftover(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.split_once(".jsonl.tmp-"))
+        .is_some()
+}
+
+/// Makes `trace` hold its own runs and then its aside's; `false` when it has no aside (the
+/// task's run wrote no trace). A crash leaves its own runs whole: the aside's run is appended
+/// after them (at worst cut short, as a crash leaves any run), or, where appending is not safe,
+/// the runs in `keep` of both are written to a new file renamed over it.
 pub fn join_aside(trace: &Path, keep: &HashSet<String>) -> io::Result<bool> {
     let aside = aside_of(trace);
     if !aside.is_file() {
         return Ok(false);
     }
-    combine_runs(trace, &[trace, &aside], keep)?;
+    match appendable(trace)? {
+        Some(mut file) => {
+            let run = std::fs::read(&aside)?;
+            let (first, rest) = run.split_at(run.len() / 2);
+            file.write_all(first)?;
+            crate::fault::traces_partly_written();
+            file.write_all(rest)?;
+        }
+        None => combine_runs_synced(trace, &[trace, &aside], keep, false)?,
+    }
     Ok(true)
+}
+
+/// `trace` opened for appending, when a run appended to it changes nothing else: it is a regular
+/// file of its own (another hard link would see the run too, in a snapshot of the folder) that
+/// ends with a whole line (after a line cut short, the run's first line would join it).
+fn appendable(trace: &Path) -> io::Result<Option<File>> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(trace)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.nlink() > 1 {
+        return Ok(None);
+    }
+    if meta.len() > 0 {
+        let mut last = [0u8];
+        file.read_exact_at(&mut last, meta.len() - 1)?;
+        if last[0] != b'\n' {
+            return Ok(None);
+        }
+    }
+    Ok(Some(file))
 }
 
 /// Makes `trace` its aside's run alone: the aside is renamed over it.
@@ -52,7 +101,8 @@ pub fn swap_in_aside(trace: &Path) -> io::Result<()> {
     std::fs::rename(aside, trace)
 }
 
-/// Removes the asides a crashed rerun left in `traces` and its repeat folders. With `keep` (the
+/// Removes the asides a crashed rerun left in `traces` and its repeat folders, and the temporary
+/// files of the joins it was making. With `keep` (the
 /// runs of the folder's `results.json`, for a rerun that updates it in place), each trace beside
 /// one first keeps only those runs: a crash between [`join_aside`] and [`swap_in_aside`] left it
 /// holding a run its results do not name. Returns how many runs were removed from traces.
@@ -69,12 +119,16 @@ pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<
     for folder in folders {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(trace) = trace_of_aside(&name) else {
-                continue;
-            };
             if !entry.file_type().is_ok_and(|t| t.is_file()) {
                 continue;
             }
+            if is_join_leftover(&name) {
+                std::fs::remove_file(entry.path())?;
+                continue;
+            }
+            let Some(trace) = trace_of_aside(&name) else {
+                continue;
+            };
             let trace = folder.join(trace);
             if let Some(keep) = keep
                 && trace.is_file()
@@ -110,6 +164,9 @@ mod tests {
         assert_eq!(trace_of_aside(name), Some("t-1.jsonl"));
         assert_eq!(trace_of_aside(".results.json.rerun"), None);
         assert_eq!(trace_of_aside("t-1.jsonl"), None);
+        assert!(is_join_leftover(".t-1.jsonl.tmp-123-4"));
+        assert!(!is_join_leftover("t-1.jsonl"));
+        assert!(!is_join_leftover(".t-1.jsonl.rerun"));
     }
 
     #[test]
@@ -131,6 +188,33 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_with_another_link_or_a_cut_line_is_joined_into_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let both: HashSet<String> = ["old", "new"].map(String::from).into();
+        // Another link: a snapshot of the folder keeps the earlier run alone.
+        let trace = dir.path().join("linked.jsonl");
+        std::fs::write(&trace, run("old")).unwrap();
+        let snapshot = dir.path().join("snapshot.jsonl");
+        std::fs::hard_link(&trace, &snapshot).unwrap();
+        std::fs::write(aside_of(&trace), run("new")).unwrap();
+        assert!(join_aside(&trace, &both).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            run("old") + &run("new")
+        );
+        assert_eq!(std::fs::read_to_string(&snapshot).unwrap(), run("old"));
+        // A last line cut short: the new run's first line does not join it.
+        let trace = dir.path().join("cut.jsonl");
+        std::fs::write(&trace, run("old") + "{\"run_id\":\"old\",\"st").unwrap();
+        std::fs::write(aside_of(&trace), run("new")).unwrap();
+        assert!(join_aside(&trace, &both).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            run("old") + &run("new")
+        );
+    }
+
+    #[test]
     fn tidying_keeps_the_runs_the_results_name() {
         let dir = tempfile::tempdir().unwrap();
         let traces = dir.path().join("traces");
@@ -147,11 +231,13 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&trace).unwrap(), run("old"));
             assert!(!aside_of(&trace).exists());
         }
-        // Without results to keep by, only the asides go.
+        // Without results to keep by, only the asides and a join's temporary file go.
         let trace = traces.join("t.jsonl");
         std::fs::write(aside_of(&trace), run("new")).unwrap();
+        std::fs::write(traces.join(".t.jsonl.tmp-1-0"), run("new")).unwrap();
         assert_eq!(tidy_asides(&traces, None).unwrap(), 0);
         assert_eq!(std::fs::read_to_string(&trace).unwrap(), run("old"));
         assert!(!aside_of(&trace).exists());
+        assert!(!traces.join(".t.jsonl.tmp-1-0").exists());
     }
 }
