@@ -7,7 +7,8 @@ use std::path::Path;
 
 use super::CliError;
 use looptrace::eval::{
-    PARTIAL_NAME, ResultsFile, SINGLE_TRACE, keep_runs, read_partial, runs_in, tidy_asides,
+    PARTIAL_NAME, ResultsFile, SINGLE_TRACE, blocked_aside, keep_runs, read_partial, runs_in,
+    tidy_asides,
 };
 
 /// Removes the temporary files a crash left in the output folder while `results.json`, the
@@ -61,6 +62,18 @@ pub fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(),
         );
     }
     Ok(())
+}
+
+/// Fails (exit 2) when something other than a regular file stands where a rerun in place writes
+/// a run aside, or beside such a run where its trace goes (see [`blocked_aside`]).
+pub fn refuse_blocked_asides(out: &Path) -> Result<(), CliError> {
+    match blocked_aside(&out.join("traces")) {
+        Some(path) => Err(CliError::input(format!(
+            "--out: `{}` is not a regular file, and a rerun in place writes or tidies a task's run there: remove it",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Removes the per-task traces a crashed rerun in place left written aside. With `results` (the

@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
 use super::crash_leftovers::{
-    remove_crash_leftovers, remove_crashed_rerun_partial, tidy_after_crashed_rerun,
-    tidy_rerun_asides,
+    refuse_blocked_asides, remove_crash_leftovers, remove_crashed_rerun_partial,
+    tidy_after_crashed_rerun, tidy_rerun_asides,
 };
 use super::folder_locks::{lock_output, lock_read, lock_read_linked, lock_rerun_in_place};
 use super::output_checks::{
@@ -26,11 +26,11 @@ use looptrace::eval::{
     Attempt, Comparison, EachRow, OutcomeCounts, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader,
     PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
     SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
-    TraceLayout, TraceTarget, carry_over, combine_runs, compare, compare_counted, corpus_suite,
-    ends_with_finished_run, failed_ids, finished_runs, join_aside, keep_runs, list_shards,
-    load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial, read_results,
-    remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info, summary_line,
-    swap_in_aside, trace_path, write_junit, write_results,
+    TraceLayout, TraceTarget, carry_over, combine_runs, combine_runs_synced, compare,
+    compare_counted, corpus_suite, ends_with_finished_run, failed_ids, finished_runs, join_aside,
+    keep_runs, list_shards, load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial,
+    read_results, remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info,
+    summary_line, swap_in_aside, trace_path, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -326,7 +326,15 @@ pub fn run(args: EvalArgs) -> CliResult {
                 if same_file(path, &results_path) {
                     match layout {
                         TraceLayout::Single => tidy_after_crashed_rerun(&out, previous)?,
-                        TraceLayout::PerTask => tidy_rerun_asides(&out, Some(previous))?,
+                        TraceLayout::PerTask => {
+                            refuse_own_folder_elsewhere(
+                                "--rerun-failed",
+                                &out.join("traces"),
+                                "a rerun tidies the traces there",
+                            )?;
+                            refuse_blocked_asides(&out)?;
+                            tidy_rerun_asides(&out, Some(previous))?
+                        }
                     }
                     remove_crashed_rerun_partial(&partial);
                 }
@@ -647,6 +655,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .rerun_failed
         .as_ref()
         .is_some_and(|path| same_file(path, &results_path));
+    refuse_blocked_asides(&out)?;
     if !updated_in_place {
         match std::fs::remove_file(&results_path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
@@ -658,9 +667,10 @@ pub fn run(args: EvalArgs) -> CliResult {
             _ => {}
         }
     }
-    // The results updated in place say which runs the per-task traces a crashed rerun left
-    // beside theirs must keep; any other evaluation replaces those traces anyway.
-    tidy_rerun_asides(&out, previous.as_ref().filter(|_| updated_in_place))?;
+    // The results a rerun in this folder carries rows of say which runs the per-task traces a
+    // crashed rerun left beside theirs must keep; an evaluation that carries none replaces those
+    // traces anyway, and a rerun into another folder copies only the runs it carries.
+    tidy_rerun_asides(&out, previous.as_ref().filter(|_| !rerun_elsewhere))?;
     // Per-task traces a rerun updates in place are written aside and swapped in at its end.
     let traces_aside = updated_in_place && layout == TraceLayout::PerTask;
     // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
@@ -1602,19 +1612,28 @@ fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<()
     if same_file(from, to) {
         return Ok(());
     }
-    for trace in rows
+    for (row, trace) in rows
         .iter()
         .filter(|row| row.carried_over)
-        .filter_map(|row| row.trace.as_deref())
+        .filter_map(|row| row.trace.as_deref().map(|trace| (row, trace)))
     {
         let source = from.join(trace);
         if source.is_file() {
-            // A fresh file, not the one there: it may share its content with another folder's
-            // by a hard link.
-            let copied = std::fs::File::open(&source).and_then(|mut file| {
-                let mut copy = looptrace::output::create_fresh(&to.join(trace))?;
-                std::io::copy(&mut file, &mut copy)
-            });
+            // A new file renamed over the one there, not written into: it may share its content
+            // with another folder's by a hard link. Only the carried run: a rerun in place that
+            // crashed may have left a trace holding another beside it.
+            let copied = match &row.run_id {
+                Some(run) => combine_runs_synced(
+                    &to.join(trace),
+                    &[&source],
+                    &HashSet::from([run.clone()]),
+                    false,
+                ),
+                None => std::fs::File::open(&source).and_then(|mut file| {
+                    let mut copy = looptrace::output::create_fresh(&to.join(trace))?;
+                    std::io::copy(&mut file, &mut copy).map(|_| ())
+                }),
+            };
             copied.map_err(|err| {
                 CliError::internal(format!(
                     "failed to copy the trace `{}` to `{}`: {err}",

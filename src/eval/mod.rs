@@ -29,8 +29,9 @@ pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use folder_lock::{FolderLock, LockMode, lock_folder};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
-    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, ends_with_finished_run,
-    finished_runs, is_repeat_folder, keep_runs, run_id, runs_in, trace_path,
+    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, combine_runs_synced,
+    ends_with_finished_run, finished_runs, is_repeat_folder, keep_runs, run_id, runs_in,
+    trace_path,
 };
 pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
 pub use partial::{
@@ -41,7 +42,7 @@ pub use render::{
     render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
-pub use rerun_aside::{aside_of, join_aside, swap_in_aside, tidy_asides};
+pub use rerun_aside::{aside_of, blocked_aside, join_aside, swap_in_aside, tidy_asides};
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
     Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,

@@ -47,7 +47,7 @@ fn is_join_leftover(name: &str) -> bool {
 /// the runs in `keep` of both are written to a new file renamed over it.
 pub fn join_aside(trace: &Path, keep: &HashSet<String>) -> io::Result<bool> {
     let aside = aside_of(trace);
-    if !aside.is_file() {
+    if !is_regular(&aside) {
         return Ok(false);
     }
     match appendable(trace)? {
@@ -94,19 +94,20 @@ fn appendable(trace: &Path) -> io::Result<Option<File>> {
 /// Makes `trace` its aside's run alone: the aside is renamed over it.
 pub fn swap_in_aside(trace: &Path) -> io::Result<()> {
     let aside = aside_of(trace);
-    if !aside.is_file() {
+    if !is_regular(&aside) {
         return Ok(());
     }
     crate::fault::traces_partly_written();
     std::fs::rename(aside, trace)
 }
 
-/// Removes the asides a crashed rerun left in `traces` and its repeat folders, and the temporary
-/// files of the joins it was making. With `keep` (the
-/// runs of the folder's `results.json`, for a rerun that updates it in place), each trace beside
-/// one first keeps only those runs: a crash between [`join_aside`] and [`swap_in_aside`] left it
-/// holding a run its results do not name. Returns how many runs were removed from traces.
-pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<usize> {
+/// Whether a regular file (not a link to one) is at `path`.
+fn is_regular(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file())
+}
+
+/// `traces` and its repeat folders (links to folders are not followed).
+fn trace_folders(traces: &Path) -> Vec<PathBuf> {
     let mut folders = vec![traces.to_path_buf()];
     for entry in std::fs::read_dir(traces).into_iter().flatten().flatten() {
         let name = entry.file_name();
@@ -115,8 +116,40 @@ pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<
             folders.push(entry.path());
         }
     }
+    folders
+}
+
+/// The first place where a rerun in place would write a run aside, or tidy a trace beside one,
+/// that holds something other than a regular file: a folder, named pipe, socket, device or link
+/// there would block or misdirect the rerun, so it is refused before any task runs.
+pub fn blocked_aside(traces: &Path) -> Option<PathBuf> {
+    for folder in trace_folders(traces) {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(trace) = trace_of_aside(&name) else {
+                continue;
+            };
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                return Some(entry.path());
+            }
+            let trace = folder.join(trace);
+            if std::fs::symlink_metadata(&trace).is_ok_and(|meta| !meta.is_file()) {
+                return Some(trace);
+            }
+        }
+    }
+    None
+}
+
+/// Removes the asides a crashed rerun left in `traces` and its repeat folders, and the temporary
+/// files of the joins it was making ([`blocked_aside`] says first whether any is not a regular
+/// file: such a one is skipped here). With `keep` (the
+/// runs of the folder's `results.json`, for a rerun that updates it in place), each trace beside
+/// one first keeps only those runs: a crash between [`join_aside`] and [`swap_in_aside`] left it
+/// holding a run its results do not name. Returns how many runs were removed from traces.
+pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<usize> {
     let mut removed = 0;
-    for folder in folders {
+    for folder in trace_folders(traces) {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !entry.file_type().is_ok_and(|t| t.is_file()) {
@@ -131,7 +164,7 @@ pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<
             };
             let trace = folder.join(trace);
             if let Some(keep) = keep
-                && trace.is_file()
+                && is_regular(&trace)
             {
                 let before = super::layout::runs_in(&trace)?;
                 let dropped = before.iter().filter(|run| !keep.contains(*run)).count();

@@ -269,8 +269,21 @@ impl Totals {
 
 /// Reads a results file, for baselines and merging.
 pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
-    let text = fs::read_to_string(path)
-        .map_err(|err| format!("failed to read results `{}`: {err}", path.display()))?;
+    let text = fs::read_to_string(path).map_err(|err| {
+        // An evaluation removes the results it replaces before its first task: a partial file
+        // without results is one that did not finish.
+        let partial = path.with_file_name(super::PARTIAL_NAME);
+        let unfinished = if err.kind() == io::ErrorKind::NotFound && partial.is_file() {
+            format!(
+                " (the evaluation there did not finish: `{}` holds the rows it wrote, and `looptrace eval SUITE --out {} --resume` finishes it)",
+                partial.display(),
+                path.parent().map_or_else(|| ".".into(), |p| p.display().to_string())
+            )
+        } else {
+            String::new()
+        };
+        format!("failed to read results `{}`: {err}{unfinished}", path.display())
+    })?;
     let results: ResultsFile = serde_json::from_str(&text).map_err(|err| {
         format!(
             "`{}` is not a looptrace results file: {err}",

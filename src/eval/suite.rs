@@ -39,6 +39,10 @@ pub struct Suite {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(String);
 
+/// The longest task id: `<id>.jsonl` and the names eval gives the files it writes beside a trace
+/// (a rerun's new run, a temporary file) must fit in a file name of 255 bytes.
+pub const MAX_TASK_ID_CHARS: usize = 200;
+
 impl TaskId {
     /// Checks the characters.
     pub fn parse(id: &str) -> Result<TaskId, String> {
@@ -56,6 +60,12 @@ impl TaskId {
         }
         if id == "." || id == ".." {
             return Err(format!("{id:?} is not a usable id"));
+        }
+        if id.len() > MAX_TASK_ID_CHARS {
+            return Err(format!(
+                "is {} characters long; ids are at most {MAX_TASK_ID_CHARS}: an id names its trace file, and file systems allow 255 bytes with room for eval's temporary names",
+                id.len()
+            ));
         }
         match id
             .chars()

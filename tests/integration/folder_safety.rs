@@ -93,11 +93,16 @@ fn a_crashed_evaluation_leaves_no_results_its_traces_no_longer_match() {
         assert!(out.join("results.partial.jsonl").exists(), "{layout}");
         // Nothing reads the crashed folder as complete results...
         let rerun = cli!("eval", &suite, "--rerun-failed", &results, "-q");
-        assert_refused(&rerun, "results.json");
+        assert_refused(&rerun, "the evaluation there did not finish");
+        assert!(
+            stderr(&rerun).contains("--resume` finishes it"),
+            "{}",
+            stderr(&rerun)
+        );
         let merged = dir.path().join("merged.json");
         assert_refused(
             &cli!("merge", &results, "--out", &merged, "-q"),
-            "results.json",
+            "the evaluation there did not finish",
         );
         assert!(!merged.exists(), "{layout}");
         // ...and `--resume` finishes it, with results its traces hold.
@@ -327,4 +332,153 @@ fn a_rerun_in_place_killed_anywhere_leaves_results_whose_runs_its_traces_hold() 
         let reached = if repeats == "1" { 8 } else { 11 };
         assert_eq!(crashes, reached, "--repeat {repeats}");
     }
+}
+
+/// A per-task folder where `a` and `b` failed, whose rerun in place of `a` alone (with the suite
+/// fixed, so `a` passes) was killed after its results were replaced and before `a`'s trace became
+/// its new run alone: `traces/a.jsonl` holds both runs, and `b` still fails. With `snapshot`, the
+/// folder was first hard-linked elsewhere (`cp -al`), so the trace is joined into a new file,
+/// whose temporary file the kill leaves. Returns the fixed suite and the folder.
+fn killed_between_results_and_swap(dir: &Path, snapshot: bool) -> (PathBuf, PathBuf) {
+    let ids = ["a", "b", "c"];
+    let failing = crate::eval_guards::suite(dir, "failing.json", &ids, &["a", "b"]);
+    let fixed = crate::eval_guards::suite(dir, "fixed.json", &ids, &[]);
+    let out = dir.join("out");
+    assert_eq!(
+        eval(&failing, &out, &["--jobs", "1"]).status.code(),
+        Some(1)
+    );
+    if snapshot {
+        for (path, _) in files_under(&out) {
+            let linked = dir.join("snapshot").join(path.strip_prefix(&out).unwrap());
+            std::fs::create_dir_all(linked.parent().unwrap()).unwrap();
+            std::fs::hard_link(&path, linked).unwrap();
+        }
+    }
+    // The join is the first rewrite of a trace, the swap the second.
+    let fault = if snapshot {
+        "abort_in_traces_write:1"
+    } else {
+        "abort_in_traces_write:2"
+    };
+    let crashed = crate::support::looptrace()
+        .arg("eval")
+        .arg(&fixed)
+        .arg("--rerun-failed")
+        .arg(out.join("results.json"))
+        .args(["--only", "a", "--jobs", "1", "-q"])
+        .env("LOOPTRACE_FAULT", fault)
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "{}", stderr(&crashed));
+    (fixed, out)
+}
+
+#[test]
+fn a_trace_a_crashed_rerun_left_holding_two_runs_is_never_carried_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (suite, out) = killed_between_results_and_swap(dir.path(), false);
+    assert_eq!(runs_in_traces_file(&out.join("traces/a.jsonl")).len(), 2);
+    // Into another folder, rerunning `b` and carrying `a`: only the run each row names is copied.
+    let elsewhere = dir.path().join("elsewhere");
+    let rerun = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        out.join("results.json"),
+        "--out",
+        &elsewhere,
+        "-q"
+    );
+    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+    assert_rows_in_their_traces(&elsewhere, true, "rerun elsewhere");
+    // From a copy of the results in the same folder: the copy's runs are kept.
+    let copy = out.join("copy.json");
+    std::fs::copy(out.join("results.json"), &copy).unwrap();
+    let rerun = cli!("eval", &suite, "--rerun-failed", &copy, "-q");
+    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+    assert_rows_in_their_traces(&out, true, "rerun from a copy");
+}
+
+#[test]
+fn what_a_join_a_crash_cut_short_left_is_removed_and_the_snapshot_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (suite, out) = killed_between_results_and_swap(dir.path(), true);
+    let snapshot = files_under(&dir.path().join("snapshot"));
+    assert_rows_in_their_traces(&out, false, "after the crash");
+    let again = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_rows_in_their_traces(&out, true, "the same rerun again");
+    assert_eq!(files_under(&dir.path().join("snapshot")), snapshot);
+}
+
+#[test]
+fn a_rerun_in_place_refuses_what_blocks_a_run_written_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
+    let results = std::fs::read(out.join("results.json")).unwrap();
+    let aside = out.join("traces/.b.jsonl.rerun");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "kept").unwrap();
+    let blockers: [(&str, &dyn Fn()); 3] = [
+        ("folder", &|| std::fs::create_dir(&aside).unwrap()),
+        ("named pipe", &|| {
+            let made = std::process::Command::new("mkfifo").arg(&aside).status();
+            assert!(made.unwrap().success());
+        }),
+        ("link", &|| {
+            std::os::unix::fs::symlink(&victim, &aside).unwrap()
+        }),
+    ];
+    for (what, place) in blockers {
+        place();
+        let rerun = cli!(
+            "eval",
+            &suite,
+            "--rerun-failed",
+            out.join("results.json"),
+            "-q"
+        );
+        assert_refused(&rerun, "is not a regular file, and a rerun in place writes");
+        assert_eq!(
+            std::fs::read(out.join("results.json")).unwrap(),
+            results,
+            "{what}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept", "{what}");
+        match std::fs::symlink_metadata(&aside).unwrap().is_dir() {
+            true => std::fs::remove_dir(&aside).unwrap(),
+            false => std::fs::remove_file(&aside).unwrap(),
+        }
+    }
+}
+
+#[test]
+fn nothing_to_rerun_never_tidies_through_a_linked_traces_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_guards::suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    let out = dir.path().join("out");
+    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(0));
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::rename(out.join("traces"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("traces")).unwrap();
+    std::fs::write(elsewhere.join(".a.jsonl.rerun"), "").unwrap();
+    let before = files_under(&elsewhere);
+    let rerun = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        out.join("results.json"),
+        "-q"
+    );
+    assert_refused(&rerun, "is a symbolic link");
+    assert_eq!(files_under(&elsewhere), before);
 }
