@@ -7,7 +7,7 @@ Each trial starts an evaluation, kills it after a random delay, then runs it aga
 finishes. After every kill, each run the folder's `results.json` names (if it has one) must be in
 its trace; at the end the results must equal the uninterrupted run's (apart from run ids,
 timings and trace paths), and the traces must hold exactly the runs the results name, each
-complete.
+complete, with nothing a crash wrote aside or half replaced left behind.
 
     fuzz/kill_campaign.py                       # both modes, 40 trials each
     fuzz/kill_campaign.py --mode rerun --trials 100 --tasks 5000 --seed 7
@@ -57,6 +57,16 @@ def rows(folder):
 
 def traces_problem(binary, folder, layout, run_ids):
     """What is wrong with the folder's traces, or None."""
+    # What a crash wrote aside or half replaced is gone once a command has finished.
+    hidden = [
+        os.path.join(root, name)
+        for root, _, names in os.walk(os.path.join(folder, "traces"))
+        for name in names
+        if name.startswith(".")
+    ]
+    hidden += [name for name in os.listdir(folder) if ".tmp-" in name]
+    if hidden:
+        return f"left behind: {hidden[:3]}"
     traces = os.path.join(folder, "traces.jsonl" if "single" in layout else "traces")
     out = subprocess.run([binary, "report", traces, "-f", "json"], capture_output=True)
     if out.returncode != 0:
