@@ -66,10 +66,10 @@ pub fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(),
 
 /// Fails (exit 2) when something other than a regular file stands where a rerun in place writes
 /// a run aside, or beside such a run where its trace goes (see [`blocked_aside`]).
-pub fn refuse_blocked_asides(out: &Path) -> Result<(), CliError> {
+pub fn refuse_blocked_asides(flag: &str, out: &Path) -> Result<(), CliError> {
     match blocked_aside(&out.join("traces")) {
         Some(path) => Err(CliError::input(format!(
-            "--out: `{}` is not a regular file, and a rerun in place writes or tidies a task's run there: remove it",
+            "{flag}: `{}` is not a regular file, where eval writes a rerun's run aside or tidies what one left: remove it",
             path.display()
         ))),
         None => Ok(()),

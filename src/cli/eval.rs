@@ -288,6 +288,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
     };
     let results_path = out.join("results.json");
+    // The flag that named the output folder, for what is said of it.
+    let out_flag = if args.out.is_none() && args.rerun_failed.is_some() {
+        "--rerun-failed"
+    } else {
+        "--out"
+    };
     // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
     // shard of one split must be given the same patterns (merge checks).
     let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
@@ -332,7 +338,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                                 &out.join("traces"),
                                 "a rerun tidies the traces there",
                             )?;
-                            refuse_blocked_asides(&out)?;
+                            refuse_blocked_asides("--rerun-failed", &out)?;
                             tidy_rerun_asides(&out, Some(previous))?
                         }
                     }
@@ -346,7 +352,10 @@ pub fn run(args: EvalArgs) -> CliResult {
                 });
             }
             let rerun: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-            refuse_missing_carried_traces(previous, path, &rerun)?;
+            // The folder's own results name the runs its traces hold (evaluations keep them so);
+            // a copy of them may not, and a rerun elsewhere copies what they name.
+            let own = same_file(path, &folder_of(path).join("results.json"));
+            refuse_missing_carried_traces(previous, path, &rerun, rerun_elsewhere || !own)?;
         }
         (std::borrow::Cow::Owned(tasks), Some(selection))
     };
@@ -655,7 +664,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .rerun_failed
         .as_ref()
         .is_some_and(|path| same_file(path, &results_path));
-    refuse_blocked_asides(&out)?;
+    refuse_blocked_asides(out_flag, &out)?;
     if !updated_in_place {
         match std::fs::remove_file(&results_path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
@@ -1562,11 +1571,13 @@ fn refuse_traces_shared_with(
 
 /// Fails unless the trace of every row a rerun carries over is beside its results: merged
 /// results name traces in their shards' folders, and a rerun that carried such rows would leave
-/// results naming traces that are not there.
+/// results naming traces that are not there. With `check_runs`, each trace must also hold its
+/// row's run.
 fn refuse_missing_carried_traces(
     previous: &ResultsFile,
     path: &Path,
     rerun: &HashSet<&str>,
+    check_runs: bool,
 ) -> Result<(), CliError> {
     let folder = folder_of(path);
     let carried = previous
@@ -1592,18 +1603,49 @@ fn refuse_missing_carried_traces(
             }
         }
     }
-    let Some(first) = missing.first() else {
+    if let Some(first) = missing.first() {
+        return Err(missing_carried_traces(path, &folder, first, missing.len()));
+    }
+    if !check_runs {
         return Ok(());
-    };
-    Err(CliError::input(format!(
+    }
+    // Each carried row's run must be in its trace: results kept while their folder was
+    // evaluated again (a copy of them) would carry rows whose runs are gone.
+    let mut held: HashMap<&str, HashSet<String>> = HashMap::new();
+    for (i, row) in previous.tasks.iter().enumerate() {
+        let (Some(trace), Some(run)) = (row.trace.as_deref(), row.run_id.as_deref()) else {
+            continue;
+        };
+        if rerun.contains(row.id.as_str()) {
+            continue;
+        }
+        let trace_path = folder.join(trace);
+        let runs = held
+            .entry(trace)
+            .or_insert_with(|| looptrace::eval::runs_in(&trace_path).unwrap_or_default());
+        if !runs.contains(run) {
+            return Err(CliError::input(format!(
+                "--rerun-failed `{}`: `tasks[{i}]` ({:?}) carries over run `{run}`, which its trace `{}` does not hold: the folder was evaluated again since these results were written; rerun from the results it holds now",
+                path.display(),
+                row.id,
+                trace_path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a rerun is told when traces of rows it carries over are not beside the results.
+fn missing_carried_traces(path: &Path, folder: &Path, first: &str, count: usize) -> CliError {
+    CliError::input(format!(
         "--rerun-failed `{}`: {} of the rows it carries over {} not beside it (`{}` first): results merged from shards name traces in the shards' folders; gather them next to the merged results first (`cp -r SHARD/traces {}/` for each shard, or `cat SHARD/traces.jsonl >> {}/traces.jsonl`)",
         path.display(),
-        looptrace::plural(missing.len() as u64, "trace", "traces"),
-        if missing.len() == 1 { "is" } else { "are" },
+        looptrace::plural(count as u64, "trace", "traces"),
+        if count == 1 { "is" } else { "are" },
         folder.join(first).display(),
         folder.display(),
         folder.display()
-    )))
+    ))
 }
 
 /// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows

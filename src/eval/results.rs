@@ -275,9 +275,8 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
         let partial = path.with_file_name(super::PARTIAL_NAME);
         let unfinished = if err.kind() == io::ErrorKind::NotFound && partial.is_file() {
             format!(
-                " (the evaluation there did not finish: `{}` holds the rows it wrote, and `looptrace eval SUITE --out {} --resume` finishes it)",
-                partial.display(),
-                path.parent().map_or_else(|| ".".into(), |p| p.display().to_string())
+                " (the evaluation there did not finish: `{}` holds the rows it wrote; the same eval command again with `--resume` finishes it, or, for a rerun, the same `--rerun-failed` command)",
+                partial.display()
             )
         } else {
             String::new()

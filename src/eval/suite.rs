@@ -61,21 +61,22 @@ impl TaskId {
         if id == "." || id == ".." {
             return Err(format!("{id:?} is not a usable id"));
         }
+        if let Some(c) = id
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            return Err(format!(
+                "{id:?} has the character {c:?}; ids use letters, digits, `.`, `_` and `-`"
+            ));
+        }
+        // Only ASCII is left: bytes are characters.
         if id.len() > MAX_TASK_ID_CHARS {
             return Err(format!(
                 "is {} characters long; ids are at most {MAX_TASK_ID_CHARS}: an id names its trace file, and file systems allow 255 bytes with room for eval's temporary names",
                 id.len()
             ));
         }
-        match id
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-        {
-            Some(c) => Err(format!(
-                "{id:?} has the character {c:?}; ids use letters, digits, `.`, `_` and `-`"
-            )),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// The id as text.
@@ -1027,5 +1028,21 @@ impl Checker<'_> {
             }
         }
         expect
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_is_told_its_first_problem() {
+        let long = "a".repeat(MAX_TASK_ID_CHARS);
+        assert!(TaskId::parse(&long).is_ok());
+        let too_long = TaskId::parse(&format!("{long}b")).unwrap_err();
+        assert!(too_long.starts_with("is 201 characters long"), "{too_long}");
+        // Not ASCII: the character is the problem, not the byte count.
+        let accented = TaskId::parse(&"é".repeat(101)).unwrap_err();
+        assert!(accented.contains("has the character 'é'"), "{accented}");
     }
 }

@@ -447,7 +447,10 @@ fn a_rerun_in_place_refuses_what_blocks_a_run_written_aside() {
             out.join("results.json"),
             "-q"
         );
-        assert_refused(&rerun, "is not a regular file, and a rerun in place writes");
+        assert_refused(
+            &rerun,
+            "is not a regular file, where eval writes a rerun's run aside",
+        );
         assert_eq!(
             std::fs::read(out.join("results.json")).unwrap(),
             results,
@@ -481,4 +484,38 @@ fn nothing_to_rerun_never_tidies_through_a_linked_traces_folder() {
     );
     assert_refused(&rerun, "is a symbolic link");
     assert_eq!(files_under(&elsewhere), before);
+}
+
+#[test]
+fn a_rerun_refuses_results_whose_carried_runs_their_traces_no_longer_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out = dir.path().join("out");
+    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
+    // A copy of the results, kept while the folder was evaluated again.
+    let copy = out.join("copy.json");
+    std::fs::copy(out.join("results.json"), &copy).unwrap();
+    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
+    let results = std::fs::read(out.join("results.json")).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    let into_elsewhere = cli!(
+        "eval",
+        &suite,
+        "--rerun-failed",
+        &copy,
+        "--out",
+        &elsewhere,
+        "-q"
+    );
+    let in_place = cli!("eval", &suite, "--rerun-failed", &copy, "-q");
+    for rerun in [into_elsewhere, in_place] {
+        assert_refused(&rerun, "which its trace");
+        assert!(
+            stderr(&rerun).contains("`tasks[0]` (\"a\")"),
+            "{}",
+            stderr(&rerun)
+        );
+    }
+    assert!(!elsewhere.exists());
+    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), results);
 }
