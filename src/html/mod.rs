@@ -1,9 +1,9 @@
 //! The HTML report: one self-contained page (inline CSS, script and SVG, nothing loaded from
 //! anywhere) rendered as a pure function of the report data, like the other report formats.
 //!
-//! [`page`] assembles the shell, [`charts`] draws the sections of the aggregate report as SVG,
-//! [`table`] embeds the runs (filterable and sortable by the page's script), [`timeline`] their
-//! events, and [`escape`] is the one way trace text reaches the page.
+//! `page` assembles the shell, `charts` draws the sections of the aggregate report as SVG,
+//! `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
+//! events, and `escape` is the one way trace text reaches the page.
 
 mod charts;
 mod escape;

@@ -74,7 +74,7 @@ pub struct IncompleteShard {
     pub missing_rows: usize,
     /// Whether its evaluation says it was interrupted.
     pub interrupted: bool,
-    /// The first tasks that lack rows (`t3`, `t4 (repeat 2)`), at most [`NAMED`].
+    /// The first tasks that lack rows (`t3`, `t4 (repeat 2)`), at most `NAMED`.
     pub named: Vec<String>,
     /// How many tasks lack rows in all, `named` included, when the ids are known.
     pub lacking_tasks: usize,
