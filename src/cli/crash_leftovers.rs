@@ -2,13 +2,12 @@
 //! it: temporary files written aside, the earlier runs of a rerun's tasks in `traces.jsonl` or
 //! beside per-task traces, and a rerun's partial file, which no command resumes.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use super::CliError;
 use looptrace::eval::{
-    PARTIAL_NAME, ResultsFile, SINGLE_TRACE, blocked_aside, keep_runs, read_partial, runs_in,
-    tidy_asides,
+    PARTIAL_NAME, RerunLeftovers, ResultsFile, SINGLE_TRACE, keep_runs, read_partial, run_ids,
+    runs_in,
 };
 
 /// Removes the temporary files a crash left in the output folder while `results.json`, the
@@ -47,11 +46,7 @@ pub fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(),
     let failed = |err: std::io::Error| {
         CliError::internal(format!("failed to rewrite `{}`: {err}", single.display()))
     };
-    let named: HashSet<String> = results
-        .tasks
-        .iter()
-        .filter_map(|t| t.run_id.clone())
-        .collect();
+    let named = run_ids(&results.tasks);
     let extra = runs_in(&single).map_err(failed)?.difference(&named).count();
     if extra > 0 {
         keep_runs(&single, &named).map_err(failed)?;
@@ -65,9 +60,9 @@ pub fn tidy_after_crashed_rerun(out: &Path, results: &ResultsFile) -> Result<(),
 }
 
 /// Fails (exit 2) when something other than a regular file stands where a rerun in place writes
-/// a run aside, or beside such a run where its trace goes (see [`blocked_aside`]).
-pub fn refuse_blocked_asides(flag: &str, out: &Path) -> Result<(), CliError> {
-    match blocked_aside(&out.join("traces")) {
+/// a run aside, or beside such a run where its trace goes (see [`RerunLeftovers::blocked`]).
+pub fn refuse_blocked_asides(flag: &str, leftovers: &RerunLeftovers) -> Result<(), CliError> {
+    match leftovers.blocked() {
         Some(path) => Err(CliError::input(format!(
             "{flag}: `{}` is not a regular file, where eval writes a rerun's run aside or tidies what one left: remove it",
             path.display()
@@ -76,20 +71,18 @@ pub fn refuse_blocked_asides(flag: &str, out: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Removes the per-task traces a crashed rerun in place left written aside. With `results` (the
-/// results that rerun updates, read again by a rerun in place), each trace beside one keeps only
-/// the runs they name: a crash between joining the traces and swapping the new runs in left
-/// some holding a run the folder's results do not name.
-pub fn tidy_rerun_asides(out: &Path, results: Option<&ResultsFile>) -> Result<(), CliError> {
+/// Removes the per-task traces a crashed rerun in place left written aside in `out`. With
+/// `results` (the results a rerun in this folder carries rows of), each trace beside one keeps
+/// only the runs they name: a crash between joining the traces and swapping the new runs in
+/// left some holding a run the folder's results do not name.
+pub fn tidy_rerun_asides(
+    out: &Path,
+    leftovers: &RerunLeftovers,
+    results: Option<&ResultsFile>,
+) -> Result<(), CliError> {
     let traces = out.join("traces");
-    let named: Option<HashSet<String>> = results.map(|results| {
-        results
-            .tasks
-            .iter()
-            .filter_map(|t| t.run_id.clone())
-            .collect()
-    });
-    let removed = tidy_asides(&traces, named.as_ref()).map_err(|err| {
+    let named = results.map(|results| run_ids(&results.tasks));
+    let removed = leftovers.tidy(named.as_ref()).map_err(|err| {
         CliError::internal(format!(
             "failed to tidy what an interrupted rerun left in `{}`: {err}",
             traces.display()

@@ -27,10 +27,11 @@ use looptrace::eval::{
     PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
     SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
     TraceLayout, TraceTarget, carry_over, combine_runs, combine_runs_synced, compare,
-    compare_counted, corpus_suite, ends_with_finished_run, failed_ids, finished_runs, join_aside,
-    keep_runs, list_shards, load_suite_with_text, now_rfc3339, prepare_traces_dir, read_partial,
-    read_results, remove_stale_traces, run_tasks, select_tasks, still_owed, suite_info,
-    summary_line, swap_in_aside, trace_path, write_junit, write_results,
+    compare_counted, corpus_suite, ends_with_finished_run, failed_ids, find_rerun_leftovers,
+    finished_runs, join_aside, keep_runs, list_shards, load_suite_with_text, now_rfc3339,
+    prepare_traces_dir, read_partial, read_results, remove_stale_traces, run_ids, run_tasks,
+    select_tasks, still_owed, suite_info, summary_line, swap_in_aside, trace_path, write_junit,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -338,8 +339,9 @@ pub fn run(args: EvalArgs) -> CliResult {
                                 &out.join("traces"),
                                 "a rerun tidies the traces there",
                             )?;
-                            refuse_blocked_asides("--rerun-failed", &out)?;
-                            tidy_rerun_asides(&out, Some(previous))?
+                            let leftovers = find_rerun_leftovers(&out.join("traces"));
+                            refuse_blocked_asides("--rerun-failed", &leftovers)?;
+                            tidy_rerun_asides(&out, &leftovers, Some(previous))?
                         }
                     }
                     remove_crashed_rerun_partial(&partial);
@@ -664,7 +666,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         .rerun_failed
         .as_ref()
         .is_some_and(|path| same_file(path, &results_path));
-    refuse_blocked_asides(out_flag, &out)?;
+    // What a crashed rerun left beside per-task traces: refused first if it blocks, tidied below.
+    let leftovers = find_rerun_leftovers(&out.join("traces"));
+    refuse_blocked_asides(out_flag, &leftovers)?;
     if !updated_in_place {
         match std::fs::remove_file(&results_path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
@@ -679,7 +683,11 @@ pub fn run(args: EvalArgs) -> CliResult {
     // The results a rerun in this folder carries rows of say which runs the per-task traces a
     // crashed rerun left beside theirs must keep; an evaluation that carries none replaces those
     // traces anyway, and a rerun into another folder copies only the runs it carries.
-    tidy_rerun_asides(&out, previous.as_ref().filter(|_| !rerun_elsewhere))?;
+    tidy_rerun_asides(
+        &out,
+        &leftovers,
+        previous.as_ref().filter(|_| !rerun_elsewhere),
+    )?;
     // Per-task traces a rerun updates in place are written aside and swapped in at its end.
     let traces_aside = updated_in_place && layout == TraceLayout::PerTask;
     // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
@@ -736,11 +744,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
         TraceLayout::Single => {
             // A resumed evaluation keeps the runs of the rows it keeps; a new one starts empty.
-            let keep: HashSet<String> = kept
-                .iter()
-                .flatten()
-                .filter_map(|row| row.run_id.clone())
-                .collect();
+            let keep = run_ids(kept.iter().flatten());
             // Only a file there already holds runs to drop; a new one is created by appending.
             if std::fs::symlink_metadata(&single_path).is_ok() {
                 keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
@@ -893,14 +897,11 @@ pub fn run(args: EvalArgs) -> CliResult {
         (Some(previous), Some(path)) => {
             let rows = carry_over(previous, read_rows()?, &suite);
             not_reached = still_owed(previous, &rows, &suite);
-            let runs_of = |rows: &[TaskResult]| -> HashSet<String> {
-                rows.iter().filter_map(|row| row.run_id.clone()).collect()
-            };
             // Until `results.json` is replaced, the traces hold the runs of both the earlier and
             // the new results: a crash between the renames leaves every run the results there
             // name, whole.
-            let mut both = runs_of(&previous.tasks);
-            both.extend(runs_of(&rows));
+            let mut both = run_ids(&previous.tasks);
+            both.extend(run_ids(&rows));
             // The per-task traces of the runs this rerun made in place, written aside.
             let swapped: Vec<PathBuf> = if traces_aside {
                 rows.iter()
@@ -932,7 +933,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                 .map_err(|e| internal("write", &results_path, e))?;
             // The rerun tasks' earlier runs go now that no results file names them.
             if layout == TraceLayout::Single {
-                keep_runs(&single_path, &runs_of(&results.tasks))
+                keep_runs(&single_path, &run_ids(&results.tasks))
                     .map_err(|e| internal("write", &single_path, e))?;
             }
             for trace in &swapped {

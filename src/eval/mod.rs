@@ -42,10 +42,10 @@ pub use render::{
     render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
-pub use rerun_aside::{aside_of, blocked_aside, join_aside, swap_in_aside, tidy_asides};
+pub use rerun_aside::{RerunLeftovers, aside_of, find_rerun_leftovers, join_aside, swap_in_aside};
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
-    Totals, now_rfc3339, read_results, suite_info, write_atomically, write_results,
+    Totals, now_rfc3339, read_results, run_ids, suite_info, write_atomically, write_results,
 };
 pub use row_checks::{RowProblem, check_rows, repeat_fits};
 pub use runner::{

@@ -6,7 +6,7 @@
 //! trace is made to hold its earlier run and then its new one ([`join_aside`]); then `results.json` is
 //! replaced; then each trace becomes its new run alone ([`swap_in_aside`]). A crash at any point
 //! leaves a `results.json` every run of which is in its trace, at worst beside the run the other
-//! results name, and what it left is tidied by the next command ([`tidy_asides`]).
+//! results name, and what it left is tidied by the next command ([`find_rerun_leftovers`]).
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::layout::{combine_runs_synced, is_repeat_folder, keep_runs};
+use super::layout::{combine_runs_synced, is_repeat_folder, keep_runs, runs_in};
 
 /// What an aside's name adds to its trace's.
 const ASIDE_SUFFIX: &str = ".rerun";
@@ -119,64 +119,86 @@ fn trace_folders(traces: &Path) -> Vec<PathBuf> {
     folders
 }
 
-/// The first place where a rerun in place would write a run aside, or tidy a trace beside one,
-/// that holds something other than a regular file: a folder, named pipe, socket, device or link
-/// there would block or misdirect the rerun, so it is refused before any task runs.
-pub fn blocked_aside(traces: &Path) -> Option<PathBuf> {
+/// What a crashed rerun in place left in a traces folder and its repeat folders, found in one
+/// listing: asked first whether anything blocks a rerun ([`RerunLeftovers::blocked`]), then
+/// tidied ([`RerunLeftovers::tidy`]) once the command has decided to run.
+#[derive(Debug, Default)]
+pub struct RerunLeftovers {
+    /// Each regular file written aside, with the trace it stands beside.
+    asides: Vec<(PathBuf, PathBuf)>,
+    /// Temporary files of joins a crash cut short.
+    joins: Vec<PathBuf>,
+    /// The first place holding something other than a regular file where a rerun writes a run
+    /// aside, or beside such a run where its trace goes.
+    blocked: Option<PathBuf>,
+}
+
+/// Lists what a crashed rerun left under `traces` (see [`RerunLeftovers`]).
+pub fn find_rerun_leftovers(traces: &Path) -> RerunLeftovers {
+    let mut found = RerunLeftovers::default();
     for folder in trace_folders(traces) {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            let regular = entry.file_type().is_ok_and(|t| t.is_file());
+            if regular && is_join_leftover(&name) {
+                found.joins.push(entry.path());
+                continue;
+            }
             let Some(trace) = trace_of_aside(&name) else {
                 continue;
             };
-            if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                return Some(entry.path());
-            }
             let trace = folder.join(trace);
-            if std::fs::symlink_metadata(&trace).is_ok_and(|meta| !meta.is_file()) {
-                return Some(trace);
+            let blocked = if !regular {
+                Some(entry.path())
+            } else if std::fs::symlink_metadata(&trace).is_ok_and(|meta| !meta.is_file()) {
+                Some(trace.clone())
+            } else {
+                None
+            };
+            match blocked {
+                Some(place) => {
+                    found.blocked.get_or_insert(place);
+                }
+                None => found.asides.push((entry.path(), trace)),
             }
         }
     }
-    None
+    found
 }
 
-/// Removes the asides a crashed rerun left in `traces` and its repeat folders, and the temporary
-/// files of the joins it was making ([`blocked_aside`] says first whether any is not a regular
-/// file: such a one is skipped here). With `keep` (the
-/// runs of the folder's `results.json`, for a rerun that updates it in place), each trace beside
-/// one first keeps only those runs: a crash between [`join_aside`] and [`swap_in_aside`] left it
-/// holding a run its results do not name. Returns how many runs were removed from traces.
-pub fn tidy_asides(traces: &Path, keep: Option<&HashSet<String>>) -> io::Result<usize> {
-    let mut removed = 0;
-    for folder in trace_folders(traces) {
-        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                continue;
-            }
-            if is_join_leftover(&name) {
-                std::fs::remove_file(entry.path())?;
-                continue;
-            }
-            let Some(trace) = trace_of_aside(&name) else {
-                continue;
-            };
-            let trace = folder.join(trace);
+impl RerunLeftovers {
+    /// Where a folder, named pipe, socket, device or link would block or misdirect a rerun in
+    /// place: refused before any task runs.
+    pub fn blocked(&self) -> Option<&Path> {
+        self.blocked.as_deref()
+    }
+
+    /// Removes the asides and the temporary files of joins. With `keep` (the runs of the results
+    /// a rerun in this folder carries rows of), each trace beside an aside first keeps only those
+    /// runs: a crash between [`join_aside`] and [`swap_in_aside`] left it holding a run its
+    /// results do not name. Returns how many runs were removed from traces.
+    pub fn tidy(&self, keep: Option<&HashSet<String>>) -> io::Result<usize> {
+        for join in &self.joins {
+            std::fs::remove_file(join)?;
+        }
+        let mut removed = 0;
+        for (aside, trace) in &self.asides {
             if let Some(keep) = keep
-                && is_regular(&trace)
+                && is_regular(trace)
             {
-                let before = super::layout::runs_in(&trace)?;
-                let dropped = before.iter().filter(|run| !keep.contains(*run)).count();
+                let dropped = runs_in(trace)?
+                    .iter()
+                    .filter(|run| !keep.contains(*run))
+                    .count();
                 if dropped > 0 {
-                    keep_runs(&trace, keep)?;
+                    keep_runs(trace, keep)?;
                     removed += dropped;
                 }
             }
-            std::fs::remove_file(entry.path())?;
+            std::fs::remove_file(aside)?;
         }
+        Ok(removed)
     }
-    Ok(removed)
 }
 
 #[cfg(test)]
@@ -258,7 +280,7 @@ mod tests {
             std::fs::write(aside_of(&trace), run("new")).unwrap();
         }
         let named: HashSet<String> = ["old".to_owned()].into();
-        assert_eq!(tidy_asides(&traces, Some(&named)).unwrap(), 2);
+        assert_eq!(find_rerun_leftovers(&traces).tidy(Some(&named)).unwrap(), 2);
         for folder in [traces.clone(), traces.join("r1")] {
             let trace = folder.join("t.jsonl");
             assert_eq!(std::fs::read_to_string(&trace).unwrap(), run("old"));
@@ -268,7 +290,7 @@ mod tests {
         let trace = traces.join("t.jsonl");
         std::fs::write(aside_of(&trace), run("new")).unwrap();
         std::fs::write(traces.join(".t.jsonl.tmp-1-0"), run("new")).unwrap();
-        assert_eq!(tidy_asides(&traces, None).unwrap(), 0);
+        assert_eq!(find_rerun_leftovers(&traces).tidy(None).unwrap(), 0);
         assert_eq!(std::fs::read_to_string(&trace).unwrap(), run("old"));
         assert!(!aside_of(&trace).exists());
         assert!(!traces.join(".t.jsonl.tmp-1-0").exists());

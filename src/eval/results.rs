@@ -2,7 +2,7 @@
 //! per task and in total. Written atomically (a temporary file, then a rename), so a crash leaves
 //! the previous complete file or none, never half of one. `docs/results-format.md` is the reference.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
@@ -265,6 +265,13 @@ impl Totals {
             Verdict::None => self.expectations.none += 1,
         }
     }
+}
+
+/// The runs `rows` name: what the traces beside their results must hold.
+pub fn run_ids<'a>(rows: impl IntoIterator<Item = &'a TaskResult>) -> HashSet<String> {
+    rows.into_iter()
+        .filter_map(|row| row.run_id.clone())
+        .collect()
 }
 
 /// Reads a results file, for baselines and merging.
