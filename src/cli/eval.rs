@@ -289,6 +289,11 @@ pub fn run(args: EvalArgs) -> CliResult {
         (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
     };
     let results_path = out.join("results.json");
+    // A rerun of the folder's own results updates them in place (and reads them till its end).
+    let updated_in_place = args
+        .rerun_failed
+        .as_ref()
+        .is_some_and(|path| same_file(path, &results_path));
     // The flag that named the output folder, for what is said of it.
     let out_flag = if args.out.is_none() && args.rerun_failed.is_some() {
         "--rerun-failed"
@@ -330,7 +335,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                 // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
                 // older copy of them names fewer.
                 let partial = out.join(PARTIAL_NAME);
-                if same_file(path, &results_path) {
+                if updated_in_place {
                     match layout {
                         TraceLayout::Single => tidy_after_crashed_rerun(&out, previous)?,
                         TraceLayout::PerTask => {
@@ -356,8 +361,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             let rerun: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
             // The folder's own results name the runs its traces hold (evaluations keep them so);
             // a copy of them may not, and a rerun elsewhere copies what they name.
-            let own = same_file(path, &folder_of(path).join("results.json"));
-            refuse_missing_carried_traces(previous, path, &rerun, rerun_elsewhere || !own)?;
+            refuse_missing_carried_traces(previous, path, &rerun, !updated_in_place)?;
         }
         (std::borrow::Cow::Owned(tasks), Some(selection))
     };
@@ -662,10 +666,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     // those go first, so a crash leaves the partial file `--resume` continues, never results
     // naming runs the traces no longer hold. A rerun keeps the results it updates, and replaces
     // them at its end.
-    let updated_in_place = args
-        .rerun_failed
-        .as_ref()
-        .is_some_and(|path| same_file(path, &results_path));
     // What a crashed rerun left beside per-task traces: refused first if it blocks, tidied below.
     let leftovers = find_rerun_leftovers(&out.join("traces"));
     refuse_blocked_asides(out_flag, &leftovers)?;
