@@ -37,7 +37,12 @@ pub(crate) fn suite(dir: &Path, file: &str, ids: &[&str], failing: &[&str]) -> P
 }
 
 /// A suite of `ids` (see [`suite`]) evaluated into `DIR/OUT`: the suite and the folder.
-fn evaluated(dir: &Path, out: &str, ids: &[&str], failing: &[&str]) -> (PathBuf, PathBuf) {
+pub(crate) fn evaluated(
+    dir: &Path,
+    out: &str,
+    ids: &[&str],
+    failing: &[&str],
+) -> (PathBuf, PathBuf) {
     let suite = suite(dir, "suite.json", ids, failing);
     let out = dir.join(out);
     let expected = if failing.is_empty() { 0 } else { 1 };

@@ -16,6 +16,11 @@ fn suite(dir: &Path) -> PathBuf {
     crate::eval_guards::suite(dir, "suite.json", &["a", "b", "c"], &["b"])
 }
 
+/// That suite evaluated into `DIR/NAME`: the suite and the folder.
+fn evaluated(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    crate::eval_guards::evaluated(dir, name, &["a", "b", "c"], &["b"])
+}
+
 fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
     crate::support::looptrace()
         .arg("eval")
@@ -197,9 +202,7 @@ fn an_eval_refused_for_a_locked_folder_makes_nothing_inside() {
 #[test]
 fn a_results_file_read_through_a_link_is_read_under_its_own_folders_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path());
-    let shard = dir.path().join("shard");
-    assert_eq!(eval(&suite, &shard, &[]).status.code(), Some(1));
+    let (suite, shard) = evaluated(dir.path(), "shard");
     let links = dir.path().join("links");
     std::fs::create_dir(&links).unwrap();
     let link = links.join("shard.json");
@@ -421,9 +424,7 @@ fn what_a_join_a_crash_cut_short_left_is_removed_and_the_snapshot_kept() {
 #[test]
 fn a_rerun_in_place_refuses_what_blocks_a_run_written_aside() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path());
-    let out = dir.path().join("out");
-    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
+    let (suite, out) = evaluated(dir.path(), "out");
     let results = std::fs::read(out.join("results.json")).unwrap();
     let aside = out.join("traces/.b.jsonl.rerun");
     let victim = dir.path().join("victim");
@@ -489,9 +490,7 @@ fn nothing_to_rerun_never_tidies_through_a_linked_traces_folder() {
 #[test]
 fn a_rerun_refuses_results_whose_carried_runs_their_traces_no_longer_hold() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path());
-    let out = dir.path().join("out");
-    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
+    let (suite, out) = evaluated(dir.path(), "out");
     // A copy of the results, kept while the folder was evaluated again.
     let copy = out.join("copy.json");
     std::fs::copy(out.join("results.json"), &copy).unwrap();
