@@ -5,23 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use jsonschema::Validator;
 use serde_json::{Value, json};
 
-use super::support::{closed, fixture, looptrace, sample, schema, stderr};
-
-/// The schema under `schemas/` called `name`, closed, ready to validate with.
-fn closed_schema(name: &str) -> Validator {
-    jsonschema::validator_for(&closed(&schema(name))).unwrap()
-}
-
-/// The problems of `value` against a closed schema, each with where it was found.
-fn problems(validator: &Validator, value: &Value, place: &str) -> Vec<String> {
-    validator
-        .iter_errors(value)
-        .map(|e| format!("{place}: {}: {e}", e.instance_path()))
-        .collect()
-}
+use super::support::{
+    closed, closed_validator, fixture, looptrace, sample, schema, schema_problems, stderr,
+};
 
 /// Every whole line of a JSON Lines file (a last line cut off by a crash has no newline).
 fn lines(path: &Path) -> Vec<(String, Value)> {
@@ -169,12 +157,12 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
         "-q",
     ]);
 
-    let results = closed_schema("results.schema.json");
+    let results = closed_validator("results.schema.json");
     // A row of the partial file is a row of `tasks`.
     let row = json!({"$defs": schema("results.schema.json")["$defs"], "$ref": "#/$defs/task"});
     let row = jsonschema::validator_for(&closed(&row)).unwrap();
-    let header = closed_schema("results-partial.schema.json");
-    let event = closed_schema("trace-event.schema.json");
+    let header = closed_validator("results-partial.schema.json");
+    let event = closed_validator("trace-event.schema.json");
     let mut found = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for path in files_under(dir.path(), &|p| {
@@ -186,7 +174,7 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
         }
         if name.ends_with(".partial.jsonl") {
             for (i, (place, value)) in lines(&path).into_iter().enumerate() {
-                found.extend(problems(
+                found.extend(schema_problems(
                     if i == 0 { &header } else { &row },
                     &value,
                     &place,
@@ -195,7 +183,7 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
             seen.insert("partial file");
         } else if name.ends_with(".jsonl") {
             for (place, value) in lines(&path) {
-                found.extend(problems(&event, &value, &place));
+                found.extend(schema_problems(&event, &value, &place));
             }
             seen.insert("trace");
         } else {
@@ -223,7 +211,11 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
             {
                 seen.insert("carried_over");
             }
-            found.extend(problems(&results, &value, &path.display().to_string()));
+            found.extend(schema_problems(
+                &results,
+                &value,
+                &path.display().to_string(),
+            ));
         }
     }
     assert!(
@@ -250,7 +242,7 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
 
 #[test]
 fn every_key_of_the_traces_looptrace_writes_and_imports_is_declared_by_the_event_schema() {
-    let event = closed_schema("trace-event.schema.json");
+    let event = closed_validator("trace-event.schema.json");
     let dir = tempfile::tempdir().unwrap();
     let mut traces: Vec<PathBuf> = files_under(&sample(""), &|p| {
         p.extension().is_some_and(|e| e == "jsonl")
@@ -276,7 +268,7 @@ fn every_key_of_the_traces_looptrace_writes_and_imports_is_declared_by_the_event
     let mut found = Vec::new();
     for trace in &traces {
         for (place, value) in lines(trace) {
-            found.extend(problems(&event, &value, &place));
+            found.extend(schema_problems(&event, &value, &place));
         }
     }
     assert!(traces.len() > 20, "{traces:?}");
@@ -289,15 +281,15 @@ fn every_key_of_the_traces_looptrace_writes_and_imports_is_declared_by_the_event
 
 #[test]
 fn a_closed_schema_refuses_a_key_it_does_not_list() {
-    let event = closed_schema("trace-event.schema.json");
+    let event = closed_validator("trace-event.schema.json");
     let mut line = lines(&sample("finished.full.jsonl")).remove(0).1;
-    assert!(problems(&event, &line, "line").is_empty());
+    assert!(schema_problems(&event, &line, "line").is_empty());
     line["undeclared"] = json!(1);
-    assert_eq!(problems(&event, &line, "line").len(), 1);
+    assert_eq!(schema_problems(&event, &line, "line").len(), 1);
     line.as_object_mut().unwrap().remove("undeclared");
     // Nested objects the schema lists the keys of are closed too.
     line["model"] = json!({"name": "m", "provider": "p", "version": "v1"});
-    let found = problems(&event, &line, "line");
+    let found = schema_problems(&event, &line, "line");
     assert!(found.iter().any(|p| p.contains("version")), "{found:?}");
 }
 
@@ -311,7 +303,7 @@ fn every_key_of_the_traces_imported_from_real_trajectories_is_declared_by_the_ev
         );
         return;
     }
-    let event = closed_schema("trace-event.schema.json");
+    let event = closed_validator("trace-event.schema.json");
     let dir = tempfile::tempdir().unwrap();
     let mut found = Vec::new();
     let mut sources = 0;
@@ -330,7 +322,7 @@ fn every_key_of_the_traces_imported_from_real_trajectories_is_declared_by_the_ev
             out.to_str().unwrap(),
         ]);
         for (place, value) in lines(&out) {
-            found.extend(problems(&event, &value, &place));
+            found.extend(schema_problems(&event, &value, &place));
         }
         sources += 1;
     }

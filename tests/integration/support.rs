@@ -81,16 +81,12 @@ pub fn read_events(path: &Path) -> Vec<Value> {
 /// format without its schema fails the first test that writes it.
 pub fn assert_declared_events(events: &[Value], trace: &Path) {
     static CLOSED: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    let validator = CLOSED.get_or_init(|| {
-        jsonschema::validator_for(&closed(&schema("trace-event.schema.json"))).unwrap()
-    });
+    let validator = CLOSED.get_or_init(|| closed_validator("trace-event.schema.json"));
     let problems: Vec<String> = events
         .iter()
         .enumerate()
         .flat_map(|(i, event)| {
-            validator
-                .iter_errors(event)
-                .map(move |e| format!("{}:{}: {}: {e}", trace.display(), i + 1, e.instance_path()))
+            schema_problems(validator, event, &format!("{}:{}", trace.display(), i + 1))
         })
         .collect();
     assert!(
@@ -98,6 +94,23 @@ pub fn assert_declared_events(events: &[Value], trace: &Path) {
         "events the trace schema does not allow:\n{}",
         problems.join("\n")
     );
+}
+
+/// The schema under `schemas/` called `name`, closed ([`closed`]), ready to validate with.
+pub fn closed_validator(name: &str) -> jsonschema::Validator {
+    jsonschema::validator_for(&closed(&schema(name))).unwrap()
+}
+
+/// The problems of `value` against a schema, each with `place` and the JSON path where found.
+pub fn schema_problems(
+    validator: &jsonschema::Validator,
+    value: &Value,
+    place: &str,
+) -> Vec<String> {
+    validator
+        .iter_errors(value)
+        .map(|e| format!("{place}: {}: {e}", e.instance_path()))
+        .collect()
 }
 
 /// A schema under `schemas/`.
