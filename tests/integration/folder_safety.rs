@@ -40,21 +40,13 @@ fn assert_refused(output: &Output, says: &str) {
 
 /// The run ids the traces of `folder` hold, either layout.
 fn runs_in_traces(folder: &Path) -> HashSet<String> {
-    let mut traces: Vec<PathBuf> = files_under(folder)
+    files_under(folder)
         .into_iter()
         .map(|(path, _)| path)
         .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
         .filter(|path| !path.ends_with("results.partial.jsonl"))
-        .collect();
-    traces.sort();
-    let mut runs = HashSet::new();
-    for trace in traces {
-        for line in std::fs::read_to_string(&trace).unwrap().lines() {
-            let event: serde_json::Value = serde_json::from_str(line).unwrap();
-            runs.insert(event["run_id"].as_str().unwrap().to_owned());
-        }
-    }
-    runs
+        .flat_map(|trace| runs_in_traces_file(&trace))
+        .collect()
 }
 
 /// Every run `results.json` in `folder` names is in the folder's traces.
