@@ -16,6 +16,7 @@ mod results;
 mod results_formatter;
 mod row_checks;
 mod runner;
+mod scripted_action;
 mod select;
 mod shard;
 mod strict_json;
@@ -51,6 +52,7 @@ pub use row_checks::{RowProblem, check_rows, repeat_fits};
 pub use runner::{
     Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,
 };
+pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards};
 pub use suite::{

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::scripted_action::ScriptedAction;
 use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
 use crate::agent::Limits;
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
-use crate::run::{Action, ExitReason};
+use crate::run::ExitReason;
 use crate::tools::ToolsFile;
 use crate::trace::{Capture, ReadOptions, read_trace};
 
@@ -130,7 +131,7 @@ pub enum TaskModel {
     /// Raw response texts through the strict JSON adapter.
     Responses(Vec<String>),
     /// A scripted list of actions.
-    Actions(Vec<Action>),
+    Actions(Vec<ScriptedAction>),
     /// A recorded run, replayed.
     Replay {
         /// The trace file, resolved against the suite's folder.
@@ -841,7 +842,7 @@ impl Checker<'_> {
                 let mut actions = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     match action_from_value(item.clone()) {
-                        Ok(action) => actions.push(action),
+                        Ok(action) => actions.push(ScriptedAction::from_action(action)),
                         Err(err) => self.problem(&format!("{path}[{i}]"), err.message),
                     }
                 }

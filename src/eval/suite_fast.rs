@@ -18,12 +18,12 @@ use std::marker::PhantomData;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
 
-use super::strict_json::UniqueKeys;
+use super::scripted_action::ScriptedAction;
+use super::strict_json::UniqueKeysText;
 use super::suite::{DEFAULT_MAX_STEPS, Expectations, Suite, SuiteTask, TaskId, TaskModel};
 use super::suite_split::split_tasks;
-use crate::run::{Action, ExitReason, Finish, ToolCall};
+use crate::run::{ExitReason, Finish};
 use crate::trace::Capture;
 
 #[derive(Deserialize)]
@@ -73,7 +73,7 @@ struct FastModel {
 enum FastAction {
     ToolCall {
         tool_name: String,
-        arguments: UniqueKeys,
+        arguments: UniqueKeysText,
     },
     Finish {
         answer: String,
@@ -109,7 +109,7 @@ impl<'de> Deserialize<'de> for FastAction {
                     }
                 }
                 let (mut kind, mut tool_name, mut arguments, mut answer) =
-                    (None::<String>, None, None, None);
+                    (None::<String>, None, None::<UniqueKeysText>, None);
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Type => once(&mut kind, map.next_value()?, "type")?,
@@ -119,6 +119,13 @@ impl<'de> Deserialize<'de> for FastAction {
                     }
                 }
                 match (kind.as_deref(), tool_name, arguments, answer) {
+                    (Some("tool_call"), Some(_), Some(arguments), None)
+                        if arguments.depth > MAX_ARGUMENT_NESTING =>
+                    {
+                        Err(A::Error::custom(
+                            "arguments nested too deep for the fast path",
+                        ))
+                    }
                     (Some("tool_call"), Some(tool_name), Some(arguments), None) => {
                         Ok(FastAction::ToolCall {
                             tool_name,
@@ -230,14 +237,12 @@ pub fn load_fast_in_parts(text: &str, parts: usize) -> InParts {
             .iter()
             .map(|part| {
                 std::thread::Builder::new()
-                    .spawn_scoped(scope, move || {
-                        parse_part(&format!("[{part}]")).ok().flatten()
-                    })
+                    .spawn_scoped(scope, move || whole_part(part, false).ok())
                     .ok()
             })
             .collect();
         // The first part starts with the array's own `[`.
-        let first = parse_part(&format!("{first}]"));
+        let first = whole_part(first, true);
         let middle: Vec<_> = middle
             .into_iter()
             .map(|h| h.and_then(|h| h.join().ok().flatten()))
@@ -245,8 +250,10 @@ pub fn load_fast_in_parts(text: &str, parts: usize) -> InParts {
         (first, middle, last.and_then(|h| h.join().ok().flatten()))
     });
     let first = match first {
-        Ok(Some(tasks)) => tasks,
-        Err(err) if err.classify() == serde_json::error::Category::Data => return InParts::NotFast,
+        Ok(tasks) => tasks,
+        Err(Some(err)) if err.classify() == serde_json::error::Category::Data => {
+            return InParts::NotFast;
+        }
         _ => return InParts::Uncut,
     };
     let Some(middle) = middle.into_iter().collect::<Option<Vec<_>>>() else {
@@ -274,48 +281,73 @@ pub fn load_fast_in_parts(text: &str, parts: usize) -> InParts {
     }
 }
 
-/// A middle or first part of the tasks, made a JSON array: its tasks, `None` if they nest too
-/// deep to be read in parts, or why it does not parse.
-fn parse_part(array: &str) -> Result<Option<Vec<Object<FastTask>>>, serde_json::Error> {
-    serde_json::from_str::<Vec<Object<FastTask>>>(array)
-        .map(|tasks| shallow(&tasks).then_some(tasks))
+/// Tasks separated by commas, read where they stand in `part` (not copied into an array of
+/// their own): after the array's `[` when `opening`, and up to the end of the part. Gives the
+/// tasks, or why they do not parse: the deserializer's error, or `None` for text that is not
+/// such a list.
+fn whole_part(
+    part: &str,
+    opening: bool,
+) -> Result<Vec<Object<FastTask>>, Option<serde_json::Error>> {
+    let (tasks, end) = read_tasks(part, opening)?;
+    if end != part.len() {
+        return Err(None);
+    }
+    Ok(tasks)
 }
 
 /// The last part of the tasks, which runs on past the array's `]` to the end of the suite: its
 /// tasks, and where in `part` the array ends.
 fn parse_last_part(part: &str) -> Option<(Vec<Object<FastTask>>, usize)> {
-    let array = format!("[{part}");
-    let mut stream =
-        serde_json::Deserializer::from_str(&array).into_iter::<Vec<Object<FastTask>>>();
-    let tasks = stream.next()?.ok().filter(|tasks| shallow(tasks))?;
-    // Less the `[` put in front.
-    Some((tasks, stream.byte_offset() - 1))
-}
-
-/// How deep tool arguments may nest in a part. serde_json refuses text nested more than 128
-/// levels, and a part's tasks sit one level less deep than in the whole suite: a suite near the
-/// limit loads on one thread, where the limit falls as it does for the whole text.
-const MAX_PART_NESTING: usize = 100;
-
-fn shallow(tasks: &[Object<FastTask>]) -> bool {
-    fn depth(value: &Value) -> usize {
-        match value {
-            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
-            _ => 0,
-        }
+    let (tasks, end) = read_tasks(part, false).ok()?;
+    if part.as_bytes().get(end) != Some(&b']') {
+        return None;
     }
-    tasks
-        .iter()
-        .flat_map(|task| task.0.model.0.actions.iter().flatten())
-        .all(|action| match &action.0 {
-            FastAction::ToolCall { arguments, .. } => {
-                // The arguments object's own level is the one the `<` leaves for it.
-                arguments.0.values().map(depth).max().unwrap_or(0) < MAX_PART_NESTING
-            }
-            FastAction::Finish { .. } => true,
-        })
+    Some((tasks, end + 1))
 }
+
+/// Reads `[` when `opening`, then one or more tasks separated by `,` from the start of `part`:
+/// the tasks and where the text after the last one's trailing whitespace starts. JSON allows
+/// nothing else between the values of an array, so what this reads is what an array made of the
+/// same text holds.
+fn read_tasks(
+    part: &str,
+    opening: bool,
+) -> Result<(Vec<Object<FastTask>>, usize), Option<serde_json::Error>> {
+    let bytes = part.as_bytes();
+    let mut at = 0;
+    if opening {
+        at = whitespace_end(bytes, 0);
+        if bytes.get(at) != Some(&b'[') {
+            return Err(None);
+        }
+        at += 1;
+    }
+    let mut tasks = Vec::new();
+    loop {
+        let mut stream = serde_json::Deserializer::from_str(&part[at..]).into_iter();
+        tasks.push(stream.next().ok_or(None)?.map_err(Some)?);
+        at = whitespace_end(bytes, at + stream.byte_offset());
+        if bytes.get(at) != Some(&b',') {
+            return Ok((tasks, at));
+        }
+        at += 1;
+    }
+}
+
+/// Where the JSON whitespace that starts at `from` ends.
+fn whitespace_end(bytes: &[u8], from: usize) -> usize {
+    from + bytes[from..]
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        .count()
+}
+
+/// How deep tool arguments may nest on the fast path. serde_json refuses text nested more than
+/// 128 levels counted from the suite's top, but arguments are walked as text of their own, counted
+/// from theirs (and a part's tasks are read with no array around them): deeper arguments are left
+/// to the checker, which reads the whole suite as one value.
+const MAX_ARGUMENT_NESTING: usize = 100;
 
 fn build(suite: FastSuite) -> Option<Suite> {
     if suite.name.trim().is_empty() || suite.tasks.is_empty() {
@@ -378,13 +410,16 @@ fn build(suite: FastSuite) -> Option<Suite> {
     })
 }
 
-fn action(action: FastAction) -> Action {
+fn action(action: FastAction) -> ScriptedAction {
     match action {
         FastAction::ToolCall {
             tool_name,
             arguments,
-        } => Action::ToolCall(ToolCall::new(tool_name, arguments.0)),
-        FastAction::Finish { answer } => Action::Finish(Finish { answer }),
+        } => ScriptedAction::ToolCall {
+            tool_name,
+            arguments: arguments.text,
+        },
+        FastAction::Finish { answer } => ScriptedAction::Finish(Finish { answer }),
     }
 }
 
@@ -439,6 +474,55 @@ mod tests {
     }
 
     #[test]
+    fn tasks_are_read_in_place_only_as_an_array_would_hold_them() {
+        let task = r#"{"id": "a", "prompt": "p", "model": {"responses": ["x"]}}"#;
+        let ids = |part: &str, opening| {
+            whole_part(part, opening)
+                .map(|tasks| tasks.into_iter().map(|t| t.0.id).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            ids(&format!(" [\n{task} ,\t{task}\r\n"), true)
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(ids(&format!("\n {task}"), false).unwrap(), ["a"]);
+        for not_a_list in [
+            format!("{task},"),       // a comma with no task after it
+            format!(", {task}"),      // a comma with no task before it
+            format!("{task} {task}"), // two tasks with no comma between them
+            format!("{task}]"),       // text after the last task
+            String::new(),            // no task
+        ] {
+            assert!(
+                ids(&format!("[{not_a_list}"), true).is_err(),
+                "[{not_a_list}"
+            );
+        }
+        for not_a_list in [
+            format!("{task},"),
+            format!(", {task}"),
+            format!("{task} {task}"),
+        ] {
+            assert!(ids(&not_a_list, false).is_err(), "{not_a_list}");
+        }
+        assert!(
+            ids(&format!("{task}, {task}"), true).is_err(),
+            "no `[` where the array opens"
+        );
+        // The last part ends with the array's `]`; where the suite goes on after it is given.
+        let last = format!("{task},{task} ]\n}}");
+        assert_eq!(
+            parse_last_part(&last).map(|(t, end)| (t.len(), end)),
+            Some((2, last.len() - 2))
+        );
+        assert!(parse_last_part(&format!("{task},{task} }}")).is_none());
+        // A task the fast path refuses is the deserializer's own error, kept for the caller.
+        let unknown = r#"[{"id": "a", "prompt": "p", "model": {"responses": ["x"]}, "extra": 1}"#;
+        assert!(matches!(whole_part(unknown, true), Err(Some(e)) if e.is_data()));
+    }
+
+    #[test]
     fn what_may_have_been_cut_wrong_is_left_to_one_thread() {
         // On one line, the middle of the text is a list of objects that start as tasks do.
         let listed: Vec<_> = (0..200).map(|i| json!({"id": i})).collect();
@@ -451,17 +535,28 @@ mod tests {
         ];
         let one_line = serde_json::to_string(&json!({"name": "s", "tasks": tasks})).unwrap();
         assert!(matches!(load_fast_in_parts(&one_line, 2), InParts::Uncut));
-        // Arguments nested deep enough for the part's depth to differ from the whole's.
-        let mut nested = json!(1);
-        for _ in 0..MAX_PART_NESTING {
-            nested = json!([nested]);
-        }
-        let deep = json!({"id": "t0", "prompt": "p", "model": {"actions": [
-            {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": nested}}
-        ]}});
+    }
+
+    #[test]
+    fn arguments_nested_deeper_than_the_fast_path_reads_are_left_to_the_checker() {
+        let nested = |levels| {
+            let mut nested = json!(1);
+            for _ in 0..levels {
+                nested = json!([nested]);
+            }
+            json!({"id": "t0", "prompt": "p", "model": {"actions": [
+                {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": nested}}
+            ]}})
+        };
+        // The arguments object is one level more than what it holds.
+        let deepest = indented(40, nested(MAX_ARGUMENT_NESTING - 1));
+        assert!(load_fast(&deepest).is_some());
         assert!(matches!(
-            load_fast_in_parts(&indented(40, deep), 2),
-            InParts::Uncut
+            load_fast_in_parts(&deepest, 2),
+            InParts::Loaded(_)
         ));
+        let deeper = indented(40, nested(MAX_ARGUMENT_NESTING));
+        assert!(load_fast(&deeper).is_none());
+        assert!(matches!(load_fast_in_parts(&deeper, 2), InParts::NotFast));
     }
 }

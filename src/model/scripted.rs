@@ -88,6 +88,11 @@ impl<'a, T> ScriptPlayer<'a, T> {
     pub fn new(items: &'a [T]) -> Self {
         ScriptPlayer { items, next: 0 }
     }
+
+    /// The next item, or the failure that says how many there were (`one`/`many` name them).
+    pub fn next_item(&mut self, (one, many): (&str, &str)) -> Result<&'a T, ModelError> {
+        next_scripted(self.items, &mut self.next, (one, many))
+    }
 }
 
 impl Model for ScriptPlayer<'_, Action> {
@@ -96,7 +101,7 @@ impl Model for ScriptPlayer<'_, Action> {
         _task: &Task,
         _history: &[HistoryItem],
     ) -> Result<Action, ModelError> {
-        next_scripted(self.items, &mut self.next, ("action", "actions")).cloned()
+        self.next_item(("action", "actions")).cloned()
     }
 }
 
@@ -106,7 +111,7 @@ impl RawModel for ScriptPlayer<'_, String> {
         _task: &Task,
         _history: &[HistoryItem],
     ) -> Result<String, ModelError> {
-        next_scripted(self.items, &mut self.next, ("response", "responses")).cloned()
+        self.next_item(("response", "responses")).cloned()
     }
 }
 
