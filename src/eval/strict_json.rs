@@ -1,6 +1,7 @@
 //! JSON for user-written files, read without "last key wins": a key given twice in one object is
 //! a mistake the user must hear about (one of the two values would be dropped silently), so the
-//! reader here builds a `serde_json::Value` and notes the JSON path of every repeated key.
+//! reader here builds a `serde_json::Value` and notes the JSON path of every repeated key, and
+//! the typed fast path's [`UniqueKeysText`] refuses an object with one without building it.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
