@@ -606,9 +606,12 @@ pub fn run(args: EvalArgs) -> CliResult {
             lock_output(&out)?
         }
     };
-    let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
     probe_writable("--out", &out)?;
-    probe_writable("--out", &traces_dir)?;
+    // The single layout writes `traces.jsonl` beside the results and makes no traces folder.
+    if layout == TraceLayout::PerTask {
+        let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
+        probe_writable("--out", &traces_dir)?;
+    }
     probe_report_files(false)?;
     let info = suite_info(&suite);
     // The runs to make, in output order: suite order, a task's repeats together.
