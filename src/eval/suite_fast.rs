@@ -22,7 +22,7 @@ use serde::{Deserialize, Deserializer};
 use super::scripted_action::ScriptedAction;
 use super::strict_json::UniqueKeysText;
 use super::suite::{DEFAULT_MAX_STEPS, Expectations, Suite, SuiteTask, TaskId, TaskModel};
-use super::suite_split::split_tasks;
+use super::suite_split::{split_tasks, whitespace_len};
 use crate::run::{ExitReason, Finish};
 use crate::trace::Capture;
 
@@ -317,7 +317,7 @@ fn read_tasks(
     let bytes = part.as_bytes();
     let mut at = 0;
     if opening {
-        at = whitespace_end(bytes, 0);
+        at = whitespace_len(bytes);
         if bytes.get(at) != Some(&b'[') {
             return Err(None);
         }
@@ -327,20 +327,13 @@ fn read_tasks(
     loop {
         let mut stream = serde_json::Deserializer::from_str(&part[at..]).into_iter();
         tasks.push(stream.next().ok_or(None)?.map_err(Some)?);
-        at = whitespace_end(bytes, at + stream.byte_offset());
+        at += stream.byte_offset();
+        at += whitespace_len(&bytes[at..]);
         if bytes.get(at) != Some(&b',') {
             return Ok((tasks, at));
         }
         at += 1;
     }
-}
-
-/// Where the JSON whitespace that starts at `from` ends.
-fn whitespace_end(bytes: &[u8], from: usize) -> usize {
-    from + bytes[from..]
-        .iter()
-        .take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-        .count()
 }
 
 /// How deep tool arguments may nest on the fast path. serde_json refuses text nested more than

@@ -133,7 +133,7 @@ fn tasks_array_start(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The length of the JSON whitespace `bytes` starts with.
-fn whitespace_len(bytes: &[u8]) -> usize {
+pub fn whitespace_len(bytes: &[u8]) -> usize {
     bytes
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
