@@ -94,7 +94,7 @@ const OTHER_SHARDS: [(&[&str], &str); 2] = [
 ];
 
 /// `eval SUITE --rerun-failed OUT/results.json -q`: a rerun that updates OUT in place.
-fn rerun_in_place(suite: &Path, out: &Path) -> Output {
+pub(crate) fn rerun_in_place(suite: &Path, out: &Path) -> Output {
     cli!(
         "eval",
         suite,
@@ -104,7 +104,8 @@ fn rerun_in_place(suite: &Path, out: &Path) -> Output {
     )
 }
 
-fn assert_refused(output: &Output, says: &str) {
+/// Exit 2, and stderr says `says`.
+pub(crate) fn assert_refused(output: &Output, says: &str) {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
     assert!(stderr(output).contains(says), "{}", stderr(output));
 }

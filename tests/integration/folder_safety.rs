@@ -9,6 +9,7 @@ use std::process::Output;
 
 use looptrace::eval::{LockMode, ResultsFile};
 
+use crate::eval_guards::{assert_refused, rerun_in_place};
 use crate::support::{cli, files_under, stderr};
 
 /// A suite of tasks `a`, `b` and `c` that finish with `done`; `b` expects another answer.
@@ -31,11 +32,6 @@ fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
         .arg("-q")
         .output()
         .unwrap()
-}
-
-fn assert_refused(output: &Output, says: &str) {
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
-    assert!(stderr(output).contains(says), "{}", stderr(output));
 }
 
 /// The run ids the traces of `folder` hold, either layout.
@@ -401,13 +397,7 @@ fn what_a_join_a_crash_cut_short_left_is_removed_and_the_snapshot_kept() {
     let (suite, out) = killed_between_results_and_swap(dir.path(), true);
     let snapshot = files_under(&dir.path().join("snapshot"));
     assert_rows_in_their_traces(&out, false, "after the crash");
-    let again = cli!(
-        "eval",
-        &suite,
-        "--rerun-failed",
-        out.join("results.json"),
-        "-q"
-    );
+    let again = rerun_in_place(&suite, &out);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
     assert_rows_in_their_traces(&out, true, "the same rerun again");
     assert_eq!(files_under(&dir.path().join("snapshot")), snapshot);
@@ -433,13 +423,7 @@ fn a_rerun_in_place_refuses_what_blocks_a_run_written_aside() {
     ];
     for (what, place) in blockers {
         place();
-        let rerun = cli!(
-            "eval",
-            &suite,
-            "--rerun-failed",
-            out.join("results.json"),
-            "-q"
-        );
+        let rerun = rerun_in_place(&suite, &out);
         assert_refused(
             &rerun,
             "is not a regular file, where eval writes a rerun's run aside",
@@ -468,13 +452,7 @@ fn nothing_to_rerun_never_tidies_through_a_linked_traces_folder() {
     std::os::unix::fs::symlink(&elsewhere, out.join("traces")).unwrap();
     std::fs::write(elsewhere.join(".a.jsonl.rerun"), "").unwrap();
     let before = files_under(&elsewhere);
-    let rerun = cli!(
-        "eval",
-        &suite,
-        "--rerun-failed",
-        out.join("results.json"),
-        "-q"
-    );
+    let rerun = rerun_in_place(&suite, &out);
     assert_refused(&rerun, "is a symbolic link");
     assert_eq!(files_under(&elsewhere), before);
 }
