@@ -687,21 +687,10 @@ fn the_export_parses_with_the_opentelemetry_protobuf_definitions() {
 
 #[test]
 fn real_trajectories_read_back_with_the_same_exit_reasons() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-traces");
-    if !root.is_dir() {
-        println!(
-            "SKIP real-traces export round trip: {} not found",
-            root.display()
-        );
+    let Some(sources) = crate::support::real_trace_sources("real-traces export round trip") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_dir())
-        .collect();
-    sources.sort();
     for source in sources {
         let exported = dir.path().join("export.otlp.jsonl");
         let output = export_to(&source, &exported);

@@ -3,7 +3,7 @@
 //! and tool calls) and per file (runs). Prints one table row per file; any mismatch fails.
 //! Run by `.ci/run`; where the folder is missing it prints one `SKIP` line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use looptrace::import::{self, Imported, ImportedRun};
 use serde_json::Value;
@@ -12,10 +12,6 @@ use serde_json::Value;
 struct Expected {
     exit_reason: String,
     tool_calls: Option<u64>,
-}
-
-fn real_traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-traces")
 }
 
 fn exit_reason(run: &ImportedRun) -> String {
@@ -138,18 +134,9 @@ fn summarize(endings: &[&str]) -> String {
 #[test]
 #[ignore = "run by .ci/run with --ignored: reads ../shared/real-traces"]
 fn real_traces_match_their_ground_truth() {
-    let root = real_traces();
-    if !root.is_dir() {
-        println!("SKIP real-traces check: {} not found", root.display());
+    let Some(sources) = crate::support::real_trace_sources("real-traces check") else {
         return;
-    }
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("list real-traces")
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.join("EXPECTED.json").is_file())
-        .collect();
-    sources.sort();
+    };
     let mut failures = 0;
     let mut files = 0;
     println!(

@@ -295,23 +295,13 @@ fn a_closed_schema_refuses_a_key_it_does_not_list() {
 
 #[test]
 fn every_key_of_the_traces_imported_from_real_trajectories_is_declared_by_the_event_schema() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-traces");
-    if !root.is_dir() {
-        println!(
-            "SKIP real-traces schema check: {} not found",
-            root.display()
-        );
+    let Some(sources) = crate::support::real_trace_sources("real-traces schema check") else {
         return;
-    }
+    };
     let event = closed_validator("trace-event.schema.json");
     let dir = tempfile::tempdir().unwrap();
     let mut found = Vec::new();
-    let mut sources = 0;
-    for source in std::fs::read_dir(&root).unwrap() {
-        let source = source.unwrap().path();
-        if !source.join("EXPECTED.json").is_file() {
-            continue;
-        }
+    for source in &sources {
         let out = dir.path().join("imported.jsonl");
         looptrace_ran(&[
             "import",
@@ -324,9 +314,8 @@ fn every_key_of_the_traces_imported_from_real_trajectories_is_declared_by_the_ev
         for (place, value) in lines(&out) {
             found.extend(schema_problems(&event, &value, &place));
         }
-        sources += 1;
     }
-    assert!(sources >= 9, "{sources} sources");
+    assert!(sources.len() >= 9, "{} sources", sources.len());
     assert!(
         found.is_empty(),
         "keys the event schema does not declare:\n{}",

@@ -186,6 +186,23 @@ pub fn assert_replays_live_faithfully(trace: &Path, tools_file: &Path) {
     assert_eq!(stderr(&output), "", "{shown}");
 }
 
+/// The sources of `../shared/real-traces` (each a folder with its `EXPECTED.json`), sorted; or
+/// `None`, after a SKIP line naming `check`, where that folder is not there.
+pub fn real_trace_sources(check: &str) -> Option<Vec<PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-traces");
+    if !root.is_dir() {
+        println!("SKIP {check}: {} not found", root.display());
+        return None;
+    }
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("list real-traces")
+        .map(|entry| entry.expect("list real-traces").path())
+        .filter(|path| path.join("EXPECTED.json").is_file())
+        .collect();
+    sources.sort();
+    Some(sources)
+}
+
 /// Every file under `dir` with its bytes, sorted by path.
 pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
