@@ -21,6 +21,7 @@ pub mod report;
 pub mod run;
 pub mod terminal;
 pub mod text;
+pub mod time;
 pub mod tools;
 pub mod trace;
 
