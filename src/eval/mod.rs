@@ -10,6 +10,7 @@ mod layout;
 mod merge;
 mod partial;
 mod render;
+mod render_stats;
 mod rerun;
 mod rerun_aside;
 mod results;
@@ -39,8 +40,8 @@ pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };
 pub use render::{
-    FAILED_SHOWN, PassRate, ReportFormat, reason_label, render_report, render_report_styled,
-    render_report_with, summary_line,
+    FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
+    render_report_full, render_report_styled, render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
 pub use rerun_aside::{RerunLeftovers, aside_of, find_rerun_leftovers, join_aside, swap_in_aside};

@@ -22,7 +22,7 @@ pub mod summary;
 pub use binomial::{Interval, sign_test, wilson};
 pub use paired::{PairedCounts, PairedVerdict, RegressionTest, TaskChange, judge};
 pub use pass_at::{pass_at_k, pass_hat_k};
-pub use sequential::{Decision, Sprt};
+pub use sequential::{AdaptiveRule, Decision, Sprt};
 pub use summary::{StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats, statistics};
 
 /// The confidence `--confidence` defaults to.

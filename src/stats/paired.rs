@@ -152,7 +152,9 @@ pub fn judge(
             pair.id, pair.before.1, pair.now.1
         ));
     }
-    let level = 1.0 - confidence;
+    // 1 − 0.95 is 0.050000000000000044 in floating point: the level is shown and compared as
+    // the 0.05 the user meant.
+    let level = ((1.0 - confidence) * 1e9).round() / 1e9;
     let differences: Vec<f64> = pairs.iter().map(PairedCounts::difference).collect();
     let worse = differences.iter().filter(|d| **d < 0.0).count();
     let better = differences.iter().filter(|d| **d > 0.0).count();

@@ -12,6 +12,39 @@
 
 use serde::Serialize;
 
+/// How an evaluation with adaptive repeats stopped repeating: `adaptive` in `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct AdaptiveRule {
+    /// The most runs of a task (`--repeat-until-decided MAX`).
+    pub max: u32,
+    /// The pass rate a task must reach (`--pass-threshold`).
+    pub pass_threshold: f64,
+    /// The test: `sprt`.
+    pub test: String,
+    /// Both of the test's error levels, 1 − confidence.
+    pub alpha: f64,
+    /// Half the indifference zone: the test weighs threshold − δ against threshold + δ.
+    pub indifference: f64,
+}
+
+impl AdaptiveRule {
+    /// The rule of `--repeat-until-decided max --pass-threshold threshold` at `confidence`.
+    pub fn new(max: u32, threshold: f64, confidence: f64) -> AdaptiveRule {
+        AdaptiveRule {
+            max,
+            pass_threshold: threshold,
+            test: "sprt".to_owned(),
+            alpha: ((1.0 - confidence) * 1e9).round() / 1e9,
+            indifference: INDIFFERENCE,
+        }
+    }
+
+    /// The test it runs.
+    pub fn sprt(&self) -> Sprt {
+        Sprt::new(self.pass_threshold, self.alpha)
+    }
+}
+
 /// Half the width of the indifference zone around the threshold.
 pub const INDIFFERENCE: f64 = 0.1;
 

@@ -29,7 +29,7 @@ impl Default for StatsOptions {
 impl StatsOptions {
     /// The level of the tests: 1 − confidence.
     pub fn alpha(&self) -> f64 {
-        1.0 - self.confidence
+        ((1.0 - self.confidence) * 1e9).round() / 1e9
     }
 }
 

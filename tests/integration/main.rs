@@ -33,6 +33,7 @@ mod samples;
 mod scale_out;
 mod schema_coverage;
 mod sql;
+mod statistics;
 mod suite_load;
 mod support;
 mod terminal;
