@@ -1756,6 +1756,11 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
         }
         suite.tools = Some(tools);
     }
+    if let Some(tools) = &suite.tools {
+        tools
+            .refuse_key_vars(&suite.key_vars())
+            .map_err(CliError::input)?;
+    }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
     inputs.extend(args.verdicts.baseline.iter().cloned());
     inputs.extend(

@@ -233,7 +233,14 @@ fn run_one(
     };
     let mut counts = Counts::default();
     let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
-        (Some(gate), _) => Some(Box::new(gate.clone())),
+        (Some(gate), _) => {
+            // The gate gets the tools' allow-list, never more.
+            let names = options
+                .task_tools
+                .as_ref()
+                .map_or(&[][..], |(task_tools, _)| task_tools.file().env_names());
+            Some(Box::new(gate.clone().with_env_names(names)))
+        }
         (None, TaskModel::Replay { .. }) => replay_gate.take(),
         (None, _) => None,
     };

@@ -36,6 +36,25 @@ pub struct Suite {
     pub tools: Option<ToolsFile>,
 }
 
+impl Suite {
+    /// The variables the suite's live models read their keys from (`api_key_env`), each once:
+    /// no tool, server or gate may be given them.
+    pub fn key_vars(&self) -> Vec<String> {
+        let mut vars: Vec<String> = Vec::new();
+        for task in &self.tasks {
+            if let TaskModel::Chat {
+                api_key_env: Some(var),
+                ..
+            } = &task.model
+                && !vars.contains(var)
+            {
+                vars.push(var.clone());
+            }
+        }
+        vars
+    }
+}
+
 /// A task id: letters, digits, `.`, `_`, `-`; it names the task's trace file.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(String);

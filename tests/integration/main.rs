@@ -32,6 +32,7 @@ mod run_cli;
 mod samples;
 mod scale_out;
 mod schema_coverage;
+mod secrets;
 mod sql;
 mod suite_load;
 mod support;
