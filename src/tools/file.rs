@@ -242,7 +242,7 @@ impl ToolsFile {
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect();
         let env_entries =
-            check.env_entries(&entries("env"), &entries("tools"), &entries("mcp_servers"));
+            check.env_entries(entries("env"), entries("tools"), entries("mcp_servers"));
         for (path, message) in crate::secrets::refuse_forbidden_names(
             env_entries
                 .iter()
