@@ -954,6 +954,29 @@ impl Checker<'_> {
                 return None;
             }
         }
+        // Opening a named pipe would wait for a writer forever: only regular files are read.
+        match std::fs::metadata(&canonical) {
+            Ok(meta) if meta.is_dir() => {
+                self.problem(
+                    &replay_path,
+                    format!("{file:?} is a folder, not a trace file"),
+                );
+                return None;
+            }
+            Ok(meta) => {
+                if let Some(what) = crate::output::special_kind(meta.file_type()) {
+                    self.problem(
+                        &replay_path,
+                        format!("{file:?} is {what}, not a regular file"),
+                    );
+                    return None;
+                }
+            }
+            Err(err) => {
+                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
+                return None;
+            }
+        }
         let contents = match read_trace(&canonical, ReadOptions::default()) {
             Ok(contents) => contents,
             Err(err) => {

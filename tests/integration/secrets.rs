@@ -264,3 +264,34 @@ fn an_eval_whose_tools_pass_on_a_models_key_variable_is_refused() {
     assert!(stderr(&output).contains(KEY_VAR), "{}", stderr(&output));
     assert!(!out.exists());
 }
+
+#[test]
+fn a_named_pipe_as_a_tasks_replay_source_is_refused_instead_of_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("run.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let suite = json!({"name": "s", "tasks": [
+        {"id": "a", "prompt": "p", "model": {"replay": "run.jsonl"}}]});
+    let path = dir.path().join("suite.json");
+    std::fs::write(&path, suite.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = looptrace()
+        .arg("eval")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("$.tasks[0].model.replay")
+            && stderr(&output).contains("named pipe"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+}
