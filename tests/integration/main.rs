@@ -21,6 +21,7 @@ mod live_responses;
 mod mcp;
 mod otel_export;
 mod outputs;
+mod progress;
 mod properties;
 mod real_traces;
 mod repeat;
