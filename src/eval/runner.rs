@@ -491,8 +491,13 @@ fn finish(
     started: Instant,
 ) -> TaskResult {
     let task = run.task;
-    let (mut expectation, mut failures) =
-        check(&task.expect, &result, options.capture, &options.summarizer);
+    let (mut expectation, mut failures) = check(
+        &task.expect,
+        &result,
+        error_kind,
+        options.capture,
+        &options.summarizer,
+    );
     if let Some(limit) = task.expect.max_gate_rejections
         && counts.gate_rejections > limit
     {
