@@ -182,14 +182,14 @@ pub fn send_with_retries(
                 final_kind: ProviderErrorKind::ProviderUnavailable,
                 status: None,
                 retry_after: None,
-                message,
+                message: format!("POST {url}: {message}"),
             },
             Err(TransportError::Connection(message)) => Failure::Retry {
                 attempt_kind: "connection_failed",
                 final_kind: ProviderErrorKind::ProviderUnavailable,
                 status: None,
                 retry_after: None,
-                message,
+                message: format!("POST {url}: {message}"),
             },
         };
         let (attempt_kind, final_kind, status, retry_after, message) = match failure {
