@@ -373,6 +373,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     None,
                     None,
                     &args.verdicts.stats.options(),
+                    &[],
                     args.format,
                     args.quiet,
                 )?;
@@ -685,6 +686,7 @@ pub fn run(args: EvalArgs) -> CliResult {
                     None,
                     None,
                     &args.verdicts.stats.options(),
+                    &[],
                     args.format,
                     args.quiet,
                 )?;
@@ -1149,11 +1151,20 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     // The console shows the suite's expected values in full; the files keep their summaries.
     let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
+    // Flaky tasks and where their runs parted, read back from what was written.
+    let flaky = if repeats > 1 && !args.quiet {
+        read_results(&results_path)
+            .map(|written| looptrace::eval::flaky_tasks(&written, &|_| out.clone()))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     print_report(
         &shown,
         comparison.as_ref(),
         pass_rates,
         &args.verdicts.stats.options(),
+        &flaky,
         args.format,
         args.quiet,
     )?;
@@ -1988,6 +1999,7 @@ pub(super) fn print_report<'a>(
     comparison: Option<&'a Comparison>,
     pass_rates: Option<Vec<PassRate<'a>>>,
     stats: &looptrace::stats::StatsOptions,
+    flaky: &'a [looptrace::eval::FlakyTask],
     format: FormatArg,
     quiet: bool,
 ) -> Result<(), CliError> {
@@ -2000,6 +2012,7 @@ pub(super) fn print_report<'a>(
             comparison,
             pass_rates,
             stats,
+            flaky,
             format.into(),
             style,
         )

@@ -186,11 +186,34 @@ pub fn merge(args: MergeArgs) -> CliResult {
         }
         None => std::borrow::Cow::Borrowed(&merged),
     };
+    // Each row's trace lies beside the shard results it came from.
+    let folders: std::collections::HashMap<(&str, Option<u32>), std::path::PathBuf> = results
+        .iter()
+        .zip(&args.results)
+        .flat_map(|((_, shard), path)| {
+            let folder = super::output_checks::folder_of(path);
+            shard
+                .tasks
+                .iter()
+                .map(move |row| ((row.id.as_str(), row.repeat), folder.clone()))
+        })
+        .collect();
+    let flaky = if args.quiet {
+        Vec::new()
+    } else {
+        looptrace::eval::flaky_tasks(&merged, &|row| {
+            folders
+                .get(&(row.id.as_str(), row.repeat))
+                .cloned()
+                .unwrap_or_default()
+        })
+    };
     print_report(
         &shown,
         comparison.as_ref(),
         None,
         &args.verdicts.stats.options(),
+        &flaky,
         args.format,
         args.quiet,
     )?;

@@ -4,6 +4,7 @@
 mod baseline;
 mod corpus;
 mod expect;
+mod flaky;
 mod folder_lock;
 mod junit;
 mod layout;
@@ -28,6 +29,7 @@ mod suite_split;
 pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
+pub use flaky::{Divergence, FlakyTask, first_divergence, flaky_tasks};
 pub use folder_lock::{FolderLock, LockMode, lock_folder};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{

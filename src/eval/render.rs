@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
+use super::flaky::FlakyTask;
 use super::render_stats::{StatsView, marked, paired_lines};
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
@@ -59,15 +60,17 @@ pub fn render_report_with<'a>(
     style: Style,
 ) -> String {
     let stats = StatsOptions::default();
-    render_report_full(results, comparison, pass_rates, &stats, format, style)
+    render_report_full(results, comparison, pass_rates, &stats, &[], format, style)
 }
 
-/// [`render_report_with`] with the statistics' options (`--confidence`, `--pass-at`).
+/// [`render_report_with`] with the statistics' options (`--confidence`, `--pass-at`) and the
+/// flaky tasks' divergences.
 pub fn render_report_full<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     pass_rates: Option<Vec<PassRate<'a>>>,
     stats: &StatsOptions,
+    flaky: &'a [FlakyTask],
     format: ReportFormat,
     style: Style,
 ) -> String {
@@ -76,6 +79,7 @@ pub fn render_report_full<'a>(
         report.pass_rates = pass_rates;
     }
     report.stats = stats.clone();
+    report.flaky = flaky;
     report.style = style;
     match format {
         ReportFormat::Table => report.table(),
@@ -163,6 +167,8 @@ struct Report<'a> {
     repeated: bool,
     /// `--confidence` and `--pass-at`.
     stats: StatsOptions,
+    /// The flaky tasks with where their runs diverged, when looked for.
+    flaky: &'a [FlakyTask],
 }
 
 /// How often one task passed over its repeats.
@@ -257,7 +263,24 @@ impl<'a> Report<'a> {
             pass_rates: pass_rates(results),
             repeated: repeated(results),
             stats: StatsOptions::default(),
+            flaky: &[],
         }
+    }
+
+    /// The flaky tasks' divergences, one line each.
+    fn divergence_lines(&self) -> Vec<String> {
+        self.flaky
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: {} of {} passed; {}",
+                    f.id,
+                    f.passed,
+                    plural(u64::from(f.runs), "run", "runs"),
+                    f.divergence.describe()
+                )
+            })
+            .collect()
     }
 
     /// The statistics of the tasks' pass rates.
@@ -412,6 +435,9 @@ impl<'a> Report<'a> {
         }
         if let Some(rates) = self.repeat_rates() {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            for line in self.divergence_lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
                 let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
@@ -499,6 +525,9 @@ impl<'a> Report<'a> {
         }
         if let Some(rates) = self.repeat_rates() {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            for line in self.divergence_lines() {
+                out.push_str(&format!("\n- {}\n", markdown_cell(&line)));
+            }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
                 out.push_str("\n| task | passed | pass rate | flaky |\n|---|---:|---:|---|\n");
@@ -585,6 +614,9 @@ impl<'a> Report<'a> {
                 .map(|p| json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()}))
                 .collect();
             value["flaky_tasks"] = rates.iter().filter(|p| p.flaky()).map(|p| p.id).collect();
+            if !self.flaky.is_empty() {
+                value["flakiness"] = json!(self.flaky);
+            }
         }
         if let Some(view) = self.statistics() {
             value["statistics"] = view.json();
@@ -647,6 +679,15 @@ impl<'a> Report<'a> {
                 ),
             ]));
         }
+        for f in self.flaky {
+            out.push_str(&csv_row(&[
+                "flaky",
+                &f.id,
+                &f.passed.to_string(),
+                &format!("{:.4}", f64::from(f.passed) / f64::from(f.runs.max(1))),
+                &f.divergence.describe(),
+            ]));
+        }
         if let Some(view) = self.statistics() {
             out.push_str(&view.csv(&|fields| csv_row(fields)));
         }
@@ -697,7 +738,7 @@ fn share(count: usize, total: usize) -> f64 {
     }
 }
 
-fn percent(share: f64) -> String {
+pub(super) fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 

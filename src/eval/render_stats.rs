@@ -6,7 +6,7 @@
 use comfy_table::CellAlignment;
 use serde_json::{Value, json};
 
-use super::render::{FAILED_SHOWN, PassRate};
+use super::render::{FAILED_SHOWN, PassRate, percent};
 use crate::stats::{
     PairedVerdict, RegressionTest, StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats,
     statistics,
@@ -326,10 +326,6 @@ pub(super) fn p_text(p: f64) -> String {
 fn trim(value: f64) -> String {
     let text = format!("{value:.6}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-fn percent(share: f64) -> String {
-    format!("{:.1}%", share * 100.0)
 }
 
 fn signed_percent(share: f64) -> String {

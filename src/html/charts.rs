@@ -64,7 +64,7 @@ fn bar_chart(class: &str, bars: &[Bar]) -> String {
 }
 
 /// Labels longer than fit beside the bars are cut; the bar's tooltip holds the whole label.
-fn shorten(label: &str) -> String {
+pub(super) fn shorten(label: &str) -> String {
     const FITS: usize = 32;
     match label.char_indices().nth(FITS - 1) {
         Some((at, _)) if label.chars().count() > FITS => format!("{}…", &label[..at]),

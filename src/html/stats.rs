@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Statistics;
+use super::charts::shorten;
 use super::escape::html;
 use crate::stats::SuiteMean;
 
@@ -45,14 +46,6 @@ fn error_bar(out: &mut String, y: usize, label: &str, rate: f64, low: f64, high:
         cx = x(rate),
         vx = LABEL_W + AXIS_W + 8,
     );
-}
-
-fn shorten(label: &str) -> String {
-    const FITS: usize = 32;
-    match label.char_indices().nth(FITS - 1) {
-        Some((at, _)) if label.chars().count() > FITS => format!("{}…", &label[..at]),
-        _ => label.to_owned(),
-    }
 }
 
 fn mean_text(mean: &SuiteMean) -> String {

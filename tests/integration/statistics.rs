@@ -374,6 +374,9 @@ fn adaptive_repeats_stop_clear_tasks_early_with_the_same_verdicts() {
         json!({"max": 10, "pass_threshold": 0.5, "test": "sprt", "alpha": 0.05, "indifference": 0.1})
     );
     assert_eq!(results["repeats"], json!(10));
+    let validator = crate::support::closed_validator("results.schema.json");
+    let problems = crate::support::schema_problems(&validator, &results, "adaptive results.json");
+    assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(results["tasks"].as_array().unwrap().len(), 32);
     // The fixed count gives the same verdicts: the passing tasks pass every run, the others none.
     let fixed = eval(
@@ -422,4 +425,43 @@ fn adaptive_repeats_stop_clear_tasks_early_with_the_same_verdicts() {
     let one = eval(dir.path(), "one", &plans, &["--repeat-until-decided", "1"]);
     assert_eq!(one.status.code(), Some(2));
     assert!(stderr(&one).contains("--repeat-until-decided must be at least 2"));
+}
+
+#[test]
+fn flaky_tasks_say_where_their_runs_first_diverged_under_full_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = [("flaky", "101"), ("steady", "111")];
+    let full = eval(
+        dir.path(),
+        "full",
+        &plans,
+        &["--repeat", "3", "--capture", "full"],
+    );
+    assert_eq!(full.status.code(), Some(1), "{}", stderr(&full));
+    assert!(
+        stdout(&full).contains("Repeats: 1 task passed every repeat, 0 failed every repeat, 1 flaky (flaky)\n  flaky: 2 of 3 runs passed; first diverged at step 1: the finish gate answered the same call differently (the environment, not the model)\n"),
+        "{}",
+        stdout(&full)
+    );
+    let summary = eval(
+        dir.path(),
+        "summary",
+        &plans,
+        &["--repeat", "3", "-f", "json"],
+    );
+    assert_eq!(
+        json_of(&summary)["flakiness"],
+        json!([{"id": "flaky", "passed": 2, "runs": 3, "divergence": {"at": "unknown", "why": "summary capture (run with --capture full to compare the runs)"}}])
+    );
+    // merge reads each row's trace beside its results and says the same.
+    let merged = looptrace()
+        .arg("merge")
+        .arg(dir.path().join("full/results.json"))
+        .args(["-f", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&merged)["flakiness"][0]["divergence"],
+        json!({"at": "tool", "step": 1, "tool": "the finish gate"})
+    );
 }
