@@ -483,6 +483,15 @@ fn replay_reports_a_changed_tool_spec_and_template_before_any_step() {
     );
     // Recorded tools serve the recording: the run itself is still faithful.
     assert_eq!(output.status.code(), Some(0), "{message}");
+
+    // Recorded tools need no tools file, and are not told to give one.
+    let output = run(&["replay", trace.to_str().unwrap(), "--tools", "recorded"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("give --tools-file"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
