@@ -152,6 +152,15 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
         refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
     }
+    // McNemar's test with repeats is refused before anything is written.
+    let merged_repeats = if merged.tasks.iter().any(|t| t.repeat.is_some()) {
+        merged.repeats.unwrap_or(1).max(2)
+    } else {
+        1
+    };
+    args.verdicts
+        .stats
+        .check_test(merged_repeats, baseline.as_ref())?;
     // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
     if let Some(html) = &args.verdicts.html {
         super::html::write_merged_page(

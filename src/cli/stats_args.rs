@@ -100,6 +100,12 @@ impl StatsArgs {
                 "--pass-at {k} needs at least {k} runs of each task, but --repeat is {repeats} (pass@k and pass^k are not defined for k above the runs)"
             )));
         }
+        self.check_test(repeats, baseline)
+    }
+
+    /// Refuses `--regression-test mcnemar` when either side has repeats (`repeats` runs per
+    /// task now), before anything is written.
+    pub fn check_test(&self, repeats: u32, baseline: Option<&ResultsFile>) -> Result<(), CliError> {
         if self.test() != Some(RegressionTest::Mcnemar) {
             return Ok(());
         }

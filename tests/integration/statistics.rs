@@ -196,6 +196,24 @@ fn noise_is_not_a_regression_under_the_sign_test_but_is_under_none() {
         stderr(&refused)
     );
     assert!(!dir.path().join("refused").exists());
+    // merge refuses it too, before it writes anything.
+    let merged_out = dir.path().join("merged.json");
+    let merged = looptrace()
+        .arg("merge")
+        .arg(dir.path().join("now/results.json"))
+        .args([
+            "--baseline",
+            baseline,
+            "--regression-test",
+            "mcnemar",
+            "--out",
+        ])
+        .arg(&merged_out)
+        .output()
+        .unwrap();
+    assert_eq!(merged.status.code(), Some(2), "{}", stderr(&merged));
+    assert!(stderr(&merged).contains("--regression-test mcnemar needs one run a side"));
+    assert!(!merged_out.exists());
     // A baseline with repeats refuses it as well, even when this evaluation runs once.
     let once = eval(
         dir.path(),
