@@ -16,7 +16,7 @@ use looptrace::gate::FinishGate;
 use looptrace::model::live::{Api, LiveConfig, LiveModel, api_key_from_env};
 use looptrace::model::{JsonModelAdapter, Model, ScriptedRawModel};
 use looptrace::run::{ExitReason, RunId, RunResult, Task};
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{ToolRegistry, ToolsFile};
 use looptrace::trace::{RecorderOptions, TraceRecorder, TraceWriter};
 
 /// Arguments of `looptrace run`.
@@ -179,11 +179,24 @@ pub fn run(args: RunArgs) -> CliResult {
         None => RunId::generate(),
     };
     let task = Task::new(args.task.clone());
-    let one_task = args.tools_file.one_task()?;
+    let key_vars: Vec<String> = args.live.api_key_env.iter().cloned().collect();
+    // Before any program starts: none of them may receive the key's variable.
+    key_vars
+        .iter()
+        .for_each(|var| looptrace::secrets::forbid_var(var));
+    let one_task = args.tools_file.one_task(&key_vars)?;
     let outcome = match &one_task {
         Some((tools, set, _)) => {
             let hash = tools.file().template_hash().map(str::to_owned);
-            run_with_tools(&args, task, run_id, limits, Some(&set.registry), hash)
+            let file = tools.file();
+            run_with_tools(
+                &args,
+                task,
+                run_id,
+                limits,
+                Some((&set.registry, file)),
+                hash,
+            )
         }
         None => run_with_tools(&args, task, run_id, limits, None, None),
     };
@@ -202,12 +215,14 @@ fn run_with_tools(
     task: Task,
     run_id: RunId,
     limits: Limits,
-    tools: Option<&ToolRegistry>,
+    tools: Option<(&ToolRegistry, &ToolsFile)>,
     workdir_hash: Option<String>,
 ) -> CliResult {
     let builtin;
+    // The gate gets the tools' allow-list, never more.
+    let env_names = tools.map_or(&[][..], |(_, file)| file.env_names());
     let tools = match tools {
-        Some(tools) => tools,
+        Some((tools, _)) => tools,
         None => {
             builtin = ToolRegistry::builtin();
             &builtin
@@ -231,7 +246,10 @@ fn run_with_tools(
             responses.display()
         )));
     }
-    let mut gate = args.gate.command_gate();
+    let mut gate = args
+        .gate
+        .command_gate()
+        .map(|gate| gate.with_env_names(env_names));
     let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
     let outcome = match &args.trace {
         Some(path) => {
