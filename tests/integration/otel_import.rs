@@ -136,8 +136,9 @@ fn expected(writer: &str, scenario: &str) -> Outcome {
     }
 }
 
-const WRITERS: [&str; 6] = [
+const WRITERS: [&str; 7] = [
     "agents-traceloop",
+    "agents-contrib",
     "agents-openinference",
     "pydantic-ai",
     "openai-v2",
@@ -213,7 +214,7 @@ fn any_agent_trace_json_reads_a_step_limit_callback_as_max_steps() {
 #[test]
 fn the_agent_span_decides_not_the_always_ok_workflow_span() {
     // The Agents SDK instrumentations end the workflow root OK above the failing agent span.
-    for writer in ["agents-traceloop", "agents-openinference"] {
+    for writer in ["agents-traceloop", "agents-contrib", "agents-openinference"] {
         let events = import(&format!("{writer}/limit.jsonl"), "otlp");
         let end = events.last().unwrap();
         assert_eq!(end["exit_reason"], "max_steps_exceeded", "{writer}");
