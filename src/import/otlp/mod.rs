@@ -529,6 +529,53 @@ mod tests {
         );
     }
 
+    /// A client-only request: a trace of one chat span.
+    fn request(trace: u8, finish: &str, messages: Option<usize>) -> Value {
+        let mut attributes = vec![
+            attribute("gen_ai.operation.name", "chat"),
+            serde_json::json!({"key": "gen_ai.response.finish_reasons",
+                "value": {"arrayValue": {"values": [{"stringValue": finish}]}}}),
+        ];
+        if let Some(count) = messages {
+            let input: Vec<Value> = (0..count)
+                .map(|_| serde_json::json!({"role": "user", "parts": []}))
+                .collect();
+            attributes.push(attribute(
+                "gen_ai.input.messages",
+                &Value::Array(input).to_string(),
+            ));
+        }
+        let mut span = span("00000000000000c1", None, Value::Array(attributes));
+        span["traceId"] = Value::String(format!("{trace:032x}"));
+        span
+    }
+
+    #[test]
+    fn client_only_requests_split_where_a_conversation_ends() {
+        let steps = |runs: &[ImportedRun]| -> Vec<(u64, bool)> {
+            runs.iter().map(|r| (r.steps, r.ending.is_some())).collect()
+        };
+        // An answer ends a conversation; the next request opens another.
+        let runs = import(vec![
+            request(1, "tool_calls", None),
+            request(2, "stop", None),
+            request(3, "tool_calls", None),
+            request(4, "stop", None),
+        ]);
+        assert_eq!(steps(&runs), [(2, true), (2, true)]);
+        // A request that sends fewer messages than the one before is a new conversation, even
+        // after a request for tools (which leaves the first one incomplete).
+        let runs = import(vec![
+            request(1, "tool_calls", Some(1)),
+            request(2, "tool_calls", Some(3)),
+            request(3, "tool_calls", Some(1)),
+            request(4, "stop", Some(3)),
+        ]);
+        assert_eq!(steps(&runs), [(2, false), (2, true)]);
+        assert_eq!(runs[0].native_id.as_deref(), Some(&*format!("{:032x}", 1)));
+        assert_eq!(runs[1].native_id.as_deref(), Some(&*format!("{:032x}", 3)));
+    }
+
     #[test]
     fn an_orphan_span_is_not_taken_for_the_root() {
         let chat = attribute("gen_ai.operation.name", "chat");
