@@ -62,8 +62,9 @@ pub struct ToolsFileArgs {
     /// are offered beside the calculator.
     #[arg(long, value_name = "FILE")]
     pub tools_file: Option<PathBuf>,
-    /// Write MCP servers' stderr to DIR/mcp-<name>.log (default: discarded, or `OUT/logs` in
-    /// eval).
+    /// Write each MCP server's stderr (from the tools file's `mcp_servers`) to
+    /// DIR/mcp-<name>.log. Without it, `run` and `replay` discard it and `eval` writes it to
+    /// OUT/logs.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
 }

@@ -19,19 +19,16 @@ use looptrace::run::{ExitReason, RunId, RunResult, Task};
 use looptrace::tools::{ToolRegistry, ToolsFile};
 use looptrace::trace::{RecorderOptions, TraceRecorder, TraceWriter};
 
-/// Arguments of `looptrace run`.
+/// Arguments of `looptrace run`: the model is a responses file or a live server, one of them.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("model_source").required(true).args(["responses", "api"])))]
 pub struct RunArgs {
     /// The task text given to the model.
     #[arg(long)]
     pub task: String,
-    /// A file with one raw model response per line (blank lines are skipped).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "api",
-        conflicts_with = "api"
-    )]
+    /// A file with one raw model response per line (blank lines are skipped); or give `--api`
+    /// with `--base-url` and `--model` for a live model server.
+    #[arg(long, value_name = "FILE", conflicts_with = "api")]
     pub responses: Option<PathBuf>,
     /// The step budget.
     #[arg(long, default_value_t = 5, value_name = "N")]

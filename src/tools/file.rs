@@ -82,7 +82,8 @@ pub struct BashConfig {
 pub struct McpServerConfig {
     /// The server's name (logs are `mcp-<name>.log`).
     pub name: String,
-    /// The program and its arguments; `{workdir}` in an argument is the task's working folder.
+    /// The program and its arguments; `{workdir}` in an argument is the task's working folder,
+    /// `{toolsdir}` the tools file's folder.
     pub command: Vec<String>,
     /// Fixed environment values for the server.
     #[serde(default)]
@@ -352,6 +353,7 @@ impl ToolsFile {
     pub fn context(&self, workdir: PathBuf, log_dir: Option<PathBuf>) -> ToolContext {
         ToolContext {
             workdir,
+            tools_dir: self.folder.clone(),
             env: self.allowed_env(),
             log_dir,
         }
