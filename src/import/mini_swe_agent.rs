@@ -94,6 +94,9 @@ impl Importer for MiniSweAgent {
                     run.ending = Some(ending);
                 }
                 let stats = info.get("model_stats").unwrap_or(&Value::Null);
+                // A request that failed for good is a model call with no message of its own.
+                let calls = stats.get("api_calls").and_then(Value::as_u64).unwrap_or(0);
+                run.steps = run.steps.max(calls);
                 run.cost_usd = stats.get("instance_cost").and_then(Value::as_f64);
                 run.model = info
                     .pointer("/config/model/model_name")

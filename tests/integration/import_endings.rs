@@ -1,0 +1,188 @@
+//! How each format's runs end, read from files the real programs wrote (or reduced from real
+//! files where the program cannot run here; each fixture folder's README says which): the exit
+//! reason, error kind, budget, steps, tool calls, tool errors and final answer of every run.
+
+use serde_json::Value;
+
+use crate::support::{fixture, run, stderr, stdout};
+
+/// One imported run, as a user reads it off `report` and `show`.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    exit_reason: String,
+    error_kind: Option<String>,
+    budget: Option<String>,
+    steps: u64,
+    tool_calls: u64,
+    tool_errors: u64,
+    feedback: u64,
+    /// The finish's answer (full capture), if the run has a finish.
+    answer: Option<String>,
+}
+
+/// `(exit reason, error kind, budget, steps, tool calls, tool errors)`: the part every item
+/// asserts.
+type Shape = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    u64,
+    u64,
+    u64,
+);
+
+impl Outcome {
+    fn shape(&self) -> (String, Option<String>, Option<String>, u64, u64, u64) {
+        (
+            self.exit_reason.clone(),
+            self.error_kind.clone(),
+            self.budget.clone(),
+            self.steps,
+            self.tool_calls,
+            self.tool_errors,
+        )
+    }
+}
+
+fn expect(shape: Shape) -> (String, Option<String>, Option<String>, u64, u64, u64) {
+    let (reason, kind, budget, steps, calls, errors) = shape;
+    (
+        reason.to_owned(),
+        kind.map(str::to_owned),
+        budget.map(str::to_owned),
+        steps,
+        calls,
+        errors,
+    )
+}
+
+/// Imports `paths` (under `tests/fixtures/import/`) with full capture and returns each run's
+/// id and outcome, in order.
+fn outcomes(paths: &[&str]) -> Vec<(String, Outcome)> {
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|p| fixture(&format!("import/{p}")).display().to_string())
+        .collect();
+    let mut args = vec!["import", "--capture", "full"];
+    args.extend(paths.iter().map(String::as_str));
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    outcomes_of(&stdout(&output))
+}
+
+/// The outcomes of the runs in trace v1 text.
+fn outcomes_of(trace: &str) -> Vec<(String, Outcome)> {
+    let mut runs: Vec<(String, Outcome)> = Vec::new();
+    for line in trace.lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        let id = event["run_id"].as_str().unwrap().to_owned();
+        let text = |key: &str| event[key].as_str().map(str::to_owned);
+        if event["event_type"] == "run_started" {
+            runs.push((
+                id.clone(),
+                Outcome {
+                    exit_reason: "incomplete".to_owned(),
+                    error_kind: None,
+                    budget: None,
+                    steps: 0,
+                    tool_calls: 0,
+                    tool_errors: 0,
+                    feedback: 0,
+                    answer: None,
+                },
+            ));
+        }
+        let (_, current) = runs.iter_mut().rev().find(|(run, _)| *run == id).unwrap();
+        current.steps = current.steps.max(event["step"].as_u64().unwrap());
+        match (event["event_type"].as_str(), event["action_type"].as_str()) {
+            (Some("model_action"), Some("tool_call")) => current.tool_calls += 1,
+            (Some("model_action"), Some("finish")) => current.answer = text("answer"),
+            (Some("observation"), _) if event["is_error"] == true => current.tool_errors += 1,
+            (Some("model_feedback"), _) => current.feedback += 1,
+            (Some("run_finished"), _) => {
+                current.exit_reason = text("exit_reason").unwrap();
+                current.error_kind = text("error_kind");
+                current.budget = text("budget");
+                current.steps = event["steps_used"].as_u64().unwrap();
+                if current.exit_reason == "max_steps_exceeded" {
+                    assert!(current.budget.is_some(), "no budget: {line}");
+                }
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// The one run of `path`.
+fn only(path: &str) -> Outcome {
+    let mut runs = outcomes(&[path]);
+    assert_eq!(runs.len(), 1, "{path}: {runs:?}");
+    runs.remove(0).1
+}
+
+#[test]
+fn mini_swe_agent_2_reads_tool_calls_format_errors_and_timeouts() {
+    let run = only("mini-swe-agent/endings/submitted.traj.json");
+    // ls, cat (exit 1), sleep (timed out), the reply without a tool call, a command that printed
+    // the submit marker second (the run went on), then the submit: the finish.
+    assert_eq!(run.shape(), expect(("finished", None, None, 6, 4, 2)));
+    assert_eq!(run.feedback, 1);
+    assert_eq!(run.answer.as_deref(), Some(""));
+    let trace = stdout(&run_full("mini-swe-agent/endings/submitted.traj.json"));
+    assert!(trace.contains(r#""error_kind":"timeout""#), "{trace}");
+}
+
+#[test]
+fn mini_swe_agent_2_endings() {
+    let cases: [(&str, Shape); 5] = [
+        (
+            "rate_limited",
+            ("internal_error", Some("model_failure"), None, 2, 1, 0),
+        ),
+        (
+            "server_error",
+            ("internal_error", Some("model_failure"), None, 1, 0, 0),
+        ),
+        (
+            "context_window",
+            (
+                "max_steps_exceeded",
+                Some("budget_exhausted"),
+                Some("context"),
+                2,
+                1,
+                0,
+            ),
+        ),
+        (
+            "step_limit",
+            (
+                "max_steps_exceeded",
+                Some("budget_exhausted"),
+                Some("steps"),
+                2,
+                2,
+                0,
+            ),
+        ),
+        (
+            "repeated_format_error",
+            ("invalid_model_output", Some("format_error"), None, 4, 1, 0),
+        ),
+    ];
+    for (name, shape) in cases {
+        let run = only(&format!("mini-swe-agent/endings/{name}.traj.json"));
+        assert_eq!(run.shape(), expect(shape), "{name}");
+    }
+    assert_eq!(
+        only("mini-swe-agent/endings/repeated_format_error.traj.json").feedback,
+        3
+    );
+}
+
+/// `import --capture full` of one fixture.
+fn run_full(path: &str) -> std::process::Output {
+    let path = fixture(&format!("import/{path}"));
+    run(&["import", "--capture", "full", path.to_str().unwrap()])
+}
