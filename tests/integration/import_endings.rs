@@ -186,3 +186,42 @@ fn run_full(path: &str) -> std::process::Output {
     let path = fixture(&format!("import/{path}"));
     run(&["import", "--capture", "full", path.to_str().unwrap()])
 }
+
+#[test]
+fn codex_0_171_failed_turns_and_answers() {
+    let cases: [(&str, Shape); 5] = [
+        // ls, cat (exit 1), the answer: three responses.
+        ("finished", ("finished", None, None, 3, 2, 1)),
+        // `touch` refused by the read-only sandbox.
+        ("sandbox_denied", ("finished", None, None, 2, 1, 1)),
+        (
+            "server_error",
+            ("internal_error", Some("model_failure"), None, 1, 1, 0),
+        ),
+        (
+            "rate_limited",
+            ("internal_error", Some("rate_limited"), None, 1, 1, 0),
+        ),
+        (
+            "context_window",
+            (
+                "max_steps_exceeded",
+                Some("budget_exhausted"),
+                Some("context"),
+                1,
+                1,
+                0,
+            ),
+        ),
+    ];
+    for (name, shape) in cases {
+        let run = only(&format!("codex/endings/{name}.jsonl"));
+        assert_eq!(run.shape(), expect(shape), "{name}");
+        let answer = match name {
+            "finished" => Some("The file is missing."),
+            "sandbox_denied" => Some("The sandbox refused the write."),
+            _ => None,
+        };
+        assert_eq!(run.answer.as_deref(), answer, "{name}");
+    }
+}
