@@ -225,3 +225,55 @@ fn codex_0_171_failed_turns_and_answers() {
         assert_eq!(run.answer.as_deref(), answer, "{name}");
     }
 }
+
+#[test]
+fn claude_code_2_1_endings() {
+    let cases: [(&str, Shape); 7] = [
+        // ls, cat (exit 1), the answer.
+        ("finished", ("finished", None, None, 3, 2, 1)),
+        // The same session without the second call's result: the answer still ends it.
+        ("unanswered_call", ("finished", None, None, 3, 2, 0)),
+        // A custom slash command's expanded text is the prompt.
+        ("slash_command", ("finished", None, None, 2, 1, 0)),
+        (
+            "max_turns",
+            (
+                "max_steps_exceeded",
+                Some("budget_exhausted"),
+                Some("steps"),
+                1,
+                1,
+                0,
+            ),
+        ),
+        (
+            "prompt_too_long",
+            (
+                "max_steps_exceeded",
+                Some("budget_exhausted"),
+                Some("context"),
+                2,
+                1,
+                0,
+            ),
+        ),
+        (
+            "server_error",
+            ("internal_error", Some("model_failure"), None, 1, 0, 0),
+        ),
+        (
+            "gateway_error_payload",
+            ("internal_error", Some("model_failure"), None, 2, 1, 0),
+        ),
+    ];
+    for (name, shape) in cases {
+        let run = only(&format!("claude-code/endings/{name}.jsonl"));
+        assert_eq!(run.shape(), expect(shape), "{name}");
+        let answer = match name {
+            "finished" | "unanswered_call" => Some("The file is missing."),
+            "slash_command" => Some("Listed."),
+            _ => None,
+        };
+        assert_eq!(run.answer.as_deref(), answer, "{name}");
+    }
+}
