@@ -277,3 +277,43 @@ fn claude_code_2_1_endings() {
         assert_eq!(run.answer.as_deref(), answer, "{name}");
     }
 }
+
+#[test]
+fn gemini_cli_jsonl_sessions_are_read_as_gemini_cli_resumes_them() {
+    let runs = outcomes(&["gemini-cli/endings/session-2026-11-20T10-00-5b1e3c2a.jsonl"]);
+    let ids: Vec<&str> = runs.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "5b1e3c2a-0d4f-4e8b-9a61-7c2f0e9d4a10/prompt-1",
+            "5b1e3c2a-0d4f-4e8b-9a61-7c2f0e9d4a10/prompt-2",
+            "5b1e3c2a-0d4f-4e8b-9a61-7c2f0e9d4a10/prompt-3",
+        ]
+    );
+    let shapes: Vec<_> = runs.iter().map(|(_, run)| run.shape()).collect();
+    assert_eq!(
+        shapes,
+        [
+            // Each message counted once although written twice; the shell's exit code 1 is a
+            // tool error.
+            expect(("finished", None, None, 3, 2, 1)),
+            // "Request cancelled.": no ending.
+            expect(("incomplete", None, None, 1, 1, 1)),
+            // The rewound prompt is gone; the read_file call failed.
+            expect(("finished", None, None, 2, 1, 1)),
+        ]
+    );
+    assert_eq!(
+        runs[0].1.answer.as_deref(),
+        Some("The test expects 2 but the script prints 3.")
+    );
+    // Observations are the tool's output text, not the functionResponse wrapper.
+    let trace = stdout(&run_full(
+        "gemini-cli/endings/session-2026-11-20T10-00-5b1e3c2a.jsonl",
+    ));
+    assert!(
+        trace.contains(r#""content":"File not found: /work/fixture/NOTES.md""#),
+        "{trace}"
+    );
+    assert!(!trace.contains("functionResponse"), "{trace}");
+}
