@@ -2,6 +2,7 @@
 //! `exit_statuses_*.yaml` batch summaries, read as runs without steps. Actions are the one bash
 //! block of each assistant message; results are `<returncode>N</returncode>` user messages.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use serde_json::{Map, Value};
@@ -451,6 +452,7 @@ fn read_batch_summary(
         .map_err(|err| context.malformed("the document", format!("invalid UTF-8: {err}")))?;
     let mut in_map = false;
     let mut status: Option<String> = None;
+    let mut listed: HashMap<String, String> = HashMap::new();
     for (index, line) in text.lines().enumerate() {
         let at = || format!("line {}", index + 1);
         let trimmed = line.trim_end();
@@ -478,6 +480,16 @@ fn read_batch_summary(
             if status.starts_with("skipped") {
                 continue;
             }
+            if let Some(first) = listed.get(id) {
+                // One instance, one run: the first listing counts.
+                out(Imported::Warning(format!(
+                    "{}: instance `{id}` is listed again (under `{status}`, first under \
+                     `{first}`); it counts once",
+                    at()
+                )))?;
+                continue;
+            }
+            listed.insert(id.to_owned(), status.to_owned());
             let mut run = ImportedRun::new(context.run_id(Some(id)));
             run.native_id = Some(id.to_owned());
             run.usage = None::<Usage>;

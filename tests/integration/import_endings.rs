@@ -317,3 +317,137 @@ fn gemini_cli_jsonl_sessions_are_read_as_gemini_cli_resumes_them() {
     );
     assert!(!trace.contains("functionResponse"), "{trace}");
 }
+
+#[test]
+fn a_batch_folder_counts_each_instance_once() {
+    let folder = fixture("import/mini-swe-agent/batch");
+    let output = run(&["import", folder.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let runs = outcomes_of(&stdout(&output));
+    let ids: Vec<&str> = runs.iter().map(|(id, _)| id.as_str()).collect();
+    // The trajectories of a-1 and b-2 win over their summary lines; c-3 (listed twice) and
+    // d-4 come from the summary alone.
+    assert_eq!(
+        ids,
+        [
+            "exit_statuses_1700000001.0.yaml/inst__c-3",
+            "exit_statuses_1700000001.0.yaml/inst__d-4",
+            "inst__a-1.traj.json",
+            "inst__b-2.traj.json",
+        ]
+    );
+    let shapes: Vec<_> = runs.iter().map(|(_, run)| run.shape()).collect();
+    assert_eq!(
+        shapes,
+        [
+            expect(("finished", None, None, 0, 0, 0)),
+            expect(("internal_error", Some("model_failure"), None, 0, 0, 0)),
+            expect(("finished", None, None, 6, 4, 2)),
+            expect(("internal_error", Some("model_failure"), None, 2, 1, 0)),
+        ]
+    );
+    let warnings = stderr(&output);
+    assert!(
+        warnings.contains(
+            "line 8: instance `inst__c-3` is listed again (under `RateLimitError`, first under \
+             `Submitted`); it counts once"
+        ),
+        "{warnings}"
+    );
+    // Named alone, the summary gives every instance it lists, once each.
+    let alone = outcomes(&["mini-swe-agent/batch/exit_statuses_1700000001.0.yaml"]);
+    assert_eq!(alone.len(), 4);
+}
+
+/// Every file under `folder`, in order.
+fn files_under(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// `(file, run id without its ~N, exit reason, error kind, steps)` of a run.
+type Listed = (String, String, String, Option<String>, u64);
+
+#[test]
+fn report_on_the_fixture_folder_gives_the_outcomes_import_gives_file_by_file() {
+    let root = fixture("import");
+    let mut by_file: Vec<Listed> = Vec::new();
+    let batch = fixture("import/mini-swe-agent/batch");
+    let summary = batch.join("exit_statuses_1700000001.0.yaml");
+    for file in files_under(&root) {
+        let output = run(&["import", file.to_str().unwrap()]);
+        if output.status.code() == Some(2) && stderr(&output).contains("not a trace of any known") {
+            continue;
+        }
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{file:?}: {}",
+            stderr(&output)
+        );
+        for (id, run) in outcomes_of(&stdout(&output)) {
+            // The one batch rule: read with its folder, a summary leaves out the instances
+            // whose trajectory is beside it.
+            if file == summary && (id.ends_with("/inst__a-1") || id.ends_with("/inst__b-2")) {
+                continue;
+            }
+            by_file.push((
+                file.display().to_string(),
+                id,
+                run.exit_reason,
+                run.error_kind,
+                run.steps,
+            ));
+        }
+    }
+    let mut reported: Vec<Listed> = Vec::new();
+    for reason in [
+        "finished",
+        "max_steps_exceeded",
+        "invalid_model_output",
+        "internal_error",
+        "incomplete",
+    ] {
+        let output = run(&[
+            "report",
+            "--format",
+            "json",
+            "--list",
+            reason,
+            root.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let listing: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        for row in listing["runs"].as_array().unwrap() {
+            let id = row["run_id"].as_str().unwrap();
+            let id = id.split('~').next().unwrap().to_owned();
+            reported.push((
+                row["file"].as_str().unwrap().to_owned(),
+                id,
+                row["exit_reason"].as_str().unwrap().to_owned(),
+                // The listing shows a finished run's tool-error kind; the ending has none.
+                row["error_kind"]
+                    .as_str()
+                    .filter(|_| row["exit_reason"] != "finished")
+                    .map(str::to_owned),
+                row["steps"].as_u64().unwrap(),
+            ));
+        }
+    }
+    by_file.sort();
+    reported.sort();
+    assert!(by_file.len() > 50, "{}", by_file.len());
+    assert_eq!(reported, by_file);
+}
