@@ -451,3 +451,45 @@ fn report_on_the_fixture_folder_gives_the_outcomes_import_gives_file_by_file() {
     assert!(by_file.len() > 50, "{}", by_file.len());
     assert_eq!(reported, by_file);
 }
+
+#[test]
+fn openhands_v1_sdk_evaluation_output() {
+    let runs = outcomes(&["openhands/v1/output.jsonl"]);
+    let got: Vec<_> = runs
+        .iter()
+        .map(|(id, run)| (id.as_str(), run.shape()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            // ls, cat (exit 1), the FinishAction with its message.
+            (
+                "output.jsonl/demo__finished-1",
+                expect(("finished", None, None, 3, 2, 1))
+            ),
+            // The SDK's MaxIterationsReached error event.
+            (
+                "output.jsonl/demo__no-finish-2",
+                expect((
+                    "max_steps_exceeded",
+                    Some("budget_exhausted"),
+                    Some("steps"),
+                    2,
+                    2,
+                    0
+                ))
+            ),
+            // Every request failed: the harness's error and the SDK's error event.
+            (
+                "output.jsonl/demo__server-error-3",
+                expect(("internal_error", Some("model_failure"), None, 0, 0, 0))
+            ),
+            // No finish, no error: cut short.
+            (
+                "output.jsonl/demo__cut-4",
+                expect(("incomplete", None, None, 2, 2, 1))
+            ),
+        ]
+    );
+    assert_eq!(runs[0].1.answer.as_deref(), Some("The file is missing."));
+}
