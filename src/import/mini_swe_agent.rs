@@ -512,3 +512,63 @@ fn unquote(text: &str) -> &str {
         .or_else(|| text.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
         .unwrap_or(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_of(messages: Value) -> ImportedRun {
+        let context = Context {
+            file: "t.traj.json".to_owned(),
+            name: "t.traj.json".to_owned(),
+        };
+        let mut run = ImportedRun::new("t");
+        let messages = messages.as_array().unwrap().clone();
+        read_messages(&mut run, &messages, &context, "$.messages").unwrap();
+        run
+    }
+
+    #[test]
+    fn a_custom_observation_template_keeps_the_commands() {
+        let run = run_of(serde_json::json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "```bash\nls\n```"},
+            {"role": "user", "content": "Output:\nREADME.md"},
+            {"role": "assistant", "content": "```bash\nmake\n```"},
+            {"role": "user", "content": "Output:\nmake: *** No targets."},
+        ]));
+        assert_eq!(run.tool_calls(), 2);
+        let flags: Vec<Option<bool>> = run
+            .items
+            .iter()
+            .filter_map(|(_, item)| match item {
+                Item::Observation { is_error, .. } => Some(*is_error),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [None, None]);
+    }
+
+    #[test]
+    fn a_submit_marker_the_run_went_past_is_a_tool_call() {
+        let run = run_of(serde_json::json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "```bash\necho x && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\nx\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n</output>"},
+            {"role": "assistant", "content": "```bash\nls\n```"},
+            {"role": "user", "content": "<exception>An error occurred while executing the command: boom</exception>\n<returncode>-1</returncode>"},
+        ]));
+        assert_eq!(run.tool_calls(), 2);
+        assert!(
+            !run.items
+                .iter()
+                .any(|(_, i)| matches!(i, Item::Finish { .. }))
+        );
+        assert!(run.items.iter().any(|(_, i)| matches!(
+            i,
+            Item::Observation { error_kind: Some(kind), is_error: Some(true), .. } if kind == "exception"
+        )));
+    }
+}
