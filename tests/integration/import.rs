@@ -440,7 +440,7 @@ fn report_reads_foreign_files_and_folders_by_source() {
             ("max_steps_exceeded", 2),
             ("invalid_model_output", 0),
             ("internal_error", 2),
-            ("incomplete", 1)
+            ("incomplete", 2)
         ]
     );
     // A named foreign file mixes with looptrace files in one report.

@@ -189,7 +189,9 @@ fn run_full(path: &str) -> std::process::Output {
 
 #[test]
 fn codex_0_171_failed_turns_and_answers() {
-    let cases: [(&str, Shape); 5] = [
+    let cases: [(&str, Shape); 6] = [
+        // Killed while its second request was in flight: no end.
+        ("killed", ("incomplete", None, None, 1, 1, 0)),
         // ls, cat (exit 1), the answer: three responses.
         ("finished", ("finished", None, None, 3, 2, 1)),
         // `touch` refused by the read-only sandbox.
@@ -228,7 +230,9 @@ fn codex_0_171_failed_turns_and_answers() {
 
 #[test]
 fn claude_code_2_1_endings() {
-    let cases: [(&str, Shape); 7] = [
+    let cases: [(&str, Shape); 8] = [
+        // Killed while its second request was in flight: no answer.
+        ("killed", ("incomplete", None, None, 1, 1, 0)),
         // ls, cat (exit 1), the answer.
         ("finished", ("finished", None, None, 3, 2, 1)),
         // The same session without the second call's result: the answer still ends it.
