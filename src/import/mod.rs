@@ -22,7 +22,9 @@ mod swe_agent;
 
 pub use archive::Limits as ArchiveLimits;
 pub use error::ImportError;
-pub use file::{Detected, HEAD_BYTES, RunIds, convert, detect, import_path, is_probed_name};
+pub use file::{
+    Converted, Detected, HEAD_BYTES, RunIds, convert, detect, import_path, is_probed_name,
+};
 pub use importer::{Context, Imported, Importer, MAX_DOCUMENT_BYTES, Sink};
 pub use run::{EmitOptions, Ending, ImportedRun, Item, to_events};
 

@@ -13,6 +13,7 @@ mod finish_gate;
 mod folder_safety;
 mod html_report;
 mod import;
+mod import_folders;
 mod import_inspect;
 mod json_adapter;
 mod live_model;
