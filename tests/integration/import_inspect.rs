@@ -156,3 +156,86 @@ fn archives_that_would_cost_without_end_are_refused_naming_the_limit() {
     assert!(message.contains("expands.eval`"), "{message}");
     assert!(message.contains("expand more than 1000 times"), "{message}");
 }
+
+#[test]
+fn scores_become_verdicts_with_explanations_under_the_capture_rules() {
+    let finished = |capture: &str| -> Vec<Value> {
+        import(&format!("{GENERATED}/scored.eval"), &["--capture", capture])
+            .into_iter()
+            .filter(|event| event["event_type"] == "run_finished")
+            .collect()
+    };
+    let full = finished("full");
+    assert_eq!(
+        full[0]["scores"],
+        serde_json::json!([{
+            "name": "includes",
+            "kind": "inspect",
+            "passed": false,
+            "value": 0.0,
+            "explanation": "I could not add them. The answer is 5"
+        }])
+    );
+    assert_eq!(full[1]["scores"][0]["passed"], true);
+    let summary = finished("summary");
+    let explanation = summary[0]["scores"][0]["explanation"].as_str().unwrap();
+    assert!(explanation.starts_with("chars=37;sha256="), "{explanation}");
+    // A finished sample ends with its final answer.
+    let answers: Vec<Value> = import(&format!("{GENERATED}/scored.eval"), &["--capture", "full"])
+        .into_iter()
+        .filter(|event| event["action_type"] == "finish")
+        .map(|event| event["answer"].clone())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            "I could not add them. The answer is 5",
+            "2 + 3 = 5, so the answer is 5",
+            "The answer is 12"
+        ]
+    );
+    // A sample's error message is free text: a summary, however short.
+    let error = import(&format!("{GENERATED}/error.eval"), &[]);
+    let native = error.last().unwrap()["native_ending"].as_str().unwrap();
+    assert!(native.starts_with("chars="), "{native}");
+}
+
+#[test]
+fn report_gives_the_pass_rate_of_the_runs_with_a_verdict() {
+    let report = |files: &[&str]| -> Value {
+        let mut args = vec![
+            "report".to_owned(),
+            "--format".to_owned(),
+            "json".to_owned(),
+        ];
+        args.extend(
+            files
+                .iter()
+                .map(|f| fixture(&format!("{GENERATED}/{f}")).display().to_string()),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_str::<Value>(&stdout(&output)).unwrap()["verdicts"].clone()
+    };
+    assert_eq!(
+        report(&["scored.eval"]),
+        serde_json::json!({"runs": 3, "passed": 2, "pass_rate": 0.6667})
+    );
+    // The errored sample has no scores: no verdict.
+    assert_eq!(
+        report(&["scored.eval", "error.eval"]),
+        serde_json::json!({"runs": 3, "passed": 2, "pass_rate": 0.6667})
+    );
+    let output = run(&[
+        "report",
+        fixture(&format!("{GENERATED}/scored.eval"))
+            .to_str()
+            .unwrap(),
+    ]);
+    assert!(
+        stdout(&output).contains("Verdicts (share of the 3 run(s) whose scores give one)"),
+        "{}",
+        stdout(&output)
+    );
+}

@@ -14,6 +14,7 @@ mod folder_safety;
 mod html_report;
 mod import;
 mod import_folders;
+mod import_generated;
 mod import_inspect;
 mod json_adapter;
 mod live_model;
