@@ -92,7 +92,7 @@ const LISTED: &[(&str, &[&str])] = &[
             "model_length",
         ],
     ),
-    ("otel-genai", &["ok", "error", "unset"]),
+    ("otel-genai", &["ok", "error", "unset", "StepLimitReached"]),
 ];
 
 /// Whether `native` is one of the status values docs/import.md lists for `format`.
