@@ -38,6 +38,9 @@ pub struct ExportArgs {
     /// `gen_ai.evaluation.result` event.
     #[arg(long, value_name = "RESULTS")]
     pub results: Option<PathBuf>,
+    /// Skip files that cannot be read (each named in a warning) and export the rest.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs `looptrace export`.
@@ -56,7 +59,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     } else {
         Capture::Summary
     };
-    let foreign = super::import::inputs_with_capture(&args.paths, capture)?;
+    let foreign = super::import::inputs_with_capture(&args.paths, capture, args.lenient)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
     if let Some(out) = &args.output {
@@ -118,12 +121,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     for note in notes {
         eprintln!("warning: {}", escape(&note));
     }
-    if foreign.skipped > 0 {
-        eprintln!(
-            "warning: skipped {} file(s) of no known trace format",
-            foreign.skipped
-        );
-    }
+    foreign.warn();
     if stats.without_content > 0 {
         eprintln!(
             "warning: {} run(s) exported without content: their traces are not full capture",

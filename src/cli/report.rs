@@ -78,7 +78,7 @@ pub fn run(args: ReportArgs) -> CliResult {
             "--list prints a table or JSON (--format table or --format json)",
         ));
     }
-    let foreign = super::import::report_inputs(&args.paths)?;
+    let foreign = super::import::report_inputs(&args.paths, args.lenient)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     let formats = foreign.substitute(&mut inputs);
     let rows_wanted = selector.is_some() || args.format == FormatArg::Html;
@@ -96,12 +96,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     if args.by == Some(ByArg::Source) {
         report.by_file = super::import::group_by_source(&report.by_file, &formats);
     }
-    if foreign.skipped > 0 {
-        eprintln!(
-            "warning: skipped {} file(s) of no known trace format",
-            foreign.skipped
-        );
-    }
+    foreign.warn();
     let named: Vec<&Path> = args
         .paths
         .iter()

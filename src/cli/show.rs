@@ -52,7 +52,9 @@ pub fn run(args: ShowArgs) -> CliResult {
     };
     // Folders are walked and foreign trajectories imported to temporary traces, as `report`
     // does; `foreign` holds those temporary files until the end.
-    let foreign = super::import::inputs_with_capture(&args.paths, args.capture.into())?;
+    let foreign =
+        super::import::inputs_with_capture(&args.paths, args.capture.into(), args.lenient)?;
+    foreign.warn();
     let (mut inputs, folder_warnings) =
         looptrace::report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
