@@ -317,12 +317,19 @@ impl ReportInputs {
 /// Files are detected and imported on one thread per core; run ids come out as one import of
 /// all of them in order would give them (a file whose ids clash with an earlier file's is
 /// imported again after it), and the first failure in order is the one reported.
-pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
-    inputs_with_capture(paths, Capture::Summary)
+pub fn report_inputs(paths: &[String], all_runs: bool) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary, all_runs)
 }
 
 /// [`report_inputs`], importing foreign files with `capture`.
-pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
+pub fn inputs_with_capture(
+    paths: &[String],
+    capture: Capture,
+    all_runs: bool,
+) -> Result<ReportInputs, CliError> {
+    // An eval output folder stands for the traces its view names.
+    let (paths, view_copies) = super::run_store_inputs::expand(paths, all_runs)?;
+    let paths = &paths;
     // Every file to detect: its path, the name shown, and whether a folder walk found it.
     let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
     // What `paths` becomes, with a placeholder where a probed file's verdict goes.
@@ -383,6 +390,7 @@ pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportI
             }
         }
     }
+    inputs.temps.extend(view_copies);
     Ok(inputs)
 }
 
