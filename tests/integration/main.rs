@@ -20,6 +20,7 @@ mod live_replay;
 mod live_responses;
 mod mcp;
 mod otel_export;
+mod otel_import;
 mod outputs;
 mod progress;
 mod properties;
