@@ -22,6 +22,7 @@ mod report;
 mod run;
 mod run_store_inputs;
 mod show;
+mod stats_args;
 mod tools;
 
 pub use app::main;

@@ -58,6 +58,7 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         suite: results.suite.clone(),
         capture: results.capture,
         repeats: results.repeats.unwrap_or(1),
+        adaptive: results.adaptive.clone(),
         trace_layout: layout.to_owned(),
         shard: results.shard,
         only: selection

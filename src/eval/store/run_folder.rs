@@ -52,8 +52,11 @@ pub struct RunHeader {
     pub suite: SuiteInfo,
     /// The trace capture.
     pub capture: Capture,
-    /// `--repeat N`.
+    /// `--repeat N` (with `--repeat-until-decided MAX`, MAX).
     pub repeats: u32,
+    /// `--repeat-until-decided`: the stopping rule, which a task's 1 to `repeats` rows followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::stats::AdaptiveRule>,
     /// `per-task` or `single`.
     pub trace_layout: String,
     /// `--shard K/N`.
@@ -349,6 +352,7 @@ mod tests {
             },
             capture: Capture::Summary,
             repeats: 1,
+            adaptive: None,
             trace_layout: "per-task".to_owned(),
             shard: None,
             only: Vec::new(),

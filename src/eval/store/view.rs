@@ -127,6 +127,7 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
         shard: header.shard,
         selection: header.selection.clone(),
         repeats: (header.repeats > 1).then_some(header.repeats),
+        adaptive: header.adaptive.clone(),
         capture: header.capture,
         // A run a crash ended never finished its rows.
         interrupted: run.seal.is_none() || seal.interrupted,
