@@ -28,6 +28,10 @@ pub struct ExportArgs {
     /// `-` for standard input.
     #[arg(required = true)]
     pub paths: Vec<String>,
+    /// Given an eval output folder, read every run under its `runs/`, not only those its
+    /// `results.json` names.
+    #[arg(long)]
+    pub all_runs: bool,
     /// Write here (replaced atomically, never appended) instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -59,7 +63,8 @@ pub fn run(args: ExportArgs) -> CliResult {
     } else {
         Capture::Summary
     };
-    let foreign = super::import::inputs_with_capture(&args.paths, capture, args.lenient)?;
+    let foreign =
+        super::import::inputs_with_capture(&args.paths, capture, args.lenient, args.all_runs)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
     if let Some(out) = &args.output {

@@ -417,9 +417,14 @@ impl ReportInputs {
 ///
 /// A named file of no known format is an error, as it is for `import`. A file that cannot be
 /// imported is an error (suggesting `--lenient` when there are other files), or under `lenient`
-/// skipped with a warning naming it.
-pub fn report_inputs(paths: &[String], lenient: bool) -> Result<ReportInputs, CliError> {
-    inputs_with_capture(paths, Capture::Summary, lenient)
+/// skipped with a warning naming it. An eval output folder stands for the runs its view names
+/// (every run under `all_runs`).
+pub fn report_inputs(
+    paths: &[String],
+    lenient: bool,
+    all_runs: bool,
+) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary, lenient, all_runs)
 }
 
 /// [`report_inputs`], importing foreign files with `capture`.
@@ -427,7 +432,11 @@ pub fn inputs_with_capture(
     paths: &[String],
     capture: Capture,
     lenient: bool,
+    all_runs: bool,
 ) -> Result<ReportInputs, CliError> {
+    // An eval output folder stands for the traces its view names.
+    let (paths, view_copies) = super::run_store_inputs::expand(paths, all_runs)?;
+    let paths = &paths;
     // Every file to detect: its path, the name shown, and whether a folder walk found it.
     let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
     // What `paths` becomes, with a placeholder where a probed file's verdict goes.
@@ -515,6 +524,7 @@ pub fn inputs_with_capture(
             }
         }
     }
+    inputs.temps.extend(view_copies);
     Ok(inputs)
 }
 

@@ -35,6 +35,7 @@ mod report;
 mod report_durations;
 mod resume;
 mod run_cli;
+mod run_store;
 mod samples;
 mod scale_out;
 mod schema_coverage;
