@@ -272,7 +272,7 @@ fn mcp_client_refuses_a_program_that_is_not_an_mcp_server() {
 
 /// Each task's observations as `(tool_name, error_kind, content)` and its `run_finished`.
 fn task_trace(out: &Path, task: &str) -> (Vec<(String, String, String)>, Value) {
-    let events = read_events(&out.join(format!("traces/{task}.jsonl")));
+    let events = read_events(&crate::support::trace_for(out, task));
     let text = |event: &Value, key: &str| event[key].as_str().unwrap_or("").to_owned();
     let observations = events
         .iter()
@@ -420,7 +420,8 @@ fn an_eval_turns_mcp_results_errors_and_broken_servers_into_observations_and_int
 
     // The server's stderr: started once for the suite and again after each failure; the
     // invalid arguments never reached it.
-    let log = std::fs::read_to_string(out.join("logs/mcp-py.log")).unwrap();
+    let log =
+        std::fs::read_to_string(crate::support::newest_run(out).join("logs/mcp-py.log")).unwrap();
     assert_eq!(
         log.lines().collect::<Vec<_>>(),
         [
@@ -459,7 +460,7 @@ fn a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_an
         out.path().to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let work = out.path().join("work");
+    let work = crate::support::newest_run(out.path()).join("work");
     let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
     assert_eq!(
         read(work.join("fix-greeting/greeting.txt")),
@@ -484,7 +485,7 @@ fn a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_an
         ]
     );
     // One server per task, started in that task's folder.
-    let log = read(out.path().join("logs/mcp-fs.log"));
+    let log = read(crate::support::newest_run(out.path()).join("logs/mcp-fs.log"));
     for task in ["fix-greeting", "own-copy"] {
         let folder = work.join(task).canonicalize().unwrap();
         assert!(log.contains(folder.to_str().unwrap()), "{log}");
@@ -492,7 +493,7 @@ fn a_suite_reads_and_writes_its_working_folders_through_the_filesystem_server_an
 
     let tools_file = fixture("mcp/e2e/tools.json");
     for task in ["fix-greeting", "own-copy"] {
-        let trace = out.path().join(format!("traces/{task}.jsonl"));
+        let trace = crate::support::trace_for(out.path(), task);
         assert_replays_live_faithfully(&trace, &tools_file);
     }
 }
