@@ -39,4 +39,5 @@ mod terminal;
 mod tool_kinds;
 mod tools;
 mod trace_layout;
+mod trace_times;
 mod traces;
