@@ -57,6 +57,9 @@ pub struct EvalArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Send each run's spans to this OTLP/HTTP traces URL as the run ends (`docs/otel.md`).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// `--junit`, `--baseline`, `--baseline-any-suite`.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -232,6 +235,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     }
     let repeats = args.repeat;
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
+    let otlp = super::otlp_push::EvalPush::start(args.otlp_endpoint.as_deref())?;
     // The registry (compiling its tools' schemas) is built on a thread of its own while the suite
     // is read, which leaves a core idle at its start and end.
     let (tools, loaded) = std::thread::scope(|scope| {
@@ -804,6 +808,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         if let Some(progress) = &progress {
             progress.task_done(done, task);
         }
+        otlp.run_ended(&out, task);
     };
     let options = RunnerOptions {
         jobs,
@@ -833,6 +838,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     if let Some(progress) = &progress {
         progress.finish();
     }
+    otlp.finish(args.quiet);
     ran.map_err(CliError::internal)?;
     let collected = collected
         .into_inner()
