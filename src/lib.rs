@@ -19,6 +19,7 @@ pub mod process;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod secrets;
 pub mod terminal;
 pub mod text;
 pub mod time;

@@ -16,7 +16,9 @@ use serde_json::Value;
 use super::error::ImportError;
 use super::importer::{Context, Imported, Importer, Sink, first_byte, for_each_line, head_text};
 use super::run::{Ending, ImportedRun, Item, arguments_of};
+use crate::export::otlp::SYNTHETIC_START_NS;
 use crate::run::ExitReason;
+use crate::time::ts_from_unix_ms;
 use crate::trace::Usage;
 
 /// `--from otlp`.
@@ -31,6 +33,7 @@ struct SpanFields {
     parent: Option<String>,
     name: String,
     start: u64,
+    end: u64,
     error: bool,
     attributes: HashMap<String, Value>,
 }
@@ -194,15 +197,13 @@ fn read_span(span: &Value) -> Result<(String, SpanFields), (&'static str, &'stat
     let trace_id = id("traceId", 32)?.ok_or(("traceId", "missing"))?;
     let span_id = id("spanId", 16)?.ok_or(("spanId", "missing"))?;
     let parent = id("parentSpanId", 16)?;
-    let start = match span.get("startTimeUnixNano") {
-        None | Some(Value::Null) => 0,
-        Some(Value::String(text)) => text
-            .parse()
-            .map_err(|_| ("startTimeUnixNano", "expected an integer"))?,
-        Some(value) => value
-            .as_u64()
-            .ok_or(("startTimeUnixNano", "expected an integer"))?,
+    let nanos = |key: &'static str| match span.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::String(text)) => text.parse().map_err(|_| (key, "expected an integer")),
+        Some(value) => value.as_u64().ok_or((key, "expected an integer")),
     };
+    let start = nanos("startTimeUnixNano")?;
+    let end = nanos("endTimeUnixNano")?;
     let code = span.pointer("/status/code");
     let error = matches!(code, Some(Value::Number(n)) if n.as_u64() == Some(2))
         || code.and_then(Value::as_str) == Some("STATUS_CODE_ERROR");
@@ -233,6 +234,7 @@ fn read_span(span: &Value) -> Result<(String, SpanFields), (&'static str, &'stat
             parent,
             name,
             start,
+            end,
             error,
             attributes,
         },
@@ -328,6 +330,16 @@ fn to_run(trace_id: &str, mut spans: Vec<SpanFields>, context: &Context) -> Impo
         run.cost_usd = root.double("looptrace.cost_usd");
     }
     run.ending = root.as_ref().and_then(ending);
+    // The run's times come back from its root span, unless they are the synthetic timeline an
+    // export of a trace without times lays out.
+    if let Some(root) = root
+        .as_ref()
+        .filter(|r| r.start > 0 && r.start != SYNTHETIC_START_NS)
+    {
+        let ts = |nanos: u64| ts_from_unix_ms(i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX));
+        run.started_ts = Some(ts(root.start));
+        run.finished_ts = (run.ending.is_some() && root.end >= root.start).then(|| ts(root.end));
+    }
     run
 }
 

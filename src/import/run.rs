@@ -114,6 +114,11 @@ pub struct ImportedRun {
     pub run_id: String,
     /// The source's own id, if any.
     pub native_id: Option<String>,
+    /// When the run started and ended, in the trace form, where the source records it
+    /// (`run_started.ts`, `run_finished.ts`).
+    pub started_ts: Option<String>,
+    /// See `started_ts`.
+    pub finished_ts: Option<String>,
     /// The task text.
     pub task: Option<String>,
     /// The agent, if recorded.
@@ -140,6 +145,8 @@ impl ImportedRun {
         ImportedRun {
             run_id: run_id.into(),
             native_id: None,
+            started_ts: None,
+            finished_ts: None,
             task: None,
             agent: None,
             model: None,
@@ -252,6 +259,7 @@ pub fn to_events(
         name: name.clone(),
     });
     started.tool_errors_recorded = Some(run.tool_errors_recorded);
+    started.ts = run.started_ts.clone();
     let mut events = vec![started];
     for (step, item) in &run.items {
         let event = match item {
@@ -319,6 +327,7 @@ pub fn to_events(
         event.ending_inferred = ending.inferred.then_some(true);
         event.usage = run.usage;
         event.cost_usd = run.cost_usd;
+        event.ts = run.finished_ts.clone();
         events.push(event);
     }
     events

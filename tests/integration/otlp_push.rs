@@ -65,9 +65,17 @@ impl Receiver {
                 let Some(request) = read_request(&mut stream) else {
                     continue;
                 };
-                seen.lock().unwrap().push(request);
                 let (status, extra) = replies[n.min(replies.len() - 1)];
-                let body = if status == 200 { "" } else { "scripted answer" };
+                // A 401 echoes the credentials it was sent, as careless servers do.
+                let body = match status {
+                    200 => String::new(),
+                    401 => format!(
+                        "bad credentials: {}",
+                        request.header("authorization").unwrap_or_default()
+                    ),
+                    _ => "scripted answer".to_owned(),
+                };
+                seen.lock().unwrap().push(request);
                 let _ = write!(
                     stream,
                     "HTTP/1.1 {status} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
@@ -308,6 +316,27 @@ fn a_refusal_is_not_retried_and_exits_1_naming_the_status() {
     );
     assert!(said.contains("sent 0 runs (0 spans)"), "{said}");
     assert_eq!(receiver.requests().len(), 1);
+}
+
+#[test]
+fn a_receiver_echoing_the_headers_has_them_redacted_from_the_message() {
+    let receiver = Receiver::start(vec![(401, "")]);
+    let trace = sample("finished.summary.jsonl");
+    let output = export_to(
+        &receiver.url,
+        &[trace.to_str().unwrap()],
+        &[(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "Authorization=Basic%20czNjcjN0LXBhc3M=",
+        )],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("HTTP 401: bad credentials: [redacted]"),
+        "{said}"
+    );
+    assert!(!said.contains("czNjcjN0LXBhc3M"), "{said}");
 }
 
 #[test]

@@ -182,3 +182,43 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[test]
+fn times_survive_an_otlp_export_and_its_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("run.jsonl");
+    run_traced(&trace);
+    let exported = dir.path().join("run.otlp.jsonl");
+    let imported = dir.path().join("imported.jsonl");
+    let round_trip = |source: &std::path::Path| {
+        let output = run(&[
+            "export",
+            "--otlp",
+            source.to_str().unwrap(),
+            "-o",
+            exported.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let output = run(&[
+            "import",
+            "--from",
+            "otlp",
+            exported.to_str().unwrap(),
+            "-o",
+            imported.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        read_events(&imported)
+    };
+    let events = read_events(&trace);
+    let back = round_trip(&trace);
+    assert_eq!(back[0]["event_type"], "run_started");
+    assert_eq!(back[0]["ts"], events[0]["ts"]);
+    let last = back.last().unwrap();
+    assert_eq!(last["event_type"], "run_finished");
+    assert_eq!(last["ts"], events.last().unwrap()["ts"]);
+    // A trace without times is exported on the synthetic timeline, which is not read back as
+    // times.
+    let back = round_trip(&sample("finished.summary.jsonl"));
+    assert!(back.iter().all(|e| e.get("ts").is_none()), "{back:?}");
+}

@@ -159,6 +159,8 @@ impl PushConfig {
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
         ] {
             let Some(list) = set(variable) else { continue };
+            // Its values are credentials: no tool, MCP server or gate may receive it.
+            crate::secrets::forbid_var(variable);
             let pairs = parse_key_values(&list)
                 .map_err(|problem| ConfigError::Headers { variable, problem })?;
             for (name, value) in pairs {

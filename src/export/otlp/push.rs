@@ -18,6 +18,7 @@ use prost::Message;
 
 use super::endpoint::PushConfig;
 use crate::model::live::http::{backoff, excerpt, parse_retry_after};
+use crate::secrets::Redactor;
 
 /// A batch is sent once it holds this many spans (the OpenTelemetry SDKs' default batch size).
 pub const MAX_BATCH_SPANS: u64 = 512;
@@ -62,6 +63,8 @@ pub struct Pusher {
     config: PushConfig,
     agent: ureq::Agent,
     base_delay: Duration,
+    /// Takes the header values out of what a receiver answers, should it echo them.
+    redactor: Redactor,
     batch: Vec<u8>,
     batch_runs: u64,
     batch_spans: u64,
@@ -105,9 +108,11 @@ impl Pusher {
             .user_agent(concat!("looptrace/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
+        let redactor = Redactor::new(config.headers.iter().map(|(_, value)| value));
         Pusher {
             config,
             agent,
+            redactor,
             base_delay: Duration::from_secs(1),
             batch: Vec::new(),
             batch_runs: 0,
@@ -246,7 +251,8 @@ impl Pusher {
             return Ok(rejected);
         }
         let text = if read.is_ok() {
-            excerpt(&String::from_utf8_lossy(&reply))
+            let reply = String::from_utf8_lossy(&reply);
+            excerpt(&self.redactor.redact(&reply), &self.redactor)
         } else {
             String::new()
         };
