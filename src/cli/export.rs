@@ -23,7 +23,7 @@ use super::{CliError, CliResult, Outcome};
 /// Arguments of `looptrace export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Write OpenTelemetry traces as OTLP/JSON (the only export format so far).
+    /// Export OpenTelemetry traces: OTLP/JSON, or OTLP/HTTP protobuf with `--endpoint`/`--push`.
     #[arg(long, required = true)]
     pub otlp: bool,
     /// Trace files of any importable format, folders (searched recursively as `report` does) or

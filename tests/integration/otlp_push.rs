@@ -167,8 +167,8 @@ pub fn span_ids(request: &ExportTraceServiceRequest) -> Vec<(String, String, Str
         .collect()
 }
 
-/// The same as [`span_ids`], from the OTLP/JSON `export --otlp` writes.
-fn json_span_ids(paths: &[&str]) -> Vec<(String, String, String)> {
+/// Every span `export --otlp PATHS` writes as OTLP/JSON, in order.
+pub fn json_spans<P: AsRef<std::ffi::OsStr>>(paths: &[P]) -> Vec<Value> {
     let output = clean_looptrace()
         .args(["export", "--otlp"])
         .args(paths)
@@ -179,19 +179,24 @@ fn json_span_ids(paths: &[&str]) -> Vec<(String, String, String)> {
         .lines()
         .flat_map(|line| {
             let doc: Value = serde_json::from_str(line).unwrap();
-            let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"].clone();
-            spans
+            doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
                 .as_array()
                 .unwrap()
-                .iter()
-                .map(|s| {
-                    (
-                        s["traceId"].as_str().unwrap().to_owned(),
-                        s["spanId"].as_str().unwrap().to_owned(),
-                        s["name"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect::<Vec<_>>()
+                .clone()
+        })
+        .collect()
+}
+
+/// The same as [`span_ids`], from the OTLP/JSON `export --otlp` writes.
+fn json_span_ids(paths: &[&str]) -> Vec<(String, String, String)> {
+    json_spans(paths)
+        .iter()
+        .map(|s| {
+            (
+                s["traceId"].as_str().unwrap().to_owned(),
+                s["spanId"].as_str().unwrap().to_owned(),
+                s["name"].as_str().unwrap().to_owned(),
+            )
         })
         .collect()
 }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::otlp_push::clean_looptrace;
-use crate::support::{fixture, sample, stderr, stdout};
+use crate::otlp_push::{clean_looptrace, json_spans};
+use crate::support::{fixture, sample, stderr};
 
 /// Phoenix running until dropped.
 struct Phoenix {
@@ -137,40 +137,28 @@ struct Exported {
 }
 
 fn exported(paths: &[&Path]) -> HashMap<String, Exported> {
-    let output = clean_looptrace()
-        .args(["export", "--otlp"])
-        .args(paths)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let mut spans = HashMap::new();
-    for line in stdout(&output).lines() {
-        let doc: Value = serde_json::from_str(line).unwrap();
-        for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
-            .as_array()
-            .unwrap()
-        {
-            let int = |key: &str| {
-                span["attributes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|a| a["key"] == key)
-                    .and_then(|a| a["value"]["intValue"].as_str()?.parse().ok())
-            };
-            spans.insert(
-                span["spanId"].as_str().unwrap().to_owned(),
-                Exported {
-                    trace_id: span["traceId"].as_str().unwrap().to_owned(),
-                    parent: span["parentSpanId"].as_str().map(str::to_owned),
-                    name: span["name"].as_str().unwrap().to_owned(),
-                    error: span["status"]["code"] == 2,
-                    start: span["startTimeUnixNano"].as_str().unwrap().parse().unwrap(),
-                    input_tokens: int("gen_ai.usage.input_tokens"),
-                    output_tokens: int("gen_ai.usage.output_tokens"),
-                },
-            );
-        }
+    for span in json_spans(paths) {
+        let int = |key: &str| {
+            span["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["key"] == key)
+                .and_then(|a| a["value"]["intValue"].as_str()?.parse().ok())
+        };
+        spans.insert(
+            span["spanId"].as_str().unwrap().to_owned(),
+            Exported {
+                trace_id: span["traceId"].as_str().unwrap().to_owned(),
+                parent: span["parentSpanId"].as_str().map(str::to_owned),
+                name: span["name"].as_str().unwrap().to_owned(),
+                error: span["status"]["code"] == 2,
+                start: span["startTimeUnixNano"].as_str().unwrap().parse().unwrap(),
+                input_tokens: int("gen_ai.usage.input_tokens"),
+                output_tokens: int("gen_ai.usage.output_tokens"),
+            },
+        );
     }
     spans
 }
