@@ -1,6 +1,8 @@
 //! The one shape every importer fills: a run with its task, its model turns, tool calls and
 //! results, and its ending, turned into trace v1 events by one function.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use crate::run::ExitReason;
@@ -114,11 +116,6 @@ pub struct ImportedRun {
     pub run_id: String,
     /// The source's own id, if any.
     pub native_id: Option<String>,
-    /// When the run started and ended, in the trace form, where the source records it
-    /// (`run_started.ts`, `run_finished.ts`).
-    pub started_ts: Option<String>,
-    /// See `started_ts`.
-    pub finished_ts: Option<String>,
     /// The task text.
     pub task: Option<String>,
     /// The agent, if recorded.
@@ -135,6 +132,13 @@ pub struct ImportedRun {
     pub usage: Option<Usage>,
     /// Cost of the whole run, if recorded.
     pub cost_usd: Option<f64>,
+    /// When the run started and ended, where the source records it (`ts` of `run_started` and
+    /// `run_finished`).
+    pub started_ts: Option<String>,
+    /// See `started_ts`.
+    pub finished_ts: Option<String>,
+    /// The time of `items[index]`, where the source records it.
+    pub item_ts: BTreeMap<usize, String>,
     /// How it ended; `None` is incomplete.
     pub ending: Option<Ending>,
 }
@@ -145,8 +149,6 @@ impl ImportedRun {
         ImportedRun {
             run_id: run_id.into(),
             native_id: None,
-            started_ts: None,
-            finished_ts: None,
             task: None,
             agent: None,
             model: None,
@@ -155,6 +157,9 @@ impl ImportedRun {
             steps: 0,
             usage: None,
             cost_usd: None,
+            started_ts: None,
+            finished_ts: None,
+            item_ts: BTreeMap::new(),
             ending: None,
         }
     }
@@ -188,6 +193,13 @@ impl ImportedRun {
             is_error,
             error_kind: None,
         });
+    }
+
+    /// Records `ts` as the time of the item pushed last.
+    pub fn stamp(&mut self, ts: Option<String>) {
+        if let (Some(ts), Some(last)) = (ts, self.items.len().checked_sub(1)) {
+            self.item_ts.insert(last, ts);
+        }
     }
 
     /// Tool calls in the run (finish actions excluded).
@@ -261,8 +273,8 @@ pub fn to_events(
     started.tool_errors_recorded = Some(run.tool_errors_recorded);
     started.ts = run.started_ts.clone();
     let mut events = vec![started];
-    for (step, item) in &run.items {
-        let event = match item {
+    for (index, (step, item)) in run.items.iter().enumerate() {
+        let mut event = match item {
             Item::ToolCall {
                 name,
                 arguments,
@@ -311,6 +323,7 @@ pub fn to_events(
                 event
             }
         };
+        event.ts = run.item_ts.get(&index).cloned();
         events.push(event);
     }
     if let Some(ending) = &run.ending {

@@ -20,6 +20,7 @@ mod live_replay;
 mod live_responses;
 mod mcp;
 mod otel_export;
+mod otel_import;
 mod otlp_push;
 mod outputs;
 mod phoenix;
