@@ -13,6 +13,7 @@ mod finish_gate;
 mod folder_safety;
 mod html_report;
 mod import;
+mod import_endings;
 mod json_adapter;
 mod live_model;
 mod live_model_server;
