@@ -39,6 +39,7 @@ mod scale_out;
 mod schema_coverage;
 mod secrets;
 mod sql;
+mod statistics;
 mod suite_load;
 mod support;
 mod terminal;
