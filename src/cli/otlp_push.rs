@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use looptrace::eval::{TaskResult, aside_of};
+use looptrace::eval::TaskResult;
 use looptrace::export::otlp::{BuildOptions, LivePush, PushConfig, ResourceConfig};
 use looptrace::text::escape;
 
@@ -35,9 +35,7 @@ impl EvalPush {
     pub fn run_ended(&self, out: &Path, row: &TaskResult) {
         let push = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let (Some(push), Some(trace), Some(run_id)) = (&*push, &row.trace, &row.run_id) {
-            let trace = out.join(trace);
-            // A rerun in place writes its runs beside their traces until it swaps them in.
-            push.run_ended(vec![aside_of(&trace), trace], run_id);
+            push.run_ended(vec![out.join(trace)], run_id);
         }
     }
 

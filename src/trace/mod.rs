@@ -13,8 +13,8 @@ mod writer;
 
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use event::{
-    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, ToolRef, TraceEvent,
-    Usage,
+    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef,
+    TraceEvent, Usage,
 };
 pub use reader::parse_line;
 pub use reader::{

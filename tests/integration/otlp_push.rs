@@ -167,6 +167,14 @@ pub fn span_ids(request: &ExportTraceServiceRequest) -> Vec<(String, String, Str
         .collect()
 }
 
+/// The folder holding the traces of the evaluation written to `out`.
+pub fn eval_traces(out: &std::path::Path) -> std::path::PathBuf {
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let trace = results["tasks"][0]["trace"].as_str().unwrap();
+    out.join(trace).parent().unwrap().to_path_buf()
+}
+
 /// Every span `export --otlp PATHS` writes as OTLP/JSON, in order.
 pub fn json_spans<P: AsRef<std::ffi::OsStr>>(paths: &[P]) -> Vec<Value> {
     let output = clean_looptrace()
@@ -428,7 +436,7 @@ fn eval_sends_every_run_with_the_ids_a_later_export_of_its_traces_gives() {
         .iter()
         .flat_map(|r| span_ids(&r.decode()))
         .collect();
-    let traces = out.join("traces");
+    let traces = eval_traces(&out);
     let mut exported = json_span_ids(&[traces.to_str().unwrap()]);
     sent.sort();
     exported.sort();

@@ -260,7 +260,7 @@ fn phoenix_shows_exported_and_evaluated_runs_once_each() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let after = looptrace::time::now_unix_ms() as u64 * 1_000_000 + 1_000_000;
-    let traces = out.join("traces");
+    let traces = crate::otlp_push::eval_traces(&out);
     let evaluated = exported(&[&traces]);
     let stored = phoenix.wait_for(sent.len() + evaluated.len());
     assert_eq!(stored.len(), sent.len() + evaluated.len());

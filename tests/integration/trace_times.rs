@@ -139,7 +139,7 @@ fn run_eval_and_replay_write_ts_on_every_event() {
         stderr(&output)
     );
     let mut traces = 0;
-    for entry in walk(&out.join("traces")) {
+    for entry in walk(&crate::otlp_push::eval_traces(&out)) {
         assert_timed(&read_events(&entry));
         traces += 1;
     }
