@@ -6,12 +6,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The current time as a trace's `ts`.
 pub fn now_ts() -> String {
-    let millis = SystemTime::now()
+    ts_from_unix_ms(now_unix_ms())
+}
+
+/// The current time in milliseconds since 1970-01-01T00:00:00Z (0 before it).
+pub fn now_unix_ms() -> i64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        });
-    ts_from_unix_ms(millis)
+        })
 }
 
 /// Milliseconds since 1970-01-01T00:00:00Z as a trace's `ts` (`1970-01-01T00:00:00.000Z` for 0).

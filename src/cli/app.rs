@@ -43,7 +43,7 @@ enum Command {
     /// Convert other agents' trajectories to looptrace traces.
     #[command(after_help = help::IMPORT)]
     Import(import::ImportArgs),
-    /// Export runs as OpenTelemetry spans (OTLP/JSON).
+    /// Export runs as OpenTelemetry spans: OTLP/JSON, or sent to a receiver over OTLP/HTTP.
     #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
     /// Print a shell completion script (bash, elvish, fish, powershell, zsh).

@@ -58,6 +58,9 @@ pub struct EvalArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Send each run's spans to this OTLP/HTTP traces URL as the run ends (`docs/otel.md`).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Progress on stderr: `lines` (one per finished run; the default when stderr is not a
     /// terminal), `bar` (the default on a terminal), `summary[=SECONDS]` (counts every 30 s) or
     /// `none`.
@@ -252,6 +255,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         )));
     }
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
+    let otlp = super::otlp_push::EvalPush::start(args.otlp_endpoint.as_deref())?;
     // The registry (compiling its tools' schemas) is built on a thread of its own while the suite
     // is read, which leaves a core idle at its start and end.
     let (tools, loaded) = std::thread::scope(|scope| {
@@ -649,6 +653,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         if let Some(progress) = &progress {
             progress.task_done(done_before.load(Ordering::SeqCst) + done, task);
         }
+        otlp.run_ended(&out, task);
     };
     let options = RunnerOptions {
         jobs,
@@ -704,6 +709,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     if let Some(progress) = &progress {
         progress.finish();
     }
+    otlp.finish(args.quiet);
     ran.map_err(CliError::internal)?;
     let collected = collected
         .into_inner()

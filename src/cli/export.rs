@@ -1,5 +1,6 @@
 //! `looptrace export --otlp`: every run of any traces `report` reads, as OpenTelemetry spans in
-//! the OTLP/JSON file-exporter format, one `TracesData` line per run, streamed.
+//! the OTLP/JSON file-exporter format, one `TracesData` line per run, streamed; or, with
+//! `--endpoint`/`--push`, sent to a receiver over OTLP/HTTP protobuf.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -9,7 +10,8 @@ use clap::Args;
 
 use looptrace::eval::{Verdict as Expectation, read_results};
 use looptrace::export::otlp::{
-    BuildOptions, ExportError, ExportStats, TraceIds, Verdict, export_stream,
+    BuildOptions, ExportError, ExportStats, PushConfig, Pusher, ResourceConfig, RunSink, TraceIds,
+    Verdict, export_stream,
 };
 use looptrace::report::{self, Source};
 use looptrace::text::escape;
@@ -21,7 +23,7 @@ use super::{CliError, CliResult, Outcome};
 /// Arguments of `looptrace export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Write OpenTelemetry traces as OTLP/JSON (the only export format so far).
+    /// Export OpenTelemetry traces: OTLP/JSON, or OTLP/HTTP protobuf with `--endpoint`/`--push`.
     #[arg(long, required = true)]
     pub otlp: bool,
     /// Trace files of any importable format, folders (searched recursively as `report` does) or
@@ -33,8 +35,17 @@ pub struct ExportArgs {
     #[arg(long)]
     pub all_runs: bool,
     /// Write here (replaced atomically, never appended) instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", conflicts_with_all = ["endpoint", "push"])]
     pub output: Option<PathBuf>,
+    /// Send the spans to this OTLP/HTTP traces URL (protobuf), used as given, such as
+    /// `http://127.0.0.1:6006/v1/traces`; headers, compression and timeout come from the
+    /// `OTEL_EXPORTER_OTLP_*` variables.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Send the spans to the endpoint of `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (plus `/v1/traces`).
+    #[arg(long, conflicts_with = "endpoint")]
+    pub push: bool,
     /// Add content attributes (messages, tool arguments and results) from full-capture traces.
     #[arg(long)]
     pub content: bool,
@@ -53,9 +64,17 @@ pub fn run(args: ExportArgs) -> CliResult {
         Some(path) => verdicts(path)?,
         None => HashMap::new(),
     };
+    let env = |name: &str| std::env::var(name).ok();
+    let resource = ResourceConfig::from_env(&env).map_err(CliError::input)?;
+    let push = if args.endpoint.is_some() || args.push {
+        Some(PushConfig::resolve(args.endpoint.as_deref(), &env).map_err(CliError::input)?)
+    } else {
+        None
+    };
     let options = BuildOptions {
         content: args.content,
         verdicts,
+        resource,
     };
     // Foreign files are read as imported; with `--content` their content is kept for the export.
     let capture = if args.content {
@@ -83,7 +102,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     }
     let mut stats = ExportStats::default();
     let mut notes = Vec::new();
-    let mut write = |out: &mut dyn Write| -> Result<u64, CliError> {
+    let mut write = |out: &mut dyn RunSink| -> Result<u64, CliError> {
         let mut ids = TraceIds::default();
         for input in &inputs {
             let file = Path::new(&input.name)
@@ -110,11 +129,49 @@ pub fn run(args: ExportArgs) -> CliResult {
         }
         Ok(stats.runs)
     };
-    match &args.output {
-        Some(path) => {
-            super::import::write_atomically(path, &mut write)?;
+    let mut outcome = Outcome::Success;
+    match (&args.output, push) {
+        (_, Some(config)) => {
+            let mut pusher = Pusher::new(config);
+            let sent = write(&mut pusher)
+                .and_then(|_| pusher.flush().map_err(|err| export_error(err.into())));
+            let pushed = pusher.stats();
+            eprintln!(
+                "sent {} ({}) to {} in {}{}",
+                looptrace::plural(pushed.runs, "run", "runs"),
+                looptrace::plural(pushed.spans, "span", "spans"),
+                pusher.endpoint(),
+                looptrace::plural(pushed.requests, "request", "requests"),
+                if pushed.retries > 0 {
+                    format!(
+                        " ({} retried)",
+                        looptrace::plural(pushed.retries, "attempt", "attempts")
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            if pushed.rejected_spans > 0 {
+                eprintln!(
+                    "warning: the receiver rejected {}",
+                    looptrace::plural(pushed.rejected_spans, "span", "spans")
+                );
+                outcome = Outcome::Failures;
+            }
+            if let Err(err) = sent {
+                match err {
+                    CliError::Internal(message) if pushed.failed_runs > 0 => {
+                        eprintln!("error: {}", escape(&message));
+                        outcome = Outcome::Failures;
+                    }
+                    err => return Err(err),
+                }
+            }
         }
-        None => {
+        (Some(path), None) => {
+            super::import::write_atomically(path, |out| write(&mut &mut *out))?;
+        }
+        (None, None) => {
             let mut out = BufWriter::with_capacity(256 * 1024, std::io::stdout().lock());
             write(&mut out)?;
             out.flush()?;
@@ -136,7 +193,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     if stats.runs == 0 {
         eprintln!("warning: no runs found in the input");
     }
-    Ok(Outcome::Success)
+    Ok(outcome)
 }
 
 /// The expectation verdicts of a results file by run id; tasks without expectations have none.
@@ -164,5 +221,7 @@ fn export_error(err: ExportError) -> CliError {
     match err {
         ExportError::Input(err) => CliError::input(err),
         ExportError::Write(err) => CliError::from(err),
+        // Reported by the caller, which knows what was sent before the failure.
+        ExportError::Push(err) => CliError::internal(err),
     }
 }

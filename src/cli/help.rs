@@ -35,6 +35,7 @@ Examples:
   looptrace eval suite.json -j 8 -o runs/today --junit junit.xml
   looptrace eval suite.json --baseline runs/yesterday/results.json -q
   looptrace eval --traces recorded/ -f markdown
+  looptrace eval suite.json --otlp-endpoint http://127.0.0.1:6006/v1/traces
   looptrace eval suite.json -o runs/today --rerun-failed runs/today/results.json
   looptrace eval --rebuild-view runs/today";
 
@@ -75,7 +76,8 @@ Examples:
 pub const EXPORT: &str = "\
 Examples:
   looptrace export --otlp runs/traces/ -o spans.jsonl
-  looptrace export --otlp run.jsonl --results runs/results.json --content";
+  looptrace export --otlp run.jsonl --results runs/results.json --content
+  looptrace export --otlp runs/traces/ --endpoint http://127.0.0.1:6006/v1/traces";
 
 /// Examples for `looptrace completions`.
 pub const COMPLETIONS: &str = "\

@@ -2,6 +2,7 @@
 //! of the loop and read back by `show`, replay, evaluation and reports. `docs/trace-format.md` is
 //! the reference.
 
+mod clock;
 mod event;
 mod reader;
 mod recorder;
@@ -10,6 +11,7 @@ mod show;
 mod summary;
 mod writer;
 
+pub use clock::{Clock, SteppingClock, SystemClock};
 pub use event::{
     Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef,
     TraceEvent, Usage,

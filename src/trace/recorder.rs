@@ -2,7 +2,10 @@
 //! only with full capture.
 
 use std::io;
+use std::sync::Arc;
+use std::time::Instant;
 
+use super::clock::{Clock, SystemClock};
 use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, TraceEvent};
 use super::summary::Summarizer;
 use super::writer::EventSink;
@@ -17,7 +20,8 @@ pub struct RecorderOptions {
     pub capture: Capture,
     /// How summaries are hashed.
     pub summarizer: Summarizer,
-    /// Whether to write `duration_ms` (off for byte-stable sample traces).
+    /// Whether to write measured times: `duration_ms`, and `ts` on every event (both off for
+    /// byte-stable sample traces; [`TraceRecorder::with_clock`] fixes `ts` instead).
     pub durations: bool,
     /// Set when the run replays a recording.
     pub replay_of: Option<ReplayOf>,
@@ -44,6 +48,10 @@ pub struct TraceRecorder<S> {
     sink: S,
     /// The tokens of the run's model calls so far, for `run_finished.usage`.
     usage: Option<Usage>,
+    /// Where `ts` comes from.
+    clock: Arc<dyn Clock>,
+    /// When the run started, for `run_finished.duration_ms`.
+    started: Option<Instant>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -56,7 +64,16 @@ impl<S: EventSink> TraceRecorder<S> {
             options,
             sink,
             usage: None,
+            clock: Arc::new(SystemClock),
+            started: None,
         }
+    }
+
+    /// Stamps `ts` from `clock` instead of the system clock (traces whose times are known in
+    /// advance).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Records `task_id` on `run_started`: the suite task this run is an attempt at.
@@ -268,11 +285,18 @@ fn budget_of(error_kind: &str) -> Option<&'static str> {
 }
 
 impl<S: EventSink> RunObserver for TraceRecorder<S> {
-    /// Records the event; `run_finished` also gets the run's summed `usage`.
+    /// Records the event with its `ts`; `run_finished` also gets the run's summed `usage` and
+    /// its `duration_ms` since `run_started`.
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
         let mut trace_event = self.trace_event(event);
+        if self.options.durations {
+            trace_event.ts = Some(crate::time::ts_from_unix_ms(self.clock.now_unix_ms()));
+        }
         match event {
-            RunEvent::RunStarted { .. } => self.usage = None,
+            RunEvent::RunStarted { .. } => {
+                self.usage = None;
+                self.started = Some(Instant::now());
+            }
             RunEvent::ModelAction {
                 record: Some(record),
                 ..
@@ -285,7 +309,12 @@ impl<S: EventSink> RunObserver for TraceRecorder<S> {
                     self.usage.get_or_insert_default().add(usage);
                 }
             }
-            RunEvent::RunFinished { .. } => trace_event.usage = self.usage,
+            RunEvent::RunFinished { .. } => {
+                trace_event.usage = self.usage;
+                if let Some(started) = self.started.take() {
+                    trace_event.duration_ms = self.duration(started.elapsed());
+                }
+            }
             _ => {}
         }
         self.sink.record(&trace_event)

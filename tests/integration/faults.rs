@@ -85,11 +85,12 @@ fn shape(events: &[TraceEvent]) -> Vec<String> {
 fn untimed(event: &TraceEvent) -> TraceEvent {
     TraceEvent {
         duration_ms: None,
+        ts: None,
         ..event.clone()
     }
 }
 
-/// An eval's event without what differs between evaluations: durations and the eval id in the
+/// An eval's event without what differs between evaluations: times and the eval id in the
 /// run id (`<task-id>.<eval-id>`).
 fn comparable(event: &TraceEvent) -> TraceEvent {
     let task = event.run_id.split_once('.').map_or("", |(task, _)| task);

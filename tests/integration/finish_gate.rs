@@ -211,8 +211,14 @@ fn a_rejected_then_accepted_finish_is_recorded_with_both_verdicts() {
     assert_eq!(gates[0]["content"], rejection_of(FIRST));
     assert_eq!(gates[1]["step"], 3);
     assert_eq!(gates[1]["accepted"], true);
+    // The run's measured times: its wall time, and when each event was written.
+    let mut finished = events[7].clone();
+    let measured = finished.as_object_mut().unwrap();
+    assert!(measured.remove("duration_ms").unwrap().as_f64().unwrap() >= 0.0);
+    assert_eq!(measured.remove("ts").unwrap().as_str().unwrap().len(), 24);
+    assert!(events.iter().all(|e| e["ts"].is_string()), "{events:?}");
     assert_eq!(
-        events[7],
+        finished,
         json!({"run_id": "r1", "step": 3, "event_type": "run_finished", "exit_reason": "finished", "steps_used": 3})
     );
 }

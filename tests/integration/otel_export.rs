@@ -611,7 +611,7 @@ fn bad_input_is_exit_2_with_its_place_and_nothing_written() {
 
 /// The venv Python with `opentelemetry-proto`, from `LOOPTRACE_TEST_PYTHON` (set by `.ci/run`).
 /// Unset: one SKIP line locally, a failure in CI.
-fn test_python() -> Option<PathBuf> {
+pub fn test_python() -> Option<PathBuf> {
     match std::env::var_os("LOOPTRACE_TEST_PYTHON") {
         Some(path) => Some(PathBuf::from(path)),
         None => {

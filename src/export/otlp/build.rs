@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value as Json, json};
 
 use super::ids::TraceId;
+use super::resource::ResourceConfig;
 use super::span::{Attributes, ExportedRun, Span, SpanEvent, SpanKind, Status, Value};
 use super::timeline::{SYNTHETIC_START_NS, Timeline, ms_to_ns, parse_rfc3339};
 use crate::run::ExitReason;
@@ -30,6 +31,9 @@ pub struct BuildOptions {
     pub content: bool,
     /// Verdicts by run id, written as `gen_ai.evaluation.result` events on the root span.
     pub verdicts: HashMap<String, Verdict>,
+    /// The service name and resource attributes of `OTEL_SERVICE_NAME` and
+    /// `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource: ResourceConfig,
 }
 
 /// One model turn's events, grouped by step.
@@ -205,7 +209,8 @@ pub fn build_run(
     spans.insert(0, root);
     ExportedRun {
         trace_id,
-        service: agent,
+        service: options.resource.service_name.clone().unwrap_or(agent),
+        resource: options.resource.attributes.clone(),
         spans,
     }
 }

@@ -19,6 +19,10 @@ pub fn encode_run(run: &ExportedRun, out: &mut Vec<u8>) {
     let trace_id = run.trace_id.to_hex();
     out.extend_from_slice(b"{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
     key_value(out, "service.name", &Value::Str(run.service.clone()));
+    for (key, value) in &run.resource {
+        out.push(b',');
+        key_value(out, key, &Value::Str(value.clone()));
+    }
     out.extend_from_slice(b"]},\"scopeSpans\":[{\"scope\":{\"name\":");
     string(out, SCOPE_NAME);
     out.extend_from_slice(b",\"version\":");

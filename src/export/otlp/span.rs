@@ -144,8 +144,10 @@ pub struct Span {
 pub struct ExportedRun {
     /// The trace id.
     pub trace_id: TraceId,
-    /// The `service.name` of the resource: the agent.
+    /// The `service.name` of the resource: the agent, unless `OTEL_SERVICE_NAME` says otherwise.
     pub service: String,
+    /// The resource's other attributes (`OTEL_RESOURCE_ATTRIBUTES`).
+    pub resource: Vec<(String, String)>,
     /// The spans.
     pub spans: Vec<Span>,
 }

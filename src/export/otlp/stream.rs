@@ -1,5 +1,6 @@
-//! The streaming driver: runs come from a [`RunStream`] as each ends, are turned into spans and
-//! written at once, so only the runs still open are held, whatever the size of the input.
+//! The streaming driver: runs come from a [`RunStream`] as each ends, are turned into spans,
+//! encoded (OTLP/JSON lines for a file, OTLP protobuf for a push) and handed to a [`RunSink`] at
+//! once, so only the runs still open are held, whatever the size of the input.
 //!
 //! Two threads share the work: this one reads, parses and groups the input and writes the
 //! output; a second one builds and encodes the spans. Both queues between them are bounded, so
@@ -11,6 +12,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use super::build::{BuildOptions, build_run};
 use super::ids::{TraceId, TraceIds};
 use super::json::encode_run;
+use super::proto::encode_request;
+use super::push::PushError;
 use crate::trace::{Capture, RecordedRun, RunStream, TraceError};
 
 /// How many runs wait in each queue between the two threads.
@@ -36,26 +39,60 @@ pub enum ExportError {
     /// Writing the output failed.
     #[error("failed to write the export: {0}")]
     Write(std::io::Error),
+    /// The receiver did not take a batch.
+    #[error(transparent)]
+    Push(#[from] PushError),
+}
+
+/// How each run is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// One OTLP/JSON `TracesData` line per run (the file exporter's format).
+    JsonLines,
+    /// One protobuf `ExportTraceServiceRequest` per run (the OTLP/HTTP body).
+    Protobuf,
+}
+
+/// Where encoded runs go: a file or standard output, or a receiver.
+pub trait RunSink {
+    /// The encoding it takes.
+    fn encoding(&self) -> Encoding;
+
+    /// Takes one encoded run holding `spans` spans.
+    fn write_run(&mut self, encoded: &[u8], spans: u64) -> Result<(), ExportError>;
+}
+
+/// Files and standard output take OTLP/JSON lines.
+impl<W: Write + ?Sized> RunSink for W {
+    fn encoding(&self) -> Encoding {
+        Encoding::JsonLines
+    }
+
+    fn write_run(&mut self, encoded: &[u8], _spans: u64) -> Result<(), ExportError> {
+        self.write_all(encoded).map_err(ExportError::Write)
+    }
 }
 
 /// One encoded run: its line and how many spans it holds.
 type Encoded = (Vec<u8>, u64);
 
-/// Exports every run of `stream`, whose file is named `file`, to `out`, one line per run.
+/// Exports every run of `stream`, whose file is named `file`, to `out`, each encoded as `out`
+/// takes it.
 pub fn export_stream<R: Read>(
     stream: &mut RunStream<R>,
     file: &str,
     ids: &mut TraceIds,
     options: &BuildOptions,
-    out: &mut dyn Write,
+    out: &mut dyn RunSink,
     stats: &mut ExportStats,
 ) -> Result<(), ExportError> {
+    let encoding = out.encoding();
     std::thread::scope(|scope| {
         let (runs_in, runs_out) = sync_channel::<(RecordedRun, TraceId)>(QUEUE_RUNS);
         let (lines_in, lines_out) = sync_channel::<Encoded>(QUEUE_RUNS);
-        scope.spawn(move || encode_all(&runs_out, &lines_in, file, options));
+        scope.spawn(move || encode_all(&runs_out, &lines_in, file, options, encoding));
         let mut write = |(line, spans): Encoded| -> Result<(), ExportError> {
-            out.write_all(&line).map_err(ExportError::Write)?;
+            out.write_run(&line, spans)?;
             stats.runs += 1;
             stats.spans += spans;
             Ok(())
@@ -117,11 +154,18 @@ fn encode_all(
     lines: &SyncSender<Encoded>,
     file: &str,
     options: &BuildOptions,
+    encoding: Encoding,
 ) {
     for (run, trace_id) in runs {
         let exported = build_run(&run, trace_id, file, options);
-        let mut line = Vec::with_capacity(4096);
-        encode_run(&exported, &mut line);
+        let line = match encoding {
+            Encoding::JsonLines => {
+                let mut line = Vec::with_capacity(4096);
+                encode_run(&exported, &mut line);
+                line
+            }
+            Encoding::Protobuf => encode_request(std::slice::from_ref(&exported)),
+        };
         if lines.send((line, exported.spans.len() as u64)).is_err() {
             return;
         }

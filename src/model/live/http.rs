@@ -293,13 +293,13 @@ fn classify(reply: &HttpReply, url: &str, redactor: &Redactor) -> Failure {
 }
 
 /// `Retry-After` in seconds (integer or decimal); HTTP dates fall back to the backoff.
-fn parse_retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let seconds: f64 = value.trim().parse().ok()?;
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(3600.0)))
 }
 
 /// `base * 2^(attempt-1)`, at most 30 s, then a random point in its upper half.
-fn backoff(base: Duration, attempt: u32) -> Duration {
+pub(crate) fn backoff(base: Duration, attempt: u32) -> Duration {
     let full = base
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
         .min(Duration::from_secs(30));
@@ -320,7 +320,7 @@ fn jitter() -> f64 {
 
 /// The start of an error body (already redacted whole), on one line, for messages; a cut that
 /// ends in the first part of a key loses it.
-fn excerpt(body: &str, redactor: &Redactor) -> String {
+pub(crate) fn excerpt(body: &str, redactor: &Redactor) -> String {
     const LIMIT: usize = 300;
     let flat: String = body
         .chars()
