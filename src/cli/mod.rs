@@ -17,6 +17,7 @@ mod import;
 mod merge;
 mod output_checks;
 mod progress;
+mod proxy;
 mod replay;
 mod report;
 mod run;

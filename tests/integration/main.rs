@@ -22,6 +22,8 @@ mod mcp;
 mod otel_export;
 mod outputs;
 mod properties;
+mod proxy;
+mod proxy_upstream;
 mod real_traces;
 mod repeat;
 mod replay;
