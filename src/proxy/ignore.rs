@@ -1,5 +1,5 @@
 //! Request parts left out of matching: `--ignore PATH` names a JSON path (`$.metadata.user_id`,
-//! `$.messages[0].content`, `$["x-y"]`) whose value differs between runs of the same agent
+//! `$.messages[0].content`, `$["x-y"]`, `$.input[*].id` for every element) whose value differs between runs of the same agent
 //! (session ids, dates) and so must not make a replay miss. The recording keeps the whole body;
 //! only the hash a replay matches by is taken without these parts.
 
@@ -10,6 +10,8 @@ use serde_json::Value;
 enum Step {
     Key(String),
     Index(usize),
+    /// `[*]`: every element of an array.
+    Every,
 }
 
 /// A JSON path to leave out.
@@ -20,7 +22,7 @@ pub struct IgnoredPath {
 }
 
 impl IgnoredPath {
-    /// Reads `$` followed by `.name`, `[N]` or `["key"]` steps.
+    /// Reads `$` followed by `.name`, `[N]`, `[*]` or `["key"]` steps.
     pub fn parse(text: &str) -> Result<IgnoredPath, String> {
         let bad = |why: &str| {
             format!("--ignore `{text}` is not a JSON path such as $.metadata.user_id: {why}")
@@ -43,6 +45,9 @@ impl IgnoredPath {
                     .ok_or_else(|| bad("a `[\"` has no closing `\"]`"))?;
                 steps.push(Step::Key(after[..end].to_owned()));
                 rest = &after[end + 2..];
+            } else if let Some(after) = rest.strip_prefix("[*]") {
+                steps.push(Step::Every);
+                rest = after;
             } else if let Some(after) = rest.strip_prefix('[') {
                 let end = after
                     .find(']')
@@ -53,7 +58,7 @@ impl IgnoredPath {
                 steps.push(Step::Index(index));
                 rest = &after[end + 1..];
             } else {
-                return Err(bad("expected `.name`, `[N]` or `[\"key\"]`"));
+                return Err(bad("expected `.name`, `[N]`, `[*]` or `[\"key\"]`"));
             }
         }
         if steps.is_empty() {
@@ -72,29 +77,41 @@ impl IgnoredPath {
 
     /// Removes the value at this path, if there is one.
     fn remove_from(&self, value: &mut Value) {
-        let Some((last, parents)) = self.steps.split_last() else {
-            return;
-        };
-        let mut at = value;
-        for step in parents {
-            let next = match (step, at) {
-                (Step::Key(key), Value::Object(map)) => map.get_mut(key),
-                (Step::Index(index), Value::Array(items)) => items.get_mut(*index),
-                _ => None,
-            };
-            let Some(next) = next else { return };
-            at = next;
-        }
-        match (last, at) {
+        remove(&self.steps, value);
+    }
+}
+
+fn remove(steps: &[Step], at: &mut Value) {
+    let Some((step, rest)) = steps.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        match (step, at) {
             (Step::Key(key), Value::Object(map)) => {
                 map.remove(key);
             }
+            // Replaced, not removed, so later elements keep their places.
             (Step::Index(index), Value::Array(items)) if *index < items.len() => {
-                // Replaced, not removed, so later elements keep their places.
                 items[*index] = Value::Null;
             }
+            (Step::Every, Value::Array(items)) => items.iter_mut().for_each(|v| *v = Value::Null),
             _ => {}
         }
+        return;
+    }
+    match (step, at) {
+        (Step::Key(key), Value::Object(map)) => {
+            if let Some(next) = map.get_mut(key) {
+                remove(rest, next);
+            }
+        }
+        (Step::Index(index), Value::Array(items)) => {
+            if let Some(next) = items.get_mut(*index) {
+                remove(rest, next);
+            }
+        }
+        (Step::Every, Value::Array(items)) => items.iter_mut().for_each(|next| remove(rest, next)),
+        _ => {}
     }
 }
 
@@ -142,5 +159,10 @@ mod tests {
                 .contains("whole request")
         );
         assert!(IgnoredPath::parse("$.a[x]").is_err());
+        let every = [IgnoredPath::parse("$.input[*].id").unwrap()];
+        let a = json!({"input": [{"id": "a1", "t": 1}, {"id": "a2", "t": 2}]});
+        let b = json!({"input": [{"id": "b1", "t": 1}, {"id": "b2", "t": 2}]});
+        assert_eq!(matching_text(&a, &every), matching_text(&b, &every));
+        assert_eq!(matching_text(&a, &every), r#"{"input":[{"t":1},{"t":2}]}"#);
     }
 }

@@ -22,6 +22,9 @@ pub struct RecordedCall {
     pub hash: String,
     /// The canonical request body.
     pub body: String,
+    /// The body without the `--ignore`d parts, when some are ignored: what requests are
+    /// compared with.
+    pub matching: Option<String>,
     /// The HTTP status the client got.
     pub status: u16,
     /// The response body, whole.
@@ -30,6 +33,13 @@ pub struct RecordedCall {
     pub chunks: Option<Vec<u64>>,
     /// The line of the trace that holds it.
     pub line: u64,
+}
+
+impl RecordedCall {
+    /// What a request is compared with.
+    fn compared(&self) -> &str {
+        self.matching.as_deref().unwrap_or(&self.body)
+    }
 }
 
 /// One recorded run's calls.
@@ -195,7 +205,8 @@ impl Recordings {
     }
 
     /// The recorded request that agrees longest with `canonical` (canonical JSON sorts keys, so
-    /// the longest common prefix is the latest first difference), preferring `hint`'s call.
+    /// the longest common prefix is the latest first difference), preferring `hint`'s call. Both
+    /// sides are taken without the `--ignore`d parts.
     pub fn closest(&self, canonical: &str, hint: Option<Cursor>) -> Option<Closest> {
         let common = |body: &str| {
             body.bytes()
@@ -214,12 +225,12 @@ impl Recordings {
                         .enumerate()
                         .map(move |(c, call)| ((r, c), call))
                 })
-                .max_by_key(|(_, call)| (common(&call.body), std::cmp::Reverse(call.line)))
+                .max_by_key(|(_, call)| (common(call.compared()), std::cmp::Reverse(call.line)))
         });
         let ((run_index, call_index), call) = best?;
         let run = &self.runs[run_index];
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-        let difference = first_difference(&parse(&call.body), &parse(canonical))?;
+        let difference = first_difference(&parse(call.compared()), &parse(canonical))?;
         Some(Closest {
             place: format!(
                 "call {} of run `{}` in `{}` (line {})",
@@ -281,14 +292,13 @@ fn calls_of(
             // A call that got no whole answer is not replayed: the client's retry follows it.
             continue;
         }
-        let hash = match serde_json::from_str::<Value>(body) {
-            Ok(value) if !ignored.is_empty() => {
-                sha256_tagged(matching_text(&value, ignored).as_bytes())
-            }
-            _ => sha256_tagged(body.as_bytes()),
+        let matching = match serde_json::from_str::<Value>(body) {
+            Ok(value) if !ignored.is_empty() => Some(matching_text(&value, ignored)),
+            _ => None,
         };
         calls.push(RecordedCall {
-            hash,
+            hash: sha256_tagged(matching.as_deref().unwrap_or(body).as_bytes()),
+            matching,
             body: body.clone(),
             status: event.http_status.unwrap_or(200),
             response: response.clone(),

@@ -377,7 +377,6 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
             Some(find_recorded(
                 &mut state,
                 &ticket,
-                &canonical,
                 &matching,
                 call.run_header,
             ))
@@ -426,11 +425,11 @@ fn complete(shared: &Shared, ticket: Ticket, outcome: Outcome) {
     state.runs.complete(ticket, outcome);
 }
 
-/// The recorded call that answers this request, and the recorded run's id; or the miss message.
+/// The recorded call that answers this request (`matching`: its canonical JSON without the
+/// `--ignore`d parts), and the recorded run's id; or the miss message.
 fn find_recorded(
     state: &mut State,
     ticket: &Ticket,
-    canonical: &str,
     matching: &str,
     run_header: Option<&str>,
 ) -> Result<(RecordedCall, String), String> {
@@ -467,7 +466,7 @@ fn find_recorded(
                 _ => "no recorded call matches this request".to_owned(),
             };
             let hint = cursor.filter(|c| recordings.call(*c).is_some());
-            Err(match recordings.closest(canonical, hint) {
+            Err(match recordings.closest(matching, hint) {
                 Some(closest) => format!("{why}; {closest}"),
                 None => why,
             })
