@@ -81,6 +81,18 @@ pub enum Outcome {
     },
 }
 
+/// Open runs kept before the one idle longest is ended.
+pub const MAX_OPEN: usize = 4096;
+
+/// A conversation element's hash, from its canonical JSON (std's SipHash with fixed keys: the
+/// same in every process, and collisions between two messages of one run are not a concern).
+fn element_hash(element: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    crate::model::live::canonical_json(element).hash(&mut hasher);
+    hasher.finish()
+}
+
 /// What the next replayed call of a run is: a recorded run and the index of its next call.
 pub type Cursor = (usize, usize);
 
@@ -91,7 +103,9 @@ struct OpenRun {
     last_active: Instant,
     turns: u32,
     attempts: u32,
-    conversation: Vec<String>,
+    /// A hash of each element of the last request's conversation: enough to tell whether a
+    /// request extends it, in 8 bytes a message.
+    conversation: Vec<u64>,
     last_hash: String,
     response_ids: Vec<String>,
     pending: Vec<(String, String)>,
@@ -134,9 +148,9 @@ impl Runs {
     /// Puts a request in its run (writing `run_started` for a new one and the tool results it
     /// carries as observations) and marks the call in flight.
     pub fn begin(&mut self, call: &Call<'_>) -> Ticket {
-        let elements: Vec<String> = api::conversation(call.api, call.body)
+        let elements: Vec<u64> = api::conversation(call.api, call.body)
             .into_iter()
-            .map(crate::model::live::canonical_json)
+            .map(element_hash)
             .collect();
         let request_hash = self.summarizer.digest(call.canonical.as_bytes());
         let index = match self.find(call, &elements, &request_hash) {
@@ -188,7 +202,7 @@ impl Runs {
         }
     }
 
-    fn find(&self, call: &Call<'_>, elements: &[String], hash: &str) -> Option<usize> {
+    fn find(&self, call: &Call<'_>, elements: &[u64], hash: &str) -> Option<usize> {
         if let Some(id) = call.run_header {
             return self.open.iter().position(|run| run.id == id);
         }
@@ -226,6 +240,21 @@ impl Runs {
     }
 
     fn start(&mut self, call: &Call<'_>) -> usize {
+        if self.open.len() >= MAX_OPEN {
+            // Memory stays bounded however many runs a long-lived proxy sees: the run idle
+            // longest (nothing in flight) ends by the rule, as with --idle-end.
+            if let Some(oldest) = self
+                .open
+                .iter()
+                .enumerate()
+                .filter(|(_, run)| run.in_flight == 0)
+                .min_by_key(|(_, run)| run.last_active)
+                .map(|(index, _)| index)
+            {
+                let run = self.open.remove(oldest);
+                self.end(run);
+            }
+        }
         let id = call
             .run_header
             .map_or_else(|| format!("proxy-{}", unique_token()), str::to_owned);

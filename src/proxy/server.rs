@@ -353,7 +353,6 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
         }
     };
     let canonical = canonical_json(&body);
-    let streamed = body.get("stream").and_then(Value::as_bool) == Some(true);
     let provider = shared
         .config
         .upstream
@@ -389,7 +388,7 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
         None => forward(shared, connection, &request, Some(api)),
         Some(Ok((recorded, run_id))) => {
             lock(&shared.state).summary.replayed += 1;
-            serve_recorded(connection.stream(), &recorded, &run_id, streamed)
+            serve_recorded(connection.stream(), &recorded, &run_id)
         }
         Some(Err(message)) => {
             let message = lock(&shared.state)
@@ -475,12 +474,7 @@ fn find_recorded(
 }
 
 /// Sends a recorded answer: streamed ones in their recorded pieces.
-fn serve_recorded(
-    out: &mut TcpStream,
-    call: &RecordedCall,
-    run_id: &str,
-    streamed: bool,
-) -> Outcome {
+fn serve_recorded(out: &mut TcpStream, call: &RecordedCall, run_id: &str) -> Outcome {
     let mut headers = vec![("x-looptrace-replay".to_owned(), run_id.to_owned())];
     let bytes = call.response.as_bytes();
     let pieces = call
@@ -488,7 +482,7 @@ fn serve_recorded(
         .as_ref()
         .filter(|chunks| chunks.iter().sum::<u64>() == bytes.len() as u64);
     let sent = match pieces {
-        Some(chunks) if streamed || call.status < 300 => {
+        Some(chunks) => {
             headers.push(("content-type".to_owned(), "text/event-stream".to_owned()));
             headers.push(("cache-control".to_owned(), "no-cache".to_owned()));
             let mut at = 0usize;
