@@ -47,6 +47,7 @@ impl Transport for Canned {
         Ok(HttpReply {
             status: 200,
             retry_after: None,
+            location: None,
             body,
         })
     }

@@ -62,11 +62,14 @@ name_byte() {
         *) echo 0 ;;
     esac
 }
-for file in tests/fixtures/import/*/* sample_traces/*.jsonl; do
+# Spans from real instrumentations (tests/fixtures/otel-import/<writer>/<case>) share case names,
+# so each seed is named by its folder too.
+for file in tests/fixtures/import/*/* tests/fixtures/otel-import/*/* sample_traces/*.jsonl; do
     [ -f "$file" ] || continue
     [ "$(stat -c %s "$file")" -le 65536 ] || continue
     base=$(basename "$file")
-    { printf "\\$(printf '%03o' "$(name_byte "$base")")"; cat "$file"; } >"$corpus/import/$base"
+    seed="$(basename "$(dirname "$file")")-$base"
+    { printf "\\$(printf '%03o' "$(name_byte "$base")")"; cat "$file"; } >"$corpus/import/$seed"
 done
 
 for target in trace_line parse_json_action suite_load readers_agree import; do

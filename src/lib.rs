@@ -20,6 +20,7 @@ pub mod proxy;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod secrets;
 pub mod terminal;
 pub mod text;
 pub mod time;

@@ -4,7 +4,8 @@
 //! [`Style::plain`] is what a pipe gets: Unicode borders, no width limit, no colour, the same
 //! bytes as ever. [`Style::detect`] reads the locale (`LC_ALL`, then `LC_CTYPE`, then `LANG`:
 //! a non-UTF-8 charset gets ASCII borders), `COLUMNS` or the terminal's width (tables are fitted,
-//! long cells cut with `…`), and `NO_COLOR` (colour by outcome only on a terminal without it).
+//! long cells wrapped, never cut; prose lines wrapped at spaces), and `NO_COLOR` (colour by
+//! outcome only on a terminal without it).
 
 use comfy_table::{ColumnConstraint, ContentArrangement, Table, Width, presets};
 use unicode_width::UnicodeWidthChar;
@@ -63,8 +64,8 @@ impl Style {
         if self.ascii { "..." } else { "…" }
     }
 
-    /// A table with this style's borders and width and `header`; rows added with
-    /// [`Style::add_row`] are cut to one line when a width is set.
+    /// A table with this style's borders and width and `header`; with a width, long cells wrap
+    /// onto more lines.
     pub fn table(&self, header: Vec<&str>) -> Table {
         let mut table = Table::new();
         table.load_style(if self.ascii {
@@ -82,14 +83,9 @@ impl Style {
         table
     }
 
-    /// Adds a row; with a width, a long cell is cut with `…` instead of taking more lines.
+    /// Adds a row; with a width, a long cell wraps: what says why is never cut off.
     pub fn add_row(&self, table: &mut Table, cells: Vec<String>) {
         table.add_row(cells);
-        if self.width.is_some()
-            && let Some(row) = table.row_mut(table.row_count() - 1)
-        {
-            row.max_height(1);
-        }
     }
 
     /// With a width, keeps the cells of `column` whole (numbers are never cut): the column is
@@ -111,7 +107,8 @@ impl Style {
         }
     }
 
-    /// The finished text: every line cut to the width, then outcomes coloured.
+    /// The finished text: prose lines wider than the width wrapped at spaces (tables are fitted
+    /// already), then outcomes coloured.
     pub fn finish(&self, text: &str) -> String {
         if self.width.is_none() && !self.color {
             return text.to_owned();
@@ -122,40 +119,64 @@ impl Style {
                 Some(body) => (body, "\n"),
                 None => (line, ""),
             };
-            let body = match self.width {
-                Some(width) => self.cut(body, usize::from(width)),
-                None => body.to_owned(),
+            let wrapped = match self.width {
+                Some(width) => wrap(body, usize::from(width)),
+                None => vec![body.to_owned()],
             };
-            if self.color {
-                out.push_str(&paint(&body));
-            } else {
-                out.push_str(&body);
+            let count = wrapped.len();
+            for (i, piece) in wrapped.into_iter().enumerate() {
+                if self.color {
+                    out.push_str(&paint(&piece));
+                } else {
+                    out.push_str(&piece);
+                }
+                out.push_str(if i + 1 < count { "\n" } else { end });
             }
-            out.push_str(end);
         }
         out
     }
+}
 
-    /// `line` cut to at most `width` display columns, ending in `…` when cut.
-    fn cut(&self, line: &str, width: usize) -> String {
-        if display_width(line) <= width {
-            return line.to_owned();
-        }
-        let mark = self.ellipsis();
-        let room = width.saturating_sub(display_width(mark));
-        let mut used = 0;
-        let mut out = String::new();
-        for c in line.chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > room {
-                break;
-            }
-            used += w;
-            out.push(c);
-        }
-        out.push_str(mark);
-        out
+/// `line` as lines of at most `width` display columns, broken at spaces (a word wider than the
+/// width is broken where it must be); a line that fits, or a table's line, stays as it is.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let is_table = line
+        .chars()
+        .next()
+        .is_some_and(|c| matches!(c, '│' | '┌' | '└' | '├' | '╞' | '|' | '+'));
+    if width == 0 || is_table || display_width(line) <= width {
+        return vec![line.to_owned()];
     }
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    let mut used = 0;
+    for word in line.split(' ') {
+        let w = display_width(word);
+        let gap = usize::from(!current.is_empty());
+        if used + gap + w <= width {
+            if gap == 1 {
+                current.push(' ');
+            }
+            current.push_str(word);
+            used += gap + w;
+            continue;
+        }
+        if !current.is_empty() {
+            lines.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        for c in word.chars() {
+            let cw = c.width().unwrap_or(0);
+            if used + cw > width && !current.is_empty() {
+                lines.push(std::mem::take(&mut current));
+                used = 0;
+            }
+            current.push(c);
+            used += cw;
+        }
+    }
+    lines.push(current);
+    lines
 }
 
 /// Display columns of `text` (East Asian wide characters take two).
@@ -266,21 +287,20 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_cut_to_the_width_in_display_columns() {
+    fn prose_lines_wrap_at_spaces_in_display_columns_and_are_never_cut() {
         let style = Style {
             width: Some(10),
             ..Style::plain()
         };
         assert_eq!(
-            style.finish("short\n0123456789abc\n"),
-            "short\n012345678…\n"
+            style.finish("short\nwords that wrap here\n"),
+            "short\nwords that\nwrap here\n"
         );
-        assert_eq!(style.finish("日本語のタスク名"), "日本語の…");
-        let ascii = Style {
-            ascii: true,
-            ..style
-        };
-        assert_eq!(ascii.finish("0123456789abc"), "0123456...");
+        assert_eq!(style.finish("0123456789abc"), "0123456789\nabc");
+        assert_eq!(style.finish("日本語のタスク名"), "日本語のタ\nスク名");
+        // A table's lines are fitted by the table, not wrapped.
+        let table_line = format!("│ {} │", "x".repeat(20));
+        assert_eq!(style.finish(&table_line), table_line);
     }
 
     #[test]
@@ -314,12 +334,15 @@ mod tests {
             ..Style::plain()
         };
         let mut table = style.table(vec!["failed task", "why"]);
-        style.add_row(&mut table, vec!["t1".into(), "x".repeat(200)]);
+        let why = "because ".repeat(25);
+        style.add_row(&mut table, vec!["t1".into(), why.clone()]);
         let text = style.finish(&format!("{table}\n"));
-        assert_eq!(text.lines().count(), 5, "{text}");
+        assert!(text.lines().count() > 5, "the cell wraps: {text}");
         for line in text.lines() {
             assert!(display_width(line) <= 40, "{line}");
         }
-        assert!(text.contains('…'), "{text}");
+        assert!(!text.contains('…'), "nothing is cut: {text}");
+        let words = text.matches("because").count();
+        assert_eq!(words, 25, "{text}");
     }
 }

@@ -62,8 +62,9 @@ pub struct ToolsFileArgs {
     /// are offered beside the calculator.
     #[arg(long, value_name = "FILE")]
     pub tools_file: Option<PathBuf>,
-    /// Write MCP servers' stderr to DIR/mcp-<name>.log (default: discarded, or `OUT/logs` in
-    /// eval).
+    /// Write each MCP server's stderr (from the tools file's `mcp_servers`) to
+    /// DIR/mcp-<name>.log. Without it, `run` and `replay` discard it and `eval` writes it to
+    /// OUT/logs.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
 }
@@ -80,10 +81,15 @@ impl ToolsFileArgs {
     /// The tools of one task with its own working folder: a fresh temporary copy of the
     /// template (returned, to be removed afterwards), or the tools file's folder without one.
     /// A server that fails to start is exit 3.
-    pub fn one_task(&self) -> Result<Option<(TaskTools, TaskToolSet, Option<PathBuf>)>, CliError> {
+    /// Refused (exit 2) when the file passes on a variable in `key_vars`.
+    pub fn one_task(
+        &self,
+        key_vars: &[String],
+    ) -> Result<Option<(TaskTools, TaskToolSet, Option<PathBuf>)>, CliError> {
         let Some(file) = self.load()? else {
             return Ok(None);
         };
+        file.refuse_key_vars(key_vars).map_err(CliError::input)?;
         if let Some(dir) = &self.log_dir {
             super::output_checks::refuse_blocked_logs("--log-dir", &file, dir)?;
         }

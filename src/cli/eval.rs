@@ -20,7 +20,7 @@ use super::output_checks::{
     refuse_not_regular, refuse_own_folder_elsewhere, refuse_symlink, refuse_traces_as_outputs,
     refuse_wrong_kind,
 };
-use super::progress::Progress;
+use super::progress::{Progress, ProgressMode};
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
     Attempt, Comparison, EachRow, OutcomeCounts, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader,
@@ -57,6 +57,11 @@ pub struct EvalArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Progress on stderr: `lines` (one per finished run; the default when stderr is not a
+    /// terminal), `bar` (the default on a terminal), `summary[=SECONDS]` (counts every 30 s) or
+    /// `none`.
+    #[arg(long, value_name = "MODE", value_parser = parse_progress)]
+    pub progress: Option<ProgressMode>,
     /// `--junit`, `--baseline`, `--baseline-any-suite`.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
@@ -799,7 +804,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         })
         .collect();
     drop(kept);
-    let progress = Progress::new(attempts.len()).filter(|_| !args.quiet);
+    let mode = match (args.quiet, args.progress) {
+        (true, _) => ProgressMode::None,
+        (false, Some(mode)) => mode,
+        (false, None) => ProgressMode::for_stderr(),
+    };
+    let progress = Progress::new(attempts.len(), repeats, mode);
     let on_done = |done: usize, task: &TaskResult| {
         if let Some(progress) = &progress {
             progress.task_done(done, task);
@@ -1756,6 +1766,11 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
         }
         suite.tools = Some(tools);
     }
+    if let Some(tools) = &suite.tools {
+        tools
+            .refuse_key_vars(&suite.key_vars())
+            .map_err(CliError::input)?;
+    }
     let mut inputs: Vec<PathBuf> = args.suite.iter().cloned().collect();
     inputs.extend(args.verdicts.baseline.iter().cloned());
     inputs.extend(
@@ -1924,4 +1939,9 @@ fn folder_name(name: &str) -> String {
         "" => "suite".to_owned(),
         _ => clean,
     }
+}
+
+/// `--progress MODE`.
+fn parse_progress(text: &str) -> Result<ProgressMode, String> {
+    text.parse()
 }

@@ -234,7 +234,8 @@ pub fn run(args: ReplayArgs) -> CliResult {
             }
         }
         let replay = prepare(run)?;
-        let run_tools = RunTools::new(task_tools.as_ref(), replay.recording())?;
+        let live = args.tools == ToolsArg::Live;
+        let run_tools = RunTools::new(task_tools.as_ref(), replay.recording(), live)?;
         let tool_source = match (args.tools, &run_tools.set) {
             (ToolsArg::Recorded, _) => ToolSource::Recorded,
             (ToolsArg::Live, Some(set)) => ToolSource::Live(&set.registry),
@@ -370,8 +371,14 @@ struct RunTools {
 
 impl RunTools {
     /// Makes the run's tools and prints, before any step runs, every way they differ from the
-    /// recording: a changed tool spec, a tool gone or added, a changed template.
-    fn new(tools: Option<&TaskTools>, recording: &Recording) -> Result<RunTools, CliError> {
+    /// recording: a changed tool spec, a tool gone or added, a changed template. Without a tools
+    /// file, a live replay (`live`) of a run that had one is warned that its tools cannot run;
+    /// recorded tools need none.
+    fn new(
+        tools: Option<&TaskTools>,
+        recording: &Recording,
+        live: bool,
+    ) -> Result<RunTools, CliError> {
         let run_id = escape(recording.run_id()).into_owned();
         let Some(tools) = tools else {
             let listed: Vec<&str> = recording
@@ -380,7 +387,7 @@ impl RunTools {
                 .map(|t| t.name.as_str())
                 .filter(|name| *name != "calculator")
                 .collect();
-            if !listed.is_empty() {
+            if live && !listed.is_empty() {
                 eprintln!(
                     "warning: run {run_id} was recorded with tools from a tools file ({}); give --tools-file to run them",
                     escape(&listed.join(", "))

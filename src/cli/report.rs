@@ -25,7 +25,7 @@ pub struct ReportArgs {
     /// Print only errors and a one-line summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Also break the exit reasons down per input file.
+    /// Also break the exit reasons down by input file (`file`) or by source format (`source`).
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
     /// Skip malformed lines (counted in the warnings) instead of failing on the first.

@@ -16,22 +16,19 @@ use looptrace::gate::FinishGate;
 use looptrace::model::live::{Api, LiveConfig, LiveModel, api_key_from_env};
 use looptrace::model::{JsonModelAdapter, Model, ScriptedRawModel};
 use looptrace::run::{ExitReason, RunId, RunResult, Task};
-use looptrace::tools::ToolRegistry;
+use looptrace::tools::{ToolRegistry, ToolsFile};
 use looptrace::trace::{RecorderOptions, TraceRecorder, TraceWriter};
 
-/// Arguments of `looptrace run`.
+/// Arguments of `looptrace run`: the model is a responses file or a live server, one of them.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("model_source").required(true).args(["responses", "api"])))]
 pub struct RunArgs {
     /// The task text given to the model.
     #[arg(long)]
     pub task: String,
-    /// A file with one raw model response per line (blank lines are skipped).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "api",
-        conflicts_with = "api"
-    )]
+    /// A file with one raw model response per line (blank lines are skipped); or give `--api`
+    /// with `--base-url` and `--model` for a live model server.
+    #[arg(long, value_name = "FILE", conflicts_with = "api")]
     pub responses: Option<PathBuf>,
     /// The step budget.
     #[arg(long, default_value_t = 5, value_name = "N")]
@@ -179,11 +176,24 @@ pub fn run(args: RunArgs) -> CliResult {
         None => RunId::generate(),
     };
     let task = Task::new(args.task.clone());
-    let one_task = args.tools_file.one_task()?;
+    let key_vars: Vec<String> = args.live.api_key_env.iter().cloned().collect();
+    // Before any program starts: none of them may receive the key's variable.
+    key_vars
+        .iter()
+        .for_each(|var| looptrace::secrets::forbid_var(var));
+    let one_task = args.tools_file.one_task(&key_vars)?;
     let outcome = match &one_task {
         Some((tools, set, _)) => {
             let hash = tools.file().template_hash().map(str::to_owned);
-            run_with_tools(&args, task, run_id, limits, Some(&set.registry), hash)
+            let file = tools.file();
+            run_with_tools(
+                &args,
+                task,
+                run_id,
+                limits,
+                Some((&set.registry, file)),
+                hash,
+            )
         }
         None => run_with_tools(&args, task, run_id, limits, None, None),
     };
@@ -202,12 +212,14 @@ fn run_with_tools(
     task: Task,
     run_id: RunId,
     limits: Limits,
-    tools: Option<&ToolRegistry>,
+    tools: Option<(&ToolRegistry, &ToolsFile)>,
     workdir_hash: Option<String>,
 ) -> CliResult {
     let builtin;
+    // The gate gets the tools' allow-list, never more.
+    let env_names = tools.map_or(&[][..], |(_, file)| file.env_names());
     let tools = match tools {
-        Some(tools) => tools,
+        Some((tools, _)) => tools,
         None => {
             builtin = ToolRegistry::builtin();
             &builtin
@@ -231,7 +243,10 @@ fn run_with_tools(
             responses.display()
         )));
     }
-    let mut gate = args.gate.command_gate();
+    let mut gate = args
+        .gate
+        .command_gate()
+        .map(|gate| gate.with_env_names(env_names));
     let gate = gate.as_mut().map(|gate| gate as &mut dyn FinishGate);
     let outcome = match &args.trace {
         Some(path) => {

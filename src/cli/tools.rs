@@ -19,7 +19,7 @@ pub struct ToolsArgs {
 
 /// Prints the specs as a JSON array.
 pub fn run(args: ToolsArgs) -> CliResult {
-    let one_task = args.tools_file.one_task()?;
+    let one_task = args.tools_file.one_task(&[])?;
     let builtin;
     let registry = match &one_task {
         Some((_, set, _)) => &set.registry,

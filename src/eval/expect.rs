@@ -33,10 +33,12 @@ impl Verdict {
     }
 }
 
-/// Checks `result`; returns the verdict and one reason per failed expectation.
+/// Checks `result`, which ended with `error_kind` when it did not finish; returns the verdict and
+/// one reason per failed expectation.
 pub fn check(
     expect: &Expectations,
     result: &RunResult,
+    error_kind: Option<&str>,
     capture: Capture,
     summarizer: &Summarizer,
 ) -> (Verdict, Vec<String>) {
@@ -47,12 +49,19 @@ pub fn check(
         Capture::Full => format!("{text:?}"),
         Capture::Summary => short_summary(&summarizer.summarize(text)),
     };
+    // Why a run that did not finish ended: its kind, and its message with full capture (under
+    // summary capture the message is only written as a summary, which says nothing here).
+    let why = match (error_kind, capture, result.error.as_deref()) {
+        (None, _, _) => String::new(),
+        (Some(kind), Capture::Full, Some(error)) => format!(" ({kind}: {error})"),
+        (Some(kind), _, _) => format!(" ({kind})"),
+    };
     let mut failures = Vec::new();
     if let Some(reason) = expect.exit_reason
         && result.exit_reason != reason
     {
         failures.push(format!(
-            "expected exit reason {reason}, got {}",
+            "expected exit reason {reason}, got {}{why}",
             result.exit_reason
         ));
     }
@@ -81,10 +90,9 @@ pub fn check(
         });
     }
     if expect.exit_reason.is_none() && result.exit_reason == ExitReason::InternalError {
-        failures.push(
-            "an internal error was not expected (expect exit_reason internal_error to allow it)"
-                .to_owned(),
-        );
+        failures.push(format!(
+            "an internal error{why} was not expected (expect exit_reason internal_error to allow it)"
+        ));
     }
     if let Some(limit) = expect.max_steps_used
         && result.steps_used > limit

@@ -263,10 +263,20 @@ impl<'a> Report<'a> {
         title
     }
 
+    /// What a row of the results is: a task, or one run of a task when tasks repeat.
+    fn unit(&self) -> (&'static str, &'static str) {
+        if self.results.repeats.is_some_and(|n| n > 1) {
+            ("run", "runs")
+        } else {
+            ("task", "tasks")
+        }
+    }
+
     fn denominator_note(&self) -> String {
+        let (one, many) = self.unit();
         format!(
             "Shares are of all {}, internal errors included.",
-            plural(self.results.totals.tasks as u64, "task", "tasks")
+            plural(self.results.totals.tasks as u64, one, many)
         )
     }
 
@@ -308,7 +318,7 @@ impl<'a> Report<'a> {
     fn table(&self) -> String {
         let style = self.style;
         let mut out = format!("{}\n\n", self.title());
-        let mut table = style.table(vec!["exit reason", "tasks", "share"]);
+        let mut table = style.table(vec!["exit reason", self.unit().1, "share"]);
         for (reason, count, share) in &self.rows {
             style.add_row(
                 &mut table,
@@ -397,8 +407,9 @@ impl<'a> Report<'a> {
 
     fn markdown(&self) -> String {
         let mut out = format!(
-            "### {}\n\n| exit reason | tasks | share |\n|---|---:|---:|\n",
-            markdown_cell(&self.title())
+            "### {}\n\n| exit reason | {} | share |\n|---|---:|---:|\n",
+            markdown_cell(&self.title()),
+            self.unit().1
         );
         for (reason, count, share) in &self.rows {
             out.push_str(&format!(

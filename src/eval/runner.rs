@@ -233,7 +233,14 @@ fn run_one(
     };
     let mut counts = Counts::default();
     let mut gate: Option<Box<dyn FinishGate>> = match (&task.finish_gate, &task.model) {
-        (Some(gate), _) => Some(Box::new(gate.clone())),
+        (Some(gate), _) => {
+            // The gate gets the tools' allow-list, never more.
+            let names = options
+                .task_tools
+                .as_ref()
+                .map_or(&[][..], |(task_tools, _)| task_tools.file().env_names());
+            Some(Box::new(gate.clone().with_env_names(names)))
+        }
         (None, TaskModel::Replay { .. }) => replay_gate.take(),
         (None, _) => None,
     };
@@ -484,8 +491,13 @@ fn finish(
     started: Instant,
 ) -> TaskResult {
     let task = run.task;
-    let (mut expectation, mut failures) =
-        check(&task.expect, &result, options.capture, &options.summarizer);
+    let (mut expectation, mut failures) = check(
+        &task.expect,
+        &result,
+        error_kind,
+        options.capture,
+        &options.summarizer,
+    );
     if let Some(limit) = task.expect.max_gate_rejections
         && counts.gate_rejections > limit
     {

@@ -36,6 +36,25 @@ pub struct Suite {
     pub tools: Option<ToolsFile>,
 }
 
+impl Suite {
+    /// The variables the suite's live models read their keys from (`api_key_env`), each once:
+    /// no tool, server or gate may be given them.
+    pub fn key_vars(&self) -> Vec<String> {
+        let mut vars: Vec<String> = Vec::new();
+        for task in &self.tasks {
+            if let TaskModel::Chat {
+                api_key_env: Some(var),
+                ..
+            } = &task.model
+                && !vars.contains(var)
+            {
+                vars.push(var.clone());
+            }
+        }
+        vars
+    }
+}
+
 /// A task id: letters, digits, `.`, `_`, `-`; it names the task's trace file.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(String);
@@ -932,6 +951,29 @@ impl Checker<'_> {
                     &replay_path,
                     format!("{file:?} leads outside the suite's folder"),
                 );
+                return None;
+            }
+        }
+        // Opening a named pipe would wait for a writer forever: only regular files are read.
+        match std::fs::metadata(&canonical) {
+            Ok(meta) if meta.is_dir() => {
+                self.problem(
+                    &replay_path,
+                    format!("{file:?} is a folder, not a trace file"),
+                );
+                return None;
+            }
+            Ok(meta) => {
+                if let Some(what) = crate::output::special_kind(meta.file_type()) {
+                    self.problem(
+                        &replay_path,
+                        format!("{file:?} is {what}, not a regular file"),
+                    );
+                    return None;
+                }
+            }
+            Err(err) => {
+                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
                 return None;
             }
         }

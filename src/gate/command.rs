@@ -3,7 +3,8 @@
 //! as the reason. A program that cannot start, exits 126 or 127 (the shell's "cannot execute"
 //! and "not found"), is killed by a signal or runs past its timeout is a gate failure. The
 //! program runs in its own process group, and the whole group is killed when it is done or timed
-//! out, so nothing it started outlives the check.
+//! out, so nothing it started in that group outlives the check. Like a tool, it gets only the
+//! allow-listed environment, never a secret.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ pub struct CommandGate {
     config: CommandGateConfig,
     program: PathBuf,
     dir: Option<PathBuf>,
+    /// Names passed on from our environment beside the base allow-list (a tools file's `env`).
+    env_names: Vec<String>,
 }
 
 impl CommandGate {
@@ -64,6 +67,7 @@ impl CommandGate {
             config,
             program,
             dir: None,
+            env_names: Vec::new(),
         }
     }
 
@@ -80,6 +84,13 @@ impl CommandGate {
         self
     }
 
+    /// Passes these variables on beside the base allow-list, as a tools file's `env` does for
+    /// its tools.
+    pub fn with_env_names(mut self, names: &[String]) -> Self {
+        self.env_names = names.to_vec();
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &CommandGateConfig {
         &self.config
@@ -90,7 +101,9 @@ impl CommandGate {
             program: self.program.clone(),
             args: self.config.command.iter().skip(1).cloned().collect(),
             dir: self.dir.clone(),
-            env: None,
+            env: Some(crate::process::allowed_env(
+                self.env_names.iter().map(String::as_str),
+            )),
             stdin: serde_json::json!({ "answer": answer })
                 .to_string()
                 .into_bytes(),

@@ -63,13 +63,27 @@ fn bar_chart(class: &str, bars: &[Bar]) -> String {
     out
 }
 
-/// Labels longer than fit beside the bars are cut; the bar's tooltip holds the whole label.
+/// Labels longer than fit beside the bars are cut at their end; the bar's tooltip holds the whole
+/// label. The label is right-aligned against the bars, so a label wider than the space left of
+/// them would lose its start off the chart's left edge: the budget is the label space at a
+/// generous 7.5 px per column of 12 px text, wide characters counting two columns.
 fn shorten(label: &str) -> String {
-    const FITS: usize = 32;
-    match label.char_indices().nth(FITS - 1) {
-        Some((at, _)) if label.chars().count() > FITS => format!("{}…", &label[..at]),
-        _ => label.to_owned(),
+    const FITS: usize = (LABEL_W - 8) * 2 / 15;
+    if crate::terminal::display_width(label) <= FITS {
+        return label.to_owned();
     }
+    let mut used = 0;
+    let mut out = String::new();
+    for c in label.chars() {
+        let w = crate::terminal::display_width(c.encode_utf8(&mut [0; 4]));
+        if used + w > FITS - 1 {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
 }
 
 fn percent(part: u64, whole: u64) -> String {
@@ -327,9 +341,24 @@ fn per_exit_reason(report: &Report) -> String {
         out.push_str("</tr>");
     }
     out.push_str("</tbody></table>");
+    // The title names every figure the table holds.
+    let mut figures = vec!["Steps"];
+    if tokens {
+        figures.push("tokens");
+    }
+    if duration {
+        figures.push("duration");
+    }
+    if cost {
+        figures.push("cost");
+    }
+    let title = match figures.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => "Steps".to_owned(),
+    };
     section(
         "per-exit-reason",
-        "Steps per exit reason (nearest-rank percentiles)",
+        &format!("{title} per exit reason (steps: nearest-rank percentiles)"),
         &out,
     )
 }
@@ -431,4 +460,26 @@ pub fn baseline(baseline: &Baseline) -> String {
         "Since the baseline: exit reasons before and now",
         &body,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::terminal::display_width;
+
+    #[test]
+    fn long_labels_are_cut_at_their_end_to_fit_left_of_the_bars() {
+        let fits = (LABEL_W - 8) * 2 / 15;
+        assert_eq!(shorten("calculator"), "calculator");
+        let long = "mcp_filesystem_server_read_multiple_files_with_a_long_name";
+        let short = shorten(long);
+        assert!(
+            short.starts_with("mcp_filesystem") && short.ends_with('…'),
+            "{short}"
+        );
+        assert!(display_width(&short) <= fits, "{short}");
+        // Wide characters count two columns.
+        let wide = shorten(&"工具".repeat(20));
+        assert!(display_width(&wide) <= fits, "{wide}");
+    }
 }

@@ -17,6 +17,7 @@
     var filters = { ending: "", kind: "", tool: "", verdict: "", source: "" };
     var sortKey = null, sortDir = 1, selected = null;
     var body = document.getElementById("runs-body");
+    var showSource = !document.getElementById("runs-table").classList.contains("one-source");
     function el(tag, text, cls) {
       var e = document.createElement(tag);
       if (text !== null && text !== undefined) e.textContent = String(text);
@@ -53,7 +54,7 @@
         tr.setAttribute("data-run", String(i));
         tr.setAttribute("data-exit-reason", ENDINGS[r[3]]);
         if (i === selected) tr.className = "selected";
-        tr.appendChild(el("td", D.files[r[0]]));
+        tr.appendChild(el("td", D.files[r[0]], "file"));
         tr.appendChild(el("td", r[1], "run-id"));
         tr.appendChild(el("td", r[2] === null ? "-" : r[2]));
         tr.appendChild(el("td", ENDINGS[r[3]], "end end-" + ENDINGS[r[3]]));
@@ -62,7 +63,7 @@
         tr.appendChild(el("td", list(r[5])));
         tr.appendChild(el("td", list(r[6])));
         tr.appendChild(el("td", r[7] === null ? "-" : r[7]));
-        tr.appendChild(el("td", r[8]));
+        if (showSource) tr.appendChild(el("td", r[8]));
         frag.appendChild(tr);
       });
       body.textContent = "";
@@ -116,8 +117,21 @@
       Array.prototype.forEach.call(body.querySelectorAll("tr.selected"), function (tr) { tr.className = ""; });
       var row = body.querySelector('tr[data-run="' + i + '"]');
       if (row) row.className = "selected";
+      // The address names the open run, so it can be shared and opened again: #run=ID.
+      if (history.replaceState) history.replaceState(null, "", "#run=" + encodeURIComponent(r[1]));
       box.scrollIntoView();
     }
+    // `#run=ID` opens that run's timeline (the first run with that id).
+    function openFromAddress() {
+      var hash = location.hash;
+      if (hash.indexOf("#run=") !== 0) return;
+      var id;
+      try { id = decodeURIComponent(hash.slice(5)); } catch (e) { return; }
+      for (var i = 0; i < runs.length; i++) {
+        if (runs[i][1] === id) { show(i); return; }
+      }
+    }
+    window.addEventListener("hashchange", openFromAddress);
     body.addEventListener("click", function (ev) {
       var tr = ev.target.closest("tr[data-run]");
       if (tr) show(Number(tr.getAttribute("data-run")));
@@ -150,6 +164,7 @@
       th.addEventListener("keydown", function (ev) { if (ev.key === "Enter") sort(); });
     });
     render();
+    openFromAddress();
     // Tests and the load benchmark wait for this: milliseconds from navigation to a built table.
     document.body.setAttribute("data-ready", String(Math.round(performance.now())));
   }

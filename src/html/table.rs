@@ -49,23 +49,29 @@ pub fn section(runs: &RunTable, verdict: &str) -> String {
         sources.insert(row.source);
     }
     let endings: Vec<&str> = Ending::ALL.iter().map(|e| e.as_str()).collect();
+    // A column every run holds the same value in (an eval's runs are all looptrace's) says
+    // nothing: it and its filter are left out, and the script draws no cell for it.
+    let (source_filter, source_head, table_class) = if sources.len() > 1 {
+        (select("source", "source", sources), "<th>source</th>", "")
+    } else {
+        (String::new(), "", " class=\"one-source\"")
+    };
     let mut out = String::new();
     let _ = write!(
         out,
-        "<section id=\"runs\"><h2>Runs</h2><div class=\"filters\">{}{}{}{}{}\
+        "<section id=\"runs\"><h2>Runs</h2><div class=\"filters\">{}{}{}{}{source_filter}\
          <button type=\"button\" id=\"clear-filters\">clear filters</button></div>\
-         <p id=\"shown\" class=\"note\"></p><div class=\"scroll\"><table id=\"runs-table\"><thead><tr>\
+         <p id=\"shown\" class=\"note\"></p><div class=\"scroll\"><table id=\"runs-table\"{table_class}><thead><tr>\
          <th>file</th><th>run id</th><th>task</th><th>exit reason</th>\
          <th class=\"num sort\" data-sort=\"4\" tabindex=\"0\">steps</th>\
          <th class=\"num sort\" data-sort=\"9\" tabindex=\"0\">duration</th>\
-         <th>error kinds</th><th>tools</th><th>{}</th><th>source</th></tr></thead>\
+         <th>error kinds</th><th>tools</th><th>{}</th>{source_head}</tr></thead>\
          <tbody id=\"runs-body\"></tbody></table></div>\
          <noscript><p>The runs table and timelines need JavaScript.</p></noscript></section>",
         select("ending", "exit reason", endings),
         select("kind", "error kind", kinds),
         select("tool", "tool", tools),
         select("verdict", &verdict_label(verdict), verdicts),
-        select("source", "source", sources),
         html(&verdict_label(verdict)),
     );
     out

@@ -1,6 +1,8 @@
 //! OpenTelemetry GenAI spans as any-agent writes them: `{spans, final_output}`, one run per trace
 //! (the `invoke_agent` span and its children), model turns from `call_llm` spans, tool calls from
 //! `execute_tool` spans. Trace ids are 128-bit decimal integers, so they are read from the text.
+//! An `invoke_agent` span in error ends the run as its exception says, read as the `otlp`
+//! importer reads it: a step-limit callback's `AgentCancel` subclass is `max_steps_exceeded`.
 
 use std::io::BufRead;
 
@@ -11,8 +13,10 @@ use super::importer::{
     Context, Imported, Importer, Sink, first_byte, head_text, parse_document, read_bytes, str_at,
     text_of,
 };
+use super::otlp::{is_provider_error, limit_budget};
 use super::run::{Ending, ImportedRun, Item, arguments_of};
 use crate::run::ExitReason;
+use crate::time::ts_from_unix_ms;
 
 /// Tools that end a run in some frameworks.
 const FINISH_TOOLS: [&str; 2] = ["final_answer", "final_output"];
@@ -129,16 +133,51 @@ fn read_trace(run: &mut ImportedRun, spans: &[&Value]) {
     run.ending = root.map(|span| {
         let attributes = span.get("attributes").unwrap_or(&Value::Null);
         run.agent = str_at(attributes, "gen_ai.agent.name").map(str::to_owned);
+        run.started_ts = time_of(span, "start_time");
+        run.finished_ts = time_of(span, "end_time");
         let status = span
             .pointer("/status/status_code")
             .and_then(Value::as_str)
             .unwrap_or("unset");
-        if status == "error" {
-            Ending::internal("agent_error").native(status)
-        } else {
-            Ending::new(ExitReason::Finished).native(status)
+        if status != "error" {
+            return Ending::new(ExitReason::Finished).native(status);
         }
+        // The status description and exception events say why: a step-limit callback's
+        // `AgentCancel` subclass (`StepLimitReached`), or the provider's error.
+        let mut texts: Vec<&str> = span
+            .pointer("/status/description")
+            .and_then(Value::as_str)
+            .into_iter()
+            .collect();
+        let mut exception_type = None;
+        for event in span
+            .get("events")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let attributes = event.get("attributes").unwrap_or(&Value::Null);
+            if let Some(kind) = str_at(attributes, "exception.type") {
+                exception_type = exception_type.or(Some(kind.rsplit('.').next().unwrap_or(kind)));
+                texts.push(kind);
+            }
+            texts.extend(str_at(attributes, "exception.message"));
+        }
+        let native = exception_type.unwrap_or(status);
+        if let Some(budget) = limit_budget(&texts) {
+            return Ending::budget(budget).native(native);
+        }
+        if exception_type.is_some_and(is_provider_error) {
+            return Ending::internal("model_failure").native(native);
+        }
+        Ending::internal("agent_error").native(native)
     });
+}
+
+/// A span time (nanoseconds since 1970) as a trace `ts`.
+fn time_of(span: &Value, key: &str) -> Option<String> {
+    let nanos = span.get(key)?.as_u64().filter(|n| *n > 0)?;
+    Some(ts_from_unix_ms(i64::try_from(nanos / 1_000_000).ok()?))
 }
 
 /// The user message of the first model call.

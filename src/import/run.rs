@@ -1,6 +1,8 @@
 //! The one shape every importer fills: a run with its task, its model turns, tool calls and
 //! results, and its ending, turned into trace v1 events by one function.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use crate::run::ExitReason;
@@ -130,6 +132,13 @@ pub struct ImportedRun {
     pub usage: Option<Usage>,
     /// Cost of the whole run, if recorded.
     pub cost_usd: Option<f64>,
+    /// When the run started and ended, where the source records it (`ts` of `run_started` and
+    /// `run_finished`).
+    pub started_ts: Option<String>,
+    /// See `started_ts`.
+    pub finished_ts: Option<String>,
+    /// The time of `items[index]`, where the source records it.
+    pub item_ts: BTreeMap<usize, String>,
     /// How it ended; `None` is incomplete.
     pub ending: Option<Ending>,
 }
@@ -148,6 +157,9 @@ impl ImportedRun {
             steps: 0,
             usage: None,
             cost_usd: None,
+            started_ts: None,
+            finished_ts: None,
+            item_ts: BTreeMap::new(),
             ending: None,
         }
     }
@@ -181,6 +193,13 @@ impl ImportedRun {
             is_error,
             error_kind: None,
         });
+    }
+
+    /// Records `ts` as the time of the item pushed last.
+    pub fn stamp(&mut self, ts: Option<String>) {
+        if let (Some(ts), Some(last)) = (ts, self.items.len().checked_sub(1)) {
+            self.item_ts.insert(last, ts);
+        }
     }
 
     /// Tool calls in the run (finish actions excluded).
@@ -252,9 +271,10 @@ pub fn to_events(
         name: name.clone(),
     });
     started.tool_errors_recorded = Some(run.tool_errors_recorded);
+    started.ts = run.started_ts.clone();
     let mut events = vec![started];
-    for (step, item) in &run.items {
-        let event = match item {
+    for (index, (step, item)) in run.items.iter().enumerate() {
+        let mut event = match item {
             Item::ToolCall {
                 name,
                 arguments,
@@ -303,6 +323,7 @@ pub fn to_events(
                 event
             }
         };
+        event.ts = run.item_ts.get(&index).cloned();
         events.push(event);
     }
     if let Some(ending) = &run.ending {
@@ -319,6 +340,7 @@ pub fn to_events(
         event.ending_inferred = ending.inferred.then_some(true);
         event.usage = run.usage;
         event.cost_usd = run.cost_usd;
+        event.ts = run.finished_ts.clone();
         events.push(event);
     }
     events

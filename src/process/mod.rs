@@ -3,8 +3,10 @@
 //! and output kept to a bounded head and tail, cut on UTF-8 boundaries.
 
 mod cut;
+mod env;
 pub mod groups;
 mod run;
 
 pub use cut::{CutText, cut_bytes, cut_output};
+pub use env::{BASE_ENV, allowed_env};
 pub use run::{Ended, Finished, Kept, OutputMode, ProcessSpec, run_process};

@@ -30,7 +30,7 @@ pub struct ProcessSpec {
     pub args: Vec<String>,
     /// The folder it runs in; `None` keeps ours.
     pub dir: Option<PathBuf>,
-    /// Its whole environment; `None` inherits ours.
+    /// Its whole environment; `None` inherits ours. Secret variables are dropped either way.
     pub env: Option<Vec<(OsString, OsString)>>,
     /// What it reads on stdin.
     pub stdin: Vec<u8>,
@@ -168,9 +168,14 @@ fn spawn(spec: &ProcessSpec) -> std::io::Result<(Child, Output, Option<Output>)>
     if let Some(dir) = &spec.dir {
         command.current_dir(dir);
     }
-    if let Some(env) = &spec.env {
-        command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-    }
+    // Whatever the caller passes, no secret variable reaches the program.
+    let env = match &spec.env {
+        Some(env) => env.clone(),
+        None => std::env::vars_os().collect(),
+    };
+    command
+        .env_clear()
+        .envs(crate::secrets::without_forbidden(env));
     let child = spawn_unless_busy(&mut command)?;
     // `command` holds the pipes' write ends until it is dropped: drop it now, so the readers see
     // the end of the output when the program and its children close theirs.

@@ -35,6 +35,8 @@ pub struct Call<'a> {
     pub agent: Option<&'a str>,
     /// Who answers: the upstream's host and port, or `replay`.
     pub provider: &'a str,
+    /// The request target, for messages.
+    pub target: &'a str,
 }
 
 /// A call in flight: which run and which of its calls it is.
@@ -46,6 +48,7 @@ pub struct Ticket {
     pub request_hash: String,
     started: Instant,
     canonical: String,
+    target: String,
 }
 
 /// How a call ended.
@@ -199,6 +202,7 @@ impl Runs {
             request_hash,
             started: Instant::now(),
             canonical: call.canonical.to_owned(),
+            target: call.target.to_owned(),
         }
     }
 
@@ -360,11 +364,14 @@ impl Runs {
                     body,
                     chunks,
                 } => {
-                    let (kind, error) = classify_reply(&HttpReply {
+                    let reply = HttpReply {
                         status,
                         retry_after: None,
+                        location: None,
                         body: body.clone(),
-                    });
+                    };
+                    let (kind, error) =
+                        classify_reply(&reply, &ticket.target, self.secrets.redactor());
                     first.http_status = Some(status);
                     first.raw_response = Some(body);
                     first.stream_chunks = chunks;

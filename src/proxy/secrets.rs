@@ -1,8 +1,11 @@
 //! The credentials the proxy has seen: the `--api-key-env` key and every key a client sent in
 //! its credential header. They go to the upstream only; everything the proxy writes or prints
-//! passes through [`Secrets::redact`] first.
+//! passes through [`Secrets::redact`] first, which finds them in every form a server may echo
+//! them ([`crate::secrets::Redactor`]).
 
 use std::borrow::Cow;
+
+use crate::secrets::Redactor;
 
 /// Header names that carry a client's credential.
 pub const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
@@ -16,6 +19,7 @@ const MAX_SECRETS: usize = 64;
 #[derive(Clone, Debug, Default)]
 pub struct Secrets {
     keys: Vec<String>,
+    redactor: Redactor,
 }
 
 impl Secrets {
@@ -27,32 +31,28 @@ impl Secrets {
             .or_else(|| value.strip_prefix("bearer "))
             .unwrap_or(value)
             .trim();
-        for candidate in [key, value] {
-            if candidate.len() >= MIN_SECRET
-                && !self.keys.iter().any(|k| k == candidate)
-                && self.keys.len() < MAX_SECRETS
-            {
-                self.keys.push(candidate.to_owned());
-            }
+        if key.len() >= MIN_SECRET
+            && !self.keys.iter().any(|k| k == key)
+            && self.keys.len() < MAX_SECRETS
+        {
+            self.keys.push(key.to_owned());
+            self.redactor = Redactor::new(&self.keys);
         }
-        // Longest first, so a whole `Bearer KEY` goes before the key inside it.
-        self.keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
     }
 
-    /// `text` with every known key replaced by `[redacted]`.
+    /// `text` with every known key, in any form, replaced by `[redacted]`.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut out = Cow::Borrowed(text);
-        for key in &self.keys {
-            if out.contains(key.as_str()) {
-                out = Cow::Owned(out.replace(key.as_str(), "[redacted]"));
-            }
-        }
-        out
+        self.redactor.redact(text)
+    }
+
+    /// The redactor of the keys seen so far.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// Whether `text` holds a known key.
     pub fn found_in(&self, text: &str) -> bool {
-        self.keys.iter().any(|key| text.contains(key.as_str()))
+        matches!(self.redact(text), Cow::Owned(_))
     }
 }
 

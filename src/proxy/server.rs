@@ -367,6 +367,7 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
         run_header: request.header(RUN_HEADER),
         agent: request.header("user-agent"),
         provider: &provider,
+        target: &request.target,
     };
     let (ticket, answer) = {
         let mut state = lock(&shared.state);

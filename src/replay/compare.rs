@@ -253,23 +253,32 @@ impl<'a> Comparator<'a> {
         }
     }
 
-    fn finished(&mut self, result: &RunResult, error_kind: Option<&str>) {
-        let ending = self.recording.ending();
-        let step = u64::from(result.steps_used);
-        let turns = self.recording.last_step();
-        // The replay models fail only when asked past the end of the recording.
+    /// Whether the rerun ended because it asked for a turn past the end of the recording (the
+    /// replay models fail only then), not because the recording's own run failed there.
+    fn ran_past_end(&self, result: &RunResult, error_kind: Option<&str>) -> bool {
         let past_end = result.exit_reason == ExitReason::InternalError
             && error_kind == Some("model_failure")
-            && step > turns;
-        if past_end {
-            let recorded_failure_here = ending.is_some_and(|e| {
+            && u64::from(result.steps_used) > self.recording.last_step();
+        past_end
+            && !self.recording.ending().is_some_and(|e| {
                 e.exit_reason == ExitReason::InternalError
                     && e.error_kind.as_deref() == Some("model_failure")
                     && e.steps_used == Some(result.steps_used)
-            });
-            if !recorded_failure_here {
-                self.recording_ended(step, format!("a model turn at step {step}"));
-            }
+            })
+    }
+
+    fn finished(&mut self, result: &RunResult, error_kind: Option<&str>) {
+        let ending = self.recording.ending();
+        let step = u64::from(result.steps_used);
+        if self.ran_past_end(result, error_kind) {
+            self.recording_ended(step, format!("a model turn at step {step}"));
+            return;
+        }
+        if result.exit_reason == ExitReason::InternalError
+            && error_kind == Some("model_failure")
+            && step > self.recording.last_step()
+        {
+            // The recording failed here too: the same ending.
             return;
         }
         match ending {
@@ -363,12 +372,15 @@ pub const STOPPED_KIND: &str = "replay_stopped";
 impl RunObserver for Comparator<'_> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
         match event {
-            RunEvent::RunFinished { result, .. }
-                if self.stop.get()
+            // Stopped by the comparator, or run past the recording's end: the replay stopped;
+            // no model failed.
+            RunEvent::RunFinished { result, error_kind }
+                if (self.stop.get()
                     && result
                         .error
                         .as_deref()
-                        .is_some_and(|e| e.ends_with(STOPPED)) =>
+                        .is_some_and(|e| e.ends_with(STOPPED)))
+                    || self.ran_past_end(result, *error_kind) =>
             {
                 self.inner.on_event(&RunEvent::RunFinished {
                     result,

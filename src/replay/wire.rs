@@ -231,6 +231,7 @@ impl Transport for RecordedWire {
             lock(&self.log).push(divergence);
         }
         Ok(HttpReply {
+            location: None,
             status: 200,
             retry_after: None,
             body: call.response,

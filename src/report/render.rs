@@ -560,30 +560,79 @@ fn render_table(report: &Report, options: RenderOptions) -> Vec<u8> {
             continue;
         }
         let style = options.style;
-        let mut table = style.table(section.header.clone());
         let rows: Vec<Vec<String>> = section
             .rows
             .iter()
             .map(|row| row.iter().map(Cell::human).collect())
             .collect();
-        for row in &rows {
-            style.add_row(&mut table, row.clone());
-        }
-        for (index, cell) in section.rows[0].iter().enumerate() {
-            if cell.is_numeric() {
-                if let Some(column) = table.column_mut(index) {
-                    column.set_cell_alignment(CellAlignment::Right);
-                }
-                style.keep_whole(
+        for columns in column_groups(section, &rows, style.width) {
+            let header = columns.iter().map(|&i| section.header[i]).collect();
+            let mut table = style.table(header);
+            for row in &rows {
+                style.add_row(
                     &mut table,
-                    index,
-                    rows.iter().map(|row| row[index].as_str()),
+                    columns.iter().map(|&i| row[i].clone()).collect(),
                 );
             }
+            for (at, &index) in columns.iter().enumerate() {
+                let numeric = section.rows[0][index].is_numeric();
+                if numeric && let Some(column) = table.column_mut(at) {
+                    column.set_cell_alignment(CellAlignment::Right);
+                }
+                // Numbers and the names of rows are never broken.
+                if numeric || index < section.keys {
+                    style.keep_whole(&mut table, at, rows.iter().map(|row| row[index].as_str()));
+                }
+            }
+            let _ = writeln!(out, "{table}");
         }
-        let _ = writeln!(out, "{table}");
     }
     options.style.finish(&out).into_bytes()
+}
+
+/// The columns of `section` to draw, as one table or, when they cannot fit `width` with every
+/// header word whole, as several tables that each repeat the key columns. With a width, columns
+/// that are empty (`-` or blank) in every row are left out. Without one, every column, one table:
+/// pipes get the same bytes as ever.
+fn column_groups(section: &Section, rows: &[Vec<String>], width: Option<u16>) -> Vec<Vec<usize>> {
+    let all: Vec<usize> = (0..section.header.len()).collect();
+    let Some(width) = width.map(usize::from) else {
+        return vec![all];
+    };
+    let empty = |i: usize| rows.iter().all(|row| matches!(row[i].as_str(), "" | "-"));
+    let kept: Vec<usize> = all
+        .into_iter()
+        .filter(|&i| i < section.keys || !empty(i))
+        .collect();
+    // A column's natural width: its widest cell or header, plus padding and its border.
+    let natural = |i: usize| {
+        let cells = rows
+            .iter()
+            .map(|row| crate::terminal::display_width(&row[i]));
+        cells
+            .chain(std::iter::once(crate::terminal::display_width(
+                section.header[i],
+            )))
+            .max()
+            .unwrap_or(0)
+            + 3
+    };
+    let keys: Vec<usize> = kept.iter().copied().filter(|&i| i < section.keys).collect();
+    let key_width: usize = 1 + keys.iter().map(|&i| natural(i)).sum::<usize>();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current = keys.clone();
+    let mut used = key_width;
+    for i in kept.into_iter().filter(|&i| i >= section.keys) {
+        let w = natural(i);
+        if used + w > width && current.len() > keys.len() {
+            groups.push(std::mem::replace(&mut current, keys.clone()));
+            used = key_width;
+        }
+        current.push(i);
+        used += w;
+    }
+    groups.push(current);
+    groups
 }
 
 fn render_markdown(report: &Report, options: RenderOptions) -> Vec<u8> {

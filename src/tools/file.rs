@@ -19,9 +19,7 @@ use super::provider::{ToolContext, ToolFailure};
 use super::registry::ToolRegistry;
 use super::workdir;
 
-/// The variables every tool and server gets from looptrace's environment, beside the names a
-/// tools file lists in `env`.
-pub const BASE_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR"];
+pub use crate::process::BASE_ENV;
 
 const SCHEMA: &str = include_str!("../../schemas/tools.schema.json");
 
@@ -84,7 +82,8 @@ pub struct BashConfig {
 pub struct McpServerConfig {
     /// The server's name (logs are `mcp-<name>.log`).
     pub name: String,
-    /// The program and its arguments; `{workdir}` in an argument is the task's working folder.
+    /// The program and its arguments; `{workdir}` in an argument is the task's working folder,
+    /// `{toolsdir}` the tools file's folder.
     pub command: Vec<String>,
     /// Fixed environment values for the server.
     #[serde(default)]
@@ -135,6 +134,8 @@ pub struct ToolsFile {
     template: Option<PathBuf>,
     template_hash: Option<String>,
     env_names: Vec<String>,
+    /// Every variable name the file passes on or sets (`env` lists and maps), with its JSON path.
+    env_entries: Vec<(String, String)>,
     command_tools: Vec<CommandTool>,
     bash: Option<BashTool>,
     mcp_servers: Vec<McpServerConfig>,
@@ -241,6 +242,16 @@ impl ToolsFile {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect();
+        let env_entries =
+            check.env_entries(entries("env"), entries("tools"), entries("mcp_servers"));
+        for (path, message) in crate::secrets::refuse_forbidden_names(
+            env_entries
+                .iter()
+                .map(|(path, name)| (path.clone(), name.as_str())),
+            &[],
+        ) {
+            check.problem(path, message);
+        }
         let mut command_tools = Vec::new();
         let mut bash = None;
         for (i, entry) in entries("tools").iter().enumerate() {
@@ -265,6 +276,7 @@ impl ToolsFile {
             template,
             template_hash,
             env_names,
+            env_entries,
             command_tools,
             bash,
             mcp_servers,
@@ -293,20 +305,36 @@ impl ToolsFile {
 
     /// The environment every tool gets: the allow-list, read from ours now.
     pub fn allowed_env(&self) -> Vec<(OsString, OsString)> {
-        let names = BASE_ENV
-            .iter()
-            .copied()
-            .chain(self.env_names.iter().map(String::as_str));
-        let mut env: Vec<(OsString, OsString)> = Vec::new();
-        for name in names {
-            if env.iter().any(|(k, _)| k == name) {
-                continue;
-            }
-            if let Some(value) = std::env::var_os(name) {
-                env.push((name.into(), value));
-            }
+        crate::process::allowed_env(self.env_names.iter().map(String::as_str))
+    }
+
+    /// The names the file's `env` allow-list passes on, beside [`BASE_ENV`].
+    pub fn env_names(&self) -> &[String] {
+        &self.env_names
+    }
+
+    /// Refuses a file whose `env` allow-list or fixed `env` values name a variable an API key
+    /// is read from (`key_vars`: `--api-key-env` and every model's `api_key_env`): every such
+    /// entry, with its JSON path. The hash key is refused when the file loads.
+    pub fn refuse_key_vars(&self, key_vars: &[String]) -> Result<(), String> {
+        let refused = crate::secrets::refuse_forbidden_names(
+            self.env_entries
+                .iter()
+                .map(|(path, name)| (path.clone(), name.as_str())),
+            key_vars,
+        );
+        if refused.is_empty() {
+            return Ok(());
         }
-        env
+        let place = self.path.as_deref().map_or_else(
+            || "the tools file".to_owned(),
+            |p| format!("`{}`", p.display()),
+        );
+        let lines: Vec<String> = refused
+            .into_iter()
+            .map(|(path, message)| format!("{place}: {path}: {message}"))
+            .collect();
+        Err(lines.join("\n"))
     }
 
     /// Makes `dir` the fresh working folder of one task: a copy of the template. Without a
@@ -325,6 +353,7 @@ impl ToolsFile {
     pub fn context(&self, workdir: PathBuf, log_dir: Option<PathBuf>) -> ToolContext {
         ToolContext {
             workdir,
+            tools_dir: self.folder.clone(),
             env: self.allowed_env(),
             log_dir,
         }
@@ -413,6 +442,37 @@ impl Checker<'_> {
                 self.names.insert(name.to_owned(), path);
             }
         }
+    }
+
+    /// Every variable name in the allow-list (`env`) and in the tools' and servers' fixed `env`
+    /// values, with its JSON path.
+    fn env_entries(
+        &self,
+        allowed: &[Value],
+        tools: &[Value],
+        servers: &[Value],
+    ) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = allowed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                Some((self.at(&format!("/env/{i}")), name.as_str()?.to_owned()))
+            })
+            .collect();
+        for (kind, entries) in [("tools", tools), ("mcp_servers", servers)] {
+            for (i, entry) in entries.iter().enumerate() {
+                if let Some(Value::Object(fixed)) = entry.get("env") {
+                    found.extend(fixed.keys().map(|name| {
+                        let pointer = format!(
+                            "/{kind}/{i}/env/{}",
+                            name.replace('~', "~0").replace('/', "~1")
+                        );
+                        (self.at(&pointer), name.clone())
+                    }));
+                }
+            }
+        }
+        found
     }
 
     /// The template folder and its content hash.

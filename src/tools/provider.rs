@@ -89,8 +89,11 @@ impl ToolFailure {
 /// Where one task's tools run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolContext {
-    /// The task's working folder: every tool and server of the task runs there.
+    /// The task's working folder: every tool and server of the task runs there, and relative
+    /// arguments resolve there.
     pub workdir: PathBuf,
+    /// The tools file's folder, where programs and scripts that ship with the file live.
+    pub tools_dir: PathBuf,
     /// The whole environment tools and servers get (the allow-list), before their own fixed
     /// values.
     pub env: Vec<(OsString, OsString)>,
@@ -112,8 +115,10 @@ impl ToolContext {
         env
     }
 
-    /// `text` with every `{workdir}` replaced by the working folder.
+    /// `text` with every `{workdir}` replaced by the working folder and every `{toolsdir}` by
+    /// the tools file's folder.
     pub fn expand(&self, text: &str) -> String {
         text.replace("{workdir}", &self.workdir.to_string_lossy())
+            .replace("{toolsdir}", &self.tools_dir.to_string_lossy())
     }
 }

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::event::HashAlgorithm;
 
 /// The environment variable holding the HMAC key.
-pub const HASH_KEY_VAR: &str = "LOOPTRACE_HASH_KEY";
+pub use crate::secrets::HASH_KEY_VAR;
 
 /// Turns text into its summary.
 #[derive(Clone)]

@@ -14,6 +14,7 @@ prints what failed and exits 1.
 import json
 import pathlib
 import sys
+from urllib.parse import quote
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -81,6 +82,17 @@ def main():
         timeline = driver.find_element(By.ID, "timeline")
         check(timeline.is_displayed(), "the timeline did not open")
         check(f"Timeline of {run_id}" in timeline.text, "the timeline does not name its run")
+        # The address names the open run; opening that address opens it again.
+        check("#run=" in driver.current_url, f"the address does not name the run: {driver.current_url}")
+        last = rows(driver)[-1].find_element(By.CSS_SELECTOR, ".run-id").text
+        driver.get(pathlib.Path(page).resolve().as_uri() + "#run=" + quote(last, safe=""))
+        driver.refresh()
+        WebDriverWait(driver, 60).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready")
+        )
+        timeline = driver.find_element(By.ID, "timeline")
+        check(timeline.is_displayed(), "#run=ID did not open the run")
+        check(f"Timeline of {last}" in timeline.text, f"#run=ID opened another run: {timeline.text[:80]!r}")
         if mode == "planted":
             planted(driver)
         elif mode == "replay":

@@ -98,7 +98,7 @@ fn each_expectation_kind_is_checked() {
             (
                 "exit-failed",
                 Verdict::Failed,
-                vec!["expected exit reason finished, got max_steps_exceeded".to_owned()]
+                vec!["expected exit reason finished, got max_steps_exceeded (budget_exhausted: no finish within max_steps=1)".to_owned()]
             ),
             ("answer-met", Verdict::Met, vec![]),
             (
@@ -1078,7 +1078,7 @@ fn an_internal_error_fails_the_eval_unless_the_task_expects_it() {
     );
     assert!(text.contains("crashes-within-budget"), "{text}");
     assert!(
-        text.contains("an internal error was not expected"),
+        text.contains("an internal error (model_failure) was not expected"),
         "{text}"
     );
     assert!(!text.contains("crashes-as-expected"), "{text}");

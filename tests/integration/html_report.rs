@@ -376,6 +376,9 @@ fn eval_html_shows_every_task_its_verdict_and_what_moved_since_the_baseline() {
         "{fixed_bucket}"
     );
     assert!(page.contains("Newly failing (0)") && page.contains("Still failing (0)"));
+    // Every run is looptrace's: no source column, no source filter.
+    assert!(page.contains("id=\"runs-table\" class=\"one-source\""));
+    assert!(!page.contains("<th>source</th>") && !page.contains("filter-source"));
     // The page counts what `report` counts over the same traces.
     let json = dir.path().join("report.json");
     let report = cli!("report", &out.join("traces"), "-f", "json", "-o", &json);
@@ -595,4 +598,22 @@ fn merge_html_of_single_file_shards_counts_each_run_once() {
     let page = std::fs::read_to_string(&page_path).unwrap();
     assert!(page.contains("Exit reasons (of 10 runs)"), "over-counted");
     assert_eq!(page_data(&page)["runs"].as_array().unwrap().len(), 10);
+}
+
+#[test]
+fn mixed_sources_keep_the_source_column_and_the_figures_table_names_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("mixed.html");
+    let spend = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/spend.jsonl");
+    let claude = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import/claude-code/session.jsonl");
+    let output = cli!("report", &spend, &claude, "-f", "html", "-o", &page_path);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains("<th>source</th>") && page.contains("filter-source"));
+    assert!(
+        page.contains("Steps, tokens, duration and cost per exit reason"),
+        "{}",
+        &page[page.find("per-exit-reason").unwrap_or(0)..][..300]
+    );
 }

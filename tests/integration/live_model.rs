@@ -337,6 +337,20 @@ fn a_refused_connection_is_retried_then_provider_unavailable() {
     assert_eq!(events[1]["event_type"], "model_retry");
     assert_eq!(events[1]["error_kind"], "connection_failed");
     assert_eq!(ending(&events)["error_kind"], "provider_unavailable");
+    // The message names the URL that was requested.
+    let wanted = format!("POST {url}/chat/completions: ");
+    assert!(stderr(&output).contains(&wanted), "{}", stderr(&output));
+}
+
+#[test]
+fn an_http_error_names_the_url_that_was_requested() {
+    // A base URL with the version twice: the 404 says where the request went.
+    let server = Server::start(vec![Reply::status(404, json!({"error": "not found"}))]);
+    let doubled = format!("{}/v1/v1", server.url);
+    let output = run_plain(&doubled, &[], None);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let wanted = format!("POST {}/v1/v1/chat/completions: HTTP 404", server.url);
+    assert!(stderr(&output).contains(&wanted), "{}", stderr(&output));
 }
 
 #[test]

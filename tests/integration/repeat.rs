@@ -502,3 +502,32 @@ fn merge_of_repeated_shards_keeps_suite_order_when_a_shard_lacks_a_repeat() {
         "{title}"
     );
 }
+
+#[test]
+fn repeated_tables_count_runs_not_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["table", "markdown"] {
+        let output = crate::support::looptrace()
+            .args([
+                "eval",
+                "sample_traces/suite.json",
+                "--repeat",
+                "2",
+                "-f",
+                format,
+            ])
+            .arg("--out")
+            .arg(dir.path().join(format))
+            .output()
+            .unwrap();
+        let text = crate::support::stdout(&output);
+        assert!(text.contains("Shares are of all 20 runs"), "{text}");
+        assert!(!text.contains("20 tasks"), "{text}");
+        let header = if format == "table" {
+            "┆ runs ┆"
+        } else {
+            "| exit reason | runs |"
+        };
+        assert!(text.contains(header), "{format}: {text}");
+    }
+}

@@ -750,6 +750,36 @@ fn a_rerun_stopped_at_its_divergence_is_recorded_as_replay_stopped() {
 }
 
 #[test]
+fn a_rerun_that_runs_past_the_recordings_end_is_recorded_as_replay_stopped() {
+    // A larger budget than the recording's asks for a turn it does not have: the replay
+    // stopped there, and no model failed.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let input = "sample_traces/max_steps_exceeded.full.jsonl";
+    for on_divergence in ["stop", "continue"] {
+        let _ = std::fs::remove_file(&out);
+        let output = run(&[
+            "replay",
+            input,
+            "--max-steps",
+            "10",
+            "--on-divergence",
+            on_divergence,
+            "--trace",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(1));
+        let contents = looptrace::trace::read_trace(&out, Default::default()).unwrap();
+        let ending = contents.runs[0].finished().unwrap();
+        assert_eq!(
+            ending.error_kind.as_deref(),
+            Some("replay_stopped"),
+            "{on_divergence}"
+        );
+    }
+}
+
+#[test]
 fn fields_a_python_loop_recording_lacks_are_not_compared_and_the_run_stays_faithful() {
     // Shaped like the write-up's Python loop: no `error_kind` on the error observation nor on the
     // `max_steps_exceeded` ending, no `steps_used`, and no `is_error` on the first observation.

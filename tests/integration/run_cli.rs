@@ -131,3 +131,20 @@ fn tools_prints_the_specs() {
         serde_json::json!(["left", "operation", "right"])
     );
 }
+
+#[test]
+fn run_without_a_model_names_both_ways_to_give_one() {
+    let output = crate::support::looptrace()
+        .args(["run", "--task", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let text = crate::support::stderr(&output);
+    assert!(text.contains("--responses <FILE>|--api <API>"), "{text}");
+    let help = crate::support::looptrace()
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = crate::support::stdout(&help);
+    assert!(help.contains("or give `--api`"), "{help}");
+}

@@ -275,7 +275,7 @@ fn columns(line: &str) -> usize {
 }
 
 #[test]
-fn eval_fits_80_columns_and_cuts_long_failure_lists() {
+fn eval_fits_80_columns_and_wraps_long_failure_reasons() {
     let dir = tempfile::tempdir().unwrap();
     let suite = crate::support::fixture("terminal/wide_suite.json");
     let fitted = looptrace()
@@ -292,7 +292,8 @@ fn eval_fits_80_columns_and_cuts_long_failure_lists() {
         assert!(columns(line) <= 80, "{} columns: {line}", columns(line));
     }
     assert!(text.contains("│ task-00-with-a-rather-long-id"), "{text}");
-    assert!(text.contains('…'), "long cells are cut: {text}");
+    // The reason wraps inside its column: every word of it is shown.
+    assert!(text.contains("┆ go past eighty columns of a "), "{text}");
     let rows = text.lines().filter(|l| l.starts_with("│ task-")).count();
     assert_eq!(rows, looptrace::eval::FAILED_SHOWN);
     assert!(text.contains("\nand 5 more (see results.json)\n"), "{text}");
@@ -343,6 +344,49 @@ fn report_and_replay_fit_80_columns() {
             );
         }
     }
+    // A table too wide for 80 columns splits, repeating its row names, rather than breaking
+    // header words; a column empty in every row is left out.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("tokens.jsonl");
+    std::fs::write(
+        &trace,
+        concat!(
+            r#"{"run_id":"r","step":0,"event_type":"run_started"}"#, "\n",
+            r#"{"run_id":"r","step":1,"event_type":"model_action","action_type":"finish","usage":{"input_tokens":10,"output_tokens":2}}"#, "\n",
+            r#"{"run_id":"r","step":1,"event_type":"run_finished","exit_reason":"finished","steps_used":1}"#, "\n",
+        ),
+    )
+    .unwrap();
+    for (file, whole, gone) in [
+        (
+            "tests/fixtures/report/spend.jsonl",
+            &["output tokens", "mean duration (s)", "cost (USD)"][..],
+            &[][..],
+        ),
+        (
+            trace.to_str().unwrap(),
+            &["input tokens", "output tokens"][..],
+            &["cost (USD)", "duration (s)"][..],
+        ),
+    ] {
+        let output = looptrace()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["report", file])
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        let text = stdout(&output);
+        for line in text.lines() {
+            assert!(columns(line) <= 80, "{} columns: {line}", columns(line));
+        }
+        for header in whole {
+            assert!(text.contains(&format!("┆ {header} ")), "{header}: {text}");
+        }
+        for header in gone {
+            assert!(!text.contains(header), "{header}: {text}");
+        }
+    }
+
     // Numbers are never cut, only text.
     let output = looptrace()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -350,11 +394,7 @@ fn report_and_replay_fit_80_columns() {
         .env("COLUMNS", "80")
         .output()
         .unwrap();
-    assert!(
-        stdout(&output).contains("┆ 0.3750 ┆"),
-        "{}",
-        stdout(&output)
-    );
+    assert!(stdout(&output).contains(" 0.3750 ┆"), "{}", stdout(&output));
 }
 
 #[test]

@@ -483,6 +483,15 @@ fn replay_reports_a_changed_tool_spec_and_template_before_any_step() {
     );
     // Recorded tools serve the recording: the run itself is still faithful.
     assert_eq!(output.status.code(), Some(0), "{message}");
+
+    // Recorded tools need no tools file, and are not told to give one.
+    let output = run(&["replay", trace.to_str().unwrap(), "--tools", "recorded"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("give --tools-file"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -675,4 +684,64 @@ fn the_tools_command_exits_3_when_a_server_cannot_start() {
         "{}",
         stderr(&output)
     );
+}
+
+/// The fenced blocks of `lang` in a documentation page, in order.
+fn doc_blocks(page: &str, lang: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+    let fence = format!("```{lang}\n");
+    text.split(fence.as_str())
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn the_tools_page_main_example_works_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("tools.json"),
+        &doc_blocks("docs/tools.md", "json")[0],
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("wc.py"),
+        &doc_blocks("docs/tools.md", "python")[0],
+    )
+    .unwrap();
+    std::fs::create_dir(root.join("repo")).unwrap();
+    let responses = [
+        json!({"type": "tool_call", "tool_name": "word_count", "arguments": {"text": "three little words"}}),
+        json!({"type": "tool_call", "tool_name": "bash", "arguments": {"command": "pwd"}}),
+        json!({"type": "finish", "answer": "3"}),
+    ];
+    let text: Vec<String> = responses.iter().map(Value::to_string).collect();
+    std::fs::write(root.join("responses.txt"), text.join("\n")).unwrap();
+    let trace = root.join("trace.jsonl");
+    let output = crate::support::looptrace()
+        .current_dir(root)
+        .args(["run", "--task", "count", "--capture", "full"])
+        .args(["--responses", "responses.txt", "--tools-file", "tools.json"])
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events = read_events(&trace);
+    let observations: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event_type"] == "observation")
+        .collect();
+    assert_eq!(observations[0]["tool_name"], "word_count");
+    assert_eq!(observations[0]["is_error"], false, "{:?}", observations[0]);
+    assert_eq!(observations[0]["content"].as_str().unwrap().trim(), "3");
+    // Tools run in the task's fresh copy of `repo/`, not beside the tools file.
+    assert_eq!(observations[1]["is_error"], false, "{:?}", observations[1]);
+    let pwd = observations[1]["content"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_ne!(Path::new(&pwd), root.canonicalize().unwrap());
 }

@@ -1,10 +1,18 @@
 //! The HTTP side every wire format shares: one POST per attempt, the classification of failures
 //! (`docs/models.md`), and retries with exponential backoff and jitter that honour `Retry-After`
 //! within `max_retries` and the retry budget. Written once so the adapters only speak JSON.
+//!
+//! Two rules keep the key with its server: a redirect is never followed (it would carry the
+//! credential headers, or turn the POST into a GET, to a host the user never named), and every
+//! body is redacted whole as it arrives, before anything reads, cuts or keeps it.
 
 use std::time::{Duration, Instant};
 
 use crate::model::{ProviderError, ProviderErrorKind, RetriedAttempt};
+use crate::secrets::Redactor;
+
+/// The largest response body read; a larger one is a `bad_response`.
+pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
 
 /// What the server answered to one attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +21,8 @@ pub struct HttpReply {
     pub status: u16,
     /// The `Retry-After` header, as sent.
     pub retry_after: Option<String>,
+    /// The `Location` header of a redirect, as sent.
+    pub location: Option<String>,
     /// The response body.
     pub body: String,
 }
@@ -24,6 +34,8 @@ pub enum TransportError {
     Timeout(String),
     /// The connection could not be made or broke (refused, reset, DNS, TLS).
     Connection(String),
+    /// The body is larger than [`MAX_BODY_BYTES`]: an answer, but not one to read.
+    TooLarge,
 }
 
 /// Sends one request. The real one is [`UreqTransport`]; offline replay serves recorded bodies.
@@ -43,10 +55,12 @@ pub struct UreqTransport {
 }
 
 impl UreqTransport {
-    /// A transport whose every attempt gives up after `timeout`.
+    /// A transport whose every attempt gives up after `timeout`; redirects come back as
+    /// answers, never followed.
     pub fn new(timeout: Duration) -> Self {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_global(Some(timeout))
             .build();
         UreqTransport {
@@ -71,18 +85,25 @@ impl Transport for UreqTransport {
         }
         let mut response = request.send(body).map_err(transport_error)?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header("retry-after");
+        let location = header("location");
         let body = response
             .body_mut()
+            .with_config()
+            .limit(MAX_BODY_BYTES)
             .read_to_string()
             .map_err(transport_error)?;
         Ok(HttpReply {
             status,
             retry_after,
+            location,
             body,
         })
     }
@@ -90,6 +111,7 @@ impl Transport for UreqTransport {
 
 fn transport_error(error: ureq::Error) -> TransportError {
     match &error {
+        ureq::Error::BodyExceedsLimit(_) => TransportError::TooLarge,
         ureq::Error::Timeout(_) => TransportError::Timeout(format!("no answer in time ({error})")),
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
             TransportError::Timeout(format!("no answer in time ({error})"))
@@ -126,38 +148,55 @@ enum Failure {
 }
 
 /// Sends `body` until an attempt succeeds or the policy gives up; each failed attempt that is
-/// retried is added to `retries`. Returns the success body, or the classified failure.
+/// retried is added to `retries`. Returns the success body, or the classified failure, both with
+/// `redactor`'s secrets taken out.
 pub fn send_with_retries(
     transport: &mut dyn Transport,
     url: &str,
     headers: &[(&'static str, String)],
     body: &str,
     policy: &RetryPolicy,
+    redactor: &Redactor,
     retries: &mut Vec<RetriedAttempt>,
 ) -> Result<String, ProviderError> {
     let started = Instant::now();
     let mut attempt: u32 = 1;
     loop {
         let failure = match transport.post(url, headers, body) {
-            Ok(reply) if (200..300).contains(&reply.status) => return Ok(reply.body),
-            Ok(reply) => classify(&reply),
+            Ok(mut reply) => {
+                reply.body = redactor.redact(&reply.body).into_owned();
+                if (200..300).contains(&reply.status) {
+                    return Ok(reply.body);
+                }
+                classify(&reply, url, redactor)
+            }
+            Err(TransportError::TooLarge) => Failure::Fatal(ProviderError::new(
+                ProviderErrorKind::BadResponse,
+                format!(
+                    "POST {url}: the response body is larger than the {} MiB limit",
+                    MAX_BODY_BYTES / (1024 * 1024)
+                ),
+            )),
             Err(TransportError::Timeout(message)) => Failure::Retry {
                 attempt_kind: "timeout",
                 final_kind: ProviderErrorKind::ProviderUnavailable,
                 status: None,
                 retry_after: None,
-                message,
+                message: format!("POST {url}: {message}"),
             },
             Err(TransportError::Connection(message)) => Failure::Retry {
                 attempt_kind: "connection_failed",
                 final_kind: ProviderErrorKind::ProviderUnavailable,
                 status: None,
                 retry_after: None,
-                message,
+                message: format!("POST {url}: {message}"),
             },
         };
         let (attempt_kind, final_kind, status, retry_after, message) = match failure {
-            Failure::Fatal(error) => return Err(error),
+            Failure::Fatal(error) => {
+                let message = redactor.redact(&error.message).into_owned();
+                return Err(ProviderError::new(error.kind, message));
+            }
             Failure::Retry {
                 attempt_kind,
                 final_kind,
@@ -173,6 +212,7 @@ pub fn send_with_retries(
             } else {
                 format!("{attempt} attempts")
             };
+            let message = redactor.redact(&message).into_owned();
             return Err(ProviderError::new(
                 final_kind,
                 format!("{message} (gave up after {tries})"),
@@ -189,11 +229,24 @@ pub fn send_with_retries(
     }
 }
 
-/// The table in `docs/models.md`, for an answer with a non-success status.
-fn classify(reply: &HttpReply) -> Failure {
+/// The table in `docs/models.md`, for an answer with a non-success status (its body already
+/// redacted).
+fn classify(reply: &HttpReply, url: &str, redactor: &Redactor) -> Failure {
     let status = reply.status;
+    if (300..400).contains(&status) {
+        let location = reply.location.as_deref().unwrap_or("(no Location header)");
+        return Failure::Fatal(ProviderError::new(
+            ProviderErrorKind::BadResponse,
+            format!(
+                "POST {url}: HTTP {status} redirect to {location} not followed (model calls never follow redirects: set the base URL to where the server is)"
+            ),
+        ));
+    }
     let lower = reply.body.to_ascii_lowercase();
-    let message = format!("HTTP {status}: {}", excerpt(&reply.body));
+    let message = format!(
+        "POST {url}: HTTP {status}: {}",
+        excerpt(&reply.body, redactor)
+    );
     let fatal = |kind| Failure::Fatal(ProviderError::new(kind, message.clone()));
     if status == 401 || status == 403 {
         return fatal(ProviderErrorKind::AuthFailed);
@@ -265,8 +318,9 @@ fn jitter() -> f64 {
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The start of an error body, on one line, for messages.
-fn excerpt(body: &str) -> String {
+/// The start of an error body (already redacted whole), on one line, for messages; a cut that
+/// ends in the first part of a key loses it.
+fn excerpt(body: &str, redactor: &Redactor) -> String {
     const LIMIT: usize = 300;
     let flat: String = body
         .chars()
@@ -275,7 +329,7 @@ fn excerpt(body: &str) -> String {
         .collect();
     if flat.chars().count() > LIMIT {
         let cut: String = flat.chars().take(LIMIT).collect();
-        format!("{cut}…")
+        format!("{}…", redactor.redact_cut_tail(&cut))
     } else {
         flat
     }
@@ -284,8 +338,12 @@ fn excerpt(body: &str) -> String {
 /// How a reply with a non-success status is classed, by the table in `docs/models.md`: the kind
 /// of the failed attempt (`rate_limited`, `provider_unavailable`, or a kind retrying cannot help,
 /// such as `auth_failed`) and the failure a call ends with if no later attempt succeeds.
-pub fn classify_reply(reply: &HttpReply) -> (&'static str, ProviderError) {
-    match classify(reply) {
+pub fn classify_reply(
+    reply: &HttpReply,
+    url: &str,
+    redactor: &Redactor,
+) -> (&'static str, ProviderError) {
+    match classify(reply, url, redactor) {
         Failure::Retry {
             attempt_kind,
             final_kind,

@@ -19,6 +19,7 @@ use super::contract::{
     ProviderErrorKind, TurnItem, Usage,
 };
 use crate::run::{Action, HistoryItem, Task};
+use crate::secrets::Redactor;
 use crate::tools::ToolSpec;
 use crate::trace::Summarizer;
 
@@ -146,6 +147,8 @@ impl fmt::Debug for LiveConfig {
 /// A named variable that is unset or empty is a usage error, found before any request.
 pub fn api_key_from_env(var: Option<&str>) -> Result<Option<String>, String> {
     let Some(var) = var else { return Ok(None) };
+    // From now on no child process receives this variable.
+    crate::secrets::forbid_var(var);
     match std::env::var(var) {
         Ok(key) if !key.is_empty() => Ok(Some(key)),
         Ok(_) => Err(format!("the API key variable `{var}` is empty")),
@@ -217,6 +220,8 @@ pub struct LiveModel {
     /// How much of the loop's history is already in the conversation.
     consumed: usize,
     record: CallRecord,
+    /// Takes the key out of every body and message, in any form a server echoes it.
+    redactor: Redactor,
 }
 
 impl LiveModel {
@@ -232,10 +237,12 @@ impl LiveModel {
         tools: Vec<ToolSpec>,
         transport: Box<dyn Transport>,
     ) -> Self {
+        let redactor = Redactor::new(config.api_key.as_deref());
         LiveModel {
             config,
             tools,
             transport,
+            redactor,
             summarizer: Summarizer::from_env(),
             body: None,
             pending: Vec::new(),
@@ -330,13 +337,6 @@ impl LiveModel {
         self.consumed = history.len();
         Ok(())
     }
-
-    fn redact(&self, text: String) -> String {
-        match &self.config.api_key {
-            Some(key) if text.contains(key.as_str()) => text.replace(key.as_str(), "[redacted]"),
-            _ => text,
-        }
-    }
 }
 
 impl Model for LiveModel {
@@ -376,11 +376,11 @@ impl Model for LiveModel {
             &headers,
             &body,
             &policy,
+            &self.redactor,
             &mut self.record.retries,
-        )
-        .map_err(|error| ProviderError::new(error.kind, self.redact(error.message)));
+        );
         self.record.request_body = Some(body);
-        let reply = self.redact(reply?);
+        let reply = reply?;
         let parsed = serde_json::from_str::<Value>(&reply)
             .map_err(|err| {
                 ProviderError::new(

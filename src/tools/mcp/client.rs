@@ -125,7 +125,7 @@ impl McpClient {
             .args(&launch.args)
             .current_dir(&launch.cwd)
             .env_clear()
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .envs(crate::secrets::without_forbidden(launch.env.clone()))
             .process_group(0)
             .kill_on_drop(true);
         // Spawning registers the child with the runtime's reaper, so it happens inside it.
