@@ -443,9 +443,17 @@ fn events_pass_through_as_they_come_and_a_client_leaving_mid_stream_leaves_the_r
     upstream.release();
     let (status, said) = proxy.stop();
     assert!(status.success(), "{said}");
+    // Whether the proxy's next writes fail depends on when the kernel learns the client is
+    // gone: either the call is cut (`client_disconnected`) or its answer went out whole into the
+    // socket. Either way the trace is valid and the run has no ending: the client left.
     let events = read_events(&out);
-    assert_eq!(kinds(&events), ["run_started", "model_retry"]);
-    assert_eq!(events[1]["error_kind"], "client_disconnected");
+    let kinds = kinds(&events);
+    assert_eq!(kinds[0], "run_started");
+    match kinds[1].as_str() {
+        "model_retry" => assert_eq!(events[1]["error_kind"], "client_disconnected"),
+        other => assert_eq!(other, "model_action:tool_call"),
+    }
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
 }
 
 #[test]
