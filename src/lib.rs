@@ -21,6 +21,7 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod secrets;
+pub mod stats;
 pub mod terminal;
 pub mod text;
 pub mod time;

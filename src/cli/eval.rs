@@ -87,6 +87,13 @@ pub struct EvalArgs {
     /// gives pass rates and flaky tasks.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
+    /// Repeat each task only until a sequential test (SPRT) decides whether it passes at least
+    /// `--pass-threshold` of the time, at most MAX runs each (docs/report.md).
+    #[arg(long, value_name = "MAX", conflicts_with_all = ["repeat", "resume", "rerun_failed", "traces"])]
+    pub repeat_until_decided: Option<u32>,
+    /// The pass rate a task must reach under `--repeat-until-decided` (default 0.5).
+    #[arg(long, value_name = "P", requires = "repeat_until_decided")]
+    pub pass_threshold: Option<f64>,
     /// `per-task` (the default): `DIR/traces/<task-id>.jsonl`; `single`: every run in
     /// `DIR/traces.jsonl`. `--rerun-failed` keeps the layout of the results it updates.
     #[arg(long, value_enum)]
@@ -118,6 +125,9 @@ pub struct VerdictArgs {
     /// Accept a baseline from a suite with another name.
     #[arg(long, requires = "baseline")]
     pub baseline_any_suite: bool,
+    /// `--confidence`, `--pass-at`, `--regression-test`.
+    #[command(flatten)]
+    pub stats: super::stats_args::StatsArgs,
 }
 
 /// `--shard K/N|auto`.
@@ -228,14 +238,15 @@ pub fn run(args: EvalArgs) -> CliResult {
     if args.repeat == 0 {
         return Err(CliError::input("--repeat must be at least 1"));
     }
+    let adaptive = super::stats_args::adaptive_rule(&args)?;
+    let repeats = adaptive.as_ref().map_or(args.repeat, |rule| rule.max);
     // Each repeat gets its trace folder before any task runs: a mistyped count must not create
     // millions of them.
-    if args.repeat > MAX_REPEATS {
+    if repeats > MAX_REPEATS {
         return Err(CliError::input(format!(
             "--repeat must be at most {MAX_REPEATS}"
         )));
     }
-    let repeats = args.repeat;
     let shard = args.shard.map(ShardArg::resolve).transpose()?;
     // The registry (compiling its tools' schemas) is built on a thread of its own while the suite
     // is read, which leaves a core idle at its start and end.
@@ -256,6 +267,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         .as_deref()
         .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
+    args.verdicts.stats.check(repeats, baseline.as_ref())?;
     // A rerun takes its folders' locks before it reads the results: an evaluation finishing
     // in between would leave it carrying rows whose runs are gone. In place, it writes that
     // folder; into another, it reads it to its end (the carried traces are copied last).
@@ -356,7 +368,15 @@ pub fn run(args: EvalArgs) -> CliResult {
                     }
                     remove_crashed_rerun_partial(&partial);
                 }
-                print_report(previous, None, None, args.format, args.quiet)?;
+                print_report(
+                    previous,
+                    None,
+                    None,
+                    &args.verdicts.stats.options(),
+                    &[],
+                    args.format,
+                    args.quiet,
+                )?;
                 return Ok(if settled {
                     verdict_of_rows(previous, None)
                 } else {
@@ -661,7 +681,15 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to resume: `{}` is complete (left as it was)",
                     results_path.display()
                 );
-                print_report(&previous, None, None, args.format, args.quiet)?;
+                print_report(
+                    &previous,
+                    None,
+                    None,
+                    &args.verdicts.stats.options(),
+                    &[],
+                    args.format,
+                    args.quiet,
+                )?;
                 return Ok(verdict(&previous, None));
             }
             Resumable::Nothing => eprintln!(
@@ -796,7 +824,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         collected.add(pos, offset, row);
     }
     // Epochs: every task once, then every task again, so an early stop leaves whole epochs.
-    let attempts: Vec<Attempt> = (1..=repeats)
+    // With adaptive repeats, one epoch at a time: each next one runs the undecided tasks only.
+    let epochs = if adaptive.is_some() { 1 } else { repeats };
+    let attempts: Vec<Attempt> = (1..=epochs)
         .flat_map(|repeat| (0..selected.len()).map(move |task| Attempt { task, repeat }))
         .filter(|a| {
             kept.get(position(a.task, a.repeat))
@@ -804,15 +834,22 @@ pub fn run(args: EvalArgs) -> CliResult {
         })
         .collect();
     drop(kept);
+    let most = if adaptive.is_some() {
+        selected.len() * repeats as usize
+    } else {
+        attempts.len()
+    };
     let mode = match (args.quiet, args.progress) {
         (true, _) => ProgressMode::None,
         (false, Some(mode)) => mode,
         (false, None) => ProgressMode::for_stderr(),
     };
-    let progress = Progress::new(attempts.len(), repeats, mode);
+    let progress = Progress::new(most, repeats, mode);
+    // The runs of the epochs before this one, so the progress line counts on across epochs.
+    let done_before = std::sync::atomic::AtomicUsize::new(0);
     let on_done = |done: usize, task: &TaskResult| {
         if let Some(progress) = &progress {
-            progress.task_done(done, task);
+            progress.task_done(done_before.load(Ordering::SeqCst) + done, task);
         }
     };
     let options = RunnerOptions {
@@ -828,18 +865,41 @@ pub fn run(args: EvalArgs) -> CliResult {
         task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
     };
     let collected = std::sync::Mutex::new(collected);
-    let on_row = |i: usize, row: TaskResult| {
-        let attempt = attempts[i];
-        let offset = log
-            .append(&row)
-            .map_err(|err| format!("failed to write `{}`: {err}", log.path().display()))?;
-        let mut collected = collected
+    let mut attempts = attempts;
+    let mut planned = attempts.len();
+    let mut decisions = None;
+    let ran = loop {
+        let batch = &attempts;
+        let on_row = |i: usize, row: TaskResult| {
+            let attempt = batch[i];
+            let offset = log
+                .append(&row)
+                .map_err(|err| format!("failed to write `{}`: {err}", log.path().display()))?;
+            let mut collected = collected
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            collected.add(position(attempt.task, attempt.repeat), offset, &row);
+            Ok(())
+        };
+        let ran = run_tasks(&selected, batch, &tools, &options, &on_row);
+        done_before.fetch_add(batch.len(), Ordering::SeqCst);
+        let Some(rule) = &adaptive else { break ran };
+        if ran.is_err() || stop.load(Ordering::SeqCst) {
+            break ran;
+        }
+        let counts = collected
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        collected.add(position(attempt.task, attempt.repeat), offset, &row);
-        Ok(())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .passes
+            .clone();
+        let next = next_epoch(rule, &counts);
+        decisions = Some(next.0);
+        attempts = next.1;
+        if attempts.is_empty() {
+            break ran;
+        }
+        planned += attempts.len();
     };
-    let ran = run_tasks(&selected, &attempts, &tools, &options, &on_row);
     if let Some(progress) = &progress {
         progress.finish();
     }
@@ -848,7 +908,25 @@ pub fn run(args: EvalArgs) -> CliResult {
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let rows_written = collected.totals.tasks;
-    let interrupted = stop.load(Ordering::SeqCst) && rows_written < total;
+    let interrupted = stop.load(Ordering::SeqCst)
+        && match &adaptive {
+            Some(_) => rows_written < planned || !attempts.is_empty() && decisions.is_none(),
+            None => rows_written < total,
+        };
+    if let (Some(rule), Some(decisions), false) = (&adaptive, &decisions, args.quiet) {
+        eprintln!(
+            "{}",
+            adaptive_summary(rule, decisions, rows_written, selected.len())
+        );
+    }
+    // With adaptive repeats, the verdict is the test's: every task that ran decided `pass`.
+    let adaptive_passed = decisions.as_ref().map(|decisions| {
+        decisions
+            .iter()
+            .zip(&collected.passes)
+            .filter(|(_, (_, runs))| *runs > 0)
+            .all(|(decision, _)| *decision == looptrace::stats::Decision::Pass)
+    });
     if kept_count > 0 {
         eprintln!(
             "resumed: kept {} from `{}`, ran {}",
@@ -871,6 +949,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         shard,
         selection,
         repeats: (repeats > 1).then_some(repeats),
+        adaptive: adaptive.clone(),
         capture: suite.capture,
         interrupted,
         partial: false,
@@ -1041,7 +1120,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         };
         in_scope(b, &suite, &compared)
     });
-    let comparison = scoped.as_ref().map(|b| {
+    let mut comparison = scoped.as_ref().map(|b| {
         if previous.is_some() || counted.is_empty() {
             return compare(b, &results);
         }
@@ -1052,6 +1131,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             .map(|(task, counts)| (task.id.as_str(), counts));
         compare_counted(b, ran)
     });
+    judge(&mut comparison, &args.verdicts.stats)?;
     if let Some(html) = &args.verdicts.html {
         let view = scoped
             .as_ref()
@@ -1059,14 +1139,32 @@ pub fn run(args: EvalArgs) -> CliResult {
             .map(|(b, c)| super::html::baseline_of(c, b, &results));
         let title = format!("looptrace eval: {}", results.suite.name);
         let folder = |_: &looptrace::eval::TaskResult| out.clone();
-        super::html::write_results_page(html, &title, &results, &folder, view.as_ref())?;
+        super::html::write_results_page(
+            html,
+            &title,
+            &results,
+            &folder,
+            view.as_ref(),
+            &args.verdicts.stats.options(),
+            comparison.as_ref().and_then(|c| c.paired.as_ref()),
+        )?;
     }
     // The console shows the suite's expected values in full; the files keep their summaries.
     let shown = looptrace::eval::for_console(&results, &suite, &options.summarizer);
+    // Flaky tasks and where their runs parted, read back from what was written.
+    let flaky = if repeats > 1 && !args.quiet {
+        read_results(&results_path)
+            .map(|written| looptrace::eval::flaky_tasks(&written, &|_| out.clone()))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     print_report(
         &shown,
         comparison.as_ref(),
         pass_rates,
+        &args.verdicts.stats.options(),
+        &flaky,
         args.format,
         args.quiet,
     )?;
@@ -1106,7 +1204,31 @@ pub fn run(args: EvalArgs) -> CliResult {
             results_path.display()
         );
     }
-    Ok(verdict(&results, comparison.as_ref()))
+    Ok(adaptive_passed
+        .and_then(|passed| adaptive_outcome(&results, passed, comparison.as_ref()))
+        .unwrap_or_else(|| verdict(&results, comparison.as_ref())))
+}
+
+/// The exit code of adaptive repeats whose tasks all decided `pass` (`passed`) or not: 0 only
+/// when they did and no task ended in an internal error it did not expect. `None` when a
+/// statistical comparison with a baseline decides instead.
+pub(super) fn adaptive_outcome(
+    results: &ResultsFile,
+    passed: bool,
+    comparison: Option<&Comparison>,
+) -> Option<Outcome> {
+    if comparison.is_some_and(Comparison::tested) {
+        return None;
+    }
+    let unexpected = results.tasks.iter().any(|t| {
+        t.exit_reason == looptrace::run::ExitReason::InternalError
+            && t.expectation != looptrace::eval::Verdict::Met
+    });
+    Some(if passed && !unexpected {
+        Outcome::Success
+    } else {
+        Outcome::Failures
+    })
 }
 
 /// What the evaluation keeps of its rows while they are written to the partial file.
@@ -1134,7 +1256,7 @@ impl Collected {
             offsets: vec![None; total],
             totals: Totals::zero(),
             failing: Vec::new(),
-            passes: vec![(0, 0); per_task(repeats > 1)],
+            passes: vec![(0, 0); tasks],
             outcomes: vec![OutcomeCounts::default(); per_task(baseline)],
             repeats,
             all,
@@ -1146,7 +1268,7 @@ impl Collected {
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;
-            *passed += u32::from(!row.fails());
+            *passed += u32::from(row.passes());
         }
         if let Some(counts) = self.outcomes.get_mut(position / self.repeats) {
             counts.add(row, position);
@@ -1169,12 +1291,67 @@ impl Collected {
                 .filter(|(_, (_, runs))| *runs > 0)
                 .map(|(task, &(passed, runs))| PassRate {
                     id: task.id.as_str(),
+                    model: task.model.kind(),
                     passed,
                     runs,
                 })
                 .collect(),
         )
     }
+}
+
+/// After an epoch of adaptive repeats: each task's decision so far, and the next epoch's attempts
+/// (the undecided tasks that have not yet run `rule.max` times).
+fn next_epoch(
+    rule: &looptrace::stats::AdaptiveRule,
+    counts: &[(u32, u32)],
+) -> (Vec<looptrace::stats::Decision>, Vec<Attempt>) {
+    use looptrace::stats::Decision;
+    let sprt = rule.sprt();
+    let decisions: Vec<Decision> = counts
+        .iter()
+        .map(|&(passed, runs)| sprt.decide(passed, runs))
+        .collect();
+    let attempts = decisions
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .filter(|(_, (decision, (_, runs)))| {
+            **decision == Decision::Undecided && *runs > 0 && *runs < rule.max
+        })
+        .map(|(task, (_, (_, runs)))| Attempt {
+            task,
+            repeat: runs + 1,
+        })
+        .collect();
+    (decisions, attempts)
+}
+
+/// `adaptive repeats: 23 runs of at most 60 (37 saved, 62%); 2 tasks pass, 1 fails, 0 undecided`.
+fn adaptive_summary(
+    rule: &looptrace::stats::AdaptiveRule,
+    decisions: &[looptrace::stats::Decision],
+    runs: usize,
+    tasks: usize,
+) -> String {
+    use looptrace::stats::Decision;
+    let most = tasks * rule.max as usize;
+    let saved = most.saturating_sub(runs);
+    let count = |d: Decision| decisions.iter().filter(|x| **x == d).count();
+    format!(
+        "adaptive repeats (SPRT, pass rate at least {} vs below, error levels {}): {} of at most {most} ({saved} saved, {:.0}%); {} pass, {} fail, {} undecided",
+        rule.pass_threshold,
+        rule.alpha,
+        looptrace::plural(runs as u64, "run", "runs"),
+        if most == 0 {
+            0.0
+        } else {
+            saved as f64 * 100.0 / most as f64
+        },
+        looptrace::plural(count(Decision::Pass) as u64, "task", "tasks"),
+        count(Decision::Fail),
+        count(Decision::Undecided)
+    )
 }
 
 /// Says on stderr which traces of earlier evaluations were removed from `DIR/traces`, and which
@@ -1821,6 +1998,8 @@ pub(super) fn print_report<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     pass_rates: Option<Vec<PassRate<'a>>>,
+    stats: &looptrace::stats::StatsOptions,
+    flaky: &'a [looptrace::eval::FlakyTask],
     format: FormatArg,
     quiet: bool,
 ) -> Result<(), CliError> {
@@ -1828,7 +2007,15 @@ pub(super) fn print_report<'a>(
         summary_line(results, comparison, pass_rates)
     } else {
         let style = super::common::stdout_style();
-        looptrace::eval::render_report_with(results, comparison, pass_rates, format.into(), style)
+        looptrace::eval::render_report_full(
+            results,
+            comparison,
+            pass_rates,
+            stats,
+            flaky,
+            format.into(),
+            style,
+        )
     };
     let mut out = super::common::outcome_stdout();
     out.write_all(text.as_bytes())?;
@@ -1844,10 +2031,33 @@ pub(super) fn verdict(results: &ResultsFile, comparison: Option<&Comparison>) ->
     verdict_of_rows(results, comparison)
 }
 
-/// The verdict of the rows alone, whether or not the results were interrupted.
+/// Runs the paired regression test of `--baseline` (`--regression-test` at `--confidence`).
+pub(super) fn judge(
+    comparison: &mut Option<Comparison>,
+    stats: &super::stats_args::StatsArgs,
+) -> Result<(), CliError> {
+    match comparison {
+        Some(c) => c
+            .judge(stats.test(), stats.confidence)
+            .map_err(CliError::Input),
+        None => Ok(()),
+    }
+}
+
+/// The verdict of the rows alone, whether or not the results were interrupted. Under a
+/// statistical test (`--baseline` without `--regression-test none`), only a statistically clear
+/// regression or an internal error a task did not expect fails it: a task failing as it failed
+/// before does not.
 fn verdict_of_rows(results: &ResultsFile, comparison: Option<&Comparison>) -> Outcome {
-    let failed = results.tasks.iter().any(|t| t.fails());
-    let regressed = comparison.is_some_and(|c| !c.regressions.is_empty());
+    let failed = if comparison.is_some_and(Comparison::tested) {
+        results.tasks.iter().any(|t| {
+            t.exit_reason == looptrace::run::ExitReason::InternalError
+                && t.expectation != looptrace::eval::Verdict::Met
+        })
+    } else {
+        results.tasks.iter().any(|t| t.fails())
+    };
+    let regressed = comparison.is_some_and(Comparison::regressed);
     if failed || regressed {
         Outcome::Failures
     } else {

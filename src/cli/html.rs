@@ -234,8 +234,25 @@ pub fn write_results_page(
     results: &ResultsFile,
     folder: &dyn Fn(&TaskResult) -> PathBuf,
     baseline: Option<&Baseline>,
+    stats: &looptrace::stats::StatsOptions,
+    paired: Option<&looptrace::stats::PairedVerdict>,
 ) -> Result<(), CliError> {
     let (report, runs) = results_page_data(results, folder)?;
+    let counts: Vec<looptrace::stats::TaskCounts<'_>> = looptrace::eval::pass_rates_of(results)
+        .iter()
+        .map(|r| looptrace::stats::TaskCounts {
+            id: r.id,
+            model: r.model,
+            runs: r.runs,
+            successes: r.passed,
+        })
+        .collect();
+    let (task_stats, suite_stats) = looptrace::stats::statistics(&counts, stats);
+    let statistics = looptrace::html::Statistics {
+        tasks: &task_stats,
+        suite: &suite_stats,
+        paired,
+    };
     let mut context = vec![format!(
         "suite {} ({} of {} tasks)",
         results.suite.name,
@@ -252,6 +269,7 @@ pub fn write_results_page(
         runs: &runs,
         verdict: "expectation",
         baseline,
+        statistics: Some(&statistics),
     };
     write_output(Some(path), &looptrace::html::render(&page), &[])?;
     Ok(())
@@ -263,6 +281,7 @@ pub fn write_merged_page(
     merged: &ResultsFile,
     inputs: &[(String, ResultsFile)],
     paths: &[PathBuf],
+    stats: &looptrace::stats::StatsOptions,
 ) -> Result<(), CliError> {
     let mut folders = std::collections::HashMap::new();
     for ((_, results), path) in inputs.iter().zip(paths) {
@@ -278,5 +297,5 @@ pub fn write_merged_page(
             .unwrap_or_else(|| PathBuf::from("."))
     };
     let title = format!("looptrace merge: {}", merged.suite.name);
-    write_results_page(html, &title, merged, &folder, None)
+    write_results_page(html, &title, merged, &folder, None, stats, None)
 }

@@ -149,9 +149,11 @@ fn convert_all(
 ) -> Result<u64, CliError> {
     let mut ids = RunIds::default();
     let mut runs = 0;
+    let batch = import::BatchFolders::of(files);
     for file in files {
-        let (_, count) =
-            import::convert(file, from, options, &mut ids, out).map_err(import_error)?;
+        let covered = batch.covered(file);
+        let (_, count) = import::convert_leaving_out(file, from, options, &mut ids, covered, out)
+            .map_err(import_error)?;
         runs += count;
     }
     Ok(runs)
@@ -221,6 +223,7 @@ pub fn detect_and_import(
     path: &Path,
     capture: Capture,
     ids: &mut RunIds,
+    covered: Option<&std::collections::HashSet<String>>,
 ) -> Result<Detected, CliError> {
     let name = path
         .file_name()
@@ -274,7 +277,8 @@ pub fn detect_and_import(
         capture,
         summarizer: Summarizer::from_env(),
     };
-    import::convert(path, Some(importer), &options, ids, &mut out).map_err(import_error)?;
+    import::convert_leaving_out(path, Some(importer), &options, ids, covered, &mut out)
+        .map_err(import_error)?;
     out.flush()?;
     Ok(Detected::Foreign(temp))
 }
@@ -395,6 +399,8 @@ fn detect_all(
     let slots: Vec<std::sync::Mutex<Slot>> =
         files.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let paths: Vec<PathBuf> = files.iter().map(|(path, _, _)| path.clone()).collect();
+    let batch = import::BatchFolders::of(&paths);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len());
@@ -407,8 +413,8 @@ fn detect_all(
                         break;
                     };
                     let mut ids = RunIds::default();
-                    let result =
-                        detect_and_import(path, capture, &mut ids).map(|found| (found, ids));
+                    let result = detect_and_import(path, capture, &mut ids, batch.covered(path))
+                        .map(|found| (found, ids));
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(result);
                     }
@@ -430,7 +436,7 @@ fn detect_all(
             Ok(()) => found,
             Err(_) => {
                 drop(found);
-                detect_and_import(path, capture, &mut ids)?
+                detect_and_import(path, capture, &mut ids, batch.covered(path))?
             }
         };
         detected.push(found);

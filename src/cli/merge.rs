@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::common::same_file;
-use super::eval::{FormatArg, VerdictArgs, print_report, read_baseline, verdict};
+use super::eval::{
+    FormatArg, VerdictArgs, adaptive_outcome, judge, print_report, read_baseline, verdict,
+};
 use super::folder_locks::{lock_read, lock_read_linked};
 use super::output_checks::{
     Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
@@ -150,9 +152,24 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
         refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
     }
+    // McNemar's test with repeats is refused before anything is written.
+    let merged_repeats = if merged.tasks.iter().any(|t| t.repeat.is_some()) {
+        merged.repeats.unwrap_or(1).max(2)
+    } else {
+        1
+    };
+    args.verdicts
+        .stats
+        .check_test(merged_repeats, baseline.as_ref())?;
     // The page first: it reads the shards' traces, and a trace it cannot read leaves nothing written.
     if let Some(html) = &args.verdicts.html {
-        super::html::write_merged_page(html, &merged, &results, &args.results)?;
+        super::html::write_merged_page(
+            html,
+            &merged,
+            &results,
+            &args.results,
+            &args.verdicts.stats.options(),
+        )?;
     }
     if let Some(out) = &args.out {
         write_results(out, &merged).map_err(|err| {
@@ -164,9 +181,10 @@ pub fn merge(args: MergeArgs) -> CliResult {
             CliError::input(format!("failed to write `{}`: {err}", junit.display()))
         })?;
     }
-    let comparison = baseline
+    let mut comparison = baseline
         .as_ref()
         .map(|b| compare(&merge_scope(b, &merged), &merged));
+    judge(&mut comparison, &args.verdicts.stats)?;
     let shown = match &suite {
         Some(suite) => {
             let summarizer = Summarizer::from_env();
@@ -177,14 +195,52 @@ pub fn merge(args: MergeArgs) -> CliResult {
         }
         None => std::borrow::Cow::Borrowed(&merged),
     };
-    print_report(&shown, comparison.as_ref(), None, args.format, args.quiet)?;
+    // Each row's trace lies beside the shard results it came from.
+    let folders: std::collections::HashMap<(&str, Option<u32>), std::path::PathBuf> = results
+        .iter()
+        .zip(&args.results)
+        .flat_map(|((_, shard), path)| {
+            let folder = super::output_checks::folder_of(path);
+            shard
+                .tasks
+                .iter()
+                .map(move |row| ((row.id.as_str(), row.repeat), folder.clone()))
+        })
+        .collect();
+    let flaky = if args.quiet {
+        Vec::new()
+    } else {
+        looptrace::eval::flaky_tasks(&merged, &|row| {
+            folders
+                .get(&(row.id.as_str(), row.repeat))
+                .cloned()
+                .unwrap_or_default()
+        })
+    };
+    print_report(
+        &shown,
+        comparison.as_ref(),
+        None,
+        &args.verdicts.stats.options(),
+        &flaky,
+        args.format,
+        args.quiet,
+    )?;
     if merged.partial {
         for gap in &gaps {
             eprintln!("partial: {gap}");
         }
         return Ok(Outcome::Failures);
     }
-    Ok(verdict(&merged, comparison.as_ref()))
+    // Adaptive repeats: the sequential test's decisions, recomputed from the rows, decide.
+    let adaptive = merged.adaptive.as_ref().and_then(|rule| {
+        let sprt = rule.sprt();
+        let passed = looptrace::eval::pass_rates_of(&merged)
+            .iter()
+            .all(|r| sprt.decide(r.passed, r.runs) == looptrace::stats::Decision::Pass);
+        adaptive_outcome(&merged, passed, comparison.as_ref())
+    });
+    Ok(adaptive.unwrap_or_else(|| verdict(&merged, comparison.as_ref())))
 }
 
 /// Fails when an output is a file the suite reads: its tools file, or a recording one of its

@@ -22,6 +22,7 @@ mod replay;
 mod report;
 mod run;
 mod show;
+mod stats_args;
 mod tools;
 
 pub use app::main;

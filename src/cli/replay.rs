@@ -326,6 +326,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
                 runs: &table,
                 verdict: "replay",
                 baseline: None,
+                statistics: None,
             })
         }
     };

@@ -131,6 +131,7 @@ pub fn run(args: ReportArgs) -> CliResult {
                 runs: &rows,
                 verdict: "gate",
                 baseline: None,
+                statistics: None,
             };
             let bytes = looptrace::html::render(&page);
             return super::html::write_output(args.output.as_deref(), &bytes, &named);

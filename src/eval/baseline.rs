@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::expect::Verdict;
 use super::results::{ResultsFile, TaskResult};
 use crate::run::ExitReason;
+use crate::stats::{PairedCounts, PairedVerdict, RegressionTest};
 
 /// The comparison with a baseline.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
     /// `(old exit reason, new exit reason)` → tasks, for tasks in both files; a repeated task
     /// counts once, with the exit reason most of its runs ended with.
@@ -24,6 +25,38 @@ pub struct Comparison {
     pub added: Vec<String>,
     /// Tasks only in the baseline.
     pub removed: Vec<String>,
+    /// Each task in both files: the runs that passed and ran on each side, in the current order.
+    pub pairs: Vec<PairedCounts>,
+    /// The paired test over `pairs`, once [`Comparison::judge`] ran it.
+    pub paired: Option<PairedVerdict>,
+}
+
+impl Comparison {
+    /// Runs the paired regression test (`--regression-test`, default `sign` when either side
+    /// has repeats, else `mcnemar`) at `confidence`; `mcnemar` with repeats is refused.
+    pub fn judge(&mut self, test: Option<RegressionTest>, confidence: f64) -> Result<(), String> {
+        let repeats = self.pairs.iter().any(|p| p.before.1 > 1 || p.now.1 > 1);
+        let test = test.unwrap_or(RegressionTest::default_for(repeats));
+        self.paired = Some(crate::stats::judge(&self.pairs, test, confidence)?);
+        Ok(())
+    }
+
+    /// Whether the comparison finds a regression that fails the evaluation: under a statistical
+    /// test, one that is statistically clear; under `none` (or before judging), any task that
+    /// moved down.
+    pub fn regressed(&self) -> bool {
+        match &self.paired {
+            Some(v) if v.test != RegressionTest::None => v.regression,
+            _ => !self.regressions.is_empty(),
+        }
+    }
+
+    /// Whether a statistical test decides the exit code (not `none`).
+    pub fn tested(&self) -> bool {
+        self.paired
+            .as_ref()
+            .is_some_and(|v| v.test != RegressionTest::None)
+    }
 }
 
 /// Compares `current` with `baseline`, task by task.
@@ -57,6 +90,11 @@ fn compare_outcomes(old: Vec<Outcome<'_>>, new: Vec<Outcome<'_>>) -> Comparison 
             .transitions
             .entry((before.typical, now.typical))
             .or_default() += 1;
+        comparison.pairs.push(PairedCounts {
+            id: now.id.to_owned(),
+            before: (before.passed, before.runs),
+            now: (now.passed, now.runs),
+        });
         match moved(before, now) {
             Some(Move::Worse(why)) => comparison.regressions.push((now.id.to_owned(), why)),
             Some(Move::Better(why)) => comparison.improvements.push((now.id.to_owned(), why)),
@@ -82,6 +120,8 @@ struct Outcome<'a> {
     met: u32,
     /// Runs that finished.
     finished: u32,
+    /// Runs that passed ([`TaskResult::passes`]).
+    passed: u32,
     /// The exit reason most runs ended with; a tie goes to the earliest run's.
     typical: ExitReason,
 }
@@ -93,6 +133,7 @@ pub struct OutcomeCounts {
     checked: u32,
     met: u32,
     finished: u32,
+    passed: u32,
     /// Runs per exit reason, in [`ExitReason::ALL`] order.
     reasons: [u32; 4],
     /// The earliest run (by its order among the task's runs) that ended with each exit reason.
@@ -106,6 +147,7 @@ impl OutcomeCounts {
         self.checked += u32::from(row.expectation != Verdict::None);
         self.met += u32::from(row.expectation == Verdict::Met);
         self.finished += u32::from(row.exit_reason == ExitReason::Finished);
+        self.passed += u32::from(row.passes());
         let k = reason_index(row.exit_reason);
         self.reasons[k] += 1;
         self.first[k] = Some(self.first[k].map_or(order, |f| f.min(order)));
@@ -130,6 +172,7 @@ impl OutcomeCounts {
             checked: self.checked,
             met: self.met,
             finished: self.finished,
+            passed: self.passed,
             typical,
         }
     }

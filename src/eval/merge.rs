@@ -71,6 +71,11 @@ pub fn merge_results_of(
                 first.repeats.unwrap_or(1)
             ));
         }
+        if results.adaptive != first.adaptive {
+            return Err(format!(
+                "`{name}` and `{first_name}` stopped repeating by different rules (--repeat-until-decided, --pass-threshold, --confidence): refusing to merge them"
+            ));
+        }
         if results.partial {
             return Err(format!(
                 "`{name}` is itself a partial merge: merge the shard results it came from instead"

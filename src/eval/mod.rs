@@ -4,12 +4,14 @@
 mod baseline;
 mod corpus;
 mod expect;
+mod flaky;
 mod folder_lock;
 mod junit;
 mod layout;
 mod merge;
 mod partial;
 mod render;
+mod render_stats;
 mod rerun;
 mod rerun_aside;
 mod results;
@@ -27,6 +29,7 @@ mod suite_split;
 pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
+pub use flaky::{Divergence, FlakyTask, first_divergence, flaky_tasks};
 pub use folder_lock::{FolderLock, LockMode, lock_folder};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
@@ -39,8 +42,8 @@ pub use partial::{
     PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
 };
 pub use render::{
-    FAILED_SHOWN, PassRate, ReportFormat, reason_label, render_report, render_report_styled,
-    render_report_with, summary_line,
+    FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
+    render_report_full, render_report_styled, render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
 pub use rerun_aside::{RerunLeftovers, aside_of, find_rerun_leftovers, join_aside, swap_in_aside};

@@ -7,9 +7,12 @@ use serde_json::{Value, json};
 
 use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
+use super::flaky::FlakyTask;
+use super::render_stats::{StatsView, marked, paired_lines};
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
 use crate::run::ExitReason;
+use crate::stats::StatsOptions;
 use crate::terminal::Style;
 use crate::text::markdown_cell;
 
@@ -56,10 +59,27 @@ pub fn render_report_with<'a>(
     format: ReportFormat,
     style: Style,
 ) -> String {
+    let stats = StatsOptions::default();
+    render_report_full(results, comparison, pass_rates, &stats, &[], format, style)
+}
+
+/// [`render_report_with`] with the statistics' options (`--confidence`, `--pass-at`) and the
+/// flaky tasks' divergences.
+pub fn render_report_full<'a>(
+    results: &'a ResultsFile,
+    comparison: Option<&'a Comparison>,
+    pass_rates: Option<Vec<PassRate<'a>>>,
+    stats: &StatsOptions,
+    flaky: &'a [FlakyTask],
+    format: ReportFormat,
+    style: Style,
+) -> String {
     let mut report = Report::new(results, comparison);
     if pass_rates.is_some() {
         report.pass_rates = pass_rates;
     }
+    report.stats = stats.clone();
+    report.flaky = flaky;
     report.style = style;
     match format {
         ReportFormat::Table => report.table(),
@@ -100,6 +120,18 @@ pub fn summary_line<'a>(
             "; {} against the baseline",
             plural(c.regressions.len() as u64, "regression", "regressions")
         ));
+        if let Some(v) = c.paired.as_ref().filter(|_| c.tested()) {
+            let finding = if v.regression {
+                "statistically clear"
+            } else {
+                "not statistically clear"
+            };
+            line.push_str(&format!(
+                " ({finding}: {} test p = {})",
+                v.test.as_str(),
+                super::render_stats::p_text(v.p_value.unwrap_or(1.0))
+            ));
+        }
     }
     line.push('\n');
     line
@@ -129,8 +161,14 @@ struct Report<'a> {
     rows: Vec<(ExitReason, usize, f64)>,
     /// The failing rows: the task (with its repeat, if any), exit reason and why.
     failed: Vec<(String, &'a TaskResult, String)>,
-    /// With `--repeat`: each task's passing repeats and repeats, in suite order.
+    /// Each task's passing runs and runs, in suite order (`None` only when given none to count).
     pass_rates: Option<Vec<PassRate<'a>>>,
+    /// Whether tasks ran more than once (`--repeat`): the report then has its repeats section.
+    repeated: bool,
+    /// `--confidence` and `--pass-at`.
+    stats: StatsOptions,
+    /// The flaky tasks with where their runs diverged, when looked for.
+    flaky: &'a [FlakyTask],
 }
 
 /// How often one task passed over its repeats.
@@ -138,7 +176,9 @@ struct Report<'a> {
 pub struct PassRate<'a> {
     /// The task id.
     pub id: &'a str,
-    /// Repeats that did not fail the evaluation.
+    /// The model its rows name.
+    pub model: &'a str,
+    /// Repeats that passed ([`TaskResult::passes`]).
     pub passed: u32,
     /// Repeats that ran.
     pub runs: u32,
@@ -155,25 +195,33 @@ impl PassRate<'_> {
     }
 }
 
-/// Per-task pass rates (a row passes when it does not fail the evaluation), when the rows are
-/// repeats.
+/// Whether the rows are repeats.
+fn repeated(results: &ResultsFile) -> bool {
+    results.repeats.unwrap_or(1) > 1 || results.tasks.iter().any(|t| t.repeat.is_some())
+}
+
+/// Each task's passing runs and runs, counted from `results`' rows, in the order the tasks first
+/// appear: what the statistics are computed from.
+pub fn pass_rates_of(results: &ResultsFile) -> Vec<PassRate<'_>> {
+    pass_rates(results).unwrap_or_default()
+}
+
+/// Per-task pass rates ([`TaskResult::passes`]), counted from the rows.
 fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
-    if results.repeats.unwrap_or(1) <= 1 && results.tasks.iter().all(|t| t.repeat.is_none()) {
-        return None;
-    }
     let mut rates: Vec<PassRate<'_>> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for task in &results.tasks {
         let i = *index.entry(task.id.as_str()).or_insert_with(|| {
             rates.push(PassRate {
                 id: task.id.as_str(),
+                model: task.model.as_str(),
                 passed: 0,
                 runs: 0,
             });
             rates.len() - 1
         });
         rates[i].runs += 1;
-        if !task.fails() {
+        if task.passes() {
             rates[i].passed += 1;
         }
     }
@@ -213,7 +261,43 @@ impl<'a> Report<'a> {
             rows,
             failed,
             pass_rates: pass_rates(results),
+            repeated: repeated(results),
+            stats: StatsOptions::default(),
+            flaky: &[],
         }
+    }
+
+    /// The flaky tasks' divergences, one line each.
+    fn divergence_lines(&self) -> Vec<String> {
+        self.flaky
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: {} of {} passed; {}",
+                    f.id,
+                    f.passed,
+                    plural(u64::from(f.runs), "run", "runs"),
+                    f.divergence.describe()
+                )
+            })
+            .collect()
+    }
+
+    /// The statistics of the tasks' pass rates.
+    fn statistics(&self) -> Option<StatsView> {
+        self.pass_rates
+            .as_ref()
+            .map(|rates| StatsView::of(rates, &self.stats))
+    }
+
+    /// The paired test, when the comparison ran one.
+    fn paired(&self) -> Option<&'a crate::stats::PairedVerdict> {
+        self.comparison.and_then(|c| c.paired.as_ref())
+    }
+
+    /// The pass rates the repeats section shows: only when tasks ran more than once.
+    fn repeat_rates(&self) -> Option<&Vec<PassRate<'a>>> {
+        self.pass_rates.as_ref().filter(|_| self.repeated)
     }
 
     fn title(&self) -> String {
@@ -359,8 +443,11 @@ impl<'a> Report<'a> {
                 out.push('\n');
             }
         }
-        if let Some(rates) = &self.pass_rates {
+        if let Some(rates) = self.repeat_rates() {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            for line in self.divergence_lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
                 let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
@@ -379,6 +466,9 @@ impl<'a> Report<'a> {
                 out.push_str(&format!("{table}\n"));
             }
         }
+        if let Some(view) = self.statistics() {
+            out.push_str(&view.table(&style, self.repeated));
+        }
         if let Some(c) = self.comparison {
             out.push_str("\nCompared with the baseline:\n");
             let mut table = style.table(vec!["baseline", "now", "tasks"]);
@@ -390,8 +480,19 @@ impl<'a> Report<'a> {
             }
             align_right(&mut table, &[2]);
             out.push_str(&format!("{table}\n"));
-            out.push_str(&list_block("Regressions", &c.regressions));
-            out.push_str(&list_block("Improvements", &c.improvements));
+            if let Some(v) = self.paired() {
+                for line in paired_lines(v, self.stats.confidence) {
+                    out.push_str(&format!("{line}\n"));
+                }
+            }
+            out.push_str(&list_block(
+                "Regressions",
+                &marked(&c.regressions, self.paired()),
+            ));
+            out.push_str(&list_block(
+                "Improvements",
+                &marked(&c.improvements, self.paired()),
+            ));
             if !c.added.is_empty() {
                 out.push_str(&format!("New tasks: {}\n", c.added.join(", ")));
             }
@@ -433,8 +534,11 @@ impl<'a> Report<'a> {
                 ));
             }
         }
-        if let Some(rates) = &self.pass_rates {
+        if let Some(rates) = self.repeat_rates() {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
+            for line in self.divergence_lines() {
+                out.push_str(&format!("\n- {}\n", markdown_cell(&line)));
+            }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
                 out.push_str("\n| task | passed | pass rate | flaky |\n|---|---:|---:|---|\n");
@@ -450,6 +554,9 @@ impl<'a> Report<'a> {
                 }
             }
         }
+        if let Some(view) = self.statistics() {
+            out.push_str(&view.markdown(self.repeated));
+        }
         if let Some(c) = self.comparison {
             out.push_str(
                 "\n#### Compared with the baseline\n\n| baseline | now | tasks |\n|---|---|---:|\n",
@@ -457,9 +564,15 @@ impl<'a> Report<'a> {
             for (a, b, n) in self.transitions() {
                 out.push_str(&format!("| {a} | {b} | {n} |\n"));
             }
+            if let Some(v) = self.paired() {
+                out.push('\n');
+                for line in paired_lines(v, self.stats.confidence) {
+                    out.push_str(&format!("{}\n\n", markdown_cell(&line)));
+                }
+            }
             for (title, items) in [
-                ("Regressions", &c.regressions),
-                ("Improvements", &c.improvements),
+                ("Regressions", &marked(&c.regressions, self.paired())),
+                ("Improvements", &marked(&c.improvements, self.paired())),
             ] {
                 out.push_str(&format!(
                     "\n**{title}:**{}\n",
@@ -505,13 +618,19 @@ impl<'a> Report<'a> {
                 row
             }).collect::<Vec<_>>(),
         });
-        if let Some(rates) = &self.pass_rates {
+        if let Some(rates) = self.repeat_rates() {
             value["repeats"] = json!(r.repeats);
             value["pass_rates"] = rates
                 .iter()
                 .map(|p| json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()}))
                 .collect();
             value["flaky_tasks"] = rates.iter().filter(|p| p.flaky()).map(|p| p.id).collect();
+            if !self.flaky.is_empty() {
+                value["flakiness"] = json!(self.flaky);
+            }
+        }
+        if let Some(view) = self.statistics() {
+            value["statistics"] = view.json();
         }
         if r.partial {
             value["partial"] = json!(true);
@@ -525,6 +644,9 @@ impl<'a> Report<'a> {
                 "added": c.added,
                 "removed": c.removed,
             });
+            if let Some(v) = self.paired() {
+                value["baseline"]["paired"] = json!(v);
+            }
         }
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');
@@ -555,7 +677,7 @@ impl<'a> Report<'a> {
                 &format!("{}: {why}", task.exit_reason),
             ]));
         }
-        for rate in self.pass_rates.iter().flatten() {
+        for rate in self.repeat_rates().into_iter().flatten() {
             out.push_str(&csv_row(&[
                 "pass_rate",
                 rate.id,
@@ -568,7 +690,31 @@ impl<'a> Report<'a> {
                 ),
             ]));
         }
+        for f in self.flaky {
+            out.push_str(&csv_row(&[
+                "flaky",
+                &f.id,
+                &f.passed.to_string(),
+                &format!("{:.4}", f64::from(f.passed) / f64::from(f.runs.max(1))),
+                &f.divergence.describe(),
+            ]));
+        }
+        if let Some(view) = self.statistics() {
+            out.push_str(&view.csv(&|fields| csv_row(fields)));
+        }
         if let Some(c) = self.comparison {
+            if let Some(v) = self.paired() {
+                out.push_str(&csv_row(&[
+                    "paired_test",
+                    v.test.as_str(),
+                    &v.tasks.to_string(),
+                    &v.p_value.map_or(String::new(), |p| format!("{p:.6}")),
+                    &format!(
+                        "worse={};better={};ties={};regression={};difference={:.4};ci_low={:.4};ci_high={:.4}",
+                        v.worse, v.better, v.ties, v.regression, v.difference, v.ci_low, v.ci_high
+                    ),
+                ]));
+            }
             for (a, b, n) in self.transitions() {
                 out.push_str(&csv_row(&[
                     "transition",
@@ -603,7 +749,7 @@ fn share(count: usize, total: usize) -> f64 {
     }
 }
 
-fn percent(share: f64) -> String {
+pub(super) fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 

@@ -39,9 +39,13 @@ pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// The tasks `--only` and `--skip` selected; absent when the whole suite was selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<super::select::Selection>,
-    /// `--repeat N`: how many times each task ran; absent when once.
+    /// `--repeat N`: how many times each task ran; absent when once. With adaptive repeats,
+    /// the most a task ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<u32>,
+    /// `--repeat-until-decided`: the stopping rule; a task then has 1 to `repeats` runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::stats::AdaptiveRule>,
     /// The trace capture used.
     pub capture: Capture,
     /// Whether the evaluation was interrupted before every task ran.
@@ -76,6 +80,7 @@ impl<T> ResultsFile<T> {
             shard: self.shard,
             selection: self.selection,
             repeats: self.repeats,
+            adaptive: self.adaptive,
             capture: self.capture,
             interrupted: self.interrupted,
             not_reached: self.not_reached,
@@ -205,6 +210,16 @@ impl TaskResult {
         match self.repeat {
             Some(k) => format!("{} (repeat {k})", self.id),
             None => self.id.clone(),
+        }
+    }
+
+    /// Whether the run passes (`../shared` rules, "Passing"): every expectation met, or, without
+    /// expectations, finished. The one rule statistics and paired comparisons count.
+    pub fn passes(&self) -> bool {
+        match self.expectation {
+            Verdict::Met => true,
+            Verdict::Failed => false,
+            Verdict::None => self.exit_reason == ExitReason::Finished,
         }
     }
 

@@ -67,7 +67,7 @@ fn bar_chart(class: &str, bars: &[Bar]) -> String {
 /// label. The label is right-aligned against the bars, so a label wider than the space left of
 /// them would lose its start off the chart's left edge: the budget is the label space at a
 /// generous 7.5 px per column of 12 px text, wide characters counting two columns.
-fn shorten(label: &str) -> String {
+pub(super) fn shorten(label: &str) -> String {
     const FITS: usize = (LABEL_W - 8) * 2 / 15;
     if crate::terminal::display_width(label) <= FITS {
         return label.to_owned();

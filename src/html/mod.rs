@@ -2,12 +2,14 @@
 //! anywhere) rendered as a pure function of the report data, like the other report formats.
 //!
 //! `page` assembles the shell, `charts` draws the sections of the aggregate report as SVG,
+//! `stats` the success rates with their intervals as error bars,
 //! `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
 //! events, and `escape` is the one way trace text reaches the page.
 
 mod charts;
 mod escape;
 mod page;
+mod stats;
 mod table;
 mod timeline;
 
@@ -31,6 +33,19 @@ pub struct Page<'a> {
     pub verdict: &'a str,
     /// The comparison with a baseline, when there is one.
     pub baseline: Option<&'a Baseline>,
+    /// The success rates with their intervals (`eval` and `merge` pages).
+    pub statistics: Option<&'a Statistics<'a>>,
+}
+
+/// The statistics an evaluation's page shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Statistics<'a> {
+    /// Each task's.
+    pub tasks: &'a [crate::stats::TaskStats],
+    /// The suite's.
+    pub suite: &'a crate::stats::SuiteStats,
+    /// The paired test against the baseline, when there is one.
+    pub paired: Option<&'a crate::stats::PairedVerdict>,
 }
 
 /// How outcomes moved since a baseline.

@@ -1,8 +1,10 @@
-//! Claude Code session transcripts: JSONL, one line per message block, one run per user prompt.
-//! Nothing records how a run ended: a prompt answered by a final text block with every tool call
-//! answered is `finished` (inferred); an interrupt or a dangling tool call is incomplete.
+//! Claude Code session transcripts: JSONL, one line per message block, one run per user prompt
+//! (a custom slash command's expanded text included). 2.1 records a turn limit as a
+//! `max_turns_reached` attachment and API failures as assistant turns flagged `isApiErrorMessage`;
+//! otherwise a prompt whose last assistant record is a text answer is `finished` (inferred), with
+//! that text as its answer, and an interrupt or a trailing tool call is incomplete.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use serde_json::Value;
@@ -11,7 +13,7 @@ use super::error::ImportError;
 use super::importer::{
     Context, Imported, Importer, Sink, for_each_line_keeping, head_text, str_at, text_of,
 };
-use super::run::{Ending, ImportedRun, arguments_of};
+use super::run::{Ending, ImportedRun, Item, arguments_of};
 
 /// The members of a line the importer reads; the rest (`toolUseResult` repeats a tool's whole
 /// output, `snapshot` lists file backups) is skipped unread.
@@ -23,10 +25,13 @@ const READ_KEYS: &[&str] = &[
     "uuid",
     "isMeta",
     "isApiErrorMessage",
+    "attachment",
 ];
 
 /// User text that marks an interrupted request.
 const INTERRUPTED: &str = "[Request interrupted by user";
+/// How an API error turn opens when the prompt no longer fits the context window.
+const PROMPT_TOO_LONG: &str = "Prompt is too long";
 
 /// `--from claude-code`.
 pub struct ClaudeCode;
@@ -58,6 +63,8 @@ impl Importer for ClaudeCode {
     ) -> Result<(), ImportError> {
         let mut prompts = 0usize;
         let mut current: Option<Prompt> = None;
+        // The last user text was a slash command: its expanded text (an `isMeta` line) follows.
+        let mut after_command = false;
         for_each_line_keeping(input, context, READ_KEYS, |_, line| {
             let kind = str_at(&line, "type").unwrap_or("");
             let message = line.get("message").unwrap_or(&Value::Null);
@@ -82,7 +89,10 @@ impl Importer for ClaudeCode {
                         }
                         return Ok(());
                     }
-                    if !is_prompt(&line, &text) {
+                    let command = is_command(&text);
+                    let expanded = after_command && is_meta(&line);
+                    after_command = command;
+                    if !expanded && (command || !is_prompt(&line, &text)) {
                         return Ok(());
                     }
                     if let Some(done) = current.take() {
@@ -102,15 +112,26 @@ impl Importer for ClaudeCode {
                         run,
                         last_message: None,
                         answered: false,
+                        answer: String::new(),
                         interrupted: false,
-                        api_error: false,
-                        open_calls: HashSet::new(),
+                        api_error: None,
+                        max_turns: None,
                         names: HashMap::new(),
                     });
                 }
                 "assistant" => {
+                    after_command = false;
                     if let Some(prompt) = current.as_mut() {
                         prompt.assistant(&line, message);
+                    }
+                }
+                "attachment" => {
+                    let attachment = line.get("attachment").unwrap_or(&Value::Null);
+                    if str_at(attachment, "type") == Some("max_turns_reached")
+                        && let Some(prompt) = current.as_mut()
+                    {
+                        prompt.max_turns = attachment.get("maxTurns").and_then(Value::as_u64);
+                        prompt.max_turns.get_or_insert(0);
                     }
                 }
                 _ => {}
@@ -126,48 +147,78 @@ impl Importer for ClaudeCode {
 
 /// Whether a user text line is a prompt (not a slash command, its output or the caveat line).
 fn is_prompt(line: &Value, text: &str) -> bool {
-    let meta = line.get("isMeta").and_then(Value::as_bool) == Some(true);
     let trimmed = text.trim_start();
-    !meta
-        && !trimmed.starts_with("<command-name>")
-        && !trimmed.starts_with("<command-message>")
+    !is_meta(line)
         && !trimmed.starts_with("<local-command-stdout>")
         && !trimmed.starts_with("Caveat:")
+}
+
+/// Whether a user text is a slash command as typed (`<command-name>` / `<command-message>`).
+fn is_command(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    trimmed.starts_with("<command-name>") || trimmed.starts_with("<command-message>")
+}
+
+/// Whether a line was written by Claude Code rather than typed (`isMeta`).
+fn is_meta(line: &Value) -> bool {
+    line.get("isMeta").and_then(Value::as_bool) == Some(true)
 }
 
 /// One prompt being read.
 struct Prompt {
     run: ImportedRun,
     last_message: Option<String>,
+    /// The last assistant record is a text answer.
     answered: bool,
+    /// The text of the last answer.
+    answer: String,
     interrupted: bool,
-    api_error: bool,
-    open_calls: HashSet<String>,
+    /// The text of an API error stored as the assistant's turn.
+    api_error: Option<String>,
+    /// The turn limit a `max_turns_reached` attachment records.
+    max_turns: Option<u64>,
     names: HashMap<String, String>,
 }
 
 impl Prompt {
     fn assistant(&mut self, line: &Value, message: &Value) {
         let id = str_at(message, "id").map(str::to_owned);
-        if id.is_none() || id != self.last_message {
+        let new_message = id.is_none() || id != self.last_message;
+        if new_message {
             self.run.turn();
             self.last_message = id;
         }
         if let Some(model) = str_at(message, "model") {
             self.run.model = Some(model.to_owned());
         }
-        if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
-            self.api_error = true;
-        }
         let blocks = message.get("content").and_then(Value::as_array);
+        if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+            self.api_error = Some(text_of(message.get("content")));
+            return;
+        }
+        // A gateway's own error payload (Bedrock behind a proxy) stored as the turn.
+        if let Some(kind) = message.pointer("/Output/__type").and_then(Value::as_str)
+            && blocks.is_none_or(Vec::is_empty)
+        {
+            self.api_error = Some(kind.to_owned());
+            return;
+        }
         for block in blocks.into_iter().flatten() {
             match str_at(block, "type") {
-                Some("text") => self.answered = true,
+                Some("text") => {
+                    let text = str_at(block, "text").unwrap_or("");
+                    if self.answered && !new_message {
+                        self.answer.push('\n');
+                        self.answer.push_str(text);
+                    } else {
+                        self.answer = text.to_owned();
+                    }
+                    self.answered = true;
+                }
                 Some("tool_use") => {
                     let name = str_at(block, "name").unwrap_or("unknown");
                     let call_id = str_at(block, "id").map(str::to_owned);
                     if let Some(id) = &call_id {
-                        self.open_calls.insert(id.clone());
                         self.names.insert(id.clone(), name.to_owned());
                     }
                     self.run
@@ -186,7 +237,6 @@ impl Prompt {
                 continue;
             }
             let id = str_at(block, "tool_use_id").unwrap_or("");
-            self.open_calls.remove(id);
             let name = self
                 .names
                 .get(id)
@@ -200,13 +250,61 @@ impl Prompt {
     }
 
     fn finish(mut self) -> ImportedRun {
-        self.run.ending = if self.api_error {
-            Some(Ending::internal("model_failure").native("isApiErrorMessage"))
-        } else if !self.interrupted && self.answered && self.open_calls.is_empty() {
+        self.run.ending = if let Some(limit) = self.max_turns {
+            Some(Ending::budget("steps").native(format!("max_turns_reached/{limit}")))
+        } else if let Some(error) = &self.api_error {
+            Some(if error.starts_with(PROMPT_TOO_LONG) {
+                Ending::budget("context").native(PROMPT_TOO_LONG)
+            } else {
+                Ending::internal("model_failure").native("isApiErrorMessage")
+            })
+        } else if !self.interrupted && self.answered {
+            // An answer ends the prompt even if earlier calls never got a result: they stay
+            // calls without one.
+            self.run.push(Item::Finish {
+                answer: std::mem::take(&mut self.answer),
+            });
             Some(Ending::inferred_finish())
         } else {
             None
         };
         self.run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(jsonl: &str) -> Vec<ImportedRun> {
+        let context = Context {
+            file: "s.jsonl".to_owned(),
+            name: "s.jsonl".to_owned(),
+        };
+        let mut runs = Vec::new();
+        ClaudeCode
+            .import(&mut jsonl.as_bytes(), &context, &mut |imported| {
+                if let Imported::Run(run) = imported {
+                    runs.push(run);
+                }
+                Ok(())
+            })
+            .unwrap();
+        runs
+    }
+
+    #[test]
+    fn a_gateway_error_payload_stored_as_the_turn_is_a_model_failure() {
+        let runs = runs(concat!(
+            r#"{"type":"user","sessionId":"s","parentUuid":null,"message":{"role":"user","content":"Fix it"}}"#,
+            "\n",
+            r#"{"type":"assistant","sessionId":"s","message":{"Output":{"__type":"com.amazon.coral.service#UnknownOperationException"},"Version":"1.0","content":[]}}"#,
+            "\n",
+        ));
+        assert_eq!(runs.len(), 1);
+        let ending = runs[0].ending.as_ref().unwrap();
+        assert_eq!(ending.exit_reason, crate::run::ExitReason::InternalError);
+        assert_eq!(ending.error_kind.as_deref(), Some("model_failure"));
+        assert_eq!(runs[0].steps, 1);
     }
 }

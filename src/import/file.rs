@@ -1,5 +1,6 @@
 //! Importing one file: detection by a probe of its name and first bytes, then its importer.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -120,12 +121,25 @@ impl RunIds {
 }
 
 /// Imports `path` and writes its events as trace v1 JSONL to `out`; returns the importer used and
-/// the number of runs written.
+/// the number of runs written. Warnings go to standard error, naming the file.
 pub fn convert(
     path: &Path,
     from: Option<&'static dyn Importer>,
     options: &EmitOptions,
     ids: &mut RunIds,
+    out: &mut dyn Write,
+) -> Result<(&'static dyn Importer, u64), ImportError> {
+    convert_leaving_out(path, from, options, ids, None, out)
+}
+
+/// [`convert`], leaving out the runs whose native id is in `covered` (the instances of a batch
+/// summary that a trajectory beside it covers: see [`super::BatchFolders`]).
+pub fn convert_leaving_out(
+    path: &Path,
+    from: Option<&'static dyn Importer>,
+    options: &EmitOptions,
+    ids: &mut RunIds,
+    covered: Option<&HashSet<String>>,
     out: &mut dyn Write,
 ) -> Result<(&'static dyn Importer, u64), ImportError> {
     let (importer, mut input, context) = open(path, from)?;
@@ -145,12 +159,25 @@ pub fn convert(
             }
             write(&event)
         }
+        Imported::Run(run)
+            if covered.is_some_and(|covered| {
+                run.native_id
+                    .as_ref()
+                    .is_some_and(|id| covered.contains(id))
+            }) =>
+        {
+            Ok(())
+        }
         Imported::Run(mut run) => {
             runs += 1;
             run.run_id = ids.unique(&run.run_id);
             for event in to_events(&run, importer.name(), &context.name, options) {
                 write(&event)?;
             }
+            Ok(())
+        }
+        Imported::Warning(message) => {
+            eprintln!("warning: `{}`: {message}", context.file);
             Ok(())
         }
     })?;

@@ -21,6 +21,8 @@ pub enum Imported {
     Run(ImportedRun),
     /// A looptrace event, passed through as it is.
     Event(Box<TraceEvent>),
+    /// Something the user should know that is not worth failing for (a duplicate entry).
+    Warning(String),
 }
 
 /// Where each imported run or event goes.

@@ -1,6 +1,7 @@
 //! OpenHands: trajectory exports (a JSON array of events), evaluation output (`output.jsonl`, one
 //! instance per line with `history`, `metrics` and `error`) and the older resolver output
-//! (`issue`, `history` without ids).
+//! (`issue`, `history` without ids). Histories are V0 events (`action`/`observation` names) or
+//! V1 SDK events (`kind`: `ActionEvent`, `ObservationEvent`, `ConversationErrorEvent`, ...).
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -61,8 +62,12 @@ impl Importer for OpenHands {
             let events = document.as_array().map(Vec::as_slice).unwrap_or_default();
             let mut run = ImportedRun::new(context.run_id(None));
             run.native_id = Some(native_of(&context.name));
-            read_events(&mut run, events);
-            run.ending = stream_ending(events);
+            run.ending = if events.iter().any(is_v1) {
+                read_v1_events(&mut run, events)
+            } else {
+                read_events(&mut run, events);
+                stream_ending(events)
+            };
             return out(Imported::Run(run));
         }
         for_each_line(input, context, |line, record| {
@@ -91,7 +96,12 @@ impl Importer for OpenHands {
             if let Some(instruction) = str_at(&record, "instruction") {
                 run.task = Some(instruction.to_owned());
             }
-            read_events(&mut run, events);
+            let v1_ending = if events.iter().any(is_v1) {
+                read_v1_events(&mut run, events)
+            } else {
+                read_events(&mut run, events);
+                stream_ending(events)
+            };
             let metrics = record.get("metrics").unwrap_or(&Value::Null);
             let calls = metrics
                 .get("response_latencies")
@@ -103,15 +113,21 @@ impl Importer for OpenHands {
             run.cost_usd = metrics.get("accumulated_cost").and_then(Value::as_f64);
             run.model = record
                 .pointer("/metadata/llm_config/model")
+                .or_else(|| record.pointer("/metadata/llm/model"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             run.agent = record
                 .pointer("/metadata/agent_class")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            run.ending = match str_at(&record, "error") {
-                Some(error) => Some(error_ending(error)),
-                None => stream_ending(events),
+            run.ending = match (str_at(&record, "error"), v1_ending) {
+                // The SDK's own error event names the failure more precisely than the
+                // harness's text does.
+                (Some(_), Some(ending)) if ending.exit_reason != ExitReason::Finished => {
+                    Some(ending)
+                }
+                (Some(error), _) => Some(error_ending(error)),
+                (None, ending) => ending,
             };
             out(Imported::Run(run))
         })
@@ -271,4 +287,131 @@ fn error_ending(error: &str) -> Ending {
         Ending::internal("agent_error")
     };
     ending.native(error)
+}
+
+/// Whether an event is a V1 SDK event (`kind` names its class).
+fn is_v1(event: &Value) -> bool {
+    str_at(event, "kind")
+        .is_some_and(|kind| kind.ends_with("Event") || kind.ends_with("Observation"))
+}
+
+/// Turns, tool calls and results from V1 SDK events; returns the ending they record. Steps are
+/// model responses (`llm_response_id`; parallel calls share one); `FinishAction` is the finish
+/// with its message; an observation's `is_error` or non-zero `exit_code`, an `AgentErrorEvent`
+/// and a user's rejection are tool errors; `ConversationErrorEvent` ends the run by its `code`.
+fn read_v1_events(run: &mut ImportedRun, events: &[Value]) -> Option<Ending> {
+    let mut response: Option<String> = None;
+    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut ending = None;
+    let mut answer: Option<String> = None;
+    for event in events {
+        let kind = str_at(event, "kind").unwrap_or("");
+        let source = str_at(event, "source").unwrap_or("");
+        let mut turn = |run: &mut ImportedRun, id: Option<&str>| {
+            if id.is_none() || id != response.as_deref() {
+                run.turn();
+                response = id.map(str::to_owned);
+            }
+        };
+        match kind {
+            "MessageEvent" => {
+                let text = text_of(event.pointer("/llm_message/content"));
+                if source == "user" {
+                    run.task.get_or_insert(text);
+                } else if source == "agent" {
+                    // A reply without a tool call hands the turn back: the agent is done.
+                    turn(run, str_at(event, "llm_response_id"));
+                    answer = Some(text);
+                }
+            }
+            "ActionEvent" => {
+                turn(run, str_at(event, "llm_response_id"));
+                answer = None;
+                let action = event.get("action").unwrap_or(&Value::Null);
+                let tool = str_at(event, "tool_name").unwrap_or("unknown");
+                if str_at(action, "kind") == Some("FinishAction") {
+                    let message = str_at(action, "message").unwrap_or("").to_owned();
+                    run.push(Item::Finish { answer: message });
+                    ending = Some(Ending::new(ExitReason::Finished).native("FinishAction"));
+                    continue;
+                }
+                let mut arguments = match action {
+                    Value::Object(map) => map.clone(),
+                    _ => Map::new(),
+                };
+                arguments.remove("kind");
+                let call_id = str_at(event, "tool_call_id").map(str::to_owned);
+                if let Some(id) = &call_id {
+                    calls.insert(id.clone(), tool.to_owned());
+                }
+                run.call(tool, arguments, call_id);
+            }
+            "ObservationEvent" => {
+                let observation = event.get("observation").unwrap_or(&Value::Null);
+                if str_at(observation, "kind") == Some("FinishObservation") {
+                    continue;
+                }
+                let tool = str_at(event, "tool_name").unwrap_or("unknown");
+                let failed = observation.get("is_error").and_then(Value::as_bool) == Some(true)
+                    || observation
+                        .get("exit_code")
+                        .and_then(Value::as_i64)
+                        .is_some_and(|code| code != 0);
+                let timeout = observation.get("timeout").and_then(Value::as_bool) == Some(true);
+                run.push(Item::Observation {
+                    tool_name: tool.to_owned(),
+                    content: text_of(observation.get("content")),
+                    is_error: Some(failed || timeout),
+                    error_kind: timeout.then(|| "timeout".to_owned()),
+                });
+            }
+            "AgentErrorEvent" | "UserRejectObservation" => {
+                let tool = str_at(event, "tool_name").unwrap_or("invalid_call");
+                let call_id = str_at(event, "tool_call_id");
+                if call_id.is_none_or(|id| !calls.contains_key(id)) {
+                    // The model called a tool the agent could not run: no action was created.
+                    turn(run, str_at(event, "llm_response_id"));
+                    run.call(tool, Map::new(), call_id.map(str::to_owned));
+                }
+                let (content, kind) = match kind {
+                    "AgentErrorEvent" => (str_at(event, "error"), None),
+                    _ => (str_at(event, "rejection_reason"), Some("rejected")),
+                };
+                run.push(Item::Observation {
+                    tool_name: tool.to_owned(),
+                    content: content.unwrap_or("").to_owned(),
+                    is_error: Some(true),
+                    error_kind: kind.map(str::to_owned),
+                });
+            }
+            "ConversationErrorEvent" => {
+                let code = str_at(event, "code").unwrap_or("");
+                ending = Some(conversation_error(code));
+            }
+            _ => {}
+        }
+    }
+    if ending.is_none()
+        && let Some(answer) = answer
+    {
+        run.push(Item::Finish { answer });
+        ending = Some(Ending::new(ExitReason::Finished).native("MessageEvent"));
+    }
+    ending
+}
+
+/// A `ConversationErrorEvent`'s `code` mapped onto an exit reason.
+fn conversation_error(code: &str) -> Ending {
+    let ending = if code == "MaxIterationsReached" {
+        Ending::budget("steps")
+    } else if code.contains("ContextWindow") {
+        Ending::budget("context")
+    } else if code.contains("Budget") {
+        Ending::budget("cost")
+    } else if code.starts_with("LLM") {
+        Ending::internal("model_failure")
+    } else {
+        Ending::internal("conversation_error")
+    };
+    ending.native(code)
 }

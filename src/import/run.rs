@@ -331,7 +331,12 @@ pub fn to_events(
         event.exit_reason = Some(ending.exit_reason);
         event.steps_used = Some(u32::try_from(run.steps).unwrap_or(u32::MAX));
         event.error_kind = ending.error_kind.clone();
-        event.budget = ending.budget.map(str::to_owned);
+        // Every budget stop names its budget; `steps` is what an absent one has always meant.
+        let budget = match ending.exit_reason {
+            ExitReason::MaxStepsExceeded => ending.budget.or(Some("steps")),
+            _ => ending.budget,
+        };
+        event.budget = budget.map(str::to_owned);
         event.native_ending = ending
             .native
             .as_deref()
@@ -344,4 +349,27 @@ pub fn to_events(
         events.push(event);
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_budget_stop_names_its_budget() {
+        let options = EmitOptions {
+            capture: Capture::Summary,
+            summarizer: Summarizer::from_env(),
+        };
+        let mut run = ImportedRun::new("r");
+        run.ending = Some(Ending::new(ExitReason::MaxStepsExceeded));
+        let events = to_events(&run, "f", "file", &options);
+        assert_eq!(events.last().unwrap().budget.as_deref(), Some("steps"));
+        run.ending = Some(Ending::budget("context"));
+        let events = to_events(&run, "f", "file", &options);
+        assert_eq!(events.last().unwrap().budget.as_deref(), Some("context"));
+        run.ending = Some(Ending::new(ExitReason::Finished));
+        let events = to_events(&run, "f", "file", &options);
+        assert_eq!(events.last().unwrap().budget, None);
+    }
 }

@@ -436,11 +436,11 @@ fn report_reads_foreign_files_and_folders_by_source() {
     assert_eq!(
         codex_runs,
         [
-            ("finished", 1),
-            ("max_steps_exceeded", 1),
+            ("finished", 3),
+            ("max_steps_exceeded", 2),
             ("invalid_model_output", 0),
-            ("internal_error", 0),
-            ("incomplete", 1)
+            ("internal_error", 2),
+            ("incomplete", 2)
         ]
     );
     // A named foreign file mixes with looptrace files in one report.
@@ -599,9 +599,15 @@ proptest::proptest! {
         flip in proptest::prelude::any::<u8>(),
     ) {
         let mut files = Vec::new();
-        for entry in std::fs::read_dir(fixture("import")).unwrap() {
-            for inner in std::fs::read_dir(entry.unwrap().path()).unwrap() {
-                files.push(inner.unwrap().path());
+        let mut folders = vec![fixture("import")];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    files.push(path);
+                }
             }
         }
         files.sort();

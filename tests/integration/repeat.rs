@@ -164,7 +164,11 @@ fn the_table_lists_pass_rates_below_every_repeat_and_flaky_tasks() {
         table.contains("│ flaky (repeat 2)  ┆ max_steps_exceeded"),
         "{table}"
     );
+    // The pass-rate table (the statistics below it list every task again).
     let rates: Vec<&str> = table
+        .split("\nStatistics:")
+        .next()
+        .unwrap()
         .lines()
         .filter(|l| l.contains(" 0/3 ") || l.contains(" 2/3 ") || l.contains(" 3/3 "))
         .collect();
@@ -263,7 +267,16 @@ fn a_baseline_with_one_side_repeated_compares_each_task_once() {
     let once = once.join("results.json");
 
     let repeated = dir.path().join("repeated");
-    let flags = ["--format", "json", "--baseline", once.to_str().unwrap()];
+    // `--regression-test none`: the every/some/no-run scale decides the exit code, as tested here
+    // (the statistical tests are in `statistics.rs`).
+    let flags = [
+        "--format",
+        "json",
+        "--regression-test",
+        "none",
+        "--baseline",
+        once.to_str().unwrap(),
+    ];
     let output = eval(
         &suite,
         &repeated,
@@ -289,6 +302,8 @@ fn a_baseline_with_one_side_repeated_compares_each_task_once() {
         &[
             "--format",
             "json",
+            "--regression-test",
+            "none",
             "--baseline",
             repeated.join("results.json").to_str().unwrap(),
         ],
@@ -324,6 +339,8 @@ fn a_baseline_with_both_sides_repeated_flags_a_task_that_stopped_passing_every_r
             "3",
             "--format",
             "json",
+            "--regression-test",
+            "none",
             "--baseline",
             same.to_str().unwrap(),
         ],
@@ -347,7 +364,14 @@ fn a_baseline_with_both_sides_repeated_flags_a_task_that_stopped_passing_every_r
     }
     let baseline = dir.path().join("baseline.json");
     std::fs::write(&baseline, steady.to_string()).unwrap();
-    let flags = ["--format", "json", "--baseline", baseline.to_str().unwrap()];
+    let flags = [
+        "--format",
+        "json",
+        "--regression-test",
+        "none",
+        "--baseline",
+        baseline.to_str().unwrap(),
+    ];
     let page = dir.path().join("page.html");
     let html = ["--repeat", "3", "--html", page.to_str().unwrap()];
     let output = eval(&suite, &second, &[&html[..], &flags].concat());

@@ -1127,9 +1127,12 @@ fn merge_with_a_baseline_and_junit_says_what_the_unsharded_eval_says() {
         .collect();
     for format in ["table", "json", "markdown", "csv"] {
         let junit_eval = dir.path().join(format!("eval-{format}.xml"));
+        // The scale's rule decides the exit code here (`--regression-test none`).
         let unsharded = eval_with(
             &[
                 suite,
+                "--regression-test",
+                "none",
                 "--baseline",
                 baseline,
                 "--format",
@@ -1144,6 +1147,7 @@ fn merge_with_a_baseline_and_junit_says_what_the_unsharded_eval_says() {
         let merged = looptrace()
             .arg("merge")
             .args(&shards)
+            .args(["--regression-test", "none"])
             .args(["--baseline", baseline, "--format", format, "--junit"])
             .arg(&junit_merge)
             .output()
@@ -1262,12 +1266,22 @@ fn merge_compares_a_selection_and_a_partial_merge_only_with_what_they_ran() {
             out.join("results.json")
         })
         .collect();
-    let mut args = vec![suite, "--baseline", baseline, "--format", "json"];
+    // The scale's rule decides the exit code here (`--regression-test none`).
+    let mut args = vec![
+        suite,
+        "--regression-test",
+        "none",
+        "--baseline",
+        baseline,
+        "--format",
+        "json",
+    ];
     args.extend(selection);
     let unsharded = eval_with(&args, &dir.path().join("unsharded"), &[]);
     let merged = looptrace()
         .arg("merge")
         .args(&shards)
+        .args(["--regression-test", "none"])
         .args(["--baseline", baseline, "--format", "json"])
         .output()
         .unwrap();

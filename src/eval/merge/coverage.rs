@@ -158,6 +158,12 @@ pub fn check_shard(
     // Results of a whole suite are its one shard.
     let shard = results.shard.unwrap_or(Shard { index: 1, count: 1 });
     let repeats = results.repeats.unwrap_or(1).max(1);
+    // With adaptive repeats a task is whole with any of 1 to `repeats` runs.
+    let needed = if results.adaptive.is_some() {
+        1
+    } else {
+        repeats
+    };
     let mut seen: HashSet<(&str, u32)> = HashSet::with_capacity(results.tasks.len());
     // Each task's rank among the shard's tasks (first row first) and how many repeats it has.
     let mut runs: HashMap<&str, (usize, u32)> = HashMap::new();
@@ -217,22 +223,28 @@ pub fn check_shard(
             .skip(shard.index - 1)
             .step_by(shard.count)
             .map(String::as_str)
-            .filter(|id| have(id) < repeats)
+            .filter(|id| have(id) < needed)
             .collect(),
         Expected::Counted(_) | Expected::Unknown => order
             .iter()
             .copied()
-            .filter(|id| have(id) < repeats)
+            .filter(|id| have(id) < needed)
             .collect(),
     };
     let unnamed_tasks = match expected {
         Expected::Counted(_) => share.unwrap_or(0).saturating_sub(order.len()),
         _ => 0,
     };
-    let expected_rows = share.map(|tasks| tasks.saturating_mul(repeats as usize));
+    let expected_rows = share.map(|tasks| tasks.saturating_mul(needed as usize));
     let missing_rows = match expected_rows {
-        Some(rows) => rows.saturating_sub(results.tasks.len()),
-        None => lacking.iter().map(|id| (repeats - have(id)) as usize).sum(),
+        Some(rows) if needed == repeats => rows.saturating_sub(results.tasks.len()),
+        _ => {
+            lacking
+                .iter()
+                .map(|id| (needed - have(id)) as usize)
+                .sum::<usize>()
+                + unnamed_tasks
+        }
     };
     if missing_rows == 0 && !results.interrupted {
         return Ok(Checked {

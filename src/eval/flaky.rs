@@ -1,0 +1,278 @@
+//! Flaky tasks (runs of one task that disagree on passing) and where their runs first parted
+//! ways: at a model step (the model answered the same history differently) or at a tool
+//! observation (a tool, or the finish gate, answered the same call differently, which points at
+//! the environment, not the model). Only full capture holds the texts to compare; under summary
+//! capture the divergence is `unknown`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::results::{ResultsFile, TaskResult};
+use crate::trace::{Capture, EventType, ReadOptions, RecordedRun, TraceContents, TraceEvent};
+
+/// Where two runs of a task first differ.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "at", rename_all = "snake_case")]
+pub enum Divergence {
+    /// The model's output at `step` differs after the same history.
+    Model {
+        /// The step.
+        step: u64,
+    },
+    /// A tool's (or the finish gate's) answer at `step` differs to the same call.
+    Tool {
+        /// The step.
+        step: u64,
+        /// The tool, or `finish gate`.
+        tool: String,
+    },
+    /// Every compared event is the same (the runs differ only in what is not compared, such as
+    /// times).
+    Same,
+    /// Not known, with why.
+    Unknown {
+        /// Why.
+        why: String,
+    },
+}
+
+impl Divergence {
+    /// The divergence in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Divergence::Model { step } => format!(
+                "first diverged at step {step}: the model answered the same history differently"
+            ),
+            Divergence::Tool { step, tool } => format!(
+                "first diverged at step {step}: {tool} answered the same call differently (the environment, not the model)"
+            ),
+            Divergence::Same => "the runs' recorded events are the same".to_owned(),
+            Divergence::Unknown { why } => format!("divergence unknown: {why}"),
+        }
+    }
+}
+
+/// A flaky task: its passing runs, its runs, and where a passing and a failing run parted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlakyTask {
+    /// The task id.
+    pub id: String,
+    /// Runs that passed.
+    pub passed: u32,
+    /// Runs.
+    pub runs: u32,
+    /// Where its first passing and first failing run parted.
+    pub divergence: Divergence,
+}
+
+/// The event's parts that say what happened (not when, nor how long it took).
+fn compared(event: &TraceEvent) -> impl PartialEq + '_ {
+    (
+        &event.event_type,
+        &event.action_type,
+        &event.tool_name,
+        &event.arguments,
+        &event.answer,
+        &event.content,
+        &event.raw_output,
+        (
+            &event.output,
+            event.is_error,
+            &event.error_kind,
+            event.exit_status,
+            event.accepted,
+        ),
+    )
+}
+
+/// The events of a run that its model and tools produced, in order.
+fn steps(run: &RecordedRun) -> Vec<&TraceEvent> {
+    run.events
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| {
+            matches!(
+                e.event_type,
+                EventType::ModelAction
+                    | EventType::ModelFeedback
+                    | EventType::Observation
+                    | EventType::FinishGate
+            )
+        })
+        .collect()
+}
+
+fn at(event: &TraceEvent) -> Divergence {
+    match event.event_type {
+        EventType::Observation => Divergence::Tool {
+            step: event.step,
+            tool: format!(
+                "the tool `{}`",
+                event.tool_name.as_deref().unwrap_or("(unknown)")
+            ),
+        },
+        EventType::FinishGate => Divergence::Tool {
+            step: event.step,
+            tool: "the finish gate".to_owned(),
+        },
+        _ => Divergence::Model { step: event.step },
+    }
+}
+
+/// Where runs `a` and `b` of one task first differ.
+pub fn first_divergence(a: &RecordedRun, b: &RecordedRun) -> Divergence {
+    let (a, b) = (steps(a), steps(b));
+    for (x, y) in a.iter().zip(&b) {
+        if compared(x) != compared(y) {
+            // The same history so far: whichever event differs first is where they parted; a
+            // model step against a tool answer means the model moved first.
+            return if x.event_type == y.event_type {
+                at(x)
+            } else {
+                Divergence::Model {
+                    step: x.step.min(y.step),
+                }
+            };
+        }
+    }
+    match a.len().cmp(&b.len()) {
+        std::cmp::Ordering::Less => at(b[a.len()]),
+        std::cmp::Ordering::Greater => at(a[b.len()]),
+        std::cmp::Ordering::Equal => Divergence::Same,
+    }
+}
+
+/// The flaky tasks of `results` (in the order the tasks first appear), each with the divergence
+/// of its first passing and first failing run, read from the traces beside the results in
+/// `folder(row)` (a row's `trace` is relative to it). Under summary capture every divergence is
+/// `unknown`, and no trace is read.
+pub fn flaky_tasks(
+    results: &ResultsFile,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
+) -> Vec<FlakyTask> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut rows: HashMap<&str, Vec<&TaskResult>> = HashMap::new();
+    for row in &results.tasks {
+        rows.entry(row.id.as_str())
+            .or_insert_with(|| {
+                order.push(row.id.as_str());
+                Vec::new()
+            })
+            .push(row);
+    }
+    let mut traces: HashMap<PathBuf, Option<TraceContents>> = HashMap::new();
+    let mut flaky = Vec::new();
+    for id in order {
+        let mut task_rows = rows.remove(id).unwrap_or_default();
+        task_rows.sort_by_key(|r| r.repeat);
+        let passing = task_rows.iter().find(|r| r.passes());
+        let failing = task_rows.iter().find(|r| !r.passes());
+        let (Some(pass), Some(fail)) = (passing, failing) else {
+            continue;
+        };
+        let divergence = if results.capture != Capture::Full {
+            Divergence::Unknown {
+                why: "summary capture (run with --capture full to compare the runs)".to_owned(),
+            }
+        } else {
+            let mut run_of = |row: &TaskResult| -> Option<RecordedRun> {
+                let path = folder(row).join(row.trace.as_deref()?);
+                let contents = traces.entry(path.clone()).or_insert_with(|| {
+                    crate::trace::read_trace(&path, ReadOptions::default()).ok()
+                });
+                contents.as_ref()?.run(row.run_id.as_deref()?).cloned()
+            };
+            match (run_of(pass), run_of(fail)) {
+                (Some(a), Some(b)) => first_divergence(&a, &b),
+                _ => Divergence::Unknown {
+                    why: "a run's trace could not be read".to_owned(),
+                },
+            }
+        };
+        flaky.push(FlakyTask {
+            id: id.to_owned(),
+            passed: task_rows.iter().filter(|r| r.passes()).count() as u32,
+            runs: task_rows.len() as u32,
+            divergence,
+        });
+    }
+    flaky
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(step: u64, value: serde_json::Value) -> (u64, TraceEvent) {
+        let mut line = json!({"run_id": "r", "step": step});
+        for (k, v) in value.as_object().cloned().unwrap_or_default() {
+            line[k] = v;
+        }
+        (
+            step,
+            serde_json::from_value(line).unwrap_or_else(|e| panic!("{e}")),
+        )
+    }
+
+    fn run(events: Vec<(u64, TraceEvent)>) -> RecordedRun {
+        RecordedRun {
+            run_id: "r".to_owned(),
+            events,
+        }
+    }
+
+    fn call(step: u64) -> (u64, TraceEvent) {
+        event(
+            step,
+            json!({"event_type": "model_action", "action_type": "tool_call", "tool_name": "calc", "arguments": {"x": 1}}),
+        )
+    }
+
+    fn observed(step: u64, output: &str) -> (u64, TraceEvent) {
+        event(
+            step,
+            json!({"event_type": "observation", "tool_name": "calc", "output": output, "is_error": false, "ts": format!("t{output}")}),
+        )
+    }
+
+    fn finish(step: u64, answer: &str) -> (u64, TraceEvent) {
+        event(
+            step,
+            json!({"event_type": "model_action", "action_type": "finish", "answer": answer}),
+        )
+    }
+
+    #[test]
+    fn a_tool_that_answers_differently_is_the_environment() {
+        let a = run(vec![call(1), observed(1, "2"), finish(2, "2")]);
+        let b = run(vec![call(1), observed(1, "3"), finish(2, "3")]);
+        assert_eq!(
+            first_divergence(&a, &b),
+            Divergence::Tool {
+                step: 1,
+                tool: "the tool `calc`".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn a_model_that_answers_the_same_history_differently_is_the_model() {
+        let a = run(vec![call(1), observed(1, "2"), finish(2, "2")]);
+        let b = run(vec![call(1), observed(1, "2"), finish(2, "two")]);
+        assert_eq!(first_divergence(&a, &b), Divergence::Model { step: 2 });
+        // A finish against another tool call: the model moved first.
+        let c = run(vec![call(1), observed(1, "2"), call(2)]);
+        assert_eq!(first_divergence(&a, &c), Divergence::Model { step: 2 });
+        // Times are not compared.
+        let mut later = observed(1, "2");
+        later.1.ts = Some("2026-12-06T00:00:00.000Z".to_owned());
+        let d = run(vec![call(1), later, finish(2, "2")]);
+        assert_eq!(first_divergence(&a, &d), Divergence::Same);
+        // One run going on where the other stopped.
+        let e = run(vec![call(1), observed(1, "2")]);
+        assert_eq!(first_divergence(&e, &a), Divergence::Model { step: 2 });
+    }
+}
