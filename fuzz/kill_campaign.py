@@ -6,8 +6,8 @@ Each trial starts an evaluation, kills it after a random delay, then runs it aga
 `--resume` (or the same `--rerun-failed`), killing some of those attempts too, until one
 finishes. After every kill, each run the folder's `results.json` names (if it has one) must be in
 its trace; at the end the results must equal the uninterrupted run's (apart from run ids,
-timings and trace paths), and the traces must hold exactly the runs the results name, each
-complete, with nothing a crash wrote aside or half replaced left behind.
+timings and trace paths), `report DIR` must count exactly the runs the results name, each
+complete, and after `looptrace gc DIR` nothing a crash left is there.
 
     fuzz/kill_campaign.py                       # both modes, 40 trials each
     fuzz/kill_campaign.py --mode rerun --trials 100 --tasks 5000 --seed 7
@@ -57,17 +57,22 @@ def rows(folder):
 
 def traces_problem(binary, folder, layout, run_ids):
     """What is wrong with the folder's traces, or None."""
-    # What a crash wrote aside or half replaced is gone once a command has finished.
+    # Nothing below `runs/` is ever written aside; `gc` removes the unsealed runs of killed
+    # attempts and the temporary file a kill while the view was replaced left.
+    gc = subprocess.run([binary, "gc", folder], capture_output=True)
+    if gc.returncode != 0:
+        return f"gc exited {gc.returncode}: {gc.stderr.decode()[-300:]}"
     hidden = [
         os.path.join(root, name)
-        for root, _, names in os.walk(os.path.join(folder, "traces"))
+        for root, _, names in os.walk(os.path.join(folder, "runs"))
         for name in names
         if name.startswith(".")
     ]
     hidden += [name for name in os.listdir(folder) if ".tmp-" in name]
     if hidden:
         return f"left behind: {hidden[:3]}"
-    traces = os.path.join(folder, "traces.jsonl" if "single" in layout else "traces")
+    # `report DIR` reads the runs the view names, each row's run once.
+    traces = folder
     out = subprocess.run([binary, "report", traces, "-f", "json"], capture_output=True)
     if out.returncode != 0:
         return f"report exited {out.returncode}: {out.stderr.decode()[-300:]}"
@@ -138,7 +143,7 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
         if mode == "resume":
             first = [binary, "eval", suite, "--out", folder, "-q", "--jobs", "2"] + layout
             return (first, first + ["--resume"])
-        # A rerun keeps the layout of the results it updates.
+        # A rerun keeps the layout of the results it updates unless told otherwise.
         repeat = [x for x in layout if x not in ("--trace-layout", "single")]
         again = [binary, "eval", suite, "--rerun-failed", os.path.join(folder, "results.json"),
                  "-q", "--jobs", "2"] + repeat

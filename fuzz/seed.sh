@@ -48,7 +48,8 @@ printf '{\n "name": "s",\n "tasks": [%s\n ]\n}\n' "$tasks" >"$corpus/suite_load/
 # The readers' agreement starts from the same traces and lines.
 cp "$corpus"/trace_line/* "$corpus/readers_agree/"
 
-# Every importer's fixtures and the sample traces, each behind the byte that makes the import
+# Every importer's fixtures (the generated ones, zstd `.eval` archives included; the crafted zip
+# bombs) and the sample traces, each behind the byte that makes the import
 # target show it under a file name of its kind (the order of NAMES in fuzz_targets/import.rs).
 name_byte() {
     case "$1" in
@@ -64,7 +65,8 @@ name_byte() {
 }
 # Spans from real instrumentations (tests/fixtures/otel-import/<writer>/<case>) share case names,
 # so each seed is named by its folder too.
-for file in tests/fixtures/import/*/* tests/fixtures/otel-import/*/* sample_traces/*.jsonl; do
+for file in tests/fixtures/import/*/* tests/fixtures/import/*/*/* tests/fixtures/archives/*.eval \
+    tests/fixtures/otel-import/*/* sample_traces/*.jsonl; do
     [ -f "$file" ] || continue
     [ "$(stat -c %s "$file")" -le 65536 ] || continue
     base=$(basename "$file")

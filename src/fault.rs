@@ -2,14 +2,11 @@
 //! unwinding, no cleanup) at one chosen point, so tests can check what a crash there leaves:
 //!
 //! - `abort_after_events:N`: right after the Nth trace event is written (mid-trace);
-//! - `abort_before_row:N`: when eval is about to append the Nth result row to
-//!   `results.partial.jsonl` (the task's trace is complete, its row is not written);
+//! - `abort_before_row:N`: when eval is about to append the Nth result row to its run's
+//!   `rows.jsonl` (the task's trace is complete, its row is not written);
 //! - `abort_mid_row:N`: after writing only the first half of the Nth row's line (a torn line);
 //! - `abort_in_results_write`: after part of `results.json` reached its temporary file, before
 //!   the rename;
-//! - `abort_in_traces_write:N`: the same in the Nth rewrite of a trace file: the single trace
-//!   file (`traces.jsonl`, rewritten by `--resume` and `--rerun-failed`), or a per-task trace a
-//!   rerun in place joins with its new run or swaps the new run in for.
 //!
 //! Compiled in, inert unless the variable is set.
 
@@ -30,14 +27,11 @@ pub enum Fault {
     MidRow(u64),
     /// Abort while `results.json` is being written.
     InResultsWrite,
-    /// Abort during the Nth rewrite of a trace file.
-    InTracesWrite(u64),
 }
 
 static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 static ROWS: AtomicU64 = AtomicU64::new(0);
-static REWRITES: AtomicU64 = AtomicU64::new(0);
 
 /// Reads the fault setting; a malformed value is a usage error.
 pub fn configured() -> Result<Option<Fault>, String> {
@@ -58,11 +52,10 @@ pub fn configured() -> Result<Option<Fault>, String> {
             .map(Fault::AfterEvents)
             .or_else(|| counted("abort_before_row:").map(Fault::BeforeRow))
             .or_else(|| counted("abort_mid_row:").map(Fault::MidRow))
-            .or_else(|| counted("abort_in_traces_write:").map(Fault::InTracesWrite))
     };
     fault.map(Some).ok_or_else(|| {
         format!(
-            "{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N, abort_before_row:N, abort_mid_row:N or abort_in_traces_write:N with N >= 1, or abort_in_results_write"
+            "{FAULT_VAR}={value:?} is not understood: expected abort_after_events:N, abort_before_row:N or abort_mid_row:N with N >= 1, or abort_in_results_write"
         )
     })
 }
@@ -104,15 +97,6 @@ pub fn abort() -> ! {
 /// Called once part of `results.json` reached its temporary file.
 pub fn results_partly_written() {
     if armed() == Some(Fault::InResultsWrite) {
-        std::process::abort();
-    }
-}
-
-/// Called once part of a rewritten single trace file reached its temporary file.
-pub(crate) fn traces_partly_written() {
-    if let Some(Fault::InTracesWrite(n)) = armed()
-        && REWRITES.fetch_add(1, Ordering::SeqCst) + 1 == n
-    {
         std::process::abort();
     }
 }

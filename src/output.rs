@@ -67,6 +67,15 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     )
 }
 
+/// Creates `path` new (`O_EXCL`) for appending and reading: never a file, link or pipe that was
+/// there already. Everything below a run store's `runs/` is created this way.
+pub fn create_new_append(path: &Path) -> io::Result<File> {
+    open_nofollow(
+        OpenOptions::new().read(true).append(true).create_new(true),
+        path,
+    )
+}
+
 /// Creates `path` empty, or truncates the regular file already there; but a file with other hard
 /// links (a folder copied with `cp -l`) is replaced by a new one, so the other names keep their
 /// content. A new path costs one `open`, as before.

@@ -4,7 +4,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{docs, eval, export, help, import, merge, proxy, replay, report, run, show, tools};
+use super::{docs, eval, export, gc, help, import, merge, proxy, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -31,6 +31,9 @@ enum Command {
     /// Combine shard results into one results file and report.
     #[command(after_help = help::MERGE)]
     Merge(merge::MergeArgs),
+    /// Remove the runs of an eval output folder that its results no longer name.
+    #[command(after_help = help::GC)]
+    Gc(gc::GcArgs),
     /// Summarize how the runs in trace files ended and why.
     #[command(after_help = help::REPORT)]
     Report(report::ReportArgs),
@@ -88,6 +91,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Show(args) => show::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Merge(args) => merge::merge(args),
+        Command::Gc(args) => gc::run(args),
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Proxy(args) => proxy::run(args),

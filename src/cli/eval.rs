@@ -9,29 +9,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 
-use super::common::{CaptureArg, ToolsFileArgs, file_identity, resolve, same_file};
-use super::crash_leftovers::{
-    refuse_blocked_asides, remove_crash_leftovers, remove_crashed_rerun_partial,
-    tidy_after_crashed_rerun, tidy_rerun_asides,
-};
+use super::common::{CaptureArg, ToolsFileArgs, resolve, same_file};
 use super::folder_locks::{lock_output, lock_read, lock_read_linked, lock_rerun_in_place};
 use super::output_checks::{
-    Inputs, folder_of, is_device, named_traces, probe_writable, refuse_blocked_logs,
-    refuse_not_regular, refuse_own_folder_elsewhere, refuse_symlink, refuse_traces_as_outputs,
-    refuse_wrong_kind,
+    Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_own_folder_elsewhere,
+    refuse_symlink, refuse_traces_as_outputs, refuse_wrong_kind,
 };
 use super::progress::{Progress, ProgressMode};
 use super::{CliError, CliResult, Outcome};
+use looptrace::eval::store::{
+    Owing, RESULTS_NAME, ROWS_NAME, RUN_FORMAT, RUNS_DIR, RowKey, RowState, RunFolder, RunHeader,
+    RunKind, RunRead, Seal, V1_PARTIAL_NAME, bytes_under, convert_v1, copy_runs, list_runs, owed,
+    read_run, rebuild_view as rebuild_store_view,
+};
 use looptrace::eval::{
-    Attempt, Comparison, EachRow, OutcomeCounts, PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader,
-    PartialLog, PassRate, RESULTS_FORMAT, ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions,
-    SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskModel, TaskResult, Totals, TraceFlush,
-    TraceLayout, TraceTarget, carry_over, combine_runs, combine_runs_synced, compare,
-    compare_counted, corpus_suite, ends_with_finished_run, failed_ids, find_rerun_leftovers,
-    finished_runs, join_aside, keep_runs, list_shards, load_suite_with_text, now_rfc3339,
-    prepare_traces_dir, read_partial, read_results, remove_stale_traces, run_ids, run_tasks,
-    select_tasks, still_owed, suite_info, summary_line, swap_in_aside, trace_path, write_junit,
-    write_results,
+    Attempt, Comparison, EachRow, OutcomeCounts, PassRate, RESULTS_FORMAT, RESULTS_FORMAT_V1,
+    ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
+    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
+    compare, compare_counted, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
+    list_shards, load_suite_with_text, now_rfc3339, read_results, run_tasks, select_tasks,
+    still_owed, suite_info, summary_line, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -39,9 +36,13 @@ use looptrace::trace::Summarizer;
 /// Arguments of `looptrace eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// The suite file (JSON). Not needed with `--traces`.
-    #[arg(required_unless_present = "traces", conflicts_with = "traces")]
+    /// The suite file (JSON). Not needed with `--traces` or `--rebuild-view`.
+    #[arg(required_unless_present_any = ["traces", "rebuild_view"], conflicts_with = "traces")]
     pub suite: Option<PathBuf>,
+    /// Write `DIR/results.json` again from `DIR/runs/` (the view of its newest run), and run
+    /// nothing; a folder of results format 1 is converted into a run store first.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["suite", "traces", "resume", "rerun_failed"])]
+    pub rebuild_view: Option<PathBuf>,
     /// Replay every recorded run in these trace files or folders instead of a suite.
     #[arg(long, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
@@ -76,11 +77,11 @@ pub struct EvalArgs {
     #[arg(long, value_name = "PATTERN")]
     pub skip: Vec<String>,
     /// Run again only the tasks that failed, errored or were not reached in this earlier
-    /// `results.json`, updating it in place (the default `--out` is its folder).
+    /// `results.json`, as a new run beside the ones it names (the default `--out` is its folder).
     #[arg(long, value_name = "RESULTS", conflicts_with_all = ["shard", "traces"])]
     pub rerun_failed: Option<PathBuf>,
-    /// Continue an evaluation into `--out` that crashed or was stopped: keep every task with a
-    /// row in `DIR/results.partial.jsonl` and a complete trace, run the rest.
+    /// Continue an evaluation into `--out` that crashed or was stopped: a new run that keeps
+    /// every row of the stopped one with a complete trace, and runs the rest.
     #[arg(long, conflicts_with = "rerun_failed")]
     pub resume: bool,
     /// Run each task N times (epochs, 1 to 10,000): one row and one run per repeat; the report
@@ -227,11 +228,14 @@ impl From<FormatArg> for ReportFormat {
     }
 }
 
-/// Runs `looptrace eval`.
 /// The most repeats `--repeat` takes.
 const MAX_REPEATS: u32 = 10_000;
 
+/// Runs `looptrace eval`.
 pub fn run(args: EvalArgs) -> CliResult {
+    if let Some(dir) = &args.rebuild_view {
+        return rebuild_view(dir);
+    }
     if args.jobs == Some(0) {
         return Err(CliError::input("--jobs must be at least 1"));
     }
@@ -257,7 +261,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         let loaded = load(&args);
         (tools.and_then(|t| t.join().ok()), loaded)
     });
-    let (suite, mut inputs) = loaded?;
+    let (suite, inputs) = loaded?;
     let tools = tools.unwrap_or_else(ToolRegistry::builtin);
     // Held until the process ends: freeing a large suite task by task would only delay the exit.
     let suite = std::mem::ManuallyDrop::new(suite);
@@ -268,10 +272,9 @@ pub fn run(args: EvalArgs) -> CliResult {
         .map(|path| read_baseline(path, &suite.name, args.verdicts.baseline_any_suite))
         .transpose()?;
     args.verdicts.stats.check(repeats, baseline.as_ref())?;
-    // A rerun takes its folders' locks before it reads the results: an evaluation finishing
-    // in between would leave it carrying rows whose runs are gone. In place, it writes that
-    // folder; into another, it reads it to its end (the carried traces are copied last).
-    // Without `--out`, a rerun updates the results' folder in place.
+    // A rerun takes its folders' locks before it reads the results: in place, it writes that
+    // folder; into another, it reads it to its end (it copies the runs it builds on first).
+    // Without `--out`, a rerun writes the results' folder.
     let rerun_elsewhere = match (&args.rerun_failed, &args.out) {
         (Some(path), Some(out)) => !same_file(&folder_of(path), out),
         _ => false,
@@ -292,31 +295,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(path) => Some(read_rerun(path, &suite, repeats)?),
         None => None,
     };
-    let layout = match (&previous, &args.rerun_failed) {
-        (Some(previous), Some(path)) => {
-            rerun_layout(previous, path, args.trace_layout.map(TraceLayout::from))?
-        }
-        _ => args
-            .trace_layout
-            .map_or(TraceLayout::PerTask, TraceLayout::from),
+    let layout = match (&previous, args.trace_layout) {
+        (_, Some(given)) => TraceLayout::from(given),
+        (Some(previous), None) => layout_of(previous),
+        (None, None) => TraceLayout::PerTask,
     };
     let out = match (&args.out, &args.rerun_failed) {
         (Some(out), _) => out.clone(),
         (None, Some(path)) => folder_of(path),
         (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
     };
-    let results_path = out.join("results.json");
-    // A rerun of the folder's own results updates them in place (and reads them till its end).
-    let updated_in_place = args
-        .rerun_failed
-        .as_ref()
-        .is_some_and(|path| same_file(path, &results_path));
-    // The flag that named the output folder, for what is said of it.
-    let out_flag = if args.out.is_none() && args.rerun_failed.is_some() {
-        "--rerun-failed"
-    } else {
-        "--out"
-    };
+    let results_path = out.join(RESULTS_NAME);
     // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
     // shard of one split must be given the same patterns (merge checks).
     let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
@@ -349,25 +338,6 @@ pub fn run(args: EvalArgs) -> CliResult {
                     "nothing to rerun: no selected task failed, errored or was interrupted in `{}`{why} (left as it was)",
                     path.display()
                 );
-                // Only the results a rerun replaces say which runs `traces.jsonl` must keep: an
-                // older copy of them names fewer.
-                let partial = out.join(PARTIAL_NAME);
-                if updated_in_place {
-                    match layout {
-                        TraceLayout::Single => tidy_after_crashed_rerun(&out, previous)?,
-                        TraceLayout::PerTask => {
-                            refuse_own_folder_elsewhere(
-                                "--rerun-failed",
-                                &out.join("traces"),
-                                "a rerun tidies the traces there",
-                            )?;
-                            let leftovers = find_rerun_leftovers(&out.join("traces"));
-                            refuse_blocked_asides("--rerun-failed", &leftovers)?;
-                            tidy_rerun_asides(&out, &leftovers, Some(previous))?
-                        }
-                    }
-                    remove_crashed_rerun_partial(&partial);
-                }
                 print_report(
                     previous,
                     None,
@@ -383,10 +353,6 @@ pub fn run(args: EvalArgs) -> CliResult {
                     verdict(previous, None)
                 });
             }
-            let rerun: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-            // The folder's own results name the runs its traces hold (evaluations keep them so);
-            // a copy of them may not, and a rerun elsewhere copies what they name.
-            refuse_missing_carried_traces(previous, path, &rerun, !updated_in_place)?;
         }
         (std::borrow::Cow::Owned(tasks), Some(selection))
     };
@@ -394,209 +360,89 @@ pub fn run(args: EvalArgs) -> CliResult {
         Some(shard) => std::borrow::Cow::Owned(shard.select(&chosen)),
         None => chosen,
     };
-    // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording),
-    // whatever path or link leads there, or another of its outputs; and no output is written
-    // through a symbolic link. Task traces are checked by listing `DIR/traces` once: only files
-    // already there under a selected task's name can clash.
-    // The results a rerun reads are an input too, unless the rerun replaces them.
-    if let Some(path) = &args.rerun_failed
-        && !same_file(path, &results_path)
-    {
-        inputs.push(path.clone());
-    }
-    let input_paths = &inputs;
-    let inputs = Inputs::of(input_paths);
-    // A rerun into another folder also writes there the traces of the rows it carries over.
-    let carried_elsewhere = previous
-        .as_ref()
-        .filter(|_| rerun_elsewhere)
-        .map(|previous| &previous.tasks);
-    // Borrowed ids, not built file names: the set is as large as the suite.
-    // Built only if a folder it is checked against holds files: a new one holds none.
-    let trace_names = std::cell::LazyCell::new(|| -> HashSet<&str> {
-        let carried = carried_elsewhere.into_iter().flatten();
-        selected
-            .iter()
-            .map(|task| task.id.as_str())
-            .chain(carried.map(|row| row.id.as_str()))
-            .collect()
-    });
-    let trace_folders: Vec<PathBuf> = match (layout, repeats) {
-        (TraceLayout::Single, _) => Vec::new(),
-        (TraceLayout::PerTask, 1) => vec![out.join("traces")],
-        (TraceLayout::PerTask, n) => (1..=n)
-            .map(|k| out.join("traces").join(format!("r{k}")))
-            .collect(),
-    };
-    // Each with its kind as the listing gives it, so that checking thousands costs no call each.
-    let existing_traces: Vec<(PathBuf, Option<std::fs::FileType>)> = trace_folders
-        .iter()
-        .flat_map(|folder| std::fs::read_dir(folder).into_iter().flatten())
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| is_trace_of(&trace_names, &entry.file_name().to_string_lossy()))
-        .map(|entry| (entry.path(), entry.file_type().ok()))
-        .collect();
-    // A trace is written as a new file when it has other links (`output::create_fresh`), so only
-    // its kind matters: a regular file is replaced or truncated, anything else is refused.
-    for (trace, kind) in &existing_traces {
-        if kind.is_none_or(|kind| !kind.is_file()) {
-            refuse_symlink("eval", "--out", trace)?;
-            refuse_not_regular("--out", trace)?;
-        }
-    }
-    let partial_path = out.join(PARTIAL_NAME);
-    let single_path = out.join(SINGLE_TRACE);
+    // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording,
+    // the results a rerun reads), whatever path or link leads there, or another of its outputs;
+    // and no output is written through a symbolic link. Everything below `DIR/runs/` is created
+    // new, so only the view and the report files can meet an existing file.
+    let mut input_paths = inputs;
+    input_paths.extend(args.rerun_failed.iter().cloned());
+    let inputs = Inputs::of(&input_paths);
     let outputs = [
         ("--out", Some(results_path.clone())),
-        ("--out", Some(partial_path.clone())),
-        // Written with the single layout, removed with the per-task one: never an input.
-        ("--out", Some(single_path.clone())),
         ("--junit", args.verdicts.junit.clone()),
         ("--html", args.verdicts.html.clone()),
     ];
-    let outputs: Vec<(&str, PathBuf)> = outputs
-        .into_iter()
-        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
-        .collect();
-    for (flag, output) in &outputs {
+    for (flag, output) in outputs
+        .iter()
+        .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
+    {
         refuse_symlink("eval", flag, output)?;
         refuse_wrong_kind(flag, output)?;
-        inputs.refuse_overwriting(flag, output)?;
-    }
-    let outputs: Vec<(&str, PathBuf)> = outputs
-        .into_iter()
-        .chain(
-            existing_traces
-                .into_iter()
-                .map(|(trace, _)| ("--out", trace)),
-        )
-        .collect();
-    // Each repeat writes its traces in a folder of its own, and each task works in one under
-    // `DIR/work` when the tools file has a template: all made once tasks run.
-    for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
-        refuse_own_folder_elsewhere("--out", folder, "eval writes a repeat's traces there")?;
-    }
-    refuse_own_folder_elsewhere("--out", &out.join("traces"), "eval writes its traces there")?;
-    if let Some(tools) = &suite.tools {
-        if tools.template().is_some() {
-            refuse_own_folder_elsewhere(
-                "--out",
-                &out.join("work"),
-                "eval makes each task's working folder there",
-            )?;
-        }
-        match &args.tools_file.log_dir {
-            Some(dir) => refuse_blocked_logs("--log-dir", tools, dir)?,
-            None => {
-                let logs = out.join("logs");
-                if !tools.mcp_servers().is_empty() {
-                    refuse_own_folder_elsewhere(
-                        "--out",
-                        &logs,
-                        "the MCP servers' logs are written there",
-                    )?;
-                }
-                refuse_blocked_logs("--out", tools, &logs)?
-            }
+        // A rerun in place replaces the view it reads.
+        if !(flag == "--out"
+            && args
+                .rerun_failed
+                .as_ref()
+                .is_some_and(|r| same_file(r, output)))
+        {
+            inputs.refuse_overwriting(flag, output)?;
         }
     }
-    // The traces the baseline's rows name are inputs too, and so are those of the results a rerun
-    // updates, but for the runs it replaces in `--out`.
-    let outputs: Vec<(&str, &PathBuf)> = outputs.iter().map(|(flag, path)| (*flag, path)).collect();
-    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
-        refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
-    }
-    if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
-        let reports: Vec<_> = outputs
-            .iter()
-            .filter(|(flag, _)| *flag != "--out")
-            .copied()
-            .collect();
-        refuse_traces_as_outputs(&reports, previous, path, "the results")?;
-        if rerun_elsewhere {
-            refuse_traces_shared_with(previous, path, &out)?;
-        }
+    // Through a link, eval would write files in another folder, out of that folder's lock.
+    refuse_own_folder_elsewhere("--out", &out.join(RUNS_DIR), "eval writes its runs there")?;
+    if let Some(tools) = &suite.tools
+        && let Some(dir) = &args.tools_file.log_dir
+    {
+        refuse_blocked_logs("--log-dir", tools, dir)?;
     }
     // Every task's working folder is a copy of the tools file's template: the output folder
-    // (which holds the working folders) may not be inside it, nor it inside the folders eval
-    // replaces (the traces, the working folders).
+    // (which holds the working folders) may not be inside it.
     if let Some(template) = suite.tools.as_ref().and_then(|t| t.template())
         && let (Some(template), Some(resolved)) = (resolve(template), resolve(&out))
-    {
-        if resolved.starts_with(&template) {
-            return Err(CliError::input(format!(
-                "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
-                out.display(),
-                template.display()
-            )));
-        }
-        if ["traces", "work"]
-            .iter()
-            .any(|folder| template.starts_with(resolved.join(folder)))
-        {
-            return Err(CliError::input(format!(
-                "the tools file's working-folder template `{}` is inside this eval's own `{}`, whose traces and working folders every eval replaces or removes: move it or choose another --out",
-                template.display(),
-                out.display()
-            )));
-        }
-    }
-    // An eval removes the traces in `DIR/traces` it did not write: none may be an input, nor a
-    // trace the baseline's rows name.
-    refuse_inputs_in_traces(input_paths, &out.join("traces"))?;
-    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
-        let from = folder_of(path);
-        let traces: Vec<PathBuf> = named_traces(baseline)
-            .into_iter()
-            .map(|trace| from.join(trace))
-            .collect();
-        refuse_inputs_in_traces(&traces, &out.join("traces"))?;
-    }
-    if let Some(junit) = &args.verdicts.junit {
-        refuse_output_clash(
-            "--junit",
-            junit,
-            &[&results_path, &partial_path, &single_path],
-            &out.join("traces"),
-        )?;
-    }
-    let junit_folder = args.verdicts.junit.as_deref().map(folder_of);
-    if let (Some(junit), Some(folder)) = (&args.verdicts.junit, &junit_folder)
-        && !folder.is_dir()
-        && !same_file(folder, &out)
+        && resolved.starts_with(&template)
     {
         return Err(CliError::input(format!(
-            "--junit `{}`: the folder does not exist",
-            junit.display()
+            "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
+            out.display(),
+            template.display()
         )));
     }
-    if let Some(html) = &args.verdicts.html {
-        refuse_output_clash(
-            "--html",
-            html,
-            &[&results_path, &partial_path, &single_path],
-            &out.join("traces"),
-        )?;
-        // A device (`/dev/null`) takes both.
-        if args
-            .verdicts
-            .junit
-            .as_deref()
-            .is_some_and(|junit| same_file(junit, html) && !is_device(html))
-        {
-            return Err(CliError::input("--html and --junit name the same file"));
-        }
-        let folder = folder_of(html);
+    for (flag, report) in [
+        ("--junit", &args.verdicts.junit),
+        ("--html", &args.verdicts.html),
+    ] {
+        let Some(report) = report else { continue };
+        refuse_report_clash(flag, report, &results_path, &out.join(RUNS_DIR))?;
+        let folder = folder_of(report);
         if !folder.is_dir() && !same_file(&folder, &out) {
             return Err(CliError::input(format!(
-                "--html `{}`: the folder does not exist",
-                html.display()
+                "{flag} `{}`: the folder does not exist",
+                report.display()
             )));
         }
     }
-    // A traces folder that is new or empty holds no earlier evaluation's traces: none can be
-    // stale at the end, so the folder (as large as the suite) is not listed again then.
-    let had_traces = std::fs::read_dir(out.join("traces")).is_ok_and(|mut d| d.next().is_some());
+    // The traces the baseline's rows name are inputs, and so are those of the results a rerun
+    // updates.
+    let reports: Vec<(&str, &PathBuf)> = [
+        ("--junit", &args.verdicts.junit),
+        ("--html", &args.verdicts.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
+    .collect();
+    if let (Some(baseline), Some(path)) = (&baseline, &args.verdicts.baseline) {
+        refuse_traces_as_outputs(&reports, baseline, path, "the baseline")?;
+    }
+    if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
+        refuse_traces_as_outputs(&reports, previous, path, "the results")?;
+    }
+    // A device (`/dev/null`) takes both.
+    if let (Some(junit), Some(html)) = (&args.verdicts.junit, &args.verdicts.html)
+        && same_file(junit, html)
+        && !is_device(html)
+    {
+        return Err(CliError::input("--html and --junit name the same file"));
+    }
     // Every output is known to be writable before the first task runs, not after the last; the
     // report files first where their folders exist already, so that refusing one leaves no
     // `--out` folder made for nothing.
@@ -632,44 +478,24 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
     };
     probe_writable("--out", &out)?;
-    // The single layout writes `traces.jsonl` beside the results and makes no traces folder.
-    if layout == TraceLayout::PerTask {
-        let traces_dir = prepare_traces_dir(&out).map_err(CliError::Input)?;
-        probe_writable("--out", &traces_dir)?;
-    }
     probe_report_files(false)?;
     let info = suite_info(&suite);
-    // The runs to make, in output order: suite order, a task's repeats together.
-    let total = selected.len() * repeats as usize;
-    let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
-    let mut kept: Vec<Option<TaskResult>> = Vec::new();
-    // What `--resume` must find the earlier evaluation run with.
     let settings = Settings {
         shard,
         repeats,
         capture: suite.capture,
         layout: layout.as_str(),
     };
-    let resumable = if args.resume {
-        Some(resume_rows(
-            &partial_path,
-            &out,
-            &info,
-            &selected,
-            layout,
-            &settings,
-            (&args.only, &args.skip),
-            &position,
-        )?)
-    } else {
-        None
-    };
-    // What a crashed evaluation or rerun was writing aside (never a file results name): no
-    // other evaluation writes here while this one holds the folder's lock.
-    remove_crash_leftovers(&out);
-    if let Some(resumable) = resumable {
-        match resumable {
-            Resumable::Rows(rows) => kept = rows,
+    // The run this one continues, and the rows it holds that need no run again.
+    let mut parents = Vec::new();
+    let mut kept: Vec<Option<TaskResult>> = Vec::new();
+    let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
+    if args.resume {
+        match resumable(&out, &info, &settings, (&args.only, &args.skip))? {
+            Resumable::Run(parent) => {
+                kept = kept_rows(&out, &parent, &selected, repeats)?;
+                parents.push(parent.header.eval_id);
+            }
             Resumable::Complete(previous) => {
                 if let Err(why) = same_runs(&previous, &settings, &selected) {
                     return Err(CliError::input(format!(
@@ -693,40 +519,18 @@ pub fn run(args: EvalArgs) -> CliResult {
                 return Ok(verdict(&previous, None));
             }
             Resumable::Nothing => eprintln!(
-                "no `{}` to resume from: running every task",
-                partial_path.display()
+                "no run in `{}` to resume from: running every task",
+                out.join(RUNS_DIR).display()
             ),
         }
     }
-    // Once a task runs, the traces here stop matching the results an earlier evaluation left:
-    // those go first, so a crash leaves the partial file `--resume` continues, never results
-    // naming runs the traces no longer hold. A rerun keeps the results it updates, and replaces
-    // them at its end.
-    // What a crashed rerun left beside per-task traces: refused first if it blocks, tidied below.
-    let leftovers = find_rerun_leftovers(&out.join("traces"));
-    refuse_blocked_asides(out_flag, &leftovers)?;
-    if !updated_in_place {
-        match std::fs::remove_file(&results_path) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                return Err(CliError::internal(format!(
-                    "failed to remove the earlier `{}`: {err}",
-                    results_path.display()
-                )));
-            }
-            _ => {}
+    if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
+        parents = previous.runs.clone();
+        if rerun_elsewhere {
+            copy_runs(&folder_of(path), &out, &parents)
+                .map_err(|e| CliError::internal(e.to_string()))?;
         }
     }
-    // The results a rerun in this folder carries rows of say which runs the per-task traces a
-    // crashed rerun left beside theirs must keep; an evaluation that carries none replaces those
-    // traces anyway, and a rerun into another folder copies only the runs it carries.
-    tidy_rerun_asides(
-        &out,
-        &leftovers,
-        previous.as_ref().filter(|_| !rerun_elsewhere),
-    )?;
-    // Per-task traces a rerun updates in place are written aside and swapped in at its end.
-    let traces_aside = updated_in_place && layout == TraceLayout::PerTask;
-    // Only a resumed evaluation has kept rows; the others never allocate a slot per run.
     let kept_count = kept.iter().flatten().count();
     let stop = Arc::new(AtomicBool::new(false));
     // A first Ctrl-C or SIGTERM (what CI runners and `kill` send) stops scheduling; a second
@@ -742,10 +546,6 @@ pub fn run(args: EvalArgs) -> CliResult {
     for (signal, _) in signals {
         let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
     }
-    let task_tools = suite.tools.clone().map(|file| {
-        let logs = args.tools_file.log_dir.clone();
-        TaskTools::new(file, Some(logs.unwrap_or_else(|| out.join("logs"))))
-    });
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -755,73 +555,71 @@ pub fn run(args: EvalArgs) -> CliResult {
     let internal = |what: &str, path: &Path, err: std::io::Error| {
         CliError::internal(format!("failed to {what} `{}`: {err}", path.display()))
     };
-    // A rerun with the single layout writes its runs aside: `traces.jsonl` stays as the results it
-    // updates describe it until the runs it carries over and the runs it made are joined.
-    let mut aside: Option<RunsAside> = None;
-    let traces = match layout {
-        TraceLayout::Single if previous.is_some() => {
-            let (file, path) = looptrace::output::create_temp_beside(&single_path)
-                .map_err(|e| internal("write", &single_path, e))?;
-            drop(file);
-            let runs = aside.insert(RunsAside(path));
-            let file = looptrace::output::open_append(&runs.0)
-                .map_err(|e| internal("write", &runs.0, e))?;
-            TraceTarget::Single(file)
-        }
-        TraceLayout::PerTask => {
-            for folder in trace_folders.iter().skip_while(|_| repeats == 1) {
-                std::fs::create_dir_all(folder).map_err(|e| internal("create", folder, e))?;
-            }
-            if traces_aside {
-                TraceTarget::PerTaskAside(out.clone())
-            } else {
-                TraceTarget::PerTask(out.clone())
-            }
-        }
-        TraceLayout::Single => {
-            // A resumed evaluation keeps the runs of the rows it keeps; a new one starts empty.
-            let keep = run_ids(kept.iter().flatten());
-            // Only a file there already holds runs to drop; a new one is created by appending.
-            if std::fs::symlink_metadata(&single_path).is_ok() {
-                keep_runs(&single_path, &keep).map_err(|e| internal("write", &single_path, e))?;
-            }
-            let mut file = looptrace::output::open_append(&single_path)
-                .map_err(|e| internal("write", &single_path, e))?;
-            looptrace::trace::finish_cut_line(&mut file)
-                .map_err(|e| internal("write", &single_path, e))?;
-            TraceTarget::Single(file)
-        }
+    let kind = match (&previous, parents.is_empty()) {
+        (Some(_), _) => RunKind::Rerun,
+        (None, false) => RunKind::Resume,
+        (None, true) => RunKind::Eval,
     };
-    let header = PartialHeader {
-        format: PARTIAL_FORMAT.to_owned(),
-        suite: info.clone(),
+    // The view lists an evaluation's rows in suite order; a rerun's, every task of the suite.
+    let order: Vec<String> = match kind {
+        RunKind::Rerun => suite.tasks.iter().map(|t| t.id.to_string()).collect(),
+        _ => selected.iter().map(|t| t.id.to_string()).collect(),
+    };
+    let header = RunHeader {
+        format: RUN_FORMAT.to_owned(),
         eval_id: eval_id.clone(),
+        looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
+        created_at: created_at.clone(),
+        kind,
+        parents,
+        suite: info.clone(),
         capture: suite.capture,
         repeats,
+        adaptive: adaptive.clone(),
         trace_layout: layout.as_str().to_owned(),
-        rerun_failed: args
-            .rerun_failed
-            .as_ref()
-            .map(|path| path.display().to_string()),
         shard,
         only: args.only.clone(),
         skip: args.skip.clone(),
+        selection: selection.clone(),
+        tasks: order,
     };
-    let (log, kept_offsets) = PartialLog::start(&partial_path, &header, kept.iter().flatten())
-        .map_err(|e| internal("write", &partial_path, e))?;
+    let run = RunFolder::create(&out, &header).map_err(|e| CliError::internal(e.to_string()))?;
+    let run_dir = run.dir().to_path_buf();
+    let traces = match layout {
+        TraceLayout::PerTask => {
+            let traces = run_dir.join("traces");
+            std::fs::create_dir(&traces).map_err(|e| internal("create", &traces, e))?;
+            for k in (1..=repeats).filter(|_| repeats > 1) {
+                let folder = traces.join(format!("r{k}"));
+                std::fs::create_dir(&folder).map_err(|e| internal("create", &folder, e))?;
+            }
+            TraceTarget::PerTask(run_dir.clone())
+        }
+        TraceLayout::Single => {
+            let path = run_dir.join(SINGLE_TRACE);
+            let file = looptrace::output::create_new_append(&path)
+                .map_err(|e| internal("write", &path, e))?;
+            TraceTarget::Single(file)
+        }
+    };
+    let task_tools = suite.tools.clone().map(|file| {
+        let logs = args.tools_file.log_dir.clone();
+        TaskTools::new(file, Some(logs.unwrap_or_else(|| run_dir.join("logs"))))
+    });
+    let total = selected.len() * repeats as usize;
     let mut collected = Collected::new(
         total,
         selected.len(),
         repeats as usize,
-        baseline.is_some(),
-        args.verdicts.html.is_some(),
+        baseline.is_some() || kind != RunKind::Eval,
+        args.verdicts.html.is_some() || kind != RunKind::Eval,
     );
-    let kept_rows = kept
+    for (pos, row) in kept
         .iter()
         .enumerate()
-        .filter_map(|(pos, row)| row.as_ref().map(|row| (pos, row)));
-    for ((pos, row), offset) in kept_rows.zip(kept_offsets) {
-        collected.add(pos, offset, row);
+        .filter_map(|(pos, row)| row.as_ref().map(|row| (pos, row)))
+    {
+        collected.add(pos, None, row);
     }
     // Epochs: every task once, then every task again, so an early stop leaves whole epochs.
     // With adaptive repeats, one epoch at a time: each next one runs the undecided tasks only.
@@ -858,11 +656,14 @@ pub fn run(args: EvalArgs) -> CliResult {
         summarizer,
         eval_id: eval_id.clone(),
         traces: Some(traces),
+        trace_prefix: format!("{RUNS_DIR}/{eval_id}/"),
         flush: args.trace_flush.into(),
         repeats,
         stop: &stop,
         on_done: &on_done,
-        task_tools: task_tools.as_ref().map(|tools| (tools, out.join("work"))),
+        task_tools: task_tools
+            .as_ref()
+            .map(|tools| (tools, run_dir.join("work"))),
     };
     let collected = std::sync::Mutex::new(collected);
     let mut attempts = attempts;
@@ -872,13 +673,13 @@ pub fn run(args: EvalArgs) -> CliResult {
         let batch = &attempts;
         let on_row = |i: usize, row: TaskResult| {
             let attempt = batch[i];
-            let offset = log
+            let offset = run
                 .append(&row)
-                .map_err(|err| format!("failed to write `{}`: {err}", log.path().display()))?;
+                .map_err(|err| format!("failed to write `{}`: {err}", run.rows_path().display()))?;
             let mut collected = collected
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            collected.add(position(attempt.task, attempt.repeat), offset, &row);
+            collected.add(position(attempt.task, attempt.repeat), Some(offset), &row);
             Ok(())
         };
         let ran = run_tasks(&selected, batch, &tools, &options, &on_row);
@@ -931,187 +732,86 @@ pub fn run(args: EvalArgs) -> CliResult {
         eprintln!(
             "resumed: kept {} from `{}`, ran {}",
             looptrace::plural(kept_count as u64, "row", "rows"),
-            partial_path.display(),
+            out.join(RUNS_DIR).join(&header.parents[0]).display(),
             rows_written - kept_count
         );
     }
-    let offsets: Vec<u64> = collected.offsets.iter().flatten().copied().collect();
-    let on_disk = RowsOnDisk {
-        path: &partial_path,
-        offsets: &offsets,
-    };
-    let results = ResultsFile {
-        format: RESULTS_FORMAT.to_owned(),
-        looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
-        created_at,
-        eval_id: Some(eval_id),
-        suite: info,
-        shard,
-        selection,
-        repeats: (repeats > 1).then_some(repeats),
-        adaptive: adaptive.clone(),
-        capture: suite.capture,
-        interrupted,
-        partial: false,
-        not_reached: Vec::new(),
-        missing_shards: Vec::new(),
-        totals: collected.totals.clone(),
-        tasks: (),
-    };
-    let read_rows = || -> Result<Vec<TaskResult>, CliError> {
-        let mut rows = Vec::with_capacity(offsets.len());
-        RowsOnDisk {
-            path: &partial_path,
-            offsets: &offsets,
-        }
-        .for_each(|row| {
-            rows.push(row);
-            Ok(())
-        })
-        .map_err(CliError::internal)?;
-        Ok(rows)
-    };
-    // A rerun's report counts its pass rates from the rows it puts together in memory.
-    let pass_rates = match previous {
-        Some(_) => None,
-        None => collected.pass_rates(&selected),
-    };
-    // Each task's runs as counted for a baseline comparison, when the rows are not held.
-    let counted = collected.outcomes;
     // Tasks the results owed a run (never reached by an interrupted evaluation, or added to the
     // suite since) that a rerun narrowed by `--only`/`--skip` left unrun: listed so the next rerun
     // runs them; interrupted results stay interrupted until it does.
     let mut not_reached = Vec::new();
-    // With `--rerun-failed`, rows come from two files and are put together in memory; otherwise
-    // `results.json` and JUnit are written straight from the partial file, and only what the
-    // report, the HTML page and the baseline comparison need is read back.
-    let results = match (&previous, &args.rerun_failed) {
-        (Some(previous), Some(path)) => {
-            let rows = carry_over(previous, read_rows()?, &suite);
-            not_reached = still_owed(previous, &rows, &suite);
-            // Until `results.json` is replaced, the traces hold the runs of both the earlier and
-            // the new results: a crash between the renames leaves every run the results there
-            // name, whole.
-            let mut both = run_ids(&previous.tasks);
-            both.extend(run_ids(&rows));
-            // The per-task traces of the runs this rerun made in place, written aside.
-            let swapped: Vec<PathBuf> = if traces_aside {
-                rows.iter()
-                    .filter(|row| !row.carried_over)
-                    .filter_map(|row| row.trace.as_deref())
-                    .map(|trace| out.join(trace))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            match aside.take() {
-                Some(runs) => {
-                    let earlier = folder_of(path).join(SINGLE_TRACE);
-                    combine_runs(&single_path, &[&earlier, &runs.0], &both)
-                        .map_err(|e| internal("write", &single_path, e))?;
-                }
-                None => copy_carried_traces(&rows, &folder_of(path), &out)?,
-            }
-            for trace in &swapped {
-                join_aside(trace, &both).map_err(|e| internal("write", trace, e))?;
-            }
-            let results = ResultsFile {
-                totals: Totals::of(&rows),
-                interrupted: interrupted || (previous.interrupted && !not_reached.is_empty()),
-                not_reached: not_reached.clone(),
-                ..results.with_tasks(rows)
-            };
-            write_results(&results_path, &results)
-                .map_err(|e| internal("write", &results_path, e))?;
-            // The rerun tasks' earlier runs go now that no results file names them.
-            if layout == TraceLayout::Single {
-                keep_runs(&single_path, &run_ids(&results.tasks))
-                    .map_err(|e| internal("write", &single_path, e))?;
-            }
-            for trace in &swapped {
-                swap_in_aside(trace).map_err(|e| internal("write", trace, e))?;
-            }
-            // Last: a JUnit file that cannot be written leaves the folder as the results say.
-            if let Some(junit) = &args.verdicts.junit {
-                write_junit_file(junit, &results, &results.tasks[..])?;
-            }
-            results
-        }
-        _ => {
-            let streamed = results.with_tasks(on_disk);
-            write_results(&results_path, &streamed)
-                .map_err(|e| internal("write", &results_path, e))?;
-            if let Some(junit) = &args.verdicts.junit {
-                write_junit_file(junit, &streamed, &streamed.tasks)?;
-            }
-            let tasks = if collected.all {
-                read_rows()?
-            } else {
-                let mut failing = collected.failing;
-                failing.sort_by_key(|(position, _)| *position);
-                failing.into_iter().map(|(_, row)| row).collect()
-            };
-            streamed.with_tasks(tasks)
-        }
+    let mut seal = Seal {
+        sealed: true,
+        interrupted,
+        not_reached: Vec::new(),
     };
-    // The partial file served its purpose once `results.json` holds every row; an interrupted
-    // evaluation keeps it for `--resume`.
-    if !interrupted {
-        let _ = std::fs::remove_file(&partial_path);
+    if let Some(previous) = &previous {
+        let ran: Vec<TaskResult> = collected.rows.iter().flatten().cloned().collect();
+        let rows = carry_over(previous, ran, &suite);
+        not_reached = still_owed(previous, &rows, &suite);
+        seal.interrupted = interrupted || (previous.interrupted && !not_reached.is_empty());
+        seal.not_reached = not_reached.clone();
     }
-    // Which trace files this evaluation's results name (paths relative to `DIR/traces`); told
-    // from the rows' positions, so no set of names as large as the suite is built.
-    let rerun_traces: HashSet<&str> = match &previous {
-        Some(_) => results
-            .tasks
-            .iter()
-            .filter_map(|row| row.trace.as_deref())
-            .filter_map(|trace| trace.strip_prefix("traces/"))
-            .collect(),
-        None => HashSet::new(),
-    };
-    let index: HashMap<&str, usize> = match (&previous, layout) {
-        (None, TraceLayout::PerTask) if had_traces => selected
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.as_str(), i))
-            .collect(),
-        _ => HashMap::new(),
-    };
-    let written = |name: &str| -> bool {
-        if previous.is_some() {
-            return rerun_traces.contains(name);
-        }
-        let (repeat, file) = match name.split_once('/') {
-            Some((folder, file)) => match folder.strip_prefix('r').and_then(|k| k.parse().ok()) {
-                Some(k) if repeats > 1 && (1..=repeats).contains(&k) => (k, file),
-                _ => return false,
-            },
-            None if repeats == 1 => (1, name),
-            None => return false,
+    run.seal(&seal)
+        .map_err(|e| CliError::internal(e.to_string()))?;
+    // A plain evaluation's view is its own rows, copied from its log as they are; the others
+    // fold their rows over their parents'.
+    let results = if kind == RunKind::Eval {
+        let offsets: Vec<u64> = collected.offsets.iter().flatten().copied().collect();
+        let on_disk = RowsOnDisk {
+            path: run.rows_path(),
+            offsets: &offsets,
         };
-        file.strip_suffix(".jsonl")
-            .and_then(|id| index.get(id))
-            .is_some_and(|&task| collected.offsets[position(task, repeat)].is_some())
-    };
-    if had_traces {
-        report_stale(
-            &out.join("traces"),
-            &remove_stale_traces(&out.join("traces"), &written),
-        );
-    }
-    if layout == TraceLayout::PerTask && std::fs::symlink_metadata(&single_path).is_ok() {
-        match std::fs::remove_file(&single_path) {
-            Ok(()) => eprintln!(
-                "removed `{}` of an earlier evaluation (this one wrote per-task traces)",
-                single_path.display()
-            ),
-            Err(err) => eprintln!(
-                "warning: failed to remove the earlier `{}`: {err}",
-                single_path.display()
-            ),
+        let streamed = ResultsFile {
+            format: RESULTS_FORMAT.to_owned(),
+            looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
+            created_at,
+            eval_id: Some(eval_id.clone()),
+            suite: info,
+            shard,
+            selection,
+            repeats: (repeats > 1).then_some(repeats),
+            adaptive: adaptive.clone(),
+            capture: suite.capture,
+            interrupted,
+            partial: false,
+            not_reached: Vec::new(),
+            missing_shards: Vec::new(),
+            runs: if offsets.is_empty() {
+                Vec::new()
+            } else {
+                vec![eval_id.clone()]
+            },
+            totals: collected.totals.clone(),
+            tasks: on_disk,
+        };
+        write_results(&results_path, &streamed).map_err(|e| internal("write", &results_path, e))?;
+        if let Some(junit) = &args.verdicts.junit {
+            write_junit_file(junit, &streamed, &streamed.tasks)?;
         }
-    }
+        let tasks = if collected.all {
+            collected.rows.iter().flatten().cloned().collect()
+        } else {
+            let mut failing = collected.failing.clone();
+            failing.sort_by_key(|(position, _)| *position);
+            failing.into_iter().map(|(_, row)| row).collect()
+        };
+        streamed.with_tasks(tasks)
+    } else {
+        let results =
+            rebuild_store_view(&out, &eval_id).map_err(|e| CliError::internal(e.to_string()))?;
+        write_results(&results_path, &results).map_err(|e| internal("write", &results_path, e))?;
+        // Last: a JUnit file that cannot be written leaves the folder as the results say.
+        if let Some(junit) = &args.verdicts.junit {
+            write_junit_file(junit, &results, &results.tasks[..])?;
+        }
+        results
+    };
+    // A rerun's or resume's report counts its pass rates from the rows of its view.
+    let pass_rates = match kind {
+        RunKind::Eval => collected.pass_rates(&selected),
+        _ => None,
+    };
     // A rerun's results hold the tasks it carried over too: the baseline covers them as well.
     let scoped = baseline.as_ref().map(|b| {
         let compared: HashSet<&str> = match &previous {
@@ -1121,12 +821,12 @@ pub fn run(args: EvalArgs) -> CliResult {
         in_scope(b, &suite, &compared)
     });
     let mut comparison = scoped.as_ref().map(|b| {
-        if previous.is_some() || counted.is_empty() {
+        if kind != RunKind::Eval || collected.outcomes.is_empty() {
             return compare(b, &results);
         }
         let ran = selected
             .iter()
-            .zip(&counted)
+            .zip(&collected.outcomes)
             .filter(|(_, counts)| counts.ran())
             .map(|(task, counts)| (task.id.as_str(), counts));
         compare_counted(b, ran)
@@ -1169,14 +869,18 @@ pub fn run(args: EvalArgs) -> CliResult {
         args.quiet,
     )?;
     let traces_shown = match layout {
-        TraceLayout::PerTask => out.join("traces"),
-        TraceLayout::Single => single_path.clone(),
+        TraceLayout::PerTask => run_dir.join("traces"),
+        TraceLayout::Single => run_dir.join(SINGLE_TRACE),
     };
     if !args.quiet {
+        let runs = list_runs(&out).map_or(0, |ids| ids.len());
         eprintln!(
-            "results: {} (traces in {})",
+            "results: {} (traces in {}; `{}` holds {}, {})",
             results_path.display(),
-            traces_shown.display()
+            traces_shown.display(),
+            out.join(RUNS_DIR).display(),
+            looptrace::plural(runs as u64, "run", "runs"),
+            human_bytes(bytes_under(&out.join(RUNS_DIR)))
         );
     }
     if interrupted {
@@ -1231,10 +935,66 @@ pub(super) fn adaptive_outcome(
     })
 }
 
-/// What the evaluation keeps of its rows while they are written to the partial file.
+/// `eval --rebuild-view DIR`: writes `DIR/results.json` again from `DIR/runs/`, the view of the
+/// newest run (converting a folder of results format 1 into a run store first).
+fn rebuild_view(dir: &Path) -> CliResult {
+    let _lock = lock_output(dir)?;
+    let results_path = dir.join(RESULTS_NAME);
+    let ids = list_runs(dir).map_err(|e| CliError::input(e.to_string()))?;
+    let head = match ids.last() {
+        Some(head) => head.clone(),
+        None => {
+            let id = convert_v1(dir).map_err(|e| CliError::input(e.to_string()))?;
+            eprintln!(
+                "converted `{}` (results format 1) into the run `{}`",
+                results_path.display(),
+                dir.join(RUNS_DIR).join(&id).display()
+            );
+            id
+        }
+    };
+    refuse_symlink("eval", "--rebuild-view", &results_path)?;
+    let view = write_view(dir, &head)?;
+    eprintln!(
+        "rebuilt `{}` from the run `{head}` ({})",
+        results_path.display(),
+        looptrace::plural(view.tasks.len() as u64, "row", "rows")
+    );
+    Ok(Outcome::Success)
+}
+
+/// Writes `DIR/results.json` as the view of run `head`, and returns it.
+fn write_view(dir: &Path, head: &str) -> Result<ResultsFile, CliError> {
+    let view = rebuild_store_view(dir, head).map_err(|e| CliError::input(e.to_string()))?;
+    let path = dir.join(RESULTS_NAME);
+    write_results(&path, &view).map_err(|err| {
+        CliError::internal(format!("failed to write `{}`: {err}", path.display()))
+    })?;
+    Ok(view)
+}
+
+/// Bytes as people read them: `812 B`, `4.2 KB`, `1.3 MB`, `2.0 GB`.
+pub(super) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// What the evaluation keeps of its rows while they are written to its run's log.
 struct Collected {
-    /// Where each row starts in the partial file, by output position.
+    /// Where each row starts in the log, by output position (`None` for a resume's kept rows).
     offsets: Vec<Option<u64>>,
+    /// Every row, by output position, when they are all wanted (a resume, a rerun, the HTML
+    /// page); empty otherwise.
+    rows: Vec<Option<TaskResult>>,
     /// Counts over the rows.
     totals: Totals,
     /// The rows that fail the evaluation, with their output positions, for the report.
@@ -1245,7 +1005,7 @@ struct Collected {
     /// With `--baseline`: each task's runs counted for the comparison.
     outcomes: Vec<OutcomeCounts>,
     repeats: usize,
-    /// Whether every row will be read back (for the HTML page).
+    /// Whether every row is held.
     all: bool,
 }
 
@@ -1254,6 +1014,7 @@ impl Collected {
         let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
             offsets: vec![None; total],
+            rows: if all { vec![None; total] } else { Vec::new() },
             totals: Totals::zero(),
             failing: Vec::new(),
             passes: vec![(0, 0); tasks],
@@ -1263,8 +1024,8 @@ impl Collected {
         }
     }
 
-    fn add(&mut self, position: usize, offset: u64, row: &TaskResult) {
-        self.offsets[position] = Some(offset);
+    fn add(&mut self, position: usize, offset: Option<u64>, row: &TaskResult) {
+        self.offsets[position] = offset;
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;
@@ -1273,7 +1034,9 @@ impl Collected {
         if let Some(counts) = self.outcomes.get_mut(position / self.repeats) {
             counts.add(row, position);
         }
-        if !self.all && row.fails() {
+        if self.all {
+            self.rows[position] = Some(row.clone());
+        } else if row.fails() {
             self.failing.push((position, row.clone()));
         }
     }
@@ -1354,42 +1117,6 @@ fn adaptive_summary(
     )
 }
 
-/// Says on stderr which traces of earlier evaluations were removed from `DIR/traces`, and which
-/// `.jsonl` files there were left because eval never writes such names, and which could not be
-/// removed (the folder then disagrees with `results.json`, which the warning says).
-fn report_stale(traces: &Path, stale: &looptrace::eval::StaleTraces) {
-    const SHOWN: usize = 10;
-    let list = |names: &[String]| {
-        let mut text = names[..names.len().min(SHOWN)].join(", ");
-        if names.len() > SHOWN {
-            text.push_str(&format!(" and {} more", names.len() - SHOWN));
-        }
-        looptrace::text::escape(&text).into_owned()
-    };
-    if !stale.removed.is_empty() {
-        eprintln!(
-            "removed {} of earlier evaluations from `{}` (tasks this eval did not run): {}",
-            looptrace::plural(stale.removed.len() as u64, "trace", "traces"),
-            traces.display(),
-            list(&stale.removed)
-        );
-    }
-    if !stale.foreign.is_empty() {
-        eprintln!(
-            "warning: left {} in `{}` that eval does not write (not in results.json): {}",
-            looptrace::plural(stale.foreign.len() as u64, "file", "files"),
-            traces.display(),
-            list(&stale.foreign)
-        );
-    }
-    for (name, err) in &stale.failed {
-        eprintln!(
-            "warning: failed to remove the earlier trace `{}` (not in results.json): {err}",
-            looptrace::text::escape(&traces.join(name).display().to_string())
-        );
-    }
-}
-
 /// The baseline's tasks this evaluation can speak about: those it ran (or, rerunning, carried
 /// over), and those no longer in the suite at all. A shard leaves out the other shards' tasks, which are neither.
 fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> ResultsFile {
@@ -1401,80 +1128,78 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// A rerun's new runs of the single layout, written beside `traces.jsonl` until they join it.
-/// Removed however the evaluation ends; what a crash leaves, the next rerun or `--resume` removes.
-struct RunsAside(PathBuf);
-
-impl Drop for RunsAside {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The trace layout of a rerun: that of the results it updates (told by their rows' `trace`),
-/// which `--trace-layout`, when given, must name. Rows without a trace say nothing.
-fn rerun_layout(
-    previous: &ResultsFile,
-    path: &Path,
-    given: Option<TraceLayout>,
-) -> Result<TraceLayout, CliError> {
-    let mut found = None;
-    for trace in previous.tasks.iter().filter_map(|t| t.trace.as_deref()) {
-        let layout = if trace == SINGLE_TRACE {
-            TraceLayout::Single
-        } else {
-            TraceLayout::PerTask
-        };
-        match found {
-            None => found = Some(layout),
-            Some(other) if other != layout => {
-                return Err(CliError::input(format!(
-                    "--rerun-failed `{}` names both `{SINGLE_TRACE}` and per-task traces: not results eval writes",
-                    path.display()
-                )));
-            }
-            Some(_) => {}
-        }
-    }
-    match (found, given) {
-        (Some(found), Some(given)) if found != given => Err(CliError::input(format!(
-            "--rerun-failed `{}` was written with --trace-layout {}, and a rerun updates its traces in place: give --trace-layout {} or none (to change the layout, run the whole suite again)",
-            path.display(),
-            found.as_str(),
-            found.as_str()
-        ))),
-        (Some(layout), _) | (None, Some(layout)) => Ok(layout),
-        (None, None) => Ok(TraceLayout::PerTask),
+/// The trace layout of the results a rerun updates (told by their rows' `trace`), which its new
+/// run keeps unless `--trace-layout` is given.
+fn layout_of(previous: &ResultsFile) -> TraceLayout {
+    let single = previous
+        .tasks
+        .iter()
+        .filter_map(|t| t.trace.as_deref())
+        .any(|trace| trace.ends_with(SINGLE_TRACE));
+    if single {
+        TraceLayout::Single
+    } else {
+        TraceLayout::PerTask
     }
 }
 
 /// What `--resume` found in the output folder.
 enum Resumable {
-    /// The rows to keep, by output position (`None`: run it).
-    Rows(Vec<Option<TaskResult>>),
-    /// No partial file, and a complete `results.json` of this suite: nothing to do.
+    /// The run to continue: the newest, which a crash or a signal stopped.
+    Run(Box<RunRead>),
+    /// The newest run ended with every row, and `results.json` is its view: nothing to do.
     Complete(Box<ResultsFile>),
-    /// Neither: run everything.
+    /// No run to continue: run everything.
     Nothing,
 }
 
-/// Reads the partial file for `--resume`: the rows of this suite's selected runs whose trace is
-/// complete. A partial file of another suite, capture, repeat count, trace layout, shard or
-/// selection is refused.
-#[allow(clippy::too_many_arguments)]
-fn resume_rows(
-    partial_path: &Path,
+/// Finds the run `--resume` continues: the newest of `out`, unless it ended whole. A run of
+/// another suite, capture, repeat count, trace layout, shard or selection is refused, as is an
+/// interrupted rerun (the same rerun again continues it); a folder of results format 1 is refused
+/// naming its conversion.
+fn resumable(
     out: &Path,
     info: &SuiteInfo,
-    selected: &[SuiteTask],
-    layout: TraceLayout,
     settings: &Settings<'_>,
     (only, skip): (&[String], &[String]),
-    position: &dyn Fn(usize, u32) -> usize,
 ) -> Result<Resumable, CliError> {
-    let repeats = settings.repeats;
-    let Some(partial) = read_partial(partial_path).map_err(CliError::Input)? else {
-        let results_path = out.join("results.json");
+    let ids = list_runs(out).map_err(|e| CliError::input(e.to_string()))?;
+    let results_path = out.join(RESULTS_NAME);
+    let Some(newest) = ids.last() else {
+        if out.join(V1_PARTIAL_NAME).exists()
+            || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
+        {
+            return Err(CliError::input(format!(
+                "--resume: `{}` holds results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it with `looptrace eval --rebuild-view {}` and run again, or run without --resume",
+                out.display(),
+                out.display()
+            )));
+        }
+        return Ok(Resumable::Nothing);
+    };
+    let run = read_run(out, newest).map_err(|e| CliError::input(e.to_string()))?;
+    let run_path = out.join(RUNS_DIR).join(newest);
+    let refuse = |why: String| {
+        Err(CliError::input(format!(
+            "--resume: the run `{}` {why}",
+            run_path.display()
+        )))
+    };
+    let header = &run.header;
+    let whole = run.seal.as_ref().is_some_and(|seal| !seal.interrupted);
+    if whole {
+        // A crash after the run ended but before its view was written: the view is all it owes.
+        let view_is_older = read_results(&results_path).map_or(true, |view| {
+            view.eval_id.as_deref() != Some(newest.as_str())
+        });
+        if view_is_older && header.suite == *info {
+            write_view(out, newest)?;
+            eprintln!(
+                "the run `{}` ended whole: wrote its view `{}`",
+                run_path.display(),
+                results_path.display()
+            );
+        }
         // Results of another suite (or of this one since edited) are no evaluation to resume:
         // every task runs, as on a Job's first attempt in a folder an earlier Job left.
         return Ok(match read_results(&results_path) {
@@ -1492,17 +1217,15 @@ fn resume_rows(
             Ok(previous) if !previous.interrupted => Resumable::Complete(Box::new(previous)),
             _ => Resumable::Nothing,
         });
-    };
-    let header = &partial.header;
-    let refuse = |why: String| {
-        Err(CliError::input(format!(
-            "--resume: `{}` {why}",
-            partial_path.display()
-        )))
-    };
-    if let Some(rerun) = &header.rerun_failed {
+    }
+    if header.kind == RunKind::Rerun {
         return refuse(format!(
-            "was left by an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
+            "was an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again",
+            header
+                .selection
+                .as_ref()
+                .and_then(|s| s.rerun_failed.as_deref())
+                .unwrap_or("RESULTS")
         ));
     }
     if header.suite != *info {
@@ -1514,7 +1237,7 @@ fn resume_rows(
             info.short_fingerprint()
         ));
     }
-    // Another shard or selection too: resuming would drop the first one's rows and traces.
+    // Another shard or selection too: the view would lose the first one's rows.
     let written = Settings {
         shard: header.shard,
         repeats: header.repeats,
@@ -1531,66 +1254,72 @@ fn resume_rows(
             patterns_text(only, skip)
         ));
     }
-    if let Some(line) = partial.torn_line {
+    if let Some(line) = run.torn_line {
         eprintln!(
             "warning: ignored the torn last line ({line}) of `{}`, cut short by a crash",
-            partial_path.display()
+            run_path.join(ROWS_NAME).display()
         );
     }
-    let finished = match layout {
-        TraceLayout::Single => finished_runs(&out.join(SINGLE_TRACE)).map_err(|err| {
-            CliError::input(format!(
-                "failed to read `{}`: {err}",
-                out.join(SINGLE_TRACE).display()
-            ))
-        })?,
-        TraceLayout::PerTask => HashSet::new(),
-    };
+    Ok(Resumable::Run(Box::new(run)))
+}
+
+/// The rows of `parent`'s view a resume keeps, by output position: those whose run is whole in
+/// its trace. Which rows are owed is [`owed`]; this reads the traces to say which are complete.
+fn kept_rows(
+    out: &Path,
+    parent: &RunRead,
+    selected: &[SuiteTask],
+    repeats: u32,
+) -> Result<Vec<Option<TaskResult>>, CliError> {
+    let view = rebuild_store_view(out, &parent.header.eval_id)
+        .map_err(|e| CliError::input(e.to_string()))?;
+    let mut finished_in: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut states = Vec::with_capacity(view.tasks.len());
+    for row in &view.tasks {
+        let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
+            continue;
+        };
+        let complete = if trace.ends_with(SINGLE_TRACE) {
+            if !finished_in.contains_key(trace) {
+                let path = out.join(trace);
+                let finished = finished_runs(&path).map_err(|err| {
+                    CliError::input(format!("failed to read `{}`: {err}", path.display()))
+                })?;
+                finished_in.insert(trace.clone(), finished);
+            }
+            finished_in[trace].contains(run_id)
+        } else {
+            ends_with_finished_run(&out.join(trace), run_id)
+        };
+        states.push(RowState {
+            key: RowKey::of(row),
+            passes: !row.fails(),
+            complete,
+        });
+    }
+    let scope: Vec<RowKey> = (1..=repeats)
+        .flat_map(|repeat| {
+            selected
+                .iter()
+                .map(move |t| RowKey::new(t.id.as_str(), repeat))
+        })
+        .collect();
+    let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &states).into_iter().collect();
     let index: HashMap<&str, usize> = selected
         .iter()
         .enumerate()
         .map(|(i, t)| (t.id.as_str(), i))
         .collect();
-    let mut rows: Vec<Option<TaskResult>> = vec![None; selected.len() * repeats as usize];
-    // Rows this evaluation never writes (a task it does not run, a `repeat` it does not give, a
-    // run twice): the file was edited. They are not kept, so results keep the rule of rows.
-    let mut foreign = 0usize;
-    let mut seen = vec![false; rows.len()];
-    for row in partial.rows {
-        let repeat = row.repeat.unwrap_or(1);
-        let fits = looptrace::eval::repeat_fits(row.repeat, repeats);
-        let Some(&task) = index.get(row.id.as_str()).filter(|_| fits) else {
-            foreign += 1;
-            continue;
-        };
-        if std::mem::replace(&mut seen[position(task, repeat)], true) {
-            // The run twice: neither row is kept, so the run runs again.
-            foreign += 1;
-            rows[position(task, repeat)] = None;
-            continue;
-        }
-        let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
-            continue;
-        };
-        let complete = match layout {
-            TraceLayout::Single => finished.contains(run_id),
-            TraceLayout::PerTask => {
-                trace == &trace_path(layout, row.id.as_str(), repeat, repeats)
-                    && ends_with_finished_run(&out.join(trace), run_id)
-            }
-        };
-        if complete {
-            rows[position(task, repeat)] = Some(row);
+    let mut rows = vec![None; selected.len() * repeats as usize];
+    for row in view.tasks {
+        let key = RowKey::of(&row);
+        if let Some(&task) = index.get(row.id.as_str())
+            && !owed.contains(&key)
+        {
+            rows[task * repeats as usize + (key.repeat as usize - 1)] = Some(row);
         }
     }
-    if foreign > 0 {
-        eprintln!(
-            "warning: `{}` holds {} this evaluation never writes (a task it does not run, a `repeat` it does not give, or a run twice; the file was edited): not kept, those runs run again",
-            partial_path.display(),
-            looptrace::plural(foreign as u64, "row", "rows")
-        );
-    }
-    Ok(Resumable::Rows(rows))
+    Ok(rows)
 }
 
 /// `--shard K/N` as given, for messages.
@@ -1662,10 +1391,7 @@ fn same_runs(
         shard: previous.shard,
         repeats: previous.repeats.unwrap_or(1),
         capture: previous.capture,
-        layout: match previous.tasks.first().and_then(|row| row.trace.as_deref()) {
-            Some(SINGLE_TRACE) => TraceLayout::Single.as_str(),
-            _ => TraceLayout::PerTask.as_str(),
-        },
+        layout: layout_of(previous).as_str(),
     };
     if let Some(difference) = settings.difference(&written) {
         return Err(format!("it was {difference}"));
@@ -1717,166 +1443,48 @@ fn read_rerun(path: &Path, suite: &Suite, repeats: u32) -> Result<ResultsFile, C
     if let Err(problem) = looptrace::eval::check_rows(&previous) {
         return refuse(problem.to_string());
     }
-    // Carried rows' traces are kept, copied or tidied by these paths: only the paths eval
-    // writes are followed, never one that leads out of the folder.
+    if previous.format == RESULTS_FORMAT_V1 {
+        return refuse(format!(
+            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {}`, then rerun from it",
+            folder_of(path).display()
+        ));
+    }
+    // Carried rows name their traces in the runs the results name: never a path that leads
+    // elsewhere, since a rerun copies those runs and the report reads those traces.
     for (i, row) in previous.tasks.iter().enumerate() {
         let Some(trace) = row.trace.as_deref() else {
             continue;
         };
-        let repeat = row.repeat.unwrap_or(1);
-        let own = looptrace::eval::TaskId::parse(&row.id).is_ok()
-            && (trace == SINGLE_TRACE
-                || trace == trace_path(TraceLayout::PerTask, &row.id, repeat, repeats));
-        if !own {
+        let mut parts = Path::new(trace).components();
+        let run = match (parts.next(), parts.next()) {
+            (Some(std::path::Component::Normal(runs)), Some(std::path::Component::Normal(run)))
+                if runs == RUNS_DIR =>
+            {
+                run.to_string_lossy()
+            }
+            _ => "".into(),
+        };
+        let plain = parts.all(|part| matches!(part, std::path::Component::Normal(_)));
+        if !plain || !previous.runs.iter().any(|r| *r == run) {
             return refuse(format!(
-                "has `tasks[{i}].trace` {trace:?}, which is not where eval writes that run's trace (`{}` or `{SINGLE_TRACE}`)",
-                trace_path(TraceLayout::PerTask, &row.id, repeat, repeats)
+                "has `tasks[{i}].trace` {trace:?}, which is not a trace in one of the runs it names (`runs/<eval-id>/...`)"
             ));
         }
     }
-    Ok(previous)
-}
-
-/// Fails when a rerun into another folder would write or copy a trace onto the one the results
-/// it reads name (a `traces` folder linked to theirs, a hard link): copying a file onto itself
-/// empties it. Only files that exist already can be one.
-fn refuse_traces_shared_with(
-    previous: &ResultsFile,
-    path: &Path,
-    out: &Path,
-) -> Result<(), CliError> {
-    let from = folder_of(path);
-    for trace in named_traces(previous) {
-        let (source, target) = (from.join(trace), out.join(trace));
-        if file_identity(&target).is_some_and(|id| file_identity(&source) == Some(id)) {
-            return Err(CliError::input(format!(
-                "--out: `{}` is the trace `{}` of the results `{}` (the folders share their traces): choose another --out",
-                target.display(),
-                source.display(),
-                path.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Fails unless the trace of every row a rerun carries over is beside its results: merged
-/// results name traces in their shards' folders, and a rerun that carried such rows would leave
-/// results naming traces that are not there. With `check_runs`, each trace must also hold its
-/// row's run.
-fn refuse_missing_carried_traces(
-    previous: &ResultsFile,
-    path: &Path,
-    rerun: &HashSet<&str>,
-    check_runs: bool,
-) -> Result<(), CliError> {
+    // The runs it builds on must be beside it: results merged from shards name the shards' runs.
     let folder = folder_of(path);
-    let carried = previous
-        .tasks
+    if let Some(missing) = previous
+        .runs
         .iter()
-        .filter(|row| !rerun.contains(row.id.as_str()))
-        .filter_map(|row| row.trace.as_deref());
-    let mut missing = std::collections::BTreeSet::new();
-    for trace in carried {
-        let path = folder.join(trace);
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => {}
-            // Copied or read, a pipe would wait for a writer: it is there, but no trace.
-            Ok(meta) => {
-                return Err(CliError::input(format!(
-                    "--rerun-failed: `{}`, the trace of a row it carries over, is {}, not a regular file",
-                    path.display(),
-                    looptrace::output::special_kind(meta.file_type()).unwrap_or("a folder")
-                )));
-            }
-            Err(_) => {
-                missing.insert(trace);
-            }
-        }
-    }
-    if let Some(first) = missing.first() {
-        return Err(missing_carried_traces(path, &folder, first, missing.len()));
-    }
-    if !check_runs {
-        return Ok(());
-    }
-    // Each carried row's run must be in its trace: results kept while their folder was
-    // evaluated again (a copy of them) would carry rows whose runs are gone.
-    let mut held: HashMap<&str, HashSet<String>> = HashMap::new();
-    for (i, row) in previous.tasks.iter().enumerate() {
-        let (Some(trace), Some(run)) = (row.trace.as_deref(), row.run_id.as_deref()) else {
-            continue;
-        };
-        if rerun.contains(row.id.as_str()) {
-            continue;
-        }
-        let trace_path = folder.join(trace);
-        let runs = held
-            .entry(trace)
-            .or_insert_with(|| looptrace::eval::runs_in(&trace_path).unwrap_or_default());
-        if !runs.contains(run) {
-            return Err(CliError::input(format!(
-                "--rerun-failed `{}`: `tasks[{i}]` ({:?}) carries over run `{run}`, which its trace `{}` does not hold: the folder was evaluated again since these results were written; rerun from the results it holds now",
-                path.display(),
-                row.id,
-                trace_path.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// What a rerun is told when traces of rows it carries over are not beside the results.
-fn missing_carried_traces(path: &Path, folder: &Path, first: &str, count: usize) -> CliError {
-    CliError::input(format!(
-        "--rerun-failed `{}`: {} of the rows it carries over {} not beside it (`{}` first): results merged from shards name traces in the shards' folders; gather them next to the merged results first (`cp -r SHARD/traces {}/` for each shard, or `cat SHARD/traces.jsonl >> {}/traces.jsonl`)",
-        path.display(),
-        looptrace::plural(count as u64, "trace", "traces"),
-        if count == 1 { "is" } else { "are" },
-        folder.join(first).display(),
-        folder.display(),
-        folder.display()
-    ))
-}
-
-/// With `--out` elsewhere than the folder of `--rerun-failed`, copies the traces of the rows
-/// carried over, so the new folder's `results.json` describes the traces beside it.
-fn copy_carried_traces(rows: &[TaskResult], from: &Path, to: &Path) -> Result<(), CliError> {
-    if same_file(from, to) {
-        return Ok(());
-    }
-    for (row, trace) in rows
-        .iter()
-        .filter(|row| row.carried_over)
-        .filter_map(|row| row.trace.as_deref().map(|trace| (row, trace)))
+        .find(|run| !folder.join(RUNS_DIR).join(run).is_dir())
     {
-        let source = from.join(trace);
-        if source.is_file() {
-            // A new file renamed over the one there, not written into: it may share its content
-            // with another folder's by a hard link. Only the carried run: a rerun in place that
-            // crashed may have left a trace holding another beside it.
-            let copied = match &row.run_id {
-                Some(run) => combine_runs_synced(
-                    &to.join(trace),
-                    &[&source],
-                    &HashSet::from([run.clone()]),
-                    false,
-                ),
-                None => std::fs::File::open(&source).and_then(|mut file| {
-                    let mut copy = looptrace::output::create_fresh(&to.join(trace))?;
-                    std::io::copy(&mut file, &mut copy).map(|_| ())
-                }),
-            };
-            copied.map_err(|err| {
-                CliError::internal(format!(
-                    "failed to copy the trace `{}` to `{}`: {err}",
-                    source.display(),
-                    to.display()
-                ))
-            })?;
-        }
+        return refuse(format!(
+            "names the run `{missing}`, which `{}` does not hold (results merged from shards name the shards' runs: gather them beside the merged file first, `cp -r shard*/runs {}/`)",
+            folder.join(RUNS_DIR).display(),
+            folder.display()
+        ));
     }
-    Ok(())
+    Ok(previous)
 }
 
 /// Reads `--baseline` for suite `suite`: a partial merge cannot say what happened to the tasks it
@@ -2065,83 +1673,6 @@ fn verdict_of_rows(results: &ResultsFile, comparison: Option<&Comparison>) -> Ou
     }
 }
 
-/// Fails when an input file (a `--traces` recording, a suite's replay source, the suite, the
-/// baseline) lies in `traces`, however it is named; folders are resolved once each.
-fn refuse_inputs_in_traces(inputs: &[PathBuf], traces: &Path) -> Result<(), CliError> {
-    let Some(traces_resolved) = resolve(traces) else {
-        return Ok(());
-    };
-    let mut inside: HashMap<PathBuf, bool> = HashMap::new();
-    for input in inputs {
-        let folder = folder_of(input);
-        let is_inside = *inside.entry(folder.clone()).or_insert_with(|| {
-            resolve(&folder).is_some_and(|folder| folder.starts_with(&traces_resolved))
-        });
-        if is_inside {
-            return Err(CliError::input(format!(
-                "the input `{}` is in this eval's own `{}`, whose traces every eval replaces or removes: copy it elsewhere or choose another --out",
-                input.display(),
-                traces.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `name` is the trace file name (`<task-id>.jsonl`) of one of `ids`.
-fn is_trace_of(ids: &HashSet<&str>, name: &str) -> bool {
-    name.strip_suffix(".jsonl")
-        .is_some_and(|stem| ids.contains(stem))
-}
-
-/// Fails when `--junit` (or `--html`) names one of the eval's own files (`results.json`, the
-/// partial file, `traces.jsonl`) or a file named as a task's trace (`<task-id>.jsonl`) in
-/// `traces` or its `r<k>` folders, however the path is written: whether or not this eval runs
-/// that task, such a file is one a rerun carries over or copies, or one the eval removes as an
-/// earlier evaluation's.
-fn refuse_output_clash(
-    flag: &str,
-    junit: &Path,
-    own_files: &[&PathBuf],
-    traces: &Path,
-) -> Result<(), CliError> {
-    let in_traces = |folder: &Path| {
-        same_file(folder, traces)
-            || folder
-                .file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(looptrace::eval::is_repeat_folder)
-                && same_file(&folder_of(folder), traces)
-    };
-    let clash = if let Some(own) = own_files.iter().find(|own| same_file(junit, own)) {
-        Some((own.to_path_buf(), ""))
-    } else {
-        let folder = folder_of(junit);
-        junit
-            .file_name()
-            .map(|name| name.to_string_lossy())
-            .filter(|name| {
-                name.strip_suffix(".jsonl")
-                    .is_some_and(|stem| looptrace::eval::TaskId::parse(stem).is_ok())
-            })
-            .filter(|_| in_traces(&folder))
-            .map(|name| {
-                (
-                    folder.join(name.as_ref()),
-                    " (a task trace's name in its traces folder, which it writes or removes)",
-                )
-            })
-    };
-    match clash {
-        Some((other, why)) => Err(CliError::input(format!(
-            "{flag} `{}` is the output `{}` of this eval{why}: choose another file",
-            junit.display(),
-            other.display()
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// A folder name from a suite name: path separators and other odd characters become `_`.
 fn folder_name(name: &str) -> String {
     let clean = looptrace::eval::TaskId::sanitize(name);
@@ -2149,6 +1680,33 @@ fn folder_name(name: &str) -> String {
         "" => "suite".to_owned(),
         _ => clean,
     }
+}
+
+/// Fails when `--junit` (or `--html`) names this eval's view (`results.json`) or a file under
+/// `DIR/runs/`, which only eval writes, each file once.
+fn refuse_report_clash(
+    flag: &str,
+    report: &Path,
+    view: &Path,
+    runs: &Path,
+) -> Result<(), CliError> {
+    if same_file(report, view) {
+        return Err(CliError::input(format!(
+            "{flag} `{}` is the output `{}` of this eval: choose another file",
+            report.display(),
+            view.display()
+        )));
+    }
+    if let (Some(folder), Some(runs)) = (resolve(&folder_of(report)), resolve(runs))
+        && folder.starts_with(&runs)
+    {
+        return Err(CliError::input(format!(
+            "{flag} `{}` is inside `{}`, where eval writes its runs: choose another file",
+            report.display(),
+            runs.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `--progress MODE`.

@@ -28,6 +28,10 @@ pub struct ExportArgs {
     /// `-` for standard input.
     #[arg(required = true)]
     pub paths: Vec<String>,
+    /// Given an eval output folder, read every run under its `runs/`, not only those its
+    /// `results.json` names.
+    #[arg(long)]
+    pub all_runs: bool,
     /// Write here (replaced atomically, never appended) instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -38,6 +42,9 @@ pub struct ExportArgs {
     /// `gen_ai.evaluation.result` event.
     #[arg(long, value_name = "RESULTS")]
     pub results: Option<PathBuf>,
+    /// Skip files that cannot be read (each named in a warning) and export the rest.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs `looptrace export`.
@@ -56,7 +63,8 @@ pub fn run(args: ExportArgs) -> CliResult {
     } else {
         Capture::Summary
     };
-    let foreign = super::import::inputs_with_capture(&args.paths, capture)?;
+    let foreign =
+        super::import::inputs_with_capture(&args.paths, capture, args.lenient, args.all_runs)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
     if let Some(out) = &args.output {
@@ -118,12 +126,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     for note in notes {
         eprintln!("warning: {}", escape(&note));
     }
-    if foreign.skipped > 0 {
-        eprintln!(
-            "warning: skipped {} file(s) of no known trace format",
-            foreign.skipped
-        );
-    }
+    foreign.warn();
     if stats.without_content > 0 {
         eprintln!(
             "warning: {} run(s) exported without content: their traces are not full capture",

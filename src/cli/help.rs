@@ -34,7 +34,15 @@ Examples:
   looptrace eval suite.json
   looptrace eval suite.json -j 8 -o runs/today --junit junit.xml
   looptrace eval suite.json --baseline runs/yesterday/results.json -q
-  looptrace eval --traces recorded/ -f markdown";
+  looptrace eval --traces recorded/ -f markdown
+  looptrace eval suite.json -o runs/today --rerun-failed runs/today/results.json
+  looptrace eval --rebuild-view runs/today";
+
+/// Examples for `looptrace gc`.
+pub const GC: &str = "\
+Examples:
+  looptrace gc runs/today --dry-run
+  looptrace gc runs/today --keep 3";
 
 /// Examples for `looptrace merge`.
 pub const MERGE: &str = "\
@@ -45,7 +53,8 @@ Examples:
 /// Examples for `looptrace report`.
 pub const REPORT: &str = "\
 Examples:
-  looptrace report runs/traces/
+  looptrace report runs/today
+  looptrace report runs/today --all-runs
   looptrace report a.jsonl b.jsonl --by file -f markdown
   cat run.jsonl | looptrace report - -q";
 

@@ -30,6 +30,9 @@ pub struct ImportArgs {
     /// `summary` (hashes and counts only) or `full` (the text as well).
     #[arg(long, value_enum, default_value_t = CaptureArg::Summary)]
     pub capture: CaptureArg,
+    /// Skip files that cannot be read (each named in a warning) and import the rest.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 /// Runs `looptrace import`.
@@ -61,18 +64,21 @@ pub fn run(args: ImportArgs) -> CliResult {
             input.display()
         )));
     }
+    let mut warnings = Vec::new();
+    let mut convert =
+        |out: &mut dyn Write| convert_all(&files, from, &options, args.lenient, &mut warnings, out);
     let runs = match &args.output {
-        Some(path) => write_atomically(path, |out| convert_all(&files, from, &options, out))?,
+        Some(path) => write_atomically(path, convert)?,
         None => {
             let stdout = std::io::stdout();
             let mut out = BufWriter::new(stdout.lock());
-            let runs = convert_all(&files, from, &options, &mut out)?;
+            let runs = convert(&mut out)?;
             out.flush()?;
             runs
         }
     };
-    if skipped > 0 {
-        eprintln!("warning: skipped {skipped} file(s) of no known trace format");
+    for warning in warnings.iter().chain(&skipped_warning(&skipped, from)) {
+        eprintln!("warning: {}", looptrace::text::escape(warning));
     }
     if runs == 0 {
         eprintln!("warning: no runs found in the input");
@@ -80,23 +86,49 @@ pub fn run(args: ImportArgs) -> CliResult {
     Ok(Outcome::Success)
 }
 
-/// The files to import: named files as they are, folders walked for files a probe recognises.
-/// Returns the files and how many walked files were skipped as unknown.
+/// "skipped N file(s) of no known trace format: `a`, `b`, `c` and N more", or `None`.
+pub fn skipped_warning(skipped: &[PathBuf], from: Option<&'static dyn Importer>) -> Option<String> {
+    const NAMED: usize = 3;
+    if skipped.is_empty() {
+        return None;
+    }
+    let kind = match from {
+        Some(importer) => format!("that are not `{}` files", importer.name()),
+        None => "of no known trace format".to_owned(),
+    };
+    let mut names: Vec<String> = skipped
+        .iter()
+        .take(NAMED)
+        .map(|path| format!("`{}`", path.display()))
+        .collect();
+    if skipped.len() > NAMED {
+        names.push(format!("and {} more", skipped.len() - NAMED));
+    }
+    Some(format!(
+        "skipped {} file(s) {kind}: {}",
+        skipped.len(),
+        names.join(", ")
+    ))
+}
+
+/// The files to import: named files as they are, folders walked for files a probe recognises
+/// (with `--from F`, files F's probe does not rule out). Returns the files and the walked files
+/// skipped.
 fn collect(
     paths: &[PathBuf],
     from: Option<&'static dyn Importer>,
-) -> Result<(Vec<PathBuf>, u64), CliError> {
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), CliError> {
     let mut files = Vec::new();
-    let mut skipped = 0;
+    let mut skipped = Vec::new();
     for path in paths {
         if path.is_dir() {
             let mut found = Vec::new();
             walk(path, &mut found)?;
             for file in found {
-                if from.is_some() || recognised(&file) {
+                if recognised(&file, from) {
                     files.push(file);
                 } else {
-                    skipped += 1;
+                    skipped.push(file);
                 }
             }
         } else {
@@ -106,8 +138,8 @@ fn collect(
     Ok((files, skipped))
 }
 
-/// Whether a probe recognises `file`.
-fn recognised(file: &Path) -> bool {
+/// Whether `from`'s probe (or, without one, any probe) recognises `file`.
+fn recognised(file: &Path, from: Option<&'static dyn Importer>) -> bool {
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -116,7 +148,10 @@ fn recognised(file: &Path) -> bool {
     let read = fs::File::open(file)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         .unwrap_or(0);
-    import::detect(&name, &head[..read]).is_some()
+    match from {
+        Some(importer) => importer.probe(&name, &head[..read]) > 0,
+        None => import::detect(&name, &head[..read]).is_some(),
+    }
 }
 
 /// Appends the probed files under `folder`, in sorted order.
@@ -141,10 +176,15 @@ fn walk(folder: &Path, found: &mut Vec<PathBuf>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Converts every file to `out`. Under `lenient` a file that cannot be imported is left out
+/// whole (its events are written only once it has been read to the end) and named in
+/// `warnings`; otherwise it is the error, which suggests `--lenient` when other files were given.
 fn convert_all(
     files: &[PathBuf],
     from: Option<&'static dyn Importer>,
     options: &EmitOptions,
+    lenient: bool,
+    warnings: &mut Vec<String>,
     out: &mut dyn Write,
 ) -> Result<u64, CliError> {
     let mut ids = RunIds::default();
@@ -152,11 +192,41 @@ fn convert_all(
     let batch = import::BatchFolders::of(files);
     for file in files {
         let covered = batch.covered(file);
-        let (_, count) = import::convert_leaving_out(file, from, options, &mut ids, covered, out)
-            .map_err(import_error)?;
-        runs += count;
+        let converted = if lenient {
+            let before = ids.clone();
+            let mut buffer = Vec::new();
+            match import::convert_leaving_out(file, from, options, &mut ids, covered, &mut buffer) {
+                Ok(converted) => {
+                    out.write_all(&buffer)?;
+                    converted
+                }
+                Err(ImportError::Write(err)) => return Err(CliError::from(err)),
+                Err(err) => {
+                    ids = before;
+                    warnings.push(format!("skipped {err}"));
+                    continue;
+                }
+            }
+        } else {
+            import::convert_leaving_out(file, from, options, &mut ids, covered, out)
+                .map_err(|err| import_error_among(err, files.len()))?
+        };
+        warnings.extend(converted.warnings);
+        runs += converted.runs;
     }
     Ok(runs)
+}
+
+/// An import error of one of `count` files: the error, suggesting `--lenient` when there are
+/// others that could still be read.
+fn import_error_among(err: ImportError, count: usize) -> CliError {
+    match err {
+        ImportError::Write(err) => CliError::from(err),
+        other if count > 1 => CliError::input(format!(
+            "{other}\n(--lenient skips the files that cannot be read and reads the rest)"
+        )),
+        other => CliError::input(other),
+    }
 }
 
 fn import_error(err: ImportError) -> CliError {
@@ -197,6 +267,8 @@ pub struct TempTrace {
     pub path: PathBuf,
     /// The format it was imported from.
     pub format: &'static str,
+    /// What its import tolerated.
+    pub warnings: Vec<String>,
 }
 
 impl Drop for TempTrace {
@@ -214,8 +286,12 @@ pub enum Detected {
     Unknown,
     /// A foreign trace, imported.
     Foreign(TempTrace),
-    /// A well-formed JSON file of no known trace format (a suite, predictions).
-    NotATrace,
+    /// A well-formed JSON file of no known trace format (a suite, predictions); `event_like`
+    /// when its first line has an `event_type` (a trace event missing a field, say).
+    NotATrace {
+        /// Whether the first line has an `event_type`.
+        event_like: bool,
+    },
 }
 
 /// Detects `path` and imports it to a temporary trace when it is of a foreign format.
@@ -246,12 +322,12 @@ pub fn detect_and_import(
         Some(_) => return Ok(Detected::Trace),
         None => {
             let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
-            let json = serde_json::from_slice::<serde_json::Value>(first).is_ok()
-                && !first.trim_ascii().is_empty();
-            return Ok(if json {
-                Detected::NotATrace
-            } else {
-                Detected::Unknown
+            let json = serde_json::from_slice::<serde_json::Value>(first).ok();
+            return Ok(match json {
+                Some(value) if !first.trim_ascii().is_empty() => Detected::NotATrace {
+                    event_like: value.get("event_type").is_some(),
+                },
+                _ => Detected::Unknown,
             });
         }
     };
@@ -271,15 +347,19 @@ pub fn detect_and_import(
     let temp = TempTrace {
         path: temp_path,
         format: importer.name(),
+        warnings: Vec::new(),
     };
     let mut out = BufWriter::new(file);
     let options = EmitOptions {
         capture,
         summarizer: Summarizer::from_env(),
     };
-    import::convert_leaving_out(path, Some(importer), &options, ids, covered, &mut out)
-        .map_err(import_error)?;
+    let converted =
+        import::convert_leaving_out(path, Some(importer), &options, ids, covered, &mut out)
+            .map_err(import_error)?;
     out.flush()?;
+    let mut temp = temp;
+    temp.warnings = converted.warnings;
     Ok(Detected::Foreign(temp))
 }
 
@@ -289,11 +369,24 @@ pub struct ReportInputs {
     /// What to hand to the report's input collection.
     pub paths: Vec<String>,
     /// Walked files skipped as of no known trace format.
-    pub skipped: u64,
+    pub skipped: Vec<PathBuf>,
+    /// What was tolerated: files skipped under `--lenient`, last lines cut short.
+    pub warnings: Vec<String>,
     temps: Vec<(String, TempTrace)>,
 }
 
 impl ReportInputs {
+    /// Prints what was tolerated and skipped, as warnings on stderr.
+    pub fn warn(&self) {
+        for warning in self
+            .warnings
+            .iter()
+            .chain(&skipped_warning(&self.skipped, None))
+        {
+            eprintln!("warning: {}", looptrace::text::escape(warning));
+        }
+    }
+
     /// Points the inputs of foreign files at their imported traces; returns each input's format.
     pub fn substitute(&self, inputs: &mut [looptrace::report::Input]) -> Vec<&'static str> {
         use looptrace::report::Source;
@@ -321,12 +414,29 @@ impl ReportInputs {
 /// Files are detected and imported on one thread per core; run ids come out as one import of
 /// all of them in order would give them (a file whose ids clash with an earlier file's is
 /// imported again after it), and the first failure in order is the one reported.
-pub fn report_inputs(paths: &[String]) -> Result<ReportInputs, CliError> {
-    inputs_with_capture(paths, Capture::Summary)
+///
+/// A named file of no known format is an error, as it is for `import`. A file that cannot be
+/// imported is an error (suggesting `--lenient` when there are other files), or under `lenient`
+/// skipped with a warning naming it. An eval output folder stands for the runs its view names
+/// (every run under `all_runs`).
+pub fn report_inputs(
+    paths: &[String],
+    lenient: bool,
+    all_runs: bool,
+) -> Result<ReportInputs, CliError> {
+    inputs_with_capture(paths, Capture::Summary, lenient, all_runs)
 }
 
 /// [`report_inputs`], importing foreign files with `capture`.
-pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportInputs, CliError> {
+pub fn inputs_with_capture(
+    paths: &[String],
+    capture: Capture,
+    lenient: bool,
+    all_runs: bool,
+) -> Result<ReportInputs, CliError> {
+    // An eval output folder stands for the traces its view names.
+    let (paths, view_copies) = super::run_store_inputs::expand(paths, all_runs)?;
+    let paths = &paths;
     // Every file to detect: its path, the name shown, and whether a folder walk found it.
     let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
     // What `paths` becomes, with a placeholder where a probed file's verdict goes.
@@ -355,7 +465,8 @@ pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportI
     }
     let detected = detect_all(&probed, capture)?;
     let mut inputs = ReportInputs::default();
-    let mut detected: Vec<Option<Detected>> = detected.into_iter().map(Some).collect();
+    let mut detected: Vec<Option<Result<Detected, CliError>>> =
+        detected.into_iter().map(Some).collect();
     for entry in order {
         let index = match entry {
             Ok(arg) => {
@@ -364,10 +475,36 @@ pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportI
             }
             Err(index) => index,
         };
-        let (_, shown, walked) = &probed[index];
+        let (path, shown, walked) = &probed[index];
         let Some(found) = detected[index].take() else {
             continue;
         };
+        let found = match found {
+            // A named file of no known format: the message `import` gives, unless it looks
+            // like a trace event missing a field, which the trace reader names.
+            Ok(Detected::NotATrace { event_like: false }) if !walked => {
+                Err(CliError::input(ImportError::Unknown {
+                    file: shown.clone(),
+                }))
+            }
+            other => other,
+        };
+        let found = match found {
+            Ok(found) => found,
+            Err(CliError::Input(message)) if lenient => {
+                inputs.warnings.push(format!("skipped {message}"));
+                continue;
+            }
+            Err(CliError::Input(message)) if probed.len() > 1 => {
+                return Err(CliError::Input(format!(
+                    "{message}\n(--lenient skips the files that cannot be read and reads the rest)"
+                )));
+            }
+            Err(err) => return Err(err),
+        };
+        if let Detected::Foreign(temp) = &found {
+            inputs.warnings.extend(temp.warnings.iter().cloned());
+        }
         if !walked {
             // Named: read whatever it is, as the report's own reader would.
             if let Detected::Foreign(temp) = found {
@@ -380,21 +517,23 @@ pub fn inputs_with_capture(paths: &[String], capture: Capture) -> Result<ReportI
         match found {
             Detected::Trace => inputs.paths.push(shown.clone()),
             Detected::Unknown if jsonl => inputs.paths.push(shown.clone()),
-            Detected::Unknown | Detected::NotATrace => inputs.skipped += 1,
+            Detected::Unknown | Detected::NotATrace { .. } => inputs.skipped.push(path.clone()),
             Detected::Foreign(temp) => {
                 inputs.temps.push((shown.clone(), temp));
                 inputs.paths.push(shown.clone());
             }
         }
     }
+    inputs.temps.extend(view_copies);
     Ok(inputs)
 }
 
-/// Detects and imports every file, in parallel; see [`report_inputs`].
+/// Detects and imports every file, in parallel; see [`report_inputs`]. Each file's outcome comes
+/// back in order; only an internal failure stops it all.
 fn detect_all(
     files: &[(PathBuf, String, bool)],
     capture: Capture,
-) -> Result<Vec<Detected>, CliError> {
+) -> Result<Vec<Result<Detected, CliError>>, CliError> {
     type Slot = Option<Result<(Detected, RunIds), CliError>>;
     let slots: Vec<std::sync::Mutex<Slot>> =
         files.iter().map(|_| std::sync::Mutex::new(None)).collect();
@@ -431,13 +570,16 @@ fn detect_all(
             .ok()
             .flatten()
             .ok_or_else(|| CliError::internal("a file was not imported"))?;
-        let (found, own) = result?;
-        let found = match ids.absorb(own) {
-            Ok(()) => found,
-            Err(_) => {
-                drop(found);
-                detect_and_import(path, capture, &mut ids, batch.covered(path))?
-            }
+        let found = match result {
+            Err(CliError::Input(message)) => Err(CliError::Input(message)),
+            Err(err) => return Err(err),
+            Ok((found, own)) => match ids.absorb(own) {
+                Ok(()) => Ok(found),
+                Err(_) => {
+                    drop(found);
+                    detect_and_import(path, capture, &mut ids, batch.covered(path))
+                }
+            },
         };
         detected.push(found);
     }

@@ -5,12 +5,12 @@
 
 mod app;
 mod common;
-mod crash_leftovers;
 mod docs;
 mod error;
 mod eval;
 mod export;
 mod folder_locks;
+mod gc;
 mod help;
 mod html;
 mod import;
@@ -21,6 +21,7 @@ mod proxy;
 mod replay;
 mod report;
 mod run;
+mod run_store_inputs;
 mod show;
 mod stats_args;
 mod tools;

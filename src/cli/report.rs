@@ -19,6 +19,10 @@ pub struct ReportArgs {
     /// `*.traj`, `*.eval`, `*.yaml`, `*.yml`) or `-` for standard input.
     #[arg(required = true)]
     pub paths: Vec<String>,
+    /// Given an eval output folder, read every run under its `runs/`, not only those its
+    /// `results.json` names.
+    #[arg(long)]
+    pub all_runs: bool,
     /// Output format.
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -78,7 +82,7 @@ pub fn run(args: ReportArgs) -> CliResult {
             "--list prints a table or JSON (--format table or --format json)",
         ));
     }
-    let foreign = super::import::report_inputs(&args.paths)?;
+    let foreign = super::import::report_inputs(&args.paths, args.lenient, args.all_runs)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     let formats = foreign.substitute(&mut inputs);
     let rows_wanted = selector.is_some() || args.format == FormatArg::Html;
@@ -96,12 +100,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     if args.by == Some(ByArg::Source) {
         report.by_file = super::import::group_by_source(&report.by_file, &formats);
     }
-    if foreign.skipped > 0 {
-        eprintln!(
-            "warning: skipped {} file(s) of no known trace format",
-            foreign.skipped
-        );
-    }
+    foreign.warn();
     let named: Vec<&Path> = args
         .paths
         .iter()

@@ -18,6 +18,10 @@ pub struct ShowArgs {
     /// for standard input.
     #[arg(required = true, value_name = "TRACE")]
     pub paths: Vec<String>,
+    /// Given an eval output folder, read every run under its `runs/`, not only those its
+    /// `results.json` names.
+    #[arg(long)]
+    pub all_runs: bool,
     /// Show only this run.
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
@@ -52,7 +56,13 @@ pub fn run(args: ShowArgs) -> CliResult {
     };
     // Folders are walked and foreign trajectories imported to temporary traces, as `report`
     // does; `foreign` holds those temporary files until the end.
-    let foreign = super::import::inputs_with_capture(&args.paths, args.capture.into())?;
+    let foreign = super::import::inputs_with_capture(
+        &args.paths,
+        args.capture.into(),
+        args.lenient,
+        args.all_runs,
+    )?;
+    foreign.warn();
     let (mut inputs, folder_warnings) =
         looptrace::report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use super::expect::Verdict;
-use super::partial::RowsOnDisk;
 use super::results::{ResultsFile, TaskResult};
+use super::rows_on_disk::RowsOnDisk;
 use crate::run::ExitReason;
 
 /// Rows that can be gone through more than once without being held together: the rows of a

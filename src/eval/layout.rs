@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -47,12 +47,8 @@ pub enum TraceFlush {
 /// Where the runner writes traces.
 #[derive(Debug)]
 pub enum TraceTarget {
-    /// One file per run under this output folder (see [`trace_path`]).
+    /// One file per run under this run folder (see [`trace_path`]).
     PerTask(std::path::PathBuf),
-    /// One file per run under this output folder, each written beside its trace
-    /// ([`super::rerun_aside::aside_of`]): a rerun that updates the folder in place swaps them in
-    /// when its tasks have run.
-    PerTaskAside(std::path::PathBuf),
     /// The single trace file, opened for appending.
     Single(File),
 }
@@ -61,7 +57,7 @@ impl TraceTarget {
     /// The layout this target writes.
     pub fn layout(&self) -> TraceLayout {
         match self {
-            TraceTarget::PerTask(_) | TraceTarget::PerTaskAside(_) => TraceLayout::PerTask,
+            TraceTarget::PerTask(_) => TraceLayout::PerTask,
             TraceTarget::Single(_) => TraceLayout::Single,
         }
     }
@@ -86,13 +82,6 @@ pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) ->
         TraceLayout::PerTask if repeats > 1 => format!("traces/r{repeat}/{task}.jsonl"),
         TraceLayout::PerTask => format!("traces/{task}.jsonl"),
     }
-}
-
-/// Whether `name` is named as a repeat's trace folder is (`r<digits>`), whatever repeat count:
-/// the folders an evaluation writes into and tidies.
-pub fn is_repeat_folder(name: &str) -> bool {
-    name.strip_prefix('r')
-        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether the per-task trace `path` ends with `run_id`'s `run_finished`: the run was recorded
@@ -130,15 +119,6 @@ pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
     Ok(finished)
 }
 
-/// The run ids of every whole line of the single trace file (none if there is no file).
-pub fn runs_in(path: &Path) -> io::Result<HashSet<String>> {
-    let mut runs = HashSet::new();
-    each_line_head(path, |head| {
-        runs.insert(head.run_id);
-    })?;
-    Ok(runs)
-}
-
 /// Calls `each` with the head of every whole line of `path` that has one; no file, no lines.
 fn each_line_head(path: &Path, mut each: impl FnMut(LineHead)) -> io::Result<()> {
     let file = match File::open(path) {
@@ -157,57 +137,4 @@ fn each_line_head(path: &Path, mut each: impl FnMut(LineHead)) -> io::Result<()>
         line.clear();
     }
     Ok(())
-}
-
-/// Rewrites the single trace file keeping only the whole lines of the runs in `keep` (the runs of
-/// the rows a resumed evaluation keeps): runs a crash cut short and a torn last line go.
-/// Atomic: a crash while filtering leaves the file as it was.
-pub fn keep_runs(path: &Path, keep: &HashSet<String>) -> io::Result<()> {
-    combine_runs(path, &[path], keep)
-}
-
-/// Replaces `target` with the whole lines of the runs in `keep` read from each of `sources` in
-/// turn (a missing source holds nothing; `target` may be one of them): how a rerun puts the runs
-/// it carries over and the runs it made into one file. Atomic: a crash while writing leaves
-/// `target` as it was.
-pub fn combine_runs(target: &Path, sources: &[&Path], keep: &HashSet<String>) -> io::Result<()> {
-    combine_runs_synced(target, sources, keep, true)
-}
-
-/// [`combine_runs`], synced to the disk before the rename only when `sync`: a per-task trace
-/// joined by a rerun holds runs that were never synced either, and syncing thousands of them one
-/// by one would cost more than the rerun.
-pub fn combine_runs_synced(
-    target: &Path,
-    sources: &[&Path],
-    keep: &HashSet<String>,
-    sync: bool,
-) -> io::Result<()> {
-    let mut replacement = crate::output::Replacement::begin(target)?;
-    let mut out = io::BufWriter::new(replacement.writer());
-    for source in sources {
-        let file = match File::open(source) {
-            Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(err) => return Err(err),
-        };
-        let mut reader = BufReader::new(file);
-        let mut line = Vec::new();
-        while reader.read_until(b'\n', &mut line)? > 0 {
-            if line.ends_with(b"\n")
-                && serde_json::from_slice::<LineHead>(&line).is_ok_and(|h| keep.contains(&h.run_id))
-            {
-                out.write_all(&line)?;
-            }
-            line.clear();
-        }
-    }
-    out.flush()?;
-    drop(out);
-    crate::fault::traces_partly_written();
-    if sync {
-        replacement.commit()
-    } else {
-        replacement.commit_unsynced()
-    }
 }

@@ -189,6 +189,21 @@ pub fn merge_results_of(
         .unwrap_or_default();
     merged.partial = !missing_shards.is_empty();
     merged.missing_shards = missing_shards;
+    // The shards' runs: gathered beside the merged file, a rerun from it builds on them.
+    let mut runs: Vec<String> = inputs
+        .iter()
+        .flat_map(|(_, r)| r.runs.iter().cloned())
+        .collect();
+    runs.sort();
+    runs.dedup();
+    merged.runs = runs;
+    // Version 1 shards merge into version 1 results: their traces are not in runs.
+    if inputs
+        .iter()
+        .any(|(_, r)| r.format != super::RESULTS_FORMAT)
+    {
+        merged.format = super::RESULTS_FORMAT_V1.to_owned();
+    }
     merged.totals = Totals::of(&tasks);
     merged.tasks = tasks;
     Ok(Merged {

@@ -9,18 +9,18 @@ mod folder_lock;
 mod junit;
 mod layout;
 mod merge;
-mod partial;
 mod render;
 mod render_stats;
 mod rerun;
-mod rerun_aside;
 mod results;
 mod results_formatter;
 mod row_checks;
+mod rows_on_disk;
 mod runner;
 mod scripted_action;
 mod select;
 mod shard;
+pub mod store;
 mod strict_json;
 mod suite;
 mod suite_fast;
@@ -33,28 +33,23 @@ pub use flaky::{Divergence, FlakyTask, first_divergence, flaky_tasks};
 pub use folder_lock::{FolderLock, LockMode, lock_folder};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
-    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, combine_runs, combine_runs_synced,
-    ends_with_finished_run, finished_runs, is_repeat_folder, keep_runs, run_id, runs_in,
-    trace_path,
+    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,
+    run_id, trace_path,
 };
 pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
-pub use partial::{
-    PARTIAL_FORMAT, PARTIAL_NAME, PartialHeader, PartialLog, PartialRead, RowsOnDisk, read_partial,
-};
 pub use render::{
     FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
     render_report_full, render_report_styled, render_report_with, summary_line,
 };
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
-pub use rerun_aside::{RerunLeftovers, aside_of, find_rerun_leftovers, join_aside, swap_in_aside};
 pub use results::{
-    ExpectationTotals, MissingShard, RESULTS_FORMAT, ResultsFile, Shard, SuiteInfo, TaskResult,
-    Totals, now_rfc3339, read_results, run_ids, suite_info, write_atomically, write_results,
+    ExpectationTotals, MissingShard, RESULTS_FORMAT, RESULTS_FORMAT_V1, ResultsFile, Shard,
+    SuiteInfo, TaskResult, Totals, now_rfc3339, read_results, run_ids, suite_info,
+    write_atomically, write_results,
 };
 pub use row_checks::{RowProblem, check_rows, repeat_fits};
-pub use runner::{
-    Attempt, RunnerOptions, StaleTraces, prepare_traces_dir, remove_stale_traces, run_tasks,
-};
+pub use rows_on_disk::RowsOnDisk;
+pub use runner::{Attempt, RunnerOptions, run_tasks};
 pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards};

@@ -5,22 +5,26 @@
 use std::collections::{HashMap, HashSet};
 
 use super::results::{ResultsFile, TaskResult};
+use super::store::{Owing, RowKey, RowState, owed};
 use super::suite::Suite;
 
 /// The ids of the suite's tasks that `previous` says need another run: rows that fail the
 /// evaluation (a failed expectation or an unexpected internal error); when `previous` was
 /// interrupted, the tasks it did not reach ([`unreached`]); and when it covered the whole suite (a
-/// row for each of its tasks), tasks added to the suite since.
+/// row for each of its tasks), tasks added to the suite since. Which of those the rerun owes is
+/// [`owed`]'s rule (a task's repeats run again together), over the tasks `previous` speaks for.
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
-    let mut ids: HashSet<String> = previous
-        .tasks
-        .iter()
-        .filter(|t| t.fails())
-        .map(|t| t.id.clone())
-        .collect();
     let mut rows_of: HashMap<&str, usize> = HashMap::new();
     for row in &previous.tasks {
         *rows_of.entry(row.id.as_str()).or_default() += 1;
+    }
+    // The tasks `previous` speaks for: those it has rows of, and those it owed rows to.
+    let mut tasks: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for row in &previous.tasks {
+        if seen.insert(row.id.as_str()) {
+            tasks.push(row.id.as_str());
+        }
     }
     // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
     // results (a rerun's too, whatever it narrowed its rerun to) hold them all, but for the tasks
@@ -31,20 +35,45 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .filter(|id| !rows_of.contains_key(id.as_str()))
         .collect::<HashSet<_>>()
         .len();
+    let mut owed_rows: Vec<&str> = Vec::new();
     if rows_of.len() + not_reached >= previous.suite.tasks {
-        ids.extend(
+        owed_rows.extend(
             suite
                 .tasks
                 .iter()
                 .map(|t| t.id.as_str())
-                .filter(|id| !rows_of.contains_key(id))
-                .map(str::to_owned),
+                .filter(|id| !rows_of.contains_key(id)),
         );
     }
-    if previous.interrupted {
-        ids.extend(unreached(previous, &previous.tasks, suite));
+    let unreached = if previous.interrupted {
+        unreached(previous, &previous.tasks, suite)
+    } else {
+        Vec::new()
+    };
+    owed_rows.extend(unreached.iter().map(String::as_str));
+    for id in owed_rows {
+        if seen.insert(id) {
+            tasks.push(id);
+        }
     }
-    ids
+    let repeats = previous.repeats.unwrap_or(1);
+    let scope: Vec<RowKey> = tasks
+        .iter()
+        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::new(task, repeat)))
+        .collect();
+    let states: Vec<RowState> = previous
+        .tasks
+        .iter()
+        .map(|row| RowState {
+            key: RowKey::of(row),
+            passes: !row.fails(),
+            complete: true,
+        })
+        .collect();
+    owed(Owing::RerunFailed, &scope, &states)
+        .into_iter()
+        .map(|key| key.task)
+        .collect()
 }
 
 /// The tasks `previous` owed a run for want of rows (not reached by an interrupted evaluation, or

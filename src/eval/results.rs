@@ -14,8 +14,12 @@ use super::results_formatter::RowsPerLine;
 use crate::run::ExitReason;
 use crate::trace::Capture;
 
-/// The format name written in every results file.
-pub const RESULTS_FORMAT: &str = "looptrace.results/1";
+/// The format name written in every results file: version 2 is a view of a run store
+/// (`DIR/runs/`).
+pub const RESULTS_FORMAT: &str = "looptrace.results/2";
+
+/// Version 1 (an output folder rewritten in place), still read as a baseline and by `merge`.
+pub const RESULTS_FORMAT_V1: &str = "looptrace.results/1";
 
 /// A whole results file. `Tasks` is the rows as held: in memory (the default), or read back from
 /// the partial file one at a time while `results.json` is written.
@@ -62,6 +66,9 @@ pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// The shards a partial merge lacks, wholly or (`missing_rows`) in part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_shards: Vec<MissingShard>,
+    /// The runs (`DIR/runs/<eval-id>/`) whose rows the view lists, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
     /// Per-task results, in suite order (with `--repeat`, a task's repeats in order together).
     pub tasks: Tasks,
     /// Counts over `tasks`.
@@ -86,6 +93,7 @@ impl<T> ResultsFile<T> {
             not_reached: self.not_reached,
             partial: self.partial,
             missing_shards: self.missing_shards,
+            runs: self.runs,
             tasks,
             totals: self.totals,
         }
@@ -292,13 +300,12 @@ pub fn run_ids<'a>(rows: impl IntoIterator<Item = &'a TaskResult>) -> HashSet<St
 /// Reads a results file, for baselines and merging.
 pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
     let text = fs::read_to_string(path).map_err(|err| {
-        // An evaluation removes the results it replaces before its first task: a partial file
-        // without results is one that did not finish.
-        let partial = path.with_file_name(super::PARTIAL_NAME);
-        let unfinished = if err.kind() == io::ErrorKind::NotFound && partial.is_file() {
+        // A run store whose first evaluation did not finish has runs but no view yet.
+        let runs = path.with_file_name(super::store::RUNS_DIR);
+        let unfinished = if err.kind() == io::ErrorKind::NotFound && runs.is_dir() {
             format!(
-                " (the evaluation there did not finish: `{}` holds the rows it wrote; the same eval command again with `--resume` finishes it, or, for a rerun, the same `--rerun-failed` command)",
-                partial.display()
+                " (`{}` holds runs: the evaluation there did not finish; the same eval command again with `--resume` finishes it, or `looptrace eval --rebuild-view` writes the view of its newest run)",
+                runs.display()
             )
         } else {
             String::new()
@@ -322,7 +329,7 @@ pub fn read_results(path: &Path) -> Result<ResultsFile, String> {
             Shard::MAX_COUNT
         ));
     }
-    if results.format != RESULTS_FORMAT {
+    if results.format != RESULTS_FORMAT && results.format != RESULTS_FORMAT_V1 {
         return Err(format!(
             "`{}` has format {:?}; this looptrace reads {RESULTS_FORMAT:?}",
             path.display(),

@@ -2,18 +2,17 @@
 //! is isolated: a panic or internal error becomes that task's `internal_error` and the rest go on.
 //! Per-suite costs (the tool registry and its compiled schemas, the output folder) are paid once.
 
-use std::fs;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::expect::{Verdict, check};
-use super::layout::{TraceFlush, TraceLayout, TraceTarget, is_repeat_folder, run_id, trace_path};
+use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
-use super::suite::{SuiteTask, TaskId, TaskModel};
+use super::suite::{SuiteTask, TaskModel};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
@@ -37,6 +36,9 @@ pub struct RunnerOptions<'a> {
     pub eval_id: String,
     /// Where traces go; `None` writes no traces.
     pub traces: Option<TraceTarget>,
+    /// What each row's `trace` starts with: the run's folder relative to the output folder
+    /// (`runs/<eval-id>/`).
+    pub trace_prefix: String,
     /// When trace events are written.
     pub flush: TraceFlush,
     /// `--repeat N`: how many times each task runs (names runs and traces).
@@ -417,20 +419,16 @@ fn open_trace(
     options: &RunnerOptions<'_>,
 ) -> io::Result<TraceWriter> {
     let writer = match target {
-        TraceTarget::PerTask(out) | TraceTarget::PerTaskAside(out) => {
-            // The output folder is the evaluation's own: each task's trace holds this
-            // evaluation's run. A link placed there is never followed (the command refuses one
-            // before any task runs).
-            let mut path = out.join(trace_path(
+        TraceTarget::PerTask(run_dir) => {
+            // The run's folder is new: each trace is a new file (`O_EXCL`), never one that was
+            // there before.
+            let path = run_dir.join(trace_path(
                 TraceLayout::PerTask,
                 run.task.id.as_str(),
                 run.repeat,
                 options.repeats,
             ));
-            if let TraceTarget::PerTaskAside(_) = target {
-                path = super::rerun_aside::aside_of(&path);
-            }
-            TraceWriter::created(crate::output::create_fresh(&path)?, false)
+            TraceWriter::created(crate::output::create_new_append(&path)?, false)
         }
         // Every worker appends to the one file through its own handle: each line is one write
         // on a file opened for appending, so lines of parallel runs never mix. The file's end
@@ -551,91 +549,14 @@ fn finish(
         expectation,
         failures,
         trace: options.traces.as_ref().map(|target| {
-            trace_path(
+            let path = trace_path(
                 target.layout(),
                 task.id.as_str(),
                 run.repeat,
                 options.repeats,
-            )
+            );
+            format!("{}{path}", options.trace_prefix)
         }),
         carried_over: false,
     }
-}
-
-/// What [`remove_stale_traces`] did in `DIR/traces`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StaleTraces {
-    /// Trace files of earlier evaluations, removed (file names).
-    pub removed: Vec<String>,
-    /// `.jsonl` files not named as eval names traces, left in place (file names).
-    pub foreign: Vec<String>,
-    /// Files that could not be removed, with the reason.
-    pub failed: Vec<(String, String)>,
-}
-
-/// Removes from `traces` every file named as an evaluation names its traces (`<task-id>.jsonl`,
-/// and `r<k>/<task-id>.jsonl` of `--repeat`) that is not in `written` (paths relative to
-/// `traces`, told by `written`): after an evaluation, its folder holds exactly the runs its
-/// `results.json` lists.
-/// Links are removed, never followed; other folders and names are left; `r<k>` folders left
-/// empty are removed.
-pub fn remove_stale_traces(traces: &Path, written: &dyn Fn(&str) -> bool) -> StaleTraces {
-    let mut stale = StaleTraces::default();
-    remove_stale_in(traces, "", written, &mut stale);
-    if let Ok(entries) = fs::read_dir(traces) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if is_repeat_folder(&name) && entry.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_stale_in(&entry.path(), &format!("{name}/"), written, &mut stale);
-                // Only an empty folder goes.
-                let _ = fs::remove_dir(entry.path());
-            }
-        }
-    }
-    stale.removed.sort();
-    stale.foreign.sort();
-    stale
-}
-
-fn remove_stale_in(
-    dir: &Path,
-    prefix: &str,
-    written: &dyn Fn(&str) -> bool,
-    stale: &mut StaleTraces,
-) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-        let Some(stem) = name
-            .strip_prefix(prefix)
-            .and_then(|n| n.strip_suffix(".jsonl"))
-        else {
-            continue;
-        };
-        if written(&name) || entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        if TaskId::parse(stem).is_err() {
-            stale.foreign.push(name);
-            continue;
-        }
-        match fs::remove_file(entry.path()) {
-            Ok(()) => stale.removed.push(name),
-            Err(err) => stale.failed.push((name, err.to_string())),
-        }
-    }
-}
-
-/// Creates `DIR/traces`, failing with a message that names it.
-pub fn prepare_traces_dir(out: &Path) -> Result<PathBuf, String> {
-    let traces = out.join("traces");
-    fs::create_dir_all(&traces).map_err(|err| {
-        format!(
-            "failed to create the output folder `{}`: {err}",
-            traces.display()
-        )
-    })?;
-    Ok(traces)
 }

@@ -24,10 +24,27 @@ pub enum ImportError {
         message: String,
     },
     /// No importer recognises the file.
-    #[error("`{file}`: not a trace of any known format (try `--from FORMAT`)")]
+    #[error(
+        "`{file}`: not a trace of any known format (`looptrace import --from FORMAT` reads it as \
+         one of: code-agent, swe-agent, mini-swe-agent, openhands, codex, claude-code, gemini-cli, \
+         inspect, otel-genai, otlp)"
+    )]
     Unknown {
         /// The file as named by the user.
         file: String,
+    },
+    /// `--from FORMAT` named a format the file plainly is not.
+    #[error("`{file}`: not in the `{format}` format{}", match detected {
+        Some(other) => format!(" (it reads as `{other}`: use `--from {other}`, or leave `--from` out)"),
+        None => " (nor of any other known format)".to_owned(),
+    })]
+    NotFormat {
+        /// The file as named by the user.
+        file: String,
+        /// The format asked for.
+        format: &'static str,
+        /// The format the file is detected as, if any.
+        detected: Option<&'static str>,
     },
     /// Writing the imported events failed.
     #[error("failed to write imported events: {0}")]

@@ -1,17 +1,19 @@
 //! Inspect AI eval logs: `.json` documents and `.eval` zip archives (read in memory, within a size
 //! limit), one run per sample and epoch. A sample's `error` or `limit` is its ending.
 
-use std::io::{BufRead, Cursor, Read};
+use std::io::BufRead;
 
 use serde_json::Value;
 
+use super::archive::Archive;
 use super::error::ImportError;
 use super::importer::{
-    Context, Imported, Importer, MAX_DOCUMENT_BYTES, Sink, first_byte, head_text, parse_document,
-    read_bytes, str_at, text_of,
+    Context, Imported, Importer, Sink, first_byte, head_text, parse_document, read_bytes, str_at,
+    text_of,
 };
 use super::run::{Ending, ImportedRun, Item, arguments_of};
 use crate::run::ExitReason;
+use crate::trace::Score;
 
 /// `--from inspect`.
 pub struct Inspect;
@@ -87,32 +89,21 @@ impl Header {
 
 /// A `.eval` archive: `header.json` and one `samples/<id>_epoch_<n>.json` per run, in name order.
 fn read_archive(bytes: Vec<u8>, context: &Context, out: &mut Sink<'_>) -> Result<(), ImportError> {
-    let mut archive = zip::ZipArchive::new(Cursor::new(bytes))
-        .map_err(|err| context.malformed("the archive", format!("not a readable zip: {err}")))?;
-    let member = |archive: &mut zip::ZipArchive<Cursor<Vec<u8>>>, name: &str| {
-        let entry = archive
-            .by_name(name)
-            .map_err(|err| context.malformed(name.to_owned(), format!("cannot open: {err}")))?;
-        let mut data = Vec::new();
-        entry
-            .take(MAX_DOCUMENT_BYTES + 1)
-            .read_to_end(&mut data)
-            .map_err(|err| context.malformed(name.to_owned(), format!("cannot read: {err}")))?;
-        if data.len() as u64 > MAX_DOCUMENT_BYTES {
-            return Err(context.malformed(name.to_owned(), "larger than the size limit"));
-        }
+    let mut archive = Archive::open(bytes, context)?;
+    let member = |archive: &mut Archive<'_>, name: &str| -> Result<Value, ImportError> {
+        let data = archive.read(name)?;
         parse_document(&data, context, &format!("{name}: "))
     };
-    let header = match archive.index_for_name("header.json") {
-        Some(_) => member(&mut archive, "header.json")?,
-        None => member(&mut archive, "_journal/start.json")?,
+    let header_name = if archive.contains("header.json") {
+        "header.json"
+    } else {
+        "_journal/start.json"
     };
-    let header = Header::of(&header, context);
+    let header = Header::of(&member(&mut archive, header_name)?, context);
     let mut names: Vec<String> = archive
-        .file_names()
-        .filter_map(Result::ok)
+        .names()
+        .into_iter()
         .filter(|name| name.starts_with("samples/") && name.ends_with(".json"))
-        .map(|name| name.into_owned())
         .collect();
     names.sort();
     for name in names {
@@ -188,6 +179,9 @@ fn read_sample(
     }
     let error = sample.get("error").filter(|e| !e.is_null());
     let limit = sample.get("limit").filter(|l| !l.is_null());
+    let stop_reason = sample
+        .pointer("/output/choices/0/stop_reason")
+        .and_then(Value::as_str);
     run.ending = Some(if let Some(error) = error {
         let message = str_at(error, "message").map_or_else(|| error.to_string(), str::to_owned);
         Ending::internal("sample_error").native(message)
@@ -202,8 +196,63 @@ fn read_sample(
             _ => "other",
         };
         Ending::budget(budget).native(format!("limit/{kind}"))
+    } else if stop_reason == Some("model_length") {
+        // The provider refused the input as longer than the model's context window; Inspect
+        // ends the sample there and records the refusal as the model's reply.
+        Ending::budget("context").native("stop_reason/model_length")
     } else {
+        if pending == 0
+            && let Some(last) = messages
+                .last()
+                .filter(|m| str_at(m, "role") == Some("assistant"))
+        {
+            run.push(Item::Finish {
+                answer: text_of(last.get("content")),
+            });
+        }
         Ending::new(ExitReason::Finished)
     });
+    run.scores = scores(sample);
     Ok(run)
+}
+
+/// The sample's `scores` (`{name: {value, explanation, ...}}`) as verdicts: `C` passes, `I`,
+/// `P` (partial) and `N` (no answer) do not; booleans are their own verdict; the numbers 1 and 0
+/// pass and fail; any other number is a value without a verdict, and any other value (text,
+/// lists, maps of several values) neither.
+fn scores(sample: &Value) -> Vec<Score> {
+    let Some(Value::Object(scores)) = sample.get("scores") else {
+        return Vec::new();
+    };
+    scores
+        .iter()
+        .map(|(name, score)| {
+            let (passed, value) = match score.get("value") {
+                Some(Value::String(grade)) => match grade.as_str() {
+                    "C" => (Some(true), Some(1.0)),
+                    "I" | "N" => (Some(false), Some(0.0)),
+                    "P" => (Some(false), Some(0.5)),
+                    _ => (None, None),
+                },
+                Some(Value::Bool(passed)) => (Some(*passed), Some(f64::from(u8::from(*passed)))),
+                Some(Value::Number(number)) => {
+                    let value = number.as_f64();
+                    let passed = match value {
+                        Some(1.0) => Some(true),
+                        Some(0.0) => Some(false),
+                        _ => None,
+                    };
+                    (passed, value)
+                }
+                _ => (None, None),
+            };
+            Score {
+                name: name.clone(),
+                kind: "inspect".to_owned(),
+                passed,
+                value,
+                explanation: str_at(score, "explanation").map(str::to_owned),
+            }
+        })
+        .collect()
 }

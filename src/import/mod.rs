@@ -2,6 +2,7 @@
 //! each turning its input into [`ImportedRun`]s that [`to_events`] writes as trace v1 events.
 //! `docs/import.md` gives each format's mapping.
 
+mod archive;
 mod batch;
 mod claude_code;
 mod code_agent;
@@ -17,12 +18,15 @@ mod openhands;
 mod otel_genai;
 mod otlp;
 mod run;
+mod statuses;
 mod swe_agent;
 
+pub use archive::Limits as ArchiveLimits;
 pub use batch::BatchFolders;
 pub use error::ImportError;
 pub use file::{
-    Detected, HEAD_BYTES, RunIds, convert, convert_leaving_out, detect, import_path, is_probed_name,
+    Converted, Detected, HEAD_BYTES, RunIds, convert, convert_leaving_out, detect, import_path,
+    is_probed_name,
 };
 pub use importer::{Context, Imported, Importer, MAX_DOCUMENT_BYTES, Sink};
 pub use run::{EmitOptions, Ending, ImportedRun, Item, to_events};

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::run::ExitReason;
 use crate::trace::{
-    Capture, EventType, ModelRef, RunSource, SCHEMA, Summarizer, TraceEvent, Usage,
+    Capture, EventType, ModelRef, RunSource, SCHEMA, Score, Summarizer, TraceEvent, Usage,
 };
 
 /// What happened in one model turn or right after it.
@@ -141,6 +141,8 @@ pub struct ImportedRun {
     pub item_ts: BTreeMap<usize, String>,
     /// How it ended; `None` is incomplete.
     pub ending: Option<Ending>,
+    /// The source's verdicts on the run (Inspect `scores`), explanations as full text.
+    pub scores: Vec<Score>,
 }
 
 impl ImportedRun {
@@ -161,6 +163,7 @@ impl ImportedRun {
             finished_ts: None,
             item_ts: BTreeMap::new(),
             ending: None,
+            scores: Vec::new(),
         }
     }
 
@@ -234,10 +237,10 @@ pub struct EmitOptions {
     pub summarizer: Summarizer,
 }
 
-/// A native ending kept as it is when short, summarized when it is free text.
-fn native_value(text: &str, options: &EmitOptions) -> String {
-    let short = text.chars().count() <= 64 && !text.contains('\n');
-    if short || options.capture == Capture::Full {
+/// A native ending kept as it is when it is a status value docs/import.md lists for `format` (or
+/// under full capture), summarized otherwise: free text, however short, is never written.
+fn native_value(format: &str, text: &str, options: &EmitOptions) -> String {
+    if options.capture == Capture::Full || super::statuses::is_listed(format, text) {
         text.to_owned()
     } else {
         options.summarizer.summarize(text)
@@ -340,11 +343,26 @@ pub fn to_events(
         event.native_ending = ending
             .native
             .as_deref()
-            .map(|text| native_value(text, options));
+            .map(|text| native_value(format, text, options));
         event.autosubmitted = ending.autosubmitted.then_some(true);
         event.ending_inferred = ending.inferred.then_some(true);
         event.usage = run.usage;
         event.cost_usd = run.cost_usd;
+        event.scores = (!run.scores.is_empty()).then(|| {
+            run.scores
+                .iter()
+                .map(|score| Score {
+                    explanation: score.explanation.as_deref().map(|text| {
+                        if full {
+                            text.to_owned()
+                        } else {
+                            summarize(text)
+                        }
+                    }),
+                    ..score.clone()
+                })
+                .collect()
+        });
         event.ts = run.finished_ts.clone();
         events.push(event);
     }

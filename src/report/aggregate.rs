@@ -22,7 +22,9 @@ use super::duration::DurationSketch;
 use super::event::{Event, EventKind, EventSpend};
 use super::hash::{FastMap, fingerprint};
 use super::histogram::Histogram;
-use super::model::{BUDGETS, BudgetExhaustion, Ending, EndingCounts, FinishGateTotals, SpendStats};
+use super::model::{
+    BUDGETS, BudgetExhaustion, Ending, EndingCounts, FinishGateTotals, SpendStats, Verdicts,
+};
 
 /// A string taken from a trace: borrowed from the chunk while scanning, owned in pieces.
 pub(crate) type Text<'a> = Cow<'a, [u8]>;
@@ -101,6 +103,8 @@ pub(crate) struct Totals<'a> {
     pub runs_with_feedback: u64,
     /// Of those, the ones that ended `finished`.
     pub recovered: u64,
+    /// Runs whose scores give a verdict, and those that passed.
+    pub verdicts: Verdicts,
     /// Per tool.
     pub tools: FastMap<Text<'a>, ToolTotals<'a>>,
     /// Events of unknown types by `event_type`.
@@ -205,6 +209,10 @@ impl<'a> Totals<'a> {
                 .entry(run.gate_checks)
                 .or_default() += 1;
         }
+        if let Some(passed) = closing.and_then(|closing| closing.verdict) {
+            self.verdicts.runs += 1;
+            self.verdicts.passed += u64::from(passed);
+        }
         if run.feedback > 0 {
             self.runs_with_feedback += 1;
             if ending == Ending::Finished {
@@ -226,6 +234,7 @@ impl<'a> Totals<'a> {
             internal_by_kind: counter_into_owned(self.internal_by_kind),
             runs_with_feedback: self.runs_with_feedback,
             recovered: self.recovered,
+            verdicts: self.verdicts,
             tools: self
                 .tools
                 .into_iter()
@@ -281,6 +290,8 @@ impl Totals<'static> {
         merge_counter(&mut self.internal_by_kind, other.internal_by_kind);
         self.runs_with_feedback += other.runs_with_feedback;
         self.recovered += other.recovered;
+        self.verdicts.runs += other.verdicts.runs;
+        self.verdicts.passed += other.verdicts.passed;
         self.finish_gate.runs.merge(&other.finish_gate.runs);
         self.finish_gate
             .rejections
@@ -323,6 +334,7 @@ pub(crate) struct Closing<'a> {
     error_kind: Option<Text<'a>>,
     steps_used: Option<u64>,
     budget: Option<Text<'a>>,
+    verdict: Option<bool>,
 }
 
 /// What a run (or a part of one) recorded of its tokens, cost and time, kept small since runs
@@ -513,6 +525,7 @@ impl<'a> RunState<'a> {
                 error_kind: text_into_owned(closing.error_kind),
                 steps_used: closing.steps_used,
                 budget: text_into_owned(closing.budget),
+                verdict: closing.verdict,
             }),
             spend: self.spend,
         }
@@ -576,12 +589,14 @@ impl<'a> RunState<'a> {
                 error_kind,
                 steps_used,
                 budget,
+                verdict,
             } => {
                 self.closing = Some(Closing {
                     ending,
                     error_kind,
                     steps_used,
                     budget,
+                    verdict,
                 });
                 return true;
             }
@@ -696,6 +711,7 @@ impl<'a> ChunkState<'a> {
                     error_kind: None,
                     steps_used: None,
                     budget: None,
+                    verdict: None,
                 });
                 close(at, previous, heads, totals);
             }

@@ -532,6 +532,7 @@ fn build_report(
         tools,
         steps,
         internal_errors: sorted(&totals.internal_by_kind),
+        verdicts: totals.verdicts,
         finish_gate: totals.finish_gate.clone(),
         spend: totals.spend,
         durations: std::array::from_fn(|index| totals.durations[index].summary()),

@@ -90,6 +90,8 @@ pub(crate) enum EventKind<'a> {
         steps_used: Option<u64>,
         /// Which budget ran out, if recorded.
         budget: Option<Cow<'a, [u8]>>,
+        /// Whether its scores passed (`None`: no scores with a verdict).
+        verdict: Option<bool>,
     },
     /// An event type this version does not know.
     Unknown {
@@ -151,12 +153,14 @@ pub(crate) fn parse_event(line: &[u8]) -> Result<Event<'_>, LineError> {
             error_kind: fields.error_kind,
             steps_used: fields.steps_used,
             budget: fields.budget,
+            verdict: fields.verdict,
         },
         INTERNAL_ERROR => EventKind::Ended {
             ending: Ending::InternalError,
             error_kind: fields.error_kind,
             steps_used: fields.steps_used,
             budget: None,
+            verdict: None,
         },
         _ => EventKind::Unknown { event_type },
     };
@@ -281,6 +285,7 @@ mod tests {
                 error_kind: None,
                 steps_used: None,
                 budget: None,
+                verdict: None,
             }
         );
     }

@@ -28,7 +28,7 @@ pub use list::{Selector, render_list_json, render_list_text};
 pub use model::{
     BUDGETS, BudgetExhaustion, DurationSummary, Ending, EndingCounts, FileEndings,
     FinishGateTotals, InputTotals, InvalidOutput, Report, SpendStats, StepStats, StepSummary,
-    ToolReport, Warning,
+    ToolReport, Verdicts, Warning,
 };
 pub use render::{Format, RenderOptions, render, summary_line};
 pub use rows::{RunRow, RunTable, TEXT_LIMIT, TimelineStep};

@@ -110,6 +110,8 @@ pub struct Report {
     pub steps: [StepStats; 5],
     /// `internal_error` endings by `error_kind`.
     pub internal_errors: BTreeMap<String, u64>,
+    /// Runs whose scores give a verdict, and how many passed.
+    pub verdicts: Verdicts,
     /// Finish gate verdicts, apart from invalid output.
     pub finish_gate: FinishGateTotals,
     /// Tokens, cost and duration per ending, in the order of [`Ending::ALL`].
@@ -223,6 +225,16 @@ pub struct InvalidOutput {
     pub runs_with_feedback: u64,
     /// Of those, the runs that still ended `finished`.
     pub recovered: u64,
+}
+
+/// Runs whose scores give a verdict (`run_finished.scores`, by the pass rule), and how many of
+/// them passed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Verdicts {
+    /// Runs with at least one score that has a verdict.
+    pub runs: u64,
+    /// Of those, the runs every such score passed.
+    pub passed: u64,
 }
 
 /// Calls and errors of one tool.

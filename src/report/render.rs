@@ -265,6 +265,30 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
             })
             .collect(),
     });
+    let verdicts = report.verdicts;
+    if verdicts.runs > 0 {
+        sections.push(Section {
+            id: "verdicts",
+            title: format!(
+                "Verdicts (share of the {} run(s) whose scores give one)",
+                verdicts.runs
+            ),
+            header: vec!["runs", "count", "share"],
+            keys: 1,
+            rows: vec![
+                vec![
+                    Cell::Text("passed".to_owned()),
+                    Cell::Count(verdicts.passed),
+                    Cell::Share(share(verdicts.passed, verdicts.runs)),
+                ],
+                vec![
+                    Cell::Text("failed".to_owned()),
+                    Cell::Count(verdicts.runs - verdicts.passed),
+                    Cell::Share(share(verdicts.runs - verdicts.passed, verdicts.runs)),
+                ],
+            ],
+        });
+    }
     if report.spend.iter().any(SpendStats::any) {
         sections.push(spend_section(report));
     }
@@ -795,6 +819,11 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
                 "max_ms": ms(|s| s.max_ms),
             })
         }).collect::<Vec<_>>(),
+        "verdicts": {
+            "runs": report.verdicts.runs,
+            "passed": report.verdicts.passed,
+            "pass_rate": share_value(report.verdicts.passed, report.verdicts.runs),
+        },
         "invalid_output": {
             "feedback_by_kind": counts_json(&invalid.feedback_by_kind),
             "endings_by_kind": counts_json(&invalid.endings_by_kind),

@@ -51,6 +51,8 @@ pub struct Fields<'a> {
     pub duration_ms: Option<f64>,
     /// `ts`, the RFC 3339 time of the event.
     pub ts: Option<Cow<'a, [u8]>>,
+    /// The verdict of `scores` on `run_finished` (`trace::Score::verdict`), when it has one.
+    pub verdict: Option<bool>,
 }
 
 /// The input and output tokens of a `usage` object (each 0 when not given).
@@ -134,7 +136,7 @@ const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 /// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
 /// check. The report keeps the first nine, `accepted`, `duration_ms` and the five from `budget` to
 /// `ts`; the rest are checked and dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 51] = [
+const KNOWN: [(&str, Check); 52] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -216,6 +218,13 @@ const KNOWN: [(&str, Check); 51] = [
             "an array of objects with a string `name`",
         ),
     ),
+    (
+        "scores",
+        Check::Typed(
+            reads_as::<Vec<crate::trace::Score>>,
+            "an array of objects with string `name` and `kind`",
+        ),
+    ),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -268,6 +277,7 @@ const EXIT_STATUS: u128 = name(b"exit_status");
 const SOURCE: u128 = name(b"source");
 const MODEL: u128 = name(b"model");
 const TOOLS: u128 = name(b"tools");
+const SCORES: u128 = name(b"scores");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -322,6 +332,7 @@ fn known_field(key: &[u8]) -> Option<usize> {
         SOURCE => Some(48),
         MODEL => Some(49),
         TOOLS => Some(50),
+        SCORES => Some(51),
         // Longer than the 15 bytes a key number holds, so compared as bytes.
         u128::MAX if key == b"finish_gate_hash" => Some(25),
         u128::MAX if key == b"tool_errors_recorded" => Some(41),
@@ -400,6 +411,7 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
             27 => fields.usage = cursor.opt_usage(field_name)?,
             28 => fields.cost_usd = cursor.opt_number(field_name)?,
             29 => fields.ts = cursor.opt_string(field_name)?,
+            51 => fields.verdict = cursor.opt_verdict(field_name, check)?,
             _ => cursor.check_value(field_name, check)?,
         }
         Ok(())
@@ -652,6 +664,23 @@ impl<'a> Cursor<'a> {
                 }
             }
         }
+    }
+
+    /// `scores`, checked as the trace reader reads it, and their verdict (`run_finished` lines
+    /// only carry it, so the slow path costs little).
+    fn opt_verdict(
+        &mut self,
+        field: &'static str,
+        check: Check,
+    ) -> Result<Option<bool>, LineError> {
+        if self.peek() == Some(b'n') {
+            return self.literal(b"null").map(|()| None);
+        }
+        let start = self.pos;
+        self.check_value(field, check)?;
+        let scores: Vec<crate::trace::Score> =
+            serde_json::from_slice(&self.bytes[start..self.pos]).unwrap_or_default();
+        Ok(crate::trace::Score::verdict(&scores))
     }
 
     /// `replay_of`: an object with string `source` and `run_id` (others ignored).

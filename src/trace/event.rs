@@ -166,6 +166,9 @@ pub struct TraceEvent {
     /// The source records no ending; this one was inferred (run_finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending_inferred: Option<bool>,
+    /// Each scorer's verdict on the run (run_finished; imported Inspect scores too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<Score>>,
     /// The request body sent to a live model, in the canonical JSON its `request_hash` hashes,
     /// full capture only (first event of a turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,6 +238,7 @@ impl TraceEvent {
             native_ending: None,
             autosubmitted: None,
             ending_inferred: None,
+            scores: None,
             request_body: None,
             raw_response: None,
             stream_chunks: None,
@@ -391,6 +395,36 @@ impl HashAlgorithm {
             HashAlgorithm::Sha256 => "sha256",
             HashAlgorithm::HmacSha256 => "hmac-sha256",
         }
+    }
+}
+
+/// One scorer's verdict on a run: `../shared` RULES' `{name, kind, passed, value, explanation}`,
+/// every key written (null when unknown) so that readers see one shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    /// The scorer's name.
+    pub name: String,
+    /// What kind of scorer gave it (`inspect` for a score imported from an Inspect log).
+    pub kind: String,
+    /// Whether the run passed this scorer; null when the score carries no verdict.
+    #[serde(default)]
+    pub passed: Option<bool>,
+    /// The score as a number, when it has one.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// Why, under the capture rules: a summary unless full capture.
+    #[serde(default)]
+    pub explanation: Option<String>,
+}
+
+impl Score {
+    /// The verdict of a list of scores by the pass rule: `Some(true)` when every score with a
+    /// verdict passed, `Some(false)` when one failed, `None` when none has a verdict.
+    pub fn verdict(scores: &[Score]) -> Option<bool> {
+        scores
+            .iter()
+            .filter_map(|score| score.passed)
+            .reduce(|all, passed| all && passed)
     }
 }
 

@@ -11,8 +11,8 @@ mod summary;
 mod writer;
 
 pub use event::{
-    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, ToolRef, TraceEvent,
-    Usage,
+    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef,
+    TraceEvent, Usage,
 };
 pub use reader::parse_line;
 pub use reader::{

@@ -113,27 +113,30 @@ pub(crate) fn assert_refused(output: &Output, says: &str) {
 #[test]
 fn report_files_may_not_name_the_evaluations_own_files() {
     let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
-    let out = dir.path().join("out");
-    for (flag, own, layout) in [
-        ("--html", "traces.jsonl", "single"),
-        ("--junit", "traces.jsonl", "single"),
-        ("--junit", "results.partial.jsonl", "per-task"),
-        ("--html", "results.partial.jsonl", "single"),
+    let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
+    let run = crate::support::newest_run(&out);
+    let before = crate::support::files_under(&out);
+    for (flag, own, says) in [
+        ("--html", out.join("results.json"), "is the output"),
+        ("--junit", out.join("results.json"), "is the output"),
+        (
+            "--junit",
+            run.join("rows.jsonl"),
+            "where eval writes its runs",
+        ),
+        (
+            "--html",
+            run.join("traces/a.jsonl"),
+            "where eval writes its runs",
+        ),
     ] {
-        let output = cli!(
-            "eval",
-            &suite,
-            "--out",
-            &out,
-            "--trace-layout",
-            layout,
-            flag,
-            out.join(own),
-            "-q"
+        let output = cli!("eval", &suite, "--out", &out, flag, &own, "-q");
+        assert_refused(&output, says);
+        assert_eq!(
+            crate::support::files_under(&out),
+            before,
+            "{flag} {own:?}: nothing written"
         );
-        assert_refused(&output, "is the output");
-        assert!(!out.exists(), "{flag} {own}: nothing may be written");
     }
 }
 
@@ -166,13 +169,13 @@ fn report_files_may_not_replace_the_results_a_rerun_reads() {
 fn report_files_may_not_replace_a_carried_or_baseline_trace() {
     let dir = tempfile::tempdir().unwrap();
     let (suite, run) = evaluated(dir.path(), "run", &["good", "bad"], &["bad"]);
-    let carried = run.join("traces/good.jsonl");
+    let carried = crate::support::traces_of(&run).join("good.jsonl");
     let before = std::fs::read(&carried).unwrap();
     let results = run.join("results.json");
     let elsewhere = dir.path().join("elsewhere");
     // In place, into another folder, and as a baseline's trace.
     let cases: [(&[&str], &str); 3] = [
-        (&["--rerun-failed"], "of the results"),
+        (&["--rerun-failed"], "where eval writes its runs"),
         (
             &["--out", elsewhere.to_str().unwrap(), "--rerun-failed"],
             "of the results",
@@ -194,138 +197,20 @@ fn report_files_may_not_replace_a_carried_or_baseline_trace() {
                 .arg("-q")
                 .output()
                 .unwrap();
-            assert_refused(
-                &output,
-                &format!("is the trace `{}` {whose}", carried.display()),
-            );
+            if whose.starts_with("of") {
+                assert_refused(
+                    &output,
+                    &format!("is the trace `{}` {whose}", carried.display()),
+                );
+            } else {
+                assert_refused(&output, whose);
+            }
             assert_eq!(std::fs::read(&carried).unwrap(), before, "{args:?} {flag}");
             assert!(
                 !elsewhere.exists(),
                 "{args:?} {flag}: nothing may be written"
             );
         }
-    }
-}
-
-/// `eval` with `args`, as given.
-fn eval_args(args: &[&std::ffi::OsStr]) -> Output {
-    crate::support::looptrace()
-        .arg("eval")
-        .args(args)
-        .arg("-q")
-        .output()
-        .unwrap()
-}
-
-#[test]
-fn a_rerun_elsewhere_never_writes_onto_the_traces_it_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, from) = evaluated(dir.path(), "from", &["t0", "t1", "t2"], &["t1"]);
-    let results = from.join("results.json");
-    let carried = from.join("traces/t0.jsonl");
-    let before = std::fs::read(&carried).unwrap();
-    // A traces folder linked to the results' own, and a hard link to one trace.
-    let linked = dir.path().join("linked");
-    std::fs::create_dir(&linked).unwrap();
-    std::os::unix::fs::symlink(from.join("traces"), linked.join("traces")).unwrap();
-    let hard = dir.path().join("hard");
-    std::fs::create_dir_all(hard.join("traces")).unwrap();
-    std::fs::hard_link(&carried, hard.join("traces/t0.jsonl")).unwrap();
-    let refusals = [
-        (
-            &linked,
-            "is a symbolic link, and eval writes its traces there",
-        ),
-        (&hard, "(the folders share their traces)"),
-    ];
-    for (out, says) in refusals {
-        let output = eval_args(&[
-            suite.as_os_str(),
-            "--rerun-failed".as_ref(),
-            results.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ]);
-        assert_refused(&output, says);
-        assert_eq!(std::fs::read(&carried).unwrap(), before);
-        assert!(!out.join("results.json").exists());
-    }
-    // A report file may not be where a carried trace is copied, in a repeat's folder either.
-    let elsewhere = dir.path().join("elsewhere");
-    std::fs::create_dir_all(elsewhere.join("traces")).unwrap();
-    let output = eval_args(&[
-        suite.as_os_str(),
-        "--rerun-failed".as_ref(),
-        results.as_os_str(),
-        "--out".as_ref(),
-        elsewhere.as_os_str(),
-        "--junit".as_ref(),
-        elsewhere.join("traces/t0.jsonl").as_os_str(),
-    ]);
-    assert_refused(&output, "is the output");
-    let repeated = dir.path().join("repeated");
-    assert_eq!(
-        cli!("eval", &suite, "--out", &repeated, "--repeat", "2", "-q")
-            .status
-            .code(),
-        Some(1)
-    );
-    std::fs::create_dir_all(elsewhere.join("traces/r2")).unwrap();
-    let output = eval_args(&[
-        suite.as_os_str(),
-        "--rerun-failed".as_ref(),
-        repeated.join("results.json").as_os_str(),
-        "--repeat".as_ref(),
-        "2".as_ref(),
-        "--out".as_ref(),
-        elsewhere.as_os_str(),
-        "--html".as_ref(),
-        elsewhere.join("traces/r2/t0.jsonl").as_os_str(),
-    ]);
-    assert_refused(&output, "is the output");
-    assert!(!elsewhere.join("results.json").exists());
-    // Nor a task's trace in its folder when that task is not selected.
-    let output = eval_args(&[
-        suite.as_os_str(),
-        "--out".as_ref(),
-        elsewhere.as_os_str(),
-        "--only".as_ref(),
-        "t1".as_ref(),
-        "--junit".as_ref(),
-        elsewhere.join("traces/t0.jsonl").as_os_str(),
-    ]);
-    assert_refused(&output, "is the output");
-}
-
-#[test]
-fn a_baseline_whose_traces_an_eval_would_replace_or_remove_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, out) = evaluated(dir.path(), "out", &["t0", "t1"], &[]);
-    let baseline = out.join("old.json");
-    std::fs::copy(out.join("results.json"), &baseline).unwrap();
-    let before = std::fs::read(out.join("traces/t0.jsonl")).unwrap();
-    for (extra, says) in [
-        (&[][..], "of the baseline"),
-        (
-            &["--repeat", "2"],
-            "whose traces every eval replaces or removes",
-        ),
-        (
-            &["--trace-layout", "single"],
-            "whose traces every eval replaces or removes",
-        ),
-    ] {
-        let mut args = vec![
-            suite.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-            "--baseline".as_ref(),
-            baseline.as_os_str(),
-        ];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let output = eval_args(&args);
-        assert_refused(&output, says);
-        assert_eq!(std::fs::read(out.join("traces/t0.jsonl")).unwrap(), before);
     }
 }
 
@@ -368,74 +253,6 @@ fn a_rerun_refuses_results_that_hold_a_run_twice() {
         stderr(&output)
     );
     assert!(!dir.path().join("new").exists());
-}
-
-#[test]
-fn a_rerun_elsewhere_refuses_a_carried_traces_place_blocked_or_linked() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, from) = evaluated(dir.path(), "from", &["t0", "t1"], &["t1"]);
-    let results = from.join("results.json");
-    let outside = dir.path().join("outside.jsonl");
-    for (i, says) in ["is a folder, not a file", "is a symbolic link"]
-        .into_iter()
-        .enumerate()
-    {
-        let out = dir.path().join(format!("elsewhere{i}"));
-        std::fs::create_dir_all(out.join("traces")).unwrap();
-        // `t0` passed: its trace is carried over, copied to this place.
-        let place = out.join("traces/t0.jsonl");
-        match i {
-            0 => std::fs::create_dir(&place).unwrap(),
-            _ => std::os::unix::fs::symlink(&outside, &place).unwrap(),
-        }
-        let before = entries_under(&out);
-        let output = cli!(
-            "eval",
-            &suite,
-            "--rerun-failed",
-            &results,
-            "--out",
-            &out,
-            "-q"
-        );
-        assert_refused(&output, says);
-        assert_eq!(entries_under(&out), before, "nothing written");
-        assert!(!outside.exists());
-    }
-    // In place, a carried trace that is a pipe is named as one, not as missing.
-    let carried = from.join("traces/t0.jsonl");
-    std::fs::remove_file(&carried).unwrap();
-    Blocker::Pipe.make(&carried);
-    let output = within_a_minute(&[
-        "eval".as_ref(),
-        suite.as_os_str(),
-        "--rerun-failed".as_ref(),
-        results.as_os_str(),
-    ]);
-    assert_refused(
-        &output,
-        "t0.jsonl`, the trace of a row it carries over, is a named pipe",
-    );
-}
-
-#[test]
-fn report_files_may_not_take_a_trace_name_the_eval_would_remove() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, out) = evaluated(dir.path(), "out", &["t0", "t1"], &[]);
-    // Not a task of the suite, but named as a trace is: the evaluation would remove it as stale.
-    for (flag, name) in [("--junit", "junit.jsonl"), ("--html", "r1/page.jsonl")] {
-        std::fs::create_dir_all(out.join("traces/r1")).unwrap();
-        let output = cli!(
-            "eval",
-            &suite,
-            "--out",
-            &out,
-            flag,
-            out.join("traces").join(name),
-            "-q"
-        );
-        assert_refused(&output, "a task trace's name in its traces folder");
-    }
 }
 
 #[test]
@@ -566,21 +383,9 @@ fn the_output_folder_may_not_be_inside_the_working_folder_template() {
         .unwrap()
         .collect();
     assert_eq!(left.len(), 1, "the template is as it was");
-    // Beside the template is fine; the template inside the folders an eval replaces is not.
+    // Beside the template is fine.
     let output = cli!("eval", &suite, "--out", dir.path().join("beside"), "-q");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    std::fs::rename(dir.path().join("repo"), dir.path().join("traces")).unwrap();
-    std::fs::write(
-        dir.path().join("tools.json"),
-        r#"{"tools":[{"builtin":"bash","timeout_s":5}],"workdir":{"template":"traces"}}"#,
-    )
-    .unwrap();
-    let output = cli!("eval", &suite, "--out", dir.path(), "-q");
-    assert_refused(
-        &output,
-        "whose traces and working folders every eval replaces or removes",
-    );
-    assert!(dir.path().join("traces/f.txt").is_file());
 }
 
 /// A one-task suite in `dir` whose tools file copies the folder `dir/tpl` for every task.
@@ -604,35 +409,6 @@ fn suite_with_tools(dir: &Path, tools: &str) -> PathBuf {
 }
 
 #[test]
-fn a_task_whose_working_folder_cannot_be_made_still_has_its_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("tpl")).unwrap();
-    std::fs::write(dir.path().join("tpl/f"), "x\n").unwrap();
-    let suite = suite_with_template(dir.path());
-    let out = dir.path().join("out");
-    for flush in ["event", "run"] {
-        assert_eq!(
-            cli!("eval", &suite, "--out", &out, "-q").status.code(),
-            Some(0)
-        );
-        // A file where the task's working folder goes: it cannot be made.
-        std::fs::remove_dir_all(out.join("work/a")).unwrap();
-        std::fs::write(out.join("work/a"), "blocker").unwrap();
-        let output = cli!("eval", &suite, "--out", &out, "--trace-flush", flush, "-q");
-        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-        let row = &results(&out.join("results.json")).tasks[0];
-        assert_eq!(row.error_kind.as_deref(), Some("workdir_failed"));
-        let trace = std::fs::read_to_string(out.join("traces/a.jsonl")).unwrap();
-        assert!(trace.contains(row.run_id.as_deref().unwrap()), "{trace}");
-        assert!(
-            trace.contains("\"error_kind\":\"workdir_failed\""),
-            "{trace}"
-        );
-        std::fs::remove_file(out.join("work/a")).unwrap();
-    }
-}
-
-#[test]
 fn the_page_of_a_single_trace_file_counts_each_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b", "c"], &[]);
@@ -653,43 +429,6 @@ fn the_page_of_a_single_trace_file_counts_each_run_once() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Exit reasons (of 6 runs)"), "{html:.2000}");
-}
-
-#[test]
-fn resume_keeps_no_row_its_evaluation_would_not_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["t0", "t1"], &[]);
-    let out = dir.path().join("out");
-    crashed_before_the_second_row(&suite, &out, &["--repeat", "2"]);
-    // The partial file the crash left, its one row edited: its `repeat` gone, then given twice.
-    let partial = out.join("results.partial.jsonl");
-    let text = std::fs::read_to_string(&partial).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    let mut row: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
-    let trace = std::fs::read(out.join("traces/r1/t0.jsonl")).unwrap();
-    for (edit, foreign) in [(None, "1 row"), (Some(1), "1 row")] {
-        // The trace of the crashed run, as the crash left it (a resume replaces it).
-        std::fs::write(out.join("traces/r1/t0.jsonl"), &trace).unwrap();
-        row["repeat"] = json!(edit);
-        let edited = match edit {
-            None => format!("{}\n{row}\n", lines[0]),
-            Some(_) => format!("{}\n{row}\n{row}\n", lines[0]),
-        };
-        std::fs::write(&partial, edited).unwrap();
-        let output = resume(&suite, &out, &["--repeat", "2"]);
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        assert!(
-            stderr(&output).contains(&format!("holds {foreign} this evaluation never writes")),
-            "{}",
-            stderr(&output)
-        );
-        // What resume wrote keeps the rule of rows: a rerun reads it.
-        let written = results(&out.join("results.json"));
-        assert_eq!(written.tasks.len(), 4);
-        assert!(looptrace::eval::check_rows(&written).is_ok());
-        std::fs::remove_file(out.join("results.json")).unwrap();
-    }
 }
 
 #[test]
@@ -760,57 +499,6 @@ fn merge_reads_no_shard_while_an_evaluation_writes_it() {
 }
 
 #[test]
-fn a_plain_eval_removes_what_a_crash_while_replacing_the_results_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
-    let out = dir.path().join("out");
-    let crashed = crate::support::looptrace()
-        .arg("eval")
-        .arg(&suite)
-        .arg("--out")
-        .arg(&out)
-        .arg("-q")
-        .env("LOOPTRACE_FAULT", "abort_in_results_write")
-        .output()
-        .unwrap();
-    assert_ne!(crashed.status.code(), Some(0), "{}", stderr(&crashed));
-    assert!(
-        !crate::support::leftovers(&out).is_empty(),
-        "the crash left a temporary file"
-    );
-    let output = cli!("eval", &suite, "--out", &out, "-q");
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(crate::support::leftovers(&out), Vec::<String>::new());
-}
-
-#[test]
-fn nothing_to_rerun_removes_the_partial_file_a_crashed_rerun_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
-    let out = dir.path().join("out");
-    // A partial file's header, as a rerun that crashed after replacing the results leaves it.
-    crashed_before_the_second_row(&suite, &out, &[]);
-    let partial = out.join("results.partial.jsonl");
-    let text = std::fs::read_to_string(&partial).unwrap();
-    let mut header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    let output = cli!("eval", &suite, "--out", &out, "-q");
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    for (rerun_failed, removed) in [(json!(null), false), (json!("out/results.json"), true)] {
-        header["rerun_failed"] = rerun_failed;
-        std::fs::write(&partial, format!("{header}\n")).unwrap();
-        let output = rerun_in_place(&suite, &out);
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        assert!(
-            stderr(&output).contains("nothing to rerun"),
-            "{}",
-            stderr(&output)
-        );
-        // A plain evaluation's partial file is `--resume`'s to use; a rerun's is no one's.
-        assert_eq!(!partial.exists(), removed, "{}", stderr(&output));
-    }
-}
-
-#[test]
 fn a_runaway_repeat_count_is_refused_before_anything_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a"], &[]);
@@ -840,7 +528,7 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
         .collect();
     assert_eq!(rows, [("a", true), ("new", false), ("b", true)]);
     assert_eq!(updated.suite.tasks, 3);
-    assert!(out.join("traces/new.jsonl").is_file());
+    assert!(crate::support::traces_of(&out).join("new.jsonl").is_file());
 
     // A rerun narrowed by `--only` still leaves whole results: a task added after it runs.
     let narrowed = cli!(
@@ -856,7 +544,11 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
     let later = suite(dir.path(), "later.json", &["a", "new", "b", "later"], &[]);
     let output = rerun_in_place(&later, &out);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(out.join("traces/later.jsonl").is_file());
+    assert!(
+        crate::support::traces_of(&out)
+            .join("later.jsonl")
+            .is_file()
+    );
     assert_eq!(results(&out.join("results.json")).tasks.len(), 4);
 
     // Results of a selection speak only for it: a task outside it is not theirs to run.
@@ -878,7 +570,23 @@ fn a_rerun_refuses_trace_paths_eval_does_not_write() {
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &["b"]);
     let path = out.join("results.json");
     let original = std::fs::read_to_string(&path).unwrap();
-    for bad in ["../elsewhere.jsonl", "/etc/hostname", "traces/b.jsonl"] {
+    let run = format!(
+        "runs/{}",
+        original
+            .split("\"eval_id\": \"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+    );
+    for bad in [
+        "../elsewhere.jsonl".to_owned(),
+        "/etc/hostname".to_owned(),
+        "traces/b.jsonl".to_owned(),
+        format!("{run}/../../../x.jsonl"),
+        "runs/0abc-def/traces/b.jsonl".to_owned(),
+    ] {
         let mut edited: serde_json::Value = serde_json::from_str(&original).unwrap();
         edited["tasks"][0]["trace"] = json!(bad);
         std::fs::write(&path, edited.to_string()).unwrap();
@@ -898,30 +606,23 @@ fn a_rerun_refuses_trace_paths_eval_does_not_write() {
 }
 
 #[test]
-fn resume_refuses_a_partial_file_of_another_shard_or_selection() {
+fn resume_refuses_a_run_of_another_shard_or_selection() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a", "b", "c", "d", "e"], &[]);
     let out = dir.path().join("out");
     crashed_before_the_second_row(&suite, &out, &["--shard", "1/2"]);
-    let partial = out.join("results.partial.jsonl");
-    let before = std::fs::read(&partial).unwrap();
-    let header: serde_json::Value = serde_json::from_str(
-        std::str::from_utf8(&before)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let run = crate::support::newest_run(&out);
+    let header: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("header.json")).unwrap()).unwrap();
     assert_eq!(header["shard"], json!({"index": 1, "count": 2}));
+    let before = crate::support::files_under(&out);
     for (extra, says) in OTHER_SHARDS.into_iter().chain::<[(&[&str], &str); 1]>([(
         &["--shard", "1/2", "--skip", "e"],
         "written with no --only or --skip, this eval has --skip \"e\"",
     )]) {
         let output = resume(&suite, &out, extra);
         assert_refused(&output, says);
-        assert_eq!(std::fs::read(&partial).unwrap(), before);
-        assert!(out.join("traces/a.jsonl").is_file());
+        assert_eq!(crate::support::files_under(&out), before, "nothing written");
     }
     let resumed = cli!(
         "eval", &suite, "--out", &out, "--shard", "1/2", "--resume", "-q"
@@ -968,25 +669,38 @@ fn a_rerun_from_merged_results_needs_the_shards_traces_beside_them() {
         )
     };
     let output = rerun();
-    assert_refused(
-        &output,
-        "2 traces of the rows it carries over are not beside it",
-    );
+    assert_refused(&output, "gather them beside the merged file first");
     assert!(!again.exists());
 
-    // Gathered as the message says, the rerun leaves a folder that stands on its own.
-    std::fs::create_dir(merged.join("traces")).unwrap();
+    // Gathered as the message says (run ids are unique, so the shards' runs sit side by side),
+    // the rerun leaves a folder that stands on its own.
+    std::fs::create_dir(merged.join("runs")).unwrap();
     for shard in ["shard1", "shard2"] {
-        for entry in std::fs::read_dir(dir.path().join(shard).join("traces")).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), merged.join("traces").join(entry.file_name())).unwrap();
-        }
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .args(
+                std::fs::read_dir(dir.path().join(shard).join("runs"))
+                    .unwrap()
+                    .map(|e| e.unwrap().path()),
+            )
+            .arg(merged.join("runs"))
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
     let output = rerun();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    for id in ["a", "b", "c"] {
-        assert!(again.join(format!("traces/{id}.jsonl")).is_file(), "{id}");
+    let rows = results(&again.join("results.json"));
+    for row in &rows.tasks {
+        assert!(
+            again.join(row.trace.as_deref().unwrap()).is_file(),
+            "{}",
+            row.id
+        );
     }
+    assert_eq!(rows.tasks.len(), 3);
+    // The shards' runs were copied, so `again` stands on its own: 2 shards and the rerun.
+    assert_eq!(std::fs::read_dir(again.join("runs")).unwrap().count(), 3);
 }
 
 #[test]
@@ -995,50 +709,15 @@ fn outputs_blocked_by_a_folder_a_file_or_a_pipe_are_refused_before_any_task_runs
     let suite = suite(dir.path(), "suite.json", &["a", "b"], &[]);
     std::fs::create_dir_all(dir.path().join("templated/tpl")).unwrap();
     let with_template = suite_with_template(&dir.path().join("templated"));
-    let single: &[&str] = &["--trace-layout", "single"];
-    // Where a file goes, a folder or a named pipe; where a folder goes, a file.
-    let cases: [(&str, Blocker, &[&str], &Path, &str); 8] = [
+    // Where a file goes, a folder or a named pipe; where a folder goes, a file. Everything
+    // under `runs/` is made new, so only the view and the `runs` folder itself can be blocked.
+    let cases: [(&str, Blocker, &[&str], &Path, &str); 4] = [
         (
-            "traces/b.jsonl",
-            Blocker::Folder,
-            &[],
-            &suite,
-            "traces/b.jsonl` is a folder, not a file",
-        ),
-        (
-            "traces.jsonl",
-            Blocker::Folder,
-            single,
-            &suite,
-            "traces.jsonl` is a folder, not a file",
-        ),
-        (
-            "results.partial.jsonl",
+            "results.json",
             Blocker::Folder,
             &[],
             &suite,
             "is a folder, not a file",
-        ),
-        (
-            "traces/r2",
-            Blocker::File,
-            &["--repeat", "2"],
-            &suite,
-            "traces/r2` is not a folder, and eval writes a repeat's traces there",
-        ),
-        (
-            "traces/b.jsonl",
-            Blocker::Pipe,
-            &[],
-            &suite,
-            "b.jsonl` is a named pipe (FIFO), not a regular file",
-        ),
-        (
-            "traces.jsonl",
-            Blocker::Pipe,
-            single,
-            &suite,
-            "traces.jsonl` is a named pipe (FIFO)",
         ),
         (
             "results.json",
@@ -1048,11 +727,18 @@ fn outputs_blocked_by_a_folder_a_file_or_a_pipe_are_refused_before_any_task_runs
             "results.json` is a named pipe (FIFO)",
         ),
         (
-            "work",
+            "runs",
+            Blocker::File,
+            &[],
+            &suite,
+            "runs` is not a folder, and eval writes its runs there",
+        ),
+        (
+            "runs",
             Blocker::File,
             &[],
             &with_template,
-            "work` is not a folder, and eval makes each task's working folder there",
+            "runs` is not a folder, and eval writes its runs there",
         ),
     ];
     for (i, (blocked, blocker, extra, suite, says)) in cases.into_iter().enumerate() {
@@ -1242,34 +928,26 @@ fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_r
         dir.path(),
         r#"{"mcp_servers":[{"name":"m","command":["sh"]}]}"#,
     );
-    let blocked_logs = dir.path().join("logs-file");
-    std::fs::create_dir_all(&blocked_logs).unwrap();
-    std::fs::write(blocked_logs.join("logs"), "not a folder").unwrap();
+    // The servers' logs go in the run's own new folder, unless `--log-dir` names another.
     let piped_log = dir.path().join("logs-pipe");
     std::fs::create_dir_all(piped_log.join("logs")).unwrap();
     Blocker::Pipe.make(&piped_log.join("logs/mcp-m.log"));
-    for (out, says) in [
-        (
-            &blocked_logs,
-            "logs` is not a folder, and the MCP servers' logs are written there",
-        ),
-        (
-            &piped_log,
-            "mcp-m.log` is a named pipe (FIFO), not a regular file",
-        ),
-    ] {
-        let before = entries_under(out);
-        let output = within_a_minute(&[
-            "eval".as_ref(),
-            suite.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ]);
-        assert_refused(&output, says);
-        assert_eq!(entries_under(out), before, "nothing made");
-    }
-    let tools_file = dir.path().join("tools.json");
+    let out = dir.path().join("logged");
     let log_dir = piped_log.join("logs");
+    let output = within_a_minute(&[
+        "eval".as_ref(),
+        suite.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--log-dir".as_ref(),
+        log_dir.as_os_str(),
+    ]);
+    assert_refused(
+        &output,
+        "mcp-m.log` is a named pipe (FIFO), not a regular file",
+    );
+    assert!(!out.exists(), "nothing made");
+    let tools_file = dir.path().join("tools.json");
     let output = within_a_minute(&[
         "tools".as_ref(),
         "--tools-file".as_ref(),
@@ -1332,14 +1010,14 @@ fn logs_and_report_files_blocked_by_the_wrong_kind_are_refused_before_anything_r
         "/dev/null"
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    // `DIR/traces` that is a file is named as such.
-    let traces_file = dir.path().join("traces-file");
-    std::fs::create_dir_all(&traces_file).unwrap();
-    std::fs::write(traces_file.join("traces"), "not a folder").unwrap();
-    let output = cli!("eval", &plain, "--out", &traces_file, "-q");
+    // `DIR/runs` that is a file is named as such.
+    let runs_file = dir.path().join("runs-file");
+    std::fs::create_dir_all(&runs_file).unwrap();
+    std::fs::write(runs_file.join("runs"), "not a folder").unwrap();
+    let output = cli!("eval", &plain, "--out", &runs_file, "-q");
     assert_refused(
         &output,
-        "traces` is not a folder, and eval writes its traces there",
+        "runs` is not a folder, and eval writes its runs there",
     );
 }
 

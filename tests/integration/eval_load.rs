@@ -95,7 +95,9 @@ fn ten_thousand_tasks_at_two_jobs_give_a_correct_table() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results.totals.expectations.met, 10_000);
     assert_eq!(
-        std::fs::read_dir(out.join("traces")).unwrap().count(),
+        std::fs::read_dir(crate::support::traces_of(&out))
+            .unwrap()
+            .count(),
         10_000
     );
 }
@@ -116,7 +118,14 @@ fn interrupt_an_eval(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let suite = write_suite(dir.path(), 40_000);
     let out = dir.path().join("out");
-    let traces = out.join("traces");
+    // The run's own folder, once the evaluation has made it.
+    let traces = || {
+        std::fs::read_dir(out.join("runs"))
+            .ok()
+            .and_then(|mut runs| runs.next())
+            .and_then(Result::ok)
+            .map(|run| run.path().join("traces"))
+    };
     let child = looptrace()
         .args([
             "eval",
@@ -132,7 +141,7 @@ fn interrupt_an_eval(signal: &str) {
         .unwrap();
     // Interrupt as soon as the first tasks have run.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_dir(&traces).map_or(0, |d| d.count()) < 10 {
+    while traces().map_or(0, |t| std::fs::read_dir(t).map_or(0, |d| d.count())) < 10 {
         assert!(Instant::now() < deadline, "eval never started");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -165,7 +174,7 @@ fn interrupt_an_eval(signal: &str) {
             looptrace::trace::RunOutcome::Ended(task.exit_reason)
         );
     }
-    for entry in std::fs::read_dir(&traces).unwrap() {
+    for entry in std::fs::read_dir(traces().unwrap()).unwrap() {
         looptrace::trace::read_trace(&entry.unwrap().path(), Default::default()).unwrap();
     }
 }

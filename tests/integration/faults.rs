@@ -251,7 +251,7 @@ fn a_malformed_fault_setting_is_a_usage_error_and_writes_nothing() {
         assert_eq!(
             stderr(&output),
             format!(
-                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N, abort_mid_row:N or abort_in_traces_write:N with N >= 1, or abort_in_results_write\n"
+                "error: LOOPTRACE_FAULT={value:?} is not understood: expected abort_after_events:N, abort_before_row:N or abort_mid_row:N with N >= 1, or abort_in_results_write\n"
             )
         );
         assert!(stdout(&output).is_empty());
@@ -295,7 +295,7 @@ fn eval(suite: &Path, out: &Path, fault: Option<&str>) -> Output {
 
 /// The task traces in `out/traces`, by file name, each checked whole and readable by `show`.
 fn task_traces(out: &Path) -> Vec<(String, Vec<TraceEvent>)> {
-    let mut traces: Vec<_> = std::fs::read_dir(out.join("traces"))
+    let mut traces: Vec<_> = std::fs::read_dir(crate::support::traces_of(out))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .collect();
@@ -344,15 +344,25 @@ fn an_eval_killed_after_any_event_leaves_no_partial_results() {
         let expected: Vec<TraceEvent> = all[..n].iter().map(comparable).collect();
         assert_eq!(written, expected, "after {n} events");
 
-        // An eval killed over a complete one: the earlier results, which the traces stopped
-        // matching when its first task ran, are gone, never half replaced; `--resume` finishes.
+        // An eval killed over a complete one: the earlier results stay as they were, naming
+        // the earlier run, which no later run touches; `--resume` finishes the killed one.
         let rerun = dir.path().join(format!("rerun-{n}"));
         let output = eval(&suite, &rerun, None);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let earlier = std::fs::read(rerun.join("results.json")).unwrap();
+        let earlier_traces = task_traces(&rerun);
+        let earlier_run = crate::support::newest_run(&rerun);
         assert_aborted(&eval(&suite, &rerun, Some(&fault)));
-        assert!(!rerun.join("results.json").exists(), "after {n} events");
+        assert_eq!(
+            std::fs::read(rerun.join("results.json")).unwrap(),
+            earlier,
+            "after {n} events"
+        );
         assert!(leftovers(&rerun).is_empty(), "after {n} events");
-        assert_eq!(task_traces(&rerun).len(), 3, "after {n} events");
+        let kept: Vec<_> = std::fs::read_dir(earlier_run.join("traces"))
+            .unwrap()
+            .collect();
+        assert_eq!(kept.len(), earlier_traces.len(), "after {n} events");
         let resumed = crate::support::looptrace()
             .arg("eval")
             .arg(&suite)

@@ -1,5 +1,6 @@
-//! What one output folder is safe from: a crashed evaluation leaves no results its traces no
-//! longer match; eval never writes through a linked traces folder into another folder; a command
+//! What one output folder is safe from: no command rewrites a file an earlier one wrote below it
+//! (runs are written once, the view is rebuilt from them); a crash leaves results whose runs its
+//! traces hold; eval never writes through a linked `runs` folder into another folder; a command
 //! refused for a locked folder makes nothing inside it; and a results file read through a link
 //! is read under the lock of the folder it lies in.
 
@@ -40,7 +41,7 @@ fn runs_in_traces(folder: &Path) -> HashSet<String> {
         .into_iter()
         .map(|(path, _)| path)
         .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .filter(|path| !path.ends_with("results.partial.jsonl"))
+        .filter(|path| !path.ends_with("rows.jsonl"))
         .flat_map(|trace| runs_in_traces_file(&trace))
         .collect()
 }
@@ -54,59 +55,6 @@ fn assert_results_match_traces(folder: &Path) {
     for row in &results.tasks {
         let run = row.run_id.as_deref().unwrap();
         assert!(runs.contains(run), "{}: {run} is not in the traces", row.id);
-    }
-}
-
-#[test]
-fn a_crashed_evaluation_leaves_no_results_its_traces_no_longer_match() {
-    for layout in ["per-task", "single"] {
-        let dir = tempfile::tempdir().unwrap();
-        let suite = suite(dir.path());
-        let out = dir.path().join("out");
-        let layout_args = ["--trace-layout", layout, "--jobs", "1"];
-        assert_eq!(eval(&suite, &out, &layout_args).status.code(), Some(1));
-        // Killed after its first task, which replaced that task's run in the traces.
-        let crashed = crate::support::looptrace()
-            .arg("eval")
-            .arg(&suite)
-            .arg("--out")
-            .arg(&out)
-            .args(layout_args)
-            .env("LOOPTRACE_FAULT", "abort_before_row:2")
-            .output()
-            .unwrap();
-        assert_eq!(
-            crashed.status.code(),
-            None,
-            "{layout}: {}",
-            stderr(&crashed)
-        );
-        let results = out.join("results.json");
-        assert!(!results.exists(), "{layout}: the earlier results stayed");
-        assert!(out.join("results.partial.jsonl").exists(), "{layout}");
-        // Nothing reads the crashed folder as complete results...
-        let rerun = cli!("eval", &suite, "--rerun-failed", &results, "-q");
-        assert_refused(&rerun, "the evaluation there did not finish");
-        assert!(
-            stderr(&rerun).contains("--resume` finishes it"),
-            "{}",
-            stderr(&rerun)
-        );
-        let merged = dir.path().join("merged.json");
-        assert_refused(
-            &cli!("merge", &results, "--out", &merged, "-q"),
-            "the evaluation there did not finish",
-        );
-        assert!(!merged.exists(), "{layout}");
-        // ...and `--resume` finishes it, with results its traces hold.
-        let resumed = eval(&suite, &out, &["--resume", "--trace-layout", layout]);
-        assert_eq!(
-            resumed.status.code(),
-            Some(1),
-            "{layout}: {}",
-            stderr(&resumed)
-        );
-        assert_results_match_traces(&out);
     }
 }
 
@@ -131,11 +79,12 @@ fn a_rerun_elsewhere_replaces_no_results_before_it_is_done() {
         .output()
         .unwrap();
     assert_eq!(crashed.status.code(), None, "{}", stderr(&crashed));
-    assert!(!other.join("results.json").exists());
+    // `other`'s view is as it was, and every run it names is still there.
+    assert_results_match_traces(&other);
 }
 
 #[test]
-fn eval_never_writes_through_a_linked_traces_folder() {
+fn eval_never_writes_through_a_linked_runs_folder() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());
     let other = dir.path().join("other");
@@ -148,27 +97,15 @@ fn eval_never_writes_through_a_linked_traces_folder() {
         Some(1)
     );
     let before = files_under(&other);
-    let cases: [(&str, PathBuf, &[&str]); 2] = [
-        ("traces", other.join("plain/traces"), &[]),
-        ("traces/r1", other.join("traces/r1"), &["--repeat", "2"]),
-    ];
-    for (place, target, extra) in cases {
-        let out = dir
-            .path()
-            .join(format!("linked-{}", place.replace('/', "-")));
-        let link = out.join(place);
-        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        let output = eval(&suite, &out, extra);
-        assert_refused(&output, "is a symbolic link, and eval writes");
-        assert!(stderr(&output).contains(place), "{}", stderr(&output));
-        assert_eq!(
-            files_under(&other),
-            before,
-            "{place}: the other folder changed"
-        );
-        assert!(!out.join("results.partial.jsonl").exists(), "{place}");
-    }
+    let out = dir.path().join("linked");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(other.join("plain/runs"), out.join("runs")).unwrap();
+    let output = eval(&suite, &out, &[]);
+    assert_refused(
+        &output,
+        "is a symbolic link, and eval writes its runs there",
+    );
+    assert_eq!(files_under(&other), before, "the other folder changed");
 }
 
 #[test]
@@ -245,8 +182,8 @@ fn assert_rows_in_their_traces(folder: &Path, exactly: bool, context: &str) {
         }
     }
     if exactly {
-        // Nothing written aside or half joined: no hidden file under `traces`.
-        let asides: Vec<_> = files_under(&folder.join("traces"))
+        // Nothing written aside: no hidden file under `runs`.
+        let asides: Vec<_> = files_under(&folder.join("runs"))
             .into_iter()
             .filter(|(path, _)| path.file_name().unwrap().to_string_lossy().starts_with('.'))
             .collect();
@@ -274,7 +211,6 @@ fn a_rerun_in_place_killed_anywhere_leaves_results_whose_runs_its_traces_hold() 
         let first = eval(&suite, &reference, &["--repeat", repeats, "--jobs", "1"]);
         assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
         let mut faults: Vec<String> = (1..=4).map(|n| format!("abort_after_events:{n}")).collect();
-        faults.extend((1..=4).map(|n| format!("abort_in_traces_write:{n}")));
         faults.extend(
             [
                 "abort_before_row:1",
@@ -308,7 +244,7 @@ fn a_rerun_in_place_killed_anywhere_leaves_results_whose_runs_its_traces_hold() 
                 crashes += 1;
                 assert_rows_in_their_traces(&out, false, &context);
             }
-            // The same rerun again finishes, and tidies what the crash left.
+            // The same rerun again finishes; what the crash left stays as it was.
             let again = rerun(None);
             assert_eq!(
                 again.status.code(),
@@ -318,154 +254,108 @@ fn a_rerun_in_place_killed_anywhere_leaves_results_whose_runs_its_traces_hold() 
             );
             assert_rows_in_their_traces(&out, true, &context);
         }
-        // Every fault point was reached but the events and rewrites past the last ones: a run
-        // here has three events, and each rerun run's trace is rewritten twice (joined, swapped).
-        let reached = if repeats == "1" { 8 } else { 11 };
+        // Every fault point was reached but the events past the last ones: a run here has
+        // three events, and the rerun runs `b` once per repeat.
+        let reached = if repeats == "1" { 6 } else { 7 };
         assert_eq!(crashes, reached, "--repeat {repeats}");
     }
 }
 
-/// A per-task folder where `a` and `b` failed, whose rerun in place of `a` alone (with the suite
-/// fixed, so `a` passes) was killed after its results were replaced and before `a`'s trace became
-/// its new run alone: `traces/a.jsonl` holds both runs, and `b` still fails. With `snapshot`, the
-/// folder was first hard-linked elsewhere (`cp -al`), so the trace is joined into a new file,
-/// whose temporary file the kill leaves. Returns the fixed suite and the folder.
-fn killed_between_results_and_swap(dir: &Path, snapshot: bool) -> (PathBuf, PathBuf) {
-    let ids = ["a", "b", "c"];
-    let failing = crate::eval_guards::suite(dir, "failing.json", &ids, &["a", "b"]);
-    let fixed = crate::eval_guards::suite(dir, "fixed.json", &ids, &[]);
-    let out = dir.join("out");
+/// Each file below `folder` but the root-level view, with its inode and bytes.
+fn written_below(folder: &Path) -> Vec<(PathBuf, u64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    files_under(&folder.join("runs"))
+        .into_iter()
+        .map(|(path, bytes)| {
+            let inode = std::fs::metadata(&path).unwrap().ino();
+            (path, inode, bytes)
+        })
+        .collect()
+}
+
+/// Fails unless every file of `before` is still there, the same inode with the same bytes.
+fn assert_kept(before: &[(PathBuf, u64, Vec<u8>)], folder: &Path, context: &str) {
+    let now = written_below(folder);
+    for file in before {
+        assert!(
+            now.contains(file),
+            "{context}: `{}` changed or went",
+            file.0.display()
+        );
+    }
+}
+
+/// Fails unless `results.json` in `folder` is the view `eval --rebuild-view` writes.
+fn assert_view_rebuilds(folder: &Path, context: &str) {
+    let view = std::fs::read(folder.join("results.json")).unwrap();
+    let output = cli!("eval", "--rebuild-view", folder);
     assert_eq!(
-        eval(&failing, &out, &["--jobs", "1"]).status.code(),
-        Some(1)
+        output.status.code(),
+        Some(0),
+        "{context}: {}",
+        stderr(&output)
     );
-    if snapshot {
-        for (path, _) in files_under(&out) {
-            let linked = dir.join("snapshot").join(path.strip_prefix(&out).unwrap());
-            std::fs::create_dir_all(linked.parent().unwrap()).unwrap();
-            std::fs::hard_link(&path, linked).unwrap();
-        }
-    }
-    // The join is the first rewrite of a trace, the swap the second.
-    let fault = if snapshot {
-        "abort_in_traces_write:1"
-    } else {
-        "abort_in_traces_write:2"
-    };
-    let crashed = crate::support::looptrace()
-        .arg("eval")
-        .arg(&fixed)
-        .arg("--rerun-failed")
-        .arg(out.join("results.json"))
-        .args(["--only", "a", "--jobs", "1", "-q"])
-        .env("LOOPTRACE_FAULT", fault)
-        .output()
-        .unwrap();
-    assert_eq!(crashed.status.code(), None, "{}", stderr(&crashed));
-    (fixed, out)
-}
-
-#[test]
-fn a_trace_a_crashed_rerun_left_holding_two_runs_is_never_carried_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, out) = killed_between_results_and_swap(dir.path(), false);
-    assert_eq!(runs_in_traces_file(&out.join("traces/a.jsonl")).len(), 2);
-    // Into another folder, rerunning `b` and carrying `a`: only the run each row names is copied.
-    let elsewhere = dir.path().join("elsewhere");
-    let rerun = cli!(
-        "eval",
-        &suite,
-        "--rerun-failed",
-        out.join("results.json"),
-        "--out",
-        &elsewhere,
-        "-q"
+    assert_eq!(
+        std::fs::read(folder.join("results.json")).unwrap(),
+        view,
+        "{context}: the view differs from the one rebuilt from runs/"
     );
-    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
-    assert_rows_in_their_traces(&elsewhere, true, "rerun elsewhere");
-    // From a copy of the results in the same folder: the copy's runs are kept.
-    let copy = out.join("copy.json");
-    std::fs::copy(out.join("results.json"), &copy).unwrap();
-    let rerun = cli!("eval", &suite, "--rerun-failed", &copy, "-q");
-    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
-    assert_rows_in_their_traces(&out, true, "rerun from a copy");
 }
 
 #[test]
-fn what_a_join_a_crash_cut_short_left_is_removed_and_the_snapshot_kept() {
+fn no_command_rewrites_what_an_earlier_one_wrote_and_the_view_rebuilds_from_the_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let (suite, out) = killed_between_results_and_swap(dir.path(), true);
-    let snapshot = files_under(&dir.path().join("snapshot"));
-    assert_rows_in_their_traces(&out, false, "after the crash");
-    let again = rerun_in_place(&suite, &out);
-    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
-    assert_rows_in_their_traces(&out, true, "the same rerun again");
-    assert_eq!(files_under(&dir.path().join("snapshot")), snapshot);
-}
-
-#[test]
-fn a_rerun_in_place_refuses_what_blocks_a_run_written_aside() {
-    let dir = tempfile::tempdir().unwrap();
-    let (suite, out) = evaluated(dir.path(), "out");
-    let results = std::fs::read(out.join("results.json")).unwrap();
-    let aside = out.join("traces/.b.jsonl.rerun");
-    let victim = dir.path().join("victim");
-    std::fs::write(&victim, "kept").unwrap();
-    let blockers: [(&str, &dyn Fn()); 3] = [
-        ("folder", &|| std::fs::create_dir(&aside).unwrap()),
-        ("named pipe", &|| {
-            let made = std::process::Command::new("mkfifo").arg(&aside).status();
-            assert!(made.unwrap().success());
-        }),
-        ("link", &|| {
-            std::os::unix::fs::symlink(&victim, &aside).unwrap()
-        }),
-    ];
-    for (what, place) in blockers {
-        place();
-        let rerun = rerun_in_place(&suite, &out);
-        assert_refused(
-            &rerun,
-            "is not a regular file, where eval writes a rerun's run aside",
-        );
-        assert_eq!(
-            std::fs::read(out.join("results.json")).unwrap(),
-            results,
-            "{what}"
-        );
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept", "{what}");
-        match std::fs::symlink_metadata(&aside).unwrap().is_dir() {
-            true => std::fs::remove_dir(&aside).unwrap(),
-            false => std::fs::remove_file(&aside).unwrap(),
-        }
-    }
-}
-
-#[test]
-fn nothing_to_rerun_never_tidies_through_a_linked_traces_folder() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = crate::eval_guards::suite(dir.path(), "suite.json", &["a", "b"], &[]);
+    let suite = suite(dir.path());
     let out = dir.path().join("out");
-    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(0));
-    let elsewhere = dir.path().join("elsewhere");
-    std::fs::rename(out.join("traces"), &elsewhere).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, out.join("traces")).unwrap();
-    std::fs::write(elsewhere.join(".a.jsonl.rerun"), "").unwrap();
-    let before = files_under(&elsewhere);
-    let rerun = rerun_in_place(&suite, &out);
-    assert_refused(&rerun, "is a symbolic link");
-    assert_eq!(files_under(&elsewhere), before);
+    for layout in ["per-task", "single"] {
+        let out = out.join(layout);
+        let flags = ["--trace-layout", layout, "--jobs", "1"];
+        assert_eq!(eval(&suite, &out, &flags).status.code(), Some(1));
+        assert_view_rebuilds(&out, "eval");
+        let after_eval = written_below(&out);
+
+        let rerun = rerun_in_place(&suite, &out);
+        assert_eq!(rerun.status.code(), Some(1), "{}", stderr(&rerun));
+        assert_kept(&after_eval, &out, "--rerun-failed");
+        assert_view_rebuilds(&out, "--rerun-failed");
+        let after_rerun = written_below(&out);
+
+        // An evaluation killed (a real crash) before its second row, then resumed.
+        let killed = crate::support::looptrace()
+            .arg("eval")
+            .arg(&suite)
+            .arg("--out")
+            .arg(&out)
+            .args(flags)
+            .arg("-q")
+            .env("LOOPTRACE_FAULT", "abort_before_row:2")
+            .output()
+            .unwrap();
+        assert_eq!(killed.status.code(), None, "{}", stderr(&killed));
+        assert_kept(&after_rerun, &out, "a killed eval");
+        // The view is still the rerun's, every run it names whole in its trace.
+        let one_run_per_file = layout == "per-task";
+        assert_rows_in_their_traces(&out, one_run_per_file, "a killed eval");
+        let after_kill = written_below(&out);
+        let resumed = eval(&suite, &out, &[&flags[..], &["--resume"]].concat());
+        assert_eq!(resumed.status.code(), Some(1), "{}", stderr(&resumed));
+        assert_kept(&after_kill, &out, "--resume");
+        assert_view_rebuilds(&out, "--resume");
+        assert_rows_in_their_traces(&out, one_run_per_file, "--resume");
+        // eval, rerun, the killed eval and its resume: four runs, none rewritten.
+        assert_eq!(std::fs::read_dir(out.join("runs")).unwrap().count(), 4);
+    }
 }
 
 #[test]
-fn a_rerun_refuses_results_whose_carried_runs_their_traces_no_longer_hold() {
+fn a_rerun_from_an_older_copy_of_the_results_builds_on_the_runs_it_names() {
     let dir = tempfile::tempdir().unwrap();
     let (suite, out) = evaluated(dir.path(), "out");
-    // A copy of the results, kept while the folder was evaluated again.
+    // A copy of the results, kept while the folder was evaluated again: its runs are still
+    // there, since no evaluation rewrites or removes one.
     let copy = out.join("copy.json");
     std::fs::copy(out.join("results.json"), &copy).unwrap();
     assert_eq!(eval(&suite, &out, &[]).status.code(), Some(1));
-    let results = std::fs::read(out.join("results.json")).unwrap();
     let elsewhere = dir.path().join("elsewhere");
     let into_elsewhere = cli!(
         "eval",
@@ -476,15 +366,19 @@ fn a_rerun_refuses_results_whose_carried_runs_their_traces_no_longer_hold() {
         &elsewhere,
         "-q"
     );
-    let in_place = cli!("eval", &suite, "--rerun-failed", &copy, "-q");
-    for rerun in [into_elsewhere, in_place] {
-        assert_refused(&rerun, "which its trace");
-        assert!(
-            stderr(&rerun).contains("`tasks[0]` (\"a\")"),
-            "{}",
-            stderr(&rerun)
-        );
-    }
-    assert!(!elsewhere.exists());
-    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), results);
+    assert_eq!(
+        into_elsewhere.status.code(),
+        Some(1),
+        "{}",
+        stderr(&into_elsewhere)
+    );
+    assert_rows_in_their_traces(&elsewhere, true, "into another folder");
+    let copied: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
+    let rerun: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(elsewhere.join("results.json")).unwrap())
+            .unwrap();
+    // The carried rows are the copy's, not those of the evaluation since.
+    assert_eq!(rerun.tasks[0].run_id, copied.tasks[0].run_id);
+    assert!(rerun.tasks[0].carried_over);
 }

@@ -381,7 +381,7 @@ fn eval_html_shows_every_task_its_verdict_and_what_moved_since_the_baseline() {
     assert!(!page.contains("<th>source</th>") && !page.contains("filter-source"));
     // The page counts what `report` counts over the same traces.
     let json = dir.path().join("report.json");
-    let report = cli!("report", &out.join("traces"), "-f", "json", "-o", &json);
+    let report = cli!("report", &out, "-f", "json", "-o", &json);
     assert_eq!(report.status.code(), Some(0));
     browser_check(
         "counts",

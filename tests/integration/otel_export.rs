@@ -475,7 +475,7 @@ fn results_become_evaluation_events() {
     }
     assert!(!expected.is_empty());
     let runs = parse(&export(&[
-        out.join("traces").to_str().unwrap(),
+        out.to_str().unwrap(),
         "--results",
         out.join("results.json").to_str().unwrap(),
     ]));

@@ -96,17 +96,6 @@ impl Setup {
 }
 
 #[test]
-fn eval_never_writes_a_task_trace_through_a_link() {
-    let setup = Setup::new();
-    setup.link_to_victim("out/traces/t1.jsonl");
-    setup.refused(
-        "eval suite.json --out out",
-        "--out: `out/traces/t1.jsonl`: it is a symbolic link, and eval never writes through one",
-        &["out/results.json"],
-    );
-}
-
-#[test]
 fn eval_never_replaces_results_or_junit_through_a_link() {
     let setup = Setup::new();
     setup.link_to_victim("out/results.json");
@@ -134,13 +123,13 @@ fn eval_refuses_junit_over_its_own_results_or_traces() {
             &["out/results.json"],
         );
     }
-    setup.refused(
-        "eval suite.json --out out --junit out/traces/t1.jsonl",
-        "is the output `out/traces/t1.jsonl` of this eval",
-        &["out/traces/t1.jsonl"],
-    );
-    // An earlier eval's results are not replaced by XML either.
+    // An earlier eval's results are not replaced by XML either, nor its runs.
     setup.ok("eval suite.json --out out");
+    setup.refused(
+        "eval suite.json --out out --junit out/runs/junit.xml",
+        "where eval writes its runs",
+        &["out/results.json"],
+    );
     setup.refused(
         "eval suite.json --out out --junit out/results.json",
         "is the output",
@@ -222,7 +211,7 @@ fn write_suite(setup: &Setup, name: &str, ids: &[&str]) {
     .unwrap();
 }
 
-/// The task ids `DIR/results.json` lists, and the runs `report DIR/traces` counts.
+/// The task ids `DIR/results.json` lists, and the runs `report DIR` counts.
 fn results_and_report(setup: &Setup, dir: &str) -> (Vec<String>, u64) {
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(setup.path(&format!("{dir}/results.json"))).unwrap())
@@ -233,7 +222,7 @@ fn results_and_report(setup: &Setup, dir: &str) -> (Vec<String>, u64) {
         .iter()
         .map(|t| t["id"].as_str().unwrap().to_owned())
         .collect();
-    let report = setup.run(&format!("report {dir}/traces --format json"));
+    let report = setup.run(&format!("report {dir} --format json"));
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     (ids, report["input"]["runs"].as_u64().unwrap())
@@ -245,58 +234,13 @@ fn a_reused_output_folder_holds_only_the_runs_its_results_list() {
     write_suite(&setup, "big.json", &["t1", "t2", "t3"]);
     write_suite(&setup, "small.json", &["t1", "t2"]);
     setup.ok("eval big.json --out out");
-    std::fs::write(setup.path("out/traces/notes.txt"), "mine").unwrap();
     let output = setup.run("eval small.json --out out");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(
-            "removed 1 trace of earlier evaluations from `out/traces` (tasks this eval did not run): t3.jsonl"
-        ),
-        "{}",
-        stderr(&output)
-    );
+    // Both runs stay under `out/runs`; `report out` reads those its results name.
     let (ids, runs) = results_and_report(&setup, "out");
     assert_eq!(ids, ["t1", "t2"]);
     assert_eq!(runs, ids.len() as u64);
-    assert!(!setup.path("out/traces/t3.jsonl").exists());
-    assert_eq!(
-        std::fs::read_to_string(setup.path("out/traces/notes.txt")).unwrap(),
-        "mine",
-        "only names eval writes are removed"
-    );
-}
-
-#[test]
-fn a_shard_keeps_only_its_own_traces_in_a_reused_folder() {
-    let setup = Setup::new();
-    write_suite(&setup, "big.json", &["t1", "t2", "t3"]);
-    setup.ok("eval big.json --out out");
-    setup.ok("eval big.json --out out --shard 1/2");
-    let (ids, runs) = results_and_report(&setup, "out");
-    assert_eq!(ids, ["t1", "t3"]);
-    assert_eq!(runs, 2);
-    assert!(!setup.path("out/traces/t2.jsonl").exists());
-}
-
-#[test]
-fn eval_refuses_inputs_inside_its_own_traces_folder() {
-    let setup = Setup::new();
-    setup.ok("eval suite.json --out out --capture full");
-    let message = "is in this eval's own `out/traces`";
-    let kept = ["out/traces/t1.jsonl", "out/results.json"];
-    setup.refused("eval --traces out --out out", message, &kept);
-    setup.refused(
-        "eval --traces out/traces/t1.jsonl --out out",
-        message,
-        &kept,
-    );
-    std::fs::write(
-        setup.path("replays.json"),
-        json!({"name": "r", "tasks": [{"id": "again", "model": {"replay": "out/traces/t1.jsonl"}}]})
-            .to_string(),
-    )
-    .unwrap();
-    setup.refused("eval replays.json --out out", message, &kept);
-    // Elsewhere the same recordings replay.
-    setup.ok("eval --traces out --out elsewhere");
+    let all = setup.run("report out --all-runs --format json");
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(all["input"]["runs"], 5);
 }

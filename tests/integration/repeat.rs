@@ -87,7 +87,7 @@ fn each_task_runs_once_per_repeat_with_its_own_run_and_trace() {
     for task in &got.tasks {
         let trace = task.trace.as_deref().unwrap();
         assert_eq!(
-            trace,
+            crate::support::in_run(trace),
             format!("traces/r{}/{}.jsonl", task.repeat.unwrap(), task.id)
         );
         let events = read_events(&out.join(trace));
@@ -123,7 +123,7 @@ fn each_task_runs_once_per_repeat_with_its_own_run_and_trace() {
     // `report` over the traces counts every run.
     let counted = looptrace()
         .args(["report", "--format", "json"])
-        .arg(out.join("traces"))
+        .arg(&out)
         .output()
         .unwrap();
     let counted: Value = serde_json::from_str(&stdout(&counted)).unwrap();

@@ -981,7 +981,7 @@ fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let mut names: Vec<String> = std::fs::read_dir(out.join("traces"))
+    let mut names: Vec<String> = std::fs::read_dir(crate::support::traces_of(&out))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -993,7 +993,8 @@ fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
     let mut replayed: Vec<String> = names
         .iter()
         .map(|n| {
-            let contents = read_trace(&out.join("traces").join(n), Default::default()).unwrap();
+            let contents =
+                read_trace(&crate::support::traces_of(&out).join(n), Default::default()).unwrap();
             contents.runs[0]
                 .started()
                 .unwrap()

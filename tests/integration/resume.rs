@@ -10,7 +10,7 @@ use std::process::Output;
 use looptrace::eval::{ResultsFile, TaskResult};
 use looptrace::trace::{EventType, parse_line};
 
-use crate::support::{leftovers, looptrace, stable, stderr};
+use crate::support::{files_under, leftovers, looptrace, newest_run, stable, stderr};
 
 /// Three tasks of 3, 5 and 4 events; one fails its expectation, so rows differ.
 const SUITE: &str = r#"{"name": "resume", "tasks": [
@@ -54,11 +54,12 @@ fn comparable(results: &ResultsFile) -> (ResultsFile, Vec<TaskResult>) {
     rest.tasks.clear();
     rest.eval_id = None;
     rest.created_at.clear();
+    rest.runs.clear();
     (rest, stable(&results.tasks))
 }
 
-/// Every row's run is in its trace, complete (its `run_finished` is there) and whole, and the
-/// traces hold no other run.
+/// Every row's run is in its trace, complete (its `run_finished` is there) and whole. (A
+/// crashed run's `traces.jsonl` also holds the run the crash cut short, which no row names.)
 fn assert_one_complete_run_per_row(out: &Path, results: &ResultsFile, context: &str) {
     let mut runs_seen = std::collections::BTreeMap::new();
     let mut files: Vec<String> = results
@@ -85,6 +86,7 @@ fn assert_one_complete_run_per_row(out: &Path, results: &ResultsFile, context: &
         .iter()
         .map(|t| (t.run_id.clone().unwrap(), true))
         .collect();
+    runs_seen.retain(|run, _| rows.contains_key(run));
     assert_eq!(runs_seen, rows, "{context}: runs in the traces");
 }
 
@@ -116,8 +118,8 @@ fn resume_after_every_crash(layout: &str, flush: &str) {
     let expected = results(&healthy);
     assert_eq!(expected.tasks.len(), 3);
     assert!(
-        !healthy.join("results.partial.jsonl").exists(),
-        "a complete evaluation keeps no partial file"
+        sealed(&newest_run(&healthy)),
+        "a complete evaluation seals its run"
     );
 
     for (fault, kept) in crash_points() {
@@ -133,6 +135,11 @@ fn resume_after_every_crash(layout: &str, flush: &str) {
         let crashed = eval(&suite, &out, &flags, Some(&fault));
         assert_eq!(crashed.status.signal(), Some(SIGABRT), "{context}");
         assert!(!out.join("results.json").exists(), "{context}");
+        let crashed_run = newest_run(&out);
+        // Only a crash while the view was written comes after the run's seal.
+        let whole = fault == "abort_in_results_write";
+        assert_eq!(sealed(&crashed_run), whole, "{context}");
+        let left_by_crash = files_under(&crashed_run);
 
         let resumed = eval(&suite, &out, &[&flags[..], &["--resume"]].concat(), None);
         assert_eq!(
@@ -142,7 +149,9 @@ fn resume_after_every_crash(layout: &str, flush: &str) {
             stderr(&resumed)
         );
         let text = stderr(&resumed);
-        if kept > 0 {
+        if whole {
+            assert!(text.contains("nothing to resume"), "{context}: {text}");
+        } else if kept > 0 {
             assert!(
                 text.contains(&format!(
                     "resumed: kept {kept} row{} from",
@@ -159,7 +168,13 @@ fn resume_after_every_crash(layout: &str, flush: &str) {
         let got = results(&out);
         assert_eq!(comparable(&got), comparable(&expected), "{context}");
         assert_one_complete_run_per_row(&out, &got, &context);
-        assert!(!out.join("results.partial.jsonl").exists(), "{context}");
+        // The resume is a new run beside the crashed one, which stays as the crash left it.
+        assert_eq!(newest_run(&out) == crashed_run, whole, "{context}");
+        assert!(sealed(&newest_run(&out)), "{context}");
+        assert_eq!(files_under(&crashed_run), left_by_crash, "{context}");
+        // A crash while the view was written leaves its temporary file; `gc` removes it.
+        let gc = looptrace().arg("gc").arg(&out).output().unwrap();
+        assert_eq!(gc.status.code(), Some(0), "{context}: {}", stderr(&gc));
         let left = leftovers(&out);
         assert!(left.is_empty(), "{context}: {left:?}");
     }
@@ -180,15 +195,24 @@ fn resume_after_a_crash_anywhere_equals_an_uninterrupted_run_flushing_per_run() 
     resume_after_every_crash("single", "run");
 }
 
+/// Whether the run folder `run` ends with its `sealed` line.
+fn sealed(run: &Path) -> bool {
+    std::fs::read_to_string(run.join("rows.jsonl"))
+        .unwrap()
+        .lines()
+        .last()
+        .is_some_and(|line| line.starts_with("{\"sealed\":true"))
+}
+
 #[test]
-fn a_partial_file_of_another_suite_is_refused() {
+fn a_run_of_another_suite_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite.json");
     std::fs::write(&suite, SUITE).unwrap();
     let out = dir.path().join("out");
     let crashed = eval(&suite, &out, &[], Some("abort_before_row:2"));
     assert_eq!(crashed.status.signal(), Some(SIGABRT));
-    let partial = std::fs::read(out.join("results.partial.jsonl")).unwrap();
+    let before = files_under(&out);
 
     let other = dir.path().join("other.json");
     std::fs::write(&other, SUITE.replace("\"resume\"", "\"other\"")).unwrap();
@@ -197,27 +221,19 @@ fn a_partial_file_of_another_suite_is_refused() {
     let text = stderr(&output);
     assert!(
         text.starts_with(&format!(
-            "error: --resume: `{}` is from suite \"resume\" (fingerprint ",
-            out.join("results.partial.jsonl").display()
+            "error: --resume: the run `{}` is from suite \"resume\" (fingerprint ",
+            newest_run(&out).display()
         )),
         "{text}"
     );
-    assert!(!out.join("results.json").exists());
-    assert_eq!(
-        std::fs::read(out.join("results.partial.jsonl")).unwrap(),
-        partial
-    );
+    assert_eq!(files_under(&out), before, "nothing written");
 
     // A fingerprint edited into characters of more than one byte is named, not a panic.
-    let text = String::from_utf8(partial).unwrap();
-    let (header, rows) = text.split_once('\n').unwrap();
-    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    let header_path = newest_run(&out).join("header.json");
+    let mut header: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&header_path).unwrap()).unwrap();
     header["suite"]["fingerprint"] = "aééééééééééééé".into();
-    std::fs::write(
-        out.join("results.partial.jsonl"),
-        format!("{header}\n{rows}"),
-    )
-    .unwrap();
+    std::fs::write(&header_path, header.to_string()).unwrap();
     let output = eval(&suite, &out, &["--resume"], None);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
@@ -242,7 +258,7 @@ fn resume_of_a_complete_evaluation_runs_nothing() {
 }
 
 #[test]
-fn the_partial_file_follows_its_schemas() {
+fn a_crashed_run_follows_its_schemas() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite.json");
     std::fs::write(&suite, SUITE).unwrap();
@@ -253,24 +269,34 @@ fn the_partial_file_follows_its_schemas() {
     let read = |name: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(root.join(name)).unwrap()).unwrap()
     };
-    let header = jsonschema::validator_for(&read("results-partial.schema.json")).unwrap();
+    let run_schema = read("run-header.schema.json");
+    let header = jsonschema::validator_for(&run_schema).unwrap();
+    let seal = jsonschema::validator_for(
+        &serde_json::json!({"$defs": run_schema["$defs"], "$ref": "#/$defs/seal"}),
+    )
+    .unwrap();
     let results = read("results.schema.json");
     let row = jsonschema::validator_for(
         &serde_json::json!({"$defs": results["$defs"], "$ref": "#/$defs/task"}),
     )
     .unwrap();
-    let text = std::fs::read_to_string(out.join("results.partial.jsonl")).unwrap();
+    let run = newest_run(&out);
+    let head: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("header.json")).unwrap()).unwrap();
+    assert!(header.is_valid(&head), "{head}");
+    let text = std::fs::read_to_string(run.join("rows.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
+    // The crash came after the seal, while the view was written.
     assert_eq!(lines.len(), 4);
-    assert!(header.is_valid(&lines[0]), "{}", lines[0]);
-    assert!(!row.is_valid(&lines[0]));
-    for line in &lines[1..] {
+    for line in &lines[..3] {
         assert!(row.is_valid(line), "{line}");
-        assert!(!header.is_valid(line));
+        assert!(!seal.is_valid(line));
     }
+    assert!(seal.is_valid(&lines[3]), "{}", lines[3]);
+    assert!(!row.is_valid(&lines[3]));
 }
 
 #[test]

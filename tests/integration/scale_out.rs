@@ -170,7 +170,7 @@ fn only_and_skip_select_tasks_and_results_record_the_selection() {
     let by_id = |id: &str| full.tasks.iter().find(|t| t.id == id).unwrap().clone();
     let wanted: Vec<TaskResult> = expected.iter().map(|id| by_id(id)).collect();
     assert_eq!(stable(&results.tasks), stable(&wanted));
-    let traces: Vec<String> = std::fs::read_dir(out.join("traces"))
+    let traces: Vec<String> = std::fs::read_dir(crate::support::traces_of(&out))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -497,8 +497,8 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     let output = eval_with(&[failing.to_str().unwrap()], &out, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let before = read_results(&out.join("results.json"));
-    let ok_trace = std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap();
-    let bad_trace = std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap();
+    let ok_trace = std::fs::read_to_string(crate::support::trace_for(&out, "ok-1")).unwrap();
+    let bad_trace = std::fs::read_to_string(crate::support::trace_for(&out, "bad-1")).unwrap();
 
     // The suite is fixed; rerun the failures, but skip `bad-2`.
     let fixed = rerun_suite(dir.path(), false);
@@ -542,15 +542,15 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     assert_ne!(after.tasks[1].run_id, before.tasks[1].run_id);
     assert_eq!(after.totals.expectations.failed, 1);
     assert_eq!(
-        std::fs::read_to_string(out.join("traces/ok-1.jsonl")).unwrap(),
+        std::fs::read_to_string(crate::support::trace_for(&out, "ok-1")).unwrap(),
         ok_trace
     );
     assert_ne!(
-        std::fs::read_to_string(out.join("traces/bad-1.jsonl")).unwrap(),
+        std::fs::read_to_string(crate::support::trace_for(&out, "bad-1")).unwrap(),
         bad_trace
     );
     assert!(
-        out.join("traces/bad-2.jsonl").is_file(),
+        crate::support::trace_for(&out, "bad-2").is_file(),
         "a carried row keeps its trace"
     );
     let value: serde_json::Value =
@@ -574,10 +574,7 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
     assert_eq!(last.selection.unwrap().tasks, ["bad-2"]);
     assert_eq!(last.totals.expectations.met, 4);
     for id in ["ok-1", "bad-1", "ok-2", "bad-2"] {
-        assert!(
-            elsewhere.join(format!("traces/{id}.jsonl")).is_file(),
-            "{id}"
-        );
+        assert!(crate::support::trace_for(&elsewhere, id).is_file(), "{id}");
     }
 
     // Nothing left to rerun: the file is left as it was.
@@ -601,12 +598,15 @@ fn rerun_failed_runs_only_the_failed_tasks_and_updates_the_results_in_place() {
 
     // After an interruption, the tasks it did not reach run too.
     let cut = dir.path().join("cut");
-    // With the traces beside them, which the rows carried over keep.
-    std::fs::create_dir_all(cut.join("traces")).unwrap();
-    for entry in std::fs::read_dir(out.join("traces")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), cut.join("traces").join(entry.file_name())).unwrap();
-    }
+    // With the runs beside them, which the rows carried over keep.
+    std::fs::create_dir_all(&cut).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(out.join("runs"))
+        .arg(&cut)
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let mut interrupted = serde_json::to_value(&before).unwrap();
     interrupted["interrupted"] = true.into();
     interrupted["tasks"]
@@ -679,218 +679,6 @@ fn a_rerun_compared_with_a_baseline_counts_its_carried_over_tasks_as_known() {
     );
 }
 
-/// The lines of a single trace file, each as written, with the run id each belongs to.
-fn run_lines(path: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(
-        text.ends_with('\n'),
-        "`{}` ends inside a line",
-        path.display()
-    );
-    text.lines()
-        .map(|line| {
-            let event: serde_json::Value = serde_json::from_str(line).unwrap();
-            (
-                event["run_id"].as_str().unwrap().to_owned(),
-                line.to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// The run ids the rows of `results` name.
-fn row_runs(results: &ResultsFile) -> std::collections::BTreeSet<String> {
-    results
-        .tasks
-        .iter()
-        .filter_map(|t| t.run_id.clone())
-        .collect()
-}
-
-/// The run ids of a single trace file.
-fn file_runs(path: &Path) -> std::collections::BTreeSet<String> {
-    run_lines(path).into_iter().map(|(run, _)| run).collect()
-}
-
-#[test]
-fn rerun_failed_updates_a_single_trace_file_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let single = out.join("traces.jsonl");
-    let failing = rerun_suite(dir.path(), true);
-    let flags = ["--capture", "full"];
-    let output = eval_with(
-        &[
-            failing.to_str().unwrap(),
-            "--trace-layout",
-            "single",
-            flags[0],
-            flags[1],
-        ],
-        &out,
-        &[],
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let before = read_results(&out.join("results.json"));
-    let old_lines = run_lines(&single);
-    assert_eq!(file_runs(&single), row_runs(&before));
-
-    // No --trace-layout: the rerun keeps the layout of the results it updates.
-    let fixed = rerun_suite(dir.path(), false);
-    let results = out.join("results.json");
-    let output = looptrace()
-        .args(["eval", fixed.to_str().unwrap(), "--rerun-failed"])
-        .arg(&results)
-        .args(flags)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let after = read_results(&results);
-    let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
-    assert_eq!(carried, [true, false, true, false]);
-    assert!(
-        after
-            .tasks
-            .iter()
-            .all(|t| t.trace.as_deref() == Some("traces.jsonl"))
-    );
-    // The file holds exactly the rows' runs: the carried runs' lines as they were, first and in
-    // their order, then the rerun tasks' new runs; the rerun tasks' earlier runs are gone.
-    let new_lines = run_lines(&single);
-    assert_eq!(file_runs(&single), row_runs(&after));
-    let carried_runs: Vec<&String> = after
-        .tasks
-        .iter()
-        .filter(|t| t.carried_over)
-        .filter_map(|t| t.run_id.as_ref())
-        .collect();
-    let kept: Vec<&(String, String)> = old_lines
-        .iter()
-        .filter(|(run, _)| carried_runs.contains(&run))
-        .collect();
-    assert_eq!(kept.len(), 6, "two runs of three events");
-    assert_eq!(new_lines.iter().take(kept.len()).collect::<Vec<_>>(), kept);
-    for (old, new) in before.tasks.iter().zip(&after.tasks) {
-        if new.carried_over {
-            assert_eq!(old.run_id, new.run_id);
-        } else {
-            let (old_run, new_run) = (old.run_id.clone().unwrap(), new.run_id.clone().unwrap());
-            assert_ne!(old_run, new_run);
-            assert!(
-                !new_lines.iter().any(|(run, _)| *run == old_run),
-                "{old_run}"
-            );
-            let last = &new_lines
-                .iter()
-                .rfind(|(run, _)| *run == new_run)
-                .unwrap()
-                .1;
-            assert!(last.contains(r#""event_type":"run_finished""#), "{last}");
-        }
-    }
-    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
-    assert!(!out.join("results.partial.jsonl").exists());
-
-    // `report` and `replay` read the updated file as the results describe it.
-    let report = cli!("report", "--format", "json", &single);
-    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
-    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    assert_eq!(report["input"]["runs"], 4);
-    let replay = cli!("replay", &single);
-    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
-    let replayed = String::from_utf8_lossy(&replay.stdout);
-    for run in row_runs(&after) {
-        assert!(replayed.contains(&run), "{run}: {replayed}");
-    }
-}
-
-#[test]
-fn rerun_failed_into_another_folder_gathers_the_single_trace_file_there() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let failing = rerun_suite(dir.path(), true);
-    let output = eval_with(
-        &[failing.to_str().unwrap(), "--trace-layout", "single"],
-        &out,
-        &[],
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let untouched = std::fs::read(out.join("traces.jsonl")).unwrap();
-    let fixed = rerun_suite(dir.path(), false);
-    let elsewhere = dir.path().join("elsewhere");
-    let output = eval_with(
-        &[
-            fixed.to_str().unwrap(),
-            "--rerun-failed",
-            out.join("results.json").to_str().unwrap(),
-            "--trace-layout",
-            "single",
-        ],
-        &elsewhere,
-        &[],
-    );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let results = read_results(&elsewhere.join("results.json"));
-    assert_eq!(
-        file_runs(&elsewhere.join("traces.jsonl")),
-        row_runs(&results)
-    );
-    assert_eq!(std::fs::read(out.join("traces.jsonl")).unwrap(), untouched);
-}
-
-#[test]
-fn rerun_failed_with_the_other_trace_layout_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let failing = rerun_suite(dir.path(), true);
-    for (was, given) in [("single", "per-task"), ("per-task", "single")] {
-        let out = dir.path().join(was);
-        let output = eval_with(
-            &[failing.to_str().unwrap(), "--trace-layout", was],
-            &out,
-            &[],
-        );
-        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-        let before = files_under(&out);
-        let results = out.join("results.json");
-        let output = cli!(
-            "eval",
-            &failing,
-            "--rerun-failed",
-            &results,
-            "--trace-layout",
-            given
-        );
-        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-        assert_eq!(
-            stderr(&output),
-            format!(
-                "error: --rerun-failed `{}` was written with --trace-layout {was}, and a rerun updates its traces in place: give --trace-layout {was} or none (to change the layout, run the whole suite again)\n",
-                results.display()
-            )
-        );
-        assert_eq!(files_under(&out), before, "nothing written");
-    }
-
-    // Results whose rows name both layouts are not an evaluation's: no layout to keep.
-    let mixed = dir.path().join("per-task");
-    let results = mixed.join("results.json");
-    let mut value: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
-    value["tasks"][0]["trace"] = "traces.jsonl".into();
-    std::fs::write(&results, value.to_string()).unwrap();
-    let before = files_under(&mixed);
-    let output = cli!("eval", &failing, "--rerun-failed", &results);
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert_eq!(
-        stderr(&output),
-        format!(
-            "error: --rerun-failed `{}` names both `traces.jsonl` and per-task traces: not results eval writes\n",
-            results.display()
-        )
-    );
-    assert_eq!(files_under(&mixed), before, "nothing written");
-}
-
 /// `eval SUITE --jobs 1 --rerun-failed RESULTS`, crashing at `fault` when given.
 fn rerun(suite: &Path, results: &Path, fault: Option<&str>) -> Output {
     let mut command = looptrace();
@@ -904,83 +692,6 @@ fn rerun(suite: &Path, results: &Path, fault: Option<&str>) -> Output {
         command.env("LOOPTRACE_FAULT", fault);
     }
     command.output().unwrap()
-}
-
-#[test]
-fn a_crashed_single_file_rerun_leaves_every_named_run_and_a_second_rerun_completes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let single = out.join("traces.jsonl");
-    let failing = rerun_suite(dir.path(), true);
-    let fixed = rerun_suite(dir.path(), false);
-    let results = out.join("results.json");
-    // Each rerun task's run has three events. The crash points fall while the second rerun task
-    // runs, while `traces.jsonl` is rewritten with the runs joined (the first rewrite), while
-    // `results.json` is replaced, and while the earlier runs are dropped (the second rewrite);
-    // `true` where `results.json` has been replaced by then.
-    for (fault, replaced) in [
-        ("abort_after_events:5", false),
-        ("abort_before_row:2", false),
-        ("abort_in_traces_write:1", false),
-        ("abort_in_results_write", false),
-        ("abort_in_traces_write:2", true),
-    ] {
-        let output = eval_with(
-            &[failing.to_str().unwrap(), "--trace-layout", "single"],
-            &out,
-            &[],
-        );
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{fault}: {}",
-            stderr(&output)
-        );
-        let before = std::fs::read(&results).unwrap();
-        let traces_before = std::fs::read(&single).unwrap();
-        let crashed = rerun(&fixed, &results, Some(fault));
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&crashed.status),
-            Some(6),
-            "{fault}: {}",
-            stderr(&crashed)
-        );
-        // Before the first rewrite is renamed, both files are as they were; after, every run
-        // the results there name is in the file, whole.
-        assert_eq!(
-            std::fs::read(&results).unwrap() == before,
-            !replaced,
-            "{fault}"
-        );
-        if !fault.starts_with("abort_in_results") && !replaced {
-            assert_eq!(std::fs::read(&single).unwrap(), traces_before, "{fault}");
-        }
-        let named = row_runs(&read_results(&results));
-        assert!(file_runs(&single).is_superset(&named), "{fault}");
-
-        // A second rerun completes the update; when the results were replaced already it finds
-        // nothing to run and drops the earlier runs left beside them.
-        let output = rerun(&fixed, &results, None);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{fault}: {}",
-            stderr(&output)
-        );
-        assert_eq!(
-            stderr(&output).contains(&format!(
-                "removed 2 runs from `{}` that an interrupted rerun left",
-                single.display()
-            )),
-            replaced,
-            "{fault}: {}",
-            stderr(&output)
-        );
-        let after = read_results(&results);
-        assert_eq!(after.totals.expectations.met, 4, "{fault}");
-        assert_eq!(file_runs(&single), row_runs(&after), "{fault}");
-        assert!(leftovers(&out).is_empty(), "{fault}: {:?}", leftovers(&out));
-    }
 }
 
 #[test]
@@ -1004,18 +715,20 @@ fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_i
             "{layout}: {}",
             stderr(&crashed)
         );
-        // The partial file's header names the rerun, as its schema allows.
-        let partial = std::fs::read_to_string(out.join("results.partial.jsonl")).unwrap();
+        // The crashed run's header names the rerun, as its schema allows.
+        let run = crate::support::newest_run(&out);
         let header: serde_json::Value =
-            serde_json::from_str(partial.lines().next().unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(run.join("header.json")).unwrap())
+                .unwrap();
+        assert_eq!(header["kind"], "rerun", "{header}");
         assert_eq!(
-            header["rerun_failed"],
+            header["selection"]["rerun_failed"],
             results.to_str().unwrap(),
             "{header}"
         );
         let schema: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results-partial.schema.json"),
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/run-header.schema.json"),
             )
             .unwrap(),
         )
@@ -1041,8 +754,8 @@ fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_i
         assert_eq!(
             stderr(&output),
             format!(
-                "error: --resume: `{}` was left by an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again\n",
-                out.join("results.partial.jsonl").display(),
+                "error: --resume: the run `{}` was an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again\n",
+                run.display(),
                 results.display()
             ),
             "{layout}"
@@ -1059,7 +772,6 @@ fn resume_refuses_what_an_interrupted_rerun_left_and_the_rerun_again_completes_i
         let after = read_results(&results);
         let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
         assert_eq!(carried, [true, false, true, false], "{layout}");
-        assert!(!out.join("results.partial.jsonl").exists(), "{layout}");
         assert!(
             leftovers(&out).is_empty(),
             "{layout}: {:?}",
@@ -1395,94 +1107,6 @@ fn merge_refuses_a_bad_baseline_or_junit_path_before_writing_anything() {
     assert!(junit.is_file());
 }
 
-/// The run ids a single trace file holds, in the order their `run_started` lines come.
-fn runs_started(single: &Path) -> Vec<String> {
-    std::fs::read_to_string(single)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|event| event["event_type"] == "run_started")
-        .map(|event| event["run_id"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-#[test]
-fn nothing_to_rerun_in_an_older_copy_of_the_results_leaves_the_single_trace_file_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let fixed = rerun_suite(dir.path(), false);
-    let single = ["--trace-layout", "single"];
-    let first = eval_with(
-        &[&[fixed.to_str().unwrap()][..], &single].concat(),
-        &out,
-        &[],
-    );
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    let old = out.join("old.json");
-    std::fs::copy(out.join("results.json"), &old).unwrap();
-    let second = eval_with(
-        &[&[fixed.to_str().unwrap()][..], &single].concat(),
-        &out,
-        &[],
-    );
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
-    let traces = std::fs::read(out.join("traces.jsonl")).unwrap();
-
-    let output = rerun(&fixed, &old, None);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("nothing to rerun"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(
-        std::fs::read(out.join("traces.jsonl")).unwrap(),
-        traces,
-        "the runs the current results name stay"
-    );
-    let named: Vec<String> = read_results(&out.join("results.json"))
-        .tasks
-        .into_iter()
-        .filter_map(|t| t.run_id)
-        .collect();
-    let held = runs_started(&out.join("traces.jsonl"));
-    assert!(
-        named.iter().all(|id| held.contains(id)),
-        "{named:?} in {held:?}"
-    );
-}
-
-#[cfg(unix)]
-#[test]
-fn nothing_to_rerun_with_a_linked_single_trace_file_is_bad_input() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let fixed = rerun_suite(dir.path(), false);
-    let first = eval_with(
-        &[fixed.to_str().unwrap(), "--trace-layout", "single"],
-        &out,
-        &[],
-    );
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    let elsewhere = dir.path().join("elsewhere.jsonl");
-    std::fs::rename(out.join("traces.jsonl"), &elsewhere).unwrap();
-    let kept = std::fs::read(&elsewhere).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, out.join("traces.jsonl")).unwrap();
-
-    let output = rerun(&fixed, &out.join("results.json"), None);
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("is not a regular file"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(
-        std::fs::read(&elsewhere).unwrap(),
-        kept,
-        "nothing written through the link"
-    );
-}
-
 #[test]
 fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
     let dir = tempfile::tempdir().unwrap();
@@ -1521,21 +1145,24 @@ fn rerun_failed_runs_again_a_task_an_interrupted_repeat_run_left_short() {
     assert!(!after.interrupted);
 }
 
-/// Evaluates the fixed rerun suite with `extra` into `DIR/out` and edits its results as an
-/// interruption after the first task leaves them; returns `--rerun-failed` of them, with its
+/// Evaluates the fixed rerun suite with `extra` into `DIR/out`, crashing it before its second
+/// row, and writes the view of the run the crash left; returns `--rerun-failed` of it, with its
 /// arguments.
 fn interrupted_after_the_first_task(dir: &Path, extra: &[&str]) -> impl Fn(&[&str]) -> Output {
     let out = dir.join("out");
     let fixed = rerun_suite(dir, false);
-    let mut args = vec![fixed.to_str().unwrap()];
+    let mut args = vec![fixed.to_str().unwrap(), "--jobs", "1"];
     args.extend_from_slice(extra);
-    let first = eval_with(&args, &out, &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // A real crash before the second row, then the view of the run it left.
+    let fault = [("LOOPTRACE_FAULT", "abort_before_row:2".to_owned())];
+    let first = eval_with(&args, &out, &fault);
+    assert_eq!(first.status.code(), None, "{}", stderr(&first));
+    let view = cli!("eval", "--rebuild-view", &out);
+    assert_eq!(view.status.code(), Some(0), "{}", stderr(&view));
     let results = out.join("results.json");
-    edit_results(&results, |value| {
-        value["interrupted"] = serde_json::json!(true);
-        rows_of(value).retain(|row| row["id"] == "ok-1");
-    });
+    let rows = read_results(&results);
+    assert!(rows.interrupted);
+    assert_eq!(rows.tasks.len(), 1);
     rerun_failed(fixed, results)
 }
 
@@ -1702,7 +1329,7 @@ fn merge_never_writes_over_a_recording_the_suite_replays() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let recording = dir.path().join("rec.jsonl");
-    std::fs::copy(source.join("traces/ok-1.jsonl"), &recording).unwrap();
+    std::fs::copy(crate::support::trace_for(&source, "ok-1"), &recording).unwrap();
     let suite = dir.path().join("replay.json");
     let replay = serde_json::json!({"replay": "rec.jsonl"});
     std::fs::write(
@@ -2077,7 +1704,7 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         out.join("results.json")
     };
     let (one, two) = (shard("1/2", &[]), shard("2/2", &[]));
-    let trace = dir.path().join("s10/traces/ok-1.jsonl");
+    let trace = crate::support::trace_for(&dir.path().join("s10"), "ok-1");
     let before = std::fs::read(&trace).unwrap();
     for flag in ["--junit", "--out"] {
         let output = cli!("merge", &one, &two, flag, &trace, "-q");
@@ -2092,7 +1719,7 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
     // Nor may an output be a trace the baseline's rows name.
     let baseline_dir = dir.path().join("baseline");
     eval_with(&[failing.to_str().unwrap()], &baseline_dir, &[]);
-    let baseline_trace = baseline_dir.join("traces/ok-1.jsonl");
+    let baseline_trace = crate::support::trace_for(&baseline_dir, "ok-1");
     let before = std::fs::read(&baseline_trace).unwrap();
     for flag in ["--junit", "--out", "--html"] {
         let output = cli!(
@@ -2114,15 +1741,13 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         assert_eq!(std::fs::read(&baseline_trace).unwrap(), before);
     }
     // A shard's trace the page cannot read is named with its shard's folder.
-    std::fs::write(dir.path().join("s20/traces/bad-1.jsonl"), "not json\n").unwrap();
+    let bad_trace = crate::support::trace_for(&dir.path().join("s20"), "bad-1");
+    std::fs::write(&bad_trace, "not json\n").unwrap();
     let page = dir.path().join("page.html");
     let output = cli!("merge", &one, &two, "--html", &page, "-q");
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains(&format!(
-            "s20{}traces/bad-1.jsonl:1",
-            std::path::MAIN_SEPARATOR
-        )),
+        stderr(&output).contains(&format!("{}:1", bad_trace.display())),
         "{}",
         stderr(&output)
     );

@@ -161,7 +161,9 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
     // A row of the partial file is a row of `tasks`.
     let row = json!({"$defs": schema("results.schema.json")["$defs"], "$ref": "#/$defs/task"});
     let row = jsonschema::validator_for(&closed(&row)).unwrap();
-    let header = closed_validator("results-partial.schema.json");
+    let header = closed_validator("run-header.schema.json");
+    let seal = json!({"$defs": schema("run-header.schema.json")["$defs"], "$ref": "#/$defs/seal"});
+    let seal = jsonschema::validator_for(&closed(&seal)).unwrap();
     let event = closed_validator("trace-event.schema.json");
     let mut found = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -172,15 +174,25 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
         if name == "suite.json" {
             continue;
         }
-        if name.ends_with(".partial.jsonl") {
-            for (i, (place, value)) in lines(&path).into_iter().enumerate() {
-                found.extend(schema_problems(
-                    if i == 0 { &header } else { &row },
-                    &value,
-                    &place,
-                ));
+        if name == "rows.jsonl" {
+            for (place, value) in lines(&path) {
+                let validator = if value.get("sealed").is_some() {
+                    &seal
+                } else {
+                    &row
+                };
+                found.extend(schema_problems(validator, &value, &place));
             }
-            seen.insert("partial file");
+            seen.insert("run rows");
+        } else if name == "header.json" {
+            let value: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            found.extend(schema_problems(
+                &header,
+                &value,
+                &path.display().to_string(),
+            ));
+            seen.insert("run header");
         } else if name.ends_with(".jsonl") {
             for (place, value) in lines(&path) {
                 found.extend(schema_problems(&event, &value, &place));
@@ -229,7 +241,8 @@ fn every_key_eval_and_merge_write_is_declared_by_their_schemas() {
         "missing_shards",
         "not_reached",
         "partial",
-        "partial file",
+        "run header",
+        "run rows",
         "repeats",
         "selection",
         "shard",

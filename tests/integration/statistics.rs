@@ -396,6 +396,33 @@ fn adaptive_repeats_stop_clear_tasks_early_with_the_same_verdicts() {
     let problems = crate::support::schema_problems(&validator, &results, "adaptive results.json");
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(results["tasks"].as_array().unwrap().len(), 32);
+    // Every epoch appends to the one run's rows, sealed once; its header keeps the rule, so the
+    // view rebuilt from the run is the view written.
+    let out = dir.path().join("adaptive");
+    let runs: Vec<_> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let rows = std::fs::read_to_string(runs[0].join("rows.jsonl")).unwrap();
+    let lines: Vec<&str> = rows.lines().collect();
+    assert_eq!(lines.len(), 33, "32 rows and the seal");
+    assert!(lines[32].contains("\"sealed\":true"), "{}", lines[32]);
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("header.json")).unwrap())
+            .unwrap();
+    assert_eq!(header["adaptive"], results["adaptive"]);
+    let run_schema = crate::support::closed_validator("run-header.schema.json");
+    let problems = crate::support::schema_problems(&run_schema, &header, "adaptive header.json");
+    assert!(problems.is_empty(), "{problems:?}");
+    let written = std::fs::read(out.join("results.json")).unwrap();
+    let rebuilt = looptrace()
+        .args(["eval", "--rebuild-view"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(rebuilt.status.code(), Some(0), "{}", stderr(&rebuilt));
+    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), written);
     // The fixed count gives the same verdicts: the passing tasks pass every run, the others none.
     let fixed = eval(
         dir.path(),

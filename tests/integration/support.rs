@@ -152,16 +152,63 @@ pub fn closed(schema: &Value) -> Value {
     close(schema, false)
 }
 
-/// Result rows without the fields that change from run to run (timings and run ids).
+/// Result rows without the fields that change from run to run (timings, run ids, and the run
+/// folder a trace is in: `runs/<eval-id>/traces/a.jsonl` becomes `traces/a.jsonl`).
 pub fn stable(tasks: &[looptrace::eval::TaskResult]) -> Vec<looptrace::eval::TaskResult> {
     tasks
         .iter()
         .map(|t| looptrace::eval::TaskResult {
             duration_ms: 0.0,
             run_id: None,
+            trace: t.trace.as_deref().map(in_run),
             ..t.clone()
         })
         .collect()
+}
+
+/// A row's `trace` relative to its run's folder: `runs/<eval-id>/traces/a.jsonl` is
+/// `traces/a.jsonl`.
+pub fn in_run(trace: &str) -> String {
+    match trace
+        .strip_prefix("runs/")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((_, inside)) => inside.to_owned(),
+        None => trace.to_owned(),
+    }
+}
+
+/// The folder of the newest run an evaluation wrote into `out` (`out/runs/<eval-id>`).
+pub fn newest_run(out: &Path) -> PathBuf {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    runs.sort();
+    runs.pop().expect("no run in the output folder")
+}
+
+/// The trace of task `id`'s (first) row in `out/results.json`.
+pub fn trace_for(out: &Path, id: &str) -> PathBuf {
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let row = results["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["id"] == id)
+        .unwrap_or_else(|| panic!("no row of {id}"));
+    out.join(row["trace"].as_str().unwrap())
+}
+
+/// The per-task traces folder of the newest run in `out`.
+pub fn traces_of(out: &Path) -> PathBuf {
+    newest_run(out).join("traces")
+}
+
+/// The single trace file of the newest run in `out`.
+pub fn single_trace_of(out: &Path) -> PathBuf {
+    newest_run(out).join("traces.jsonl")
 }
 
 /// Replays `trace` with live tools from `tools_file` and checks that every run is faithful,

@@ -386,7 +386,7 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
         "json",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let work = out.path().join("work");
+    let work = crate::support::newest_run(out.path()).join("work");
     // Each task edited its own copy; the template is untouched.
     let greet = |dir: &Path| std::fs::read_to_string(dir.join("greet.sh")).unwrap();
     assert!(greet(&work.join("fix-greeting")).contains("Hello, $1!"));
@@ -397,7 +397,7 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
             .unwrap()
             .ends_with("checked by a task\n")
     );
-    let trace = out.path().join("traces/fix-greeting.jsonl");
+    let trace = crate::support::traces_of(out.path()).join("fix-greeting.jsonl");
     let events = read_events(&trace);
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -429,7 +429,7 @@ fn a_scripted_suite_edits_and_tests_its_own_copies_of_a_repository_and_replays_f
     assert!(shown.contains("exit_status=1"), "{shown}");
     let tools_file = fixture("tools/e2e/tools.json");
     for task in ["fix-greeting", "untouched-copy", "edit-and-count"] {
-        let trace = out.path().join(format!("traces/{task}.jsonl"));
+        let trace = crate::support::traces_of(out.path()).join(format!("{task}.jsonl"));
         assert_replays_live_faithfully(&trace, &tools_file);
     }
     // Without the tools file, bash is an unknown tool: the replay diverges and says why.
@@ -463,7 +463,7 @@ fn replay_reports_a_changed_tool_spec_and_template_before_any_step() {
     )
     .unwrap();
     std::fs::write(e2e.join("repo/NOTES.md"), "changed notes\n").unwrap();
-    let trace = out.join("traces/untouched-copy.jsonl");
+    let trace = crate::support::traces_of(&out).join("untouched-copy.jsonl");
     let output = run(&[
         "replay",
         trace.to_str().unwrap(),

@@ -79,10 +79,14 @@ fn check_single(flush: &str) {
     );
     let results: ResultsFile =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let runs = runs(&out.join("traces.jsonl"));
+    let single = crate::support::single_trace_of(&out);
+    let runs = runs(&single);
     assert_eq!(runs.len(), TASKS);
     for task in &results.tasks {
-        assert_eq!(task.trace.as_deref(), Some("traces.jsonl"));
+        assert_eq!(
+            crate::support::in_run(task.trace.as_deref().unwrap()),
+            "traces.jsonl"
+        );
         let events = &runs[task.run_id.as_deref().unwrap()];
         assert_eq!(events[0].event_type, EventType::RunStarted);
         assert_eq!(events.last().unwrap().event_type, EventType::RunFinished);
@@ -91,7 +95,7 @@ fn check_single(flush: &str) {
     }
     if flush == "run" {
         // Each run was written in one piece: its lines are consecutive.
-        let bytes = std::fs::read_to_string(out.join("traces.jsonl")).unwrap();
+        let bytes = std::fs::read_to_string(&single).unwrap();
         let order: Vec<String> = bytes
             .lines()
             .map(|l| parse_line(l.as_bytes()).unwrap().unwrap().run_id)
@@ -101,22 +105,18 @@ fn check_single(flush: &str) {
         assert_eq!(changes, TASKS);
     }
     // Nothing but `traces.jsonl`: no folder for per-task traces.
-    assert!(!out.join("traces").exists());
+    assert!(!crate::support::traces_of(&out).exists());
 
     // `report` counts every run, `replay` replays them, `eval --traces` evaluates them.
     let report = looptrace()
         .args(["report", "--format", "json"])
-        .arg(out.join("traces.jsonl"))
+        .arg(&single)
         .output()
         .unwrap();
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let report: Value = serde_json::from_str(&stdout(&report)).unwrap();
     assert_eq!(report["input"]["runs"], TASKS);
-    let replay = looptrace()
-        .arg("replay")
-        .arg(out.join("traces.jsonl"))
-        .output()
-        .unwrap();
+    let replay = looptrace().arg("replay").arg(&single).output().unwrap();
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
     let again = dir.path().join("again");
     let output = looptrace()
@@ -128,7 +128,7 @@ fn check_single(flush: &str) {
             "single",
             "--traces",
         ])
-        .arg(out.join("traces.jsonl"))
+        .arg(&single)
         .arg("--out")
         .arg(&again)
         .output()
@@ -138,7 +138,7 @@ fn check_single(flush: &str) {
         serde_json::from_str(&std::fs::read_to_string(again.join("results.json")).unwrap())
             .unwrap();
     assert_eq!(replayed.totals.tasks, TASKS);
-    assert_eq!(runs_len(&again.join("traces.jsonl")), TASKS);
+    assert_eq!(runs_len(&crate::support::single_trace_of(&again)), TASKS);
 }
 
 fn runs_len(path: &Path) -> usize {
@@ -153,63 +153,4 @@ fn single_layout_flushing_each_event() {
 #[test]
 fn single_layout_flushing_each_run() {
     check_single("run");
-}
-
-#[test]
-fn switching_layouts_leaves_only_the_last_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path());
-    let out = dir.path().join("out");
-    assert_eq!(eval(&suite, &out, &[]).status.code(), Some(0));
-    assert_eq!(out.join("traces").read_dir().unwrap().count(), TASKS);
-    let output = eval(&suite, &out, &["--trace-layout", "single"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert_eq!(out.join("traces").read_dir().unwrap().count(), 0);
-    assert!(stderr(&output).contains(&format!("removed {TASKS} traces of earlier evaluations")));
-    let output = eval(&suite, &out, &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(!out.join("traces.jsonl").exists());
-    assert!(stderr(&output).contains("traces.jsonl` of an earlier evaluation"));
-}
-
-#[test]
-fn the_single_file_is_never_an_input_or_a_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = suite(dir.path());
-    let out = dir.path().join("out");
-    assert_eq!(
-        eval(&suite, &out, &["--trace-layout", "single"])
-            .status
-            .code(),
-        Some(0)
-    );
-    let before = std::fs::read(out.join("traces.jsonl")).unwrap();
-    let output = looptrace()
-        .args(["eval", "--trace-layout", "single", "--traces"])
-        .arg(out.join("traces.jsonl"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("would overwrite the input"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(std::fs::read(out.join("traces.jsonl")).unwrap(), before);
-
-    let linked = dir.path().join("linked");
-    std::fs::create_dir(&linked).unwrap();
-    let target = dir.path().join("elsewhere.jsonl");
-    std::fs::write(&target, "keep\n").unwrap();
-    std::os::unix::fs::symlink(&target, linked.join("traces.jsonl")).unwrap();
-    let output = eval(&suite, &linked, &["--trace-layout", "single"]);
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("is a symbolic link"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
 }

@@ -1,0 +1,80 @@
+//! `looptrace gc DIR`: removes the runs of an output folder that its view no longer needs, and
+//! says how much space that frees. Nothing else ever deletes a run.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::folder_locks::lock_output;
+use super::{CliError, CliResult, Outcome};
+use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR, plan_gc, remove_runs};
+use looptrace::eval::{RESULTS_FORMAT, read_results};
+
+/// Arguments of `looptrace gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// The output folder of `eval` (it holds `runs/` and `results.json`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Also keep the N newest sealed runs the view does not name.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub keep: usize,
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Runs `looptrace gc`.
+pub fn run(args: GcArgs) -> CliResult {
+    let runs = args.dir.join(RUNS_DIR);
+    if !runs.is_dir() {
+        return Err(CliError::input(format!(
+            "`{}` holds no `{RUNS_DIR}/` folder: not an output folder of eval (results format 2)",
+            args.dir.display()
+        )));
+    }
+    // One writer per folder: no evaluation adds a run while gc decides.
+    let _lock = lock_output(&args.dir)?;
+    let view = args.dir.join(RESULTS_NAME);
+    let referenced = if view.exists() {
+        let results = read_results(&view).map_err(CliError::Input)?;
+        if results.format != RESULTS_FORMAT {
+            return Err(CliError::input(format!(
+                "`{}` is not a view of `{}` (format {:?}): `looptrace eval --rebuild-view {}` writes it again first",
+                view.display(),
+                runs.display(),
+                results.format,
+                args.dir.display()
+            )));
+        }
+        results.runs
+    } else {
+        Vec::new()
+    };
+    let plan =
+        plan_gc(&args.dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    for (id, bytes, why) in &plan.remove {
+        eprintln!(
+            "{verb} `{}` ({}): {why}",
+            runs.join(id).display(),
+            super::eval::human_bytes(*bytes)
+        );
+    }
+    if !args.dry_run {
+        remove_runs(&args.dir, &plan).map_err(|e| CliError::internal(e.to_string()))?;
+    }
+    let kept: u64 = plan.kept.iter().map(|(_, bytes)| bytes).sum();
+    println!(
+        "{verb} {}, {}; kept {}, {}",
+        looptrace::plural(plan.remove.len() as u64, "run", "runs"),
+        super::eval::human_bytes(plan.freed()),
+        looptrace::plural(plan.kept.len() as u64, "run", "runs"),
+        super::eval::human_bytes(kept)
+    );
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,110 @@
+//! `looptrace gc DIR`: which runs of an output folder to remove, a policy apart from writing them.
+//! A run stays when the view (`results.json`) draws rows from it, when it is the newest run and
+//! unsealed (what `--resume` continues), or when it is among the `--keep N` newest sealed runs;
+//! every other run (unsealed leftovers of crashes, runs every row of which a later run replaced)
+//! goes.
+
+use std::path::{Path, PathBuf};
+
+use super::run_folder::{ROWS_NAME, RUNS_DIR, StoreError, list_runs};
+
+/// What `gc` removes and keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcPlan {
+    /// Runs to remove: id, bytes, and why.
+    pub remove: Vec<(String, u64, &'static str)>,
+    /// Runs kept, and their bytes.
+    pub kept: Vec<(String, u64)>,
+}
+
+impl GcPlan {
+    /// The bytes removing frees.
+    pub fn freed(&self) -> u64 {
+        self.remove.iter().map(|(_, bytes, _)| bytes).sum()
+    }
+}
+
+/// The bytes of the files under `path` (links not followed).
+pub fn bytes_under(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|entry| bytes_under(&entry.path()))
+        .sum()
+}
+
+fn is_sealed(out: &Path, id: &str) -> bool {
+    let path = out.join(RUNS_DIR).join(id).join(ROWS_NAME);
+    std::fs::read(&path).is_ok_and(|bytes| {
+        bytes
+            .strip_suffix(b"\n")
+            .and_then(|body| body.rsplit(|b| *b == b'\n').next())
+            .is_some_and(|last| last.starts_with(b"{\"sealed\""))
+    })
+}
+
+/// The plan for `out`, given the runs its view names (`referenced`) and how many other sealed
+/// runs to keep, newest first.
+pub fn plan_gc(out: &Path, referenced: &[String], keep: usize) -> Result<GcPlan, StoreError> {
+    let ids = list_runs(out)?;
+    let mut plan = GcPlan::default();
+    let mut kept_extra = 0;
+    let newest = ids.last().cloned();
+    for id in ids.iter().rev() {
+        let bytes = bytes_under(&out.join(RUNS_DIR).join(id));
+        let sealed = is_sealed(out, id);
+        let newer_than_view = referenced.iter().all(|r| r < id);
+        let why = if referenced.contains(id) {
+            None
+        } else if !sealed && Some(id) == newest.as_ref() && newer_than_view {
+            // What `--resume` would continue.
+            None
+        } else if !sealed {
+            Some("unsealed: a crash ended it and no view names it")
+        } else if kept_extra < keep {
+            kept_extra += 1;
+            None
+        } else {
+            Some("no view names it")
+        };
+        match why {
+            Some(why) => plan.remove.push((id.clone(), bytes, why)),
+            None => plan.kept.push((id.clone(), bytes)),
+        }
+    }
+    plan.remove.reverse();
+    plan.kept.reverse();
+    Ok(plan)
+}
+
+/// Removes the runs `plan` names, and the temporary files a crash left while the view was
+/// replaced; returns the first failure, having tried every run.
+pub fn remove_runs(out: &Path, plan: &GcPlan) -> Result<(), StoreError> {
+    let mut first = None;
+    for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with(".results.json.tmp-")
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    for (id, _, _) in &plan.remove {
+        let path: PathBuf = out.join(RUNS_DIR).join(id);
+        if let Err(source) = std::fs::remove_dir_all(&path) {
+            first.get_or_insert(StoreError::Io {
+                action: "remove",
+                path,
+                source,
+            });
+        }
+    }
+    first.map_or(Ok(()), Err)
+}

@@ -1,0 +1,384 @@
+//! One run's folder, `DIR/runs/<eval-id>/`: `header.json`, the append-only `rows.jsonl` ending in
+//! a `sealed` line, and the traces. Everything is created new (`O_EXCL`) and never rewritten.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::{Selection, Shard, SuiteInfo, TaskResult};
+use crate::trace::Capture;
+
+/// The folder of runs in an output folder.
+pub const RUNS_DIR: &str = "runs";
+/// A run's header file.
+pub const HEADER_NAME: &str = "header.json";
+/// A run's row log.
+pub const ROWS_NAME: &str = "rows.jsonl";
+/// The format name in every run header.
+pub const RUN_FORMAT: &str = "looptrace.run/1";
+
+/// What started a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// A plain `eval`: no parents.
+    Eval,
+    /// `eval --resume`: its parent is the run a crash or a signal stopped.
+    Resume,
+    /// `eval --rerun-failed`: its parents are the runs the results it updates name.
+    Rerun,
+}
+
+/// `header.json`: what a run set out to do, written before its first task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// `looptrace.run/1`.
+    pub format: String,
+    /// The run's id (its folder's name), part of every run id its traces hold.
+    pub eval_id: String,
+    /// The looptrace version that wrote it.
+    pub looptrace_version: String,
+    /// When the run started, UTC, RFC 3339.
+    pub created_at: String,
+    /// What started it.
+    pub kind: RunKind,
+    /// The runs whose rows this one builds on, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<String>,
+    /// The suite.
+    pub suite: SuiteInfo,
+    /// The trace capture.
+    pub capture: Capture,
+    /// `--repeat N` (with `--repeat-until-decided MAX`, MAX).
+    pub repeats: u32,
+    /// `--repeat-until-decided`: the stopping rule, which a task's 1 to `repeats` rows followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::stats::AdaptiveRule>,
+    /// `per-task` or `single`.
+    pub trace_layout: String,
+    /// `--shard K/N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The `--only` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// The `--skip` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+    /// What `results.json` records as `selection`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+    /// The task ids whose rows the view lists, in the view's order: for `eval` and `--resume` the
+    /// tasks the run covers (after `--shard`), whose rows alone it keeps; for `--rerun-failed`
+    /// the suite's tasks (rows of tasks no longer in it are kept, last).
+    pub tasks: Vec<String>,
+}
+
+/// The last line of `rows.jsonl`: the invocation ended (a crash leaves none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seal {
+    /// Always `true`; what tells this line from a row.
+    pub sealed: bool,
+    /// Whether SIGINT or SIGTERM stopped it before every owed row was written, or it settles
+    /// results that stay interrupted.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Tasks a rerun's results owed rows for that it did not run (`not_reached` of the view).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_reached: Vec<String>,
+}
+
+/// Errors reading or writing the run store, each naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file or folder could not be read or written.
+    #[error("failed to {action} `{path}`: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
+    /// A header or row that is not what looptrace writes.
+    #[error("line {line} of `{path}` is not {what}: {message}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What the line should be.
+        what: &'static str,
+        /// The parser's message.
+        message: String,
+    },
+    /// A header of another format.
+    #[error("`{path}` has format {found:?}; this looptrace reads {RUN_FORMAT:?}")]
+    Format {
+        /// The header file.
+        path: PathBuf,
+        /// The format it names.
+        found: String,
+    },
+}
+
+fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> StoreError + 'p {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A run being written: its folder and its row log, shared by the runner's workers.
+pub struct RunFolder {
+    dir: PathBuf,
+    rows_path: PathBuf,
+    /// The log, and its length (where the next row starts).
+    rows: Mutex<(File, u64)>,
+}
+
+use crate::output::create_new_append as create_new;
+
+impl RunFolder {
+    /// Creates `DIR/runs/<header.eval_id>/` (which must not exist), its `header.json` and an
+    /// empty `rows.jsonl`.
+    pub fn create(out: &Path, header: &RunHeader) -> Result<RunFolder, StoreError> {
+        let runs = out.join(RUNS_DIR);
+        fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
+        let dir = runs.join(&header.eval_id);
+        fs::create_dir(&dir).map_err(io_error("create", &dir))?;
+        let header_path = dir.join(HEADER_NAME);
+        let mut file = create_new(&header_path).map_err(io_error("write", &header_path))?;
+        let mut text = serde_json::to_vec_pretty(header).map_err(|err| StoreError::Io {
+            action: "write",
+            path: header_path.clone(),
+            source: err.into(),
+        })?;
+        text.push(b'\n');
+        file.write_all(&text)
+            .map_err(io_error("write", &header_path))?;
+        let rows_path = dir.join(ROWS_NAME);
+        let rows = create_new(&rows_path).map_err(io_error("write", &rows_path))?;
+        Ok(RunFolder {
+            dir,
+            rows_path,
+            rows: Mutex::new((rows, 0)),
+        })
+    }
+
+    /// The run's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The row log's path.
+    pub fn rows_path(&self) -> &Path {
+        &self.rows_path
+    }
+
+    /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
+    /// whole lines and at most one torn last line); returns where it starts.
+    pub fn append(&self, row: &TaskResult) -> io::Result<u64> {
+        let mut line = serde_json::to_vec(row)?;
+        line.push(b'\n');
+        let mut guard = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        let (file, end) = &mut *guard;
+        if let Some(cut) = crate::fault::row_bytes(line.len()) {
+            let _ = file.write_all(&line[..cut]);
+            crate::fault::abort();
+        }
+        let offset = *end;
+        file.write_all(&line)?;
+        *end += line.len() as u64;
+        Ok(offset)
+    }
+
+    /// Appends the `sealed` line: the invocation ended and the run is never written again.
+    pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
+        let mut line = serde_json::to_vec(seal).map_err(|err| StoreError::Io {
+            action: "write",
+            path: self.rows_path.clone(),
+            source: err.into(),
+        })?;
+        line.push(b'\n');
+        let mut guard = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        let (file, end) = &mut *guard;
+        file.write_all(&line)
+            .and_then(|()| file.sync_all())
+            .map_err(io_error("write", &self.rows_path))?;
+        *end += line.len() as u64;
+        Ok(())
+    }
+}
+
+/// A run read back.
+#[derive(Clone, Debug)]
+pub struct RunRead {
+    /// Its header.
+    pub header: RunHeader,
+    /// Its whole rows, in the order they were written.
+    pub rows: Vec<TaskResult>,
+    /// Its seal; `None` when a crash or a kill ended it.
+    pub seal: Option<Seal>,
+    /// The number of a torn last line (a crash while it was written), which is ignored.
+    pub torn_line: Option<usize>,
+}
+
+/// Reads the header of run `id` in `out`.
+pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
+    let path = out.join(RUNS_DIR).join(id).join(HEADER_NAME);
+    let text = fs::read(&path).map_err(io_error("read", &path))?;
+    let header: RunHeader = serde_json::from_slice(&text).map_err(|err| StoreError::Malformed {
+        path: path.clone(),
+        line: err.line(),
+        what: "a run header",
+        message: err.to_string(),
+    })?;
+    if header.format != RUN_FORMAT {
+        return Err(StoreError::Format {
+            path,
+            found: header.format,
+        });
+    }
+    Ok(header)
+}
+
+/// Reads run `id` of the output folder `out`.
+pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
+    let header = read_header(out, id)?;
+    let path = out.join(RUNS_DIR).join(id).join(ROWS_NAME);
+    let file = File::open(&path).map_err(io_error("read", &path))?;
+    let mut reader = BufReader::new(file);
+    let mut rows = Vec::new();
+    let mut seal = None;
+    let mut torn_line = None;
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(io_error("read", &path))?
+            == 0
+        {
+            break;
+        }
+        number += 1;
+        if !line.ends_with(b"\n") {
+            // Only the last line can lack its newline: the write of a crashed process.
+            torn_line = Some(number);
+            break;
+        }
+        let malformed = |what, err: serde_json::Error| StoreError::Malformed {
+            path: path.clone(),
+            line: number,
+            what,
+            message: err.to_string(),
+        };
+        if line.starts_with(b"{\"sealed\"") {
+            seal = Some(serde_json::from_slice(&line).map_err(|e| malformed("a seal", e))?);
+        } else if seal.is_some() {
+            return Err(StoreError::Malformed {
+                path: path.clone(),
+                line: number,
+                what: "the end of a sealed run",
+                message: "a line follows the `sealed` line".to_owned(),
+            });
+        } else {
+            rows.push(serde_json::from_slice(&line).map_err(|e| malformed("a result row", e))?);
+        }
+    }
+    Ok(RunRead {
+        header,
+        rows,
+        seal,
+        torn_line,
+    })
+}
+
+/// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
+/// when there is no `runs/` folder.
+pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
+    let runs = out.join(RUNS_DIR);
+    let entries = match fs::read_dir(&runs) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(io_error("read", &runs)(err)),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_error("read", &runs))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_run_id(&name) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            ids.push(name);
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
+
+/// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
+/// not a run.
+pub(super) fn is_run_id(name: &str) -> bool {
+    name.split_once('-').is_some_and(|(time, random)| {
+        !time.is_empty()
+            && !random.is_empty()
+            && (time.bytes().chain(random.bytes()))
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(id: &str) -> RunHeader {
+        RunHeader {
+            format: RUN_FORMAT.to_owned(),
+            eval_id: id.to_owned(),
+            looptrace_version: "0".to_owned(),
+            created_at: "t".to_owned(),
+            kind: RunKind::Eval,
+            parents: Vec::new(),
+            suite: SuiteInfo {
+                name: "s".to_owned(),
+                tasks: 1,
+                fingerprint: "f".to_owned(),
+            },
+            capture: Capture::Summary,
+            repeats: 1,
+            adaptive: None,
+            trace_layout: "per-task".to_owned(),
+            shard: None,
+            only: Vec::new(),
+            skip: Vec::new(),
+            selection: None,
+            tasks: vec!["a".to_owned()],
+        }
+    }
+
+    #[test]
+    fn a_run_folder_is_made_once_and_reads_back_with_its_seal() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunFolder::create(dir.path(), &header("abc-1")).unwrap();
+        // The same id again is refused: nothing is ever written into a run twice.
+        assert!(RunFolder::create(dir.path(), &header("abc-1")).is_err());
+        run.seal(&Seal {
+            sealed: true,
+            interrupted: true,
+            not_reached: vec!["b".to_owned()],
+        })
+        .unwrap();
+        let read = read_run(dir.path(), "abc-1").unwrap();
+        assert_eq!(read.header, header("abc-1"));
+        assert!(read.rows.is_empty());
+        assert_eq!(read.seal.unwrap().not_reached, ["b"]);
+        std::fs::create_dir(dir.path().join("runs/not a run")).unwrap();
+        assert_eq!(list_runs(dir.path()).unwrap(), ["abc-1"]);
+    }
+}

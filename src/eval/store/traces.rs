@@ -1,0 +1,78 @@
+//! Which trace files `report`, `show` and `export` read when given a run store's folder: those
+//! the view (`results.json`) names, each row's run once; or, with `--all-runs`, every run's.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::RESULTS_NAME;
+use super::run_folder::{RUNS_DIR, list_runs};
+use crate::eval::{RESULTS_FORMAT, SINGLE_TRACE, read_results};
+
+/// A trace file to read, and the run ids of it to keep (`None`: every run in it).
+pub type NamedTrace = (PathBuf, Option<Vec<String>>);
+
+/// Whether `dir` is an output folder of `eval` that holds a run store.
+pub fn is_run_store(dir: &Path) -> bool {
+    dir.join(RUNS_DIR).is_dir()
+}
+
+/// The traces of the run store `dir`: those its view names (each file once, in the view's
+/// order; a file holding many runs, `traces.jsonl`, with the runs the view names of it), or
+/// every run's traces with `all_runs`.
+pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String> {
+    if all_runs {
+        let ids = list_runs(dir).map_err(|e| e.to_string())?;
+        let mut traces = Vec::new();
+        for id in ids {
+            let run = dir.join(RUNS_DIR).join(id);
+            for path in [run.join("traces"), run.join(SINGLE_TRACE)] {
+                if path.exists() {
+                    traces.push((path, None));
+                }
+            }
+        }
+        return Ok(traces);
+    }
+    let view = dir.join(RESULTS_NAME);
+    let results = read_results(&view)?;
+    if results.format != RESULTS_FORMAT {
+        return Err(format!(
+            "`{}` is not the view of `{}` (format {:?}): `looptrace eval --rebuild-view {}` writes it",
+            view.display(),
+            dir.join(RUNS_DIR).display(),
+            results.format,
+            dir.display()
+        ));
+    }
+    let mut order: Vec<String> = Vec::new();
+    let mut runs_of: HashMap<String, Vec<String>> = HashMap::new();
+    for row in &results.tasks {
+        let Some(trace) = &row.trace else { continue };
+        // Only paths inside the folder's runs are followed.
+        let inside = Path::new(trace)
+            .components()
+            .all(|part| matches!(part, std::path::Component::Normal(_)))
+            && trace.starts_with(&format!("{RUNS_DIR}/"));
+        if !inside {
+            return Err(format!(
+                "`{}` names the trace {trace:?}, which is not in `{}`",
+                view.display(),
+                dir.join(RUNS_DIR).display()
+            ));
+        }
+        let runs = runs_of.entry(trace.clone()).or_insert_with(|| {
+            order.push(trace.clone());
+            Vec::new()
+        });
+        runs.extend(row.run_id.clone());
+    }
+    Ok(order
+        .into_iter()
+        .map(|trace| {
+            let keep = trace
+                .ends_with(SINGLE_TRACE)
+                .then(|| runs_of.remove(&trace).unwrap_or_default());
+            (dir.join(trace), keep)
+        })
+        .collect())
+}
