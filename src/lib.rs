@@ -16,6 +16,7 @@ pub mod model;
 pub mod output;
 mod plural;
 pub mod process;
+pub mod proxy;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -4,7 +4,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 use super::error::{self, CliError, CliResult};
-use super::{docs, eval, export, gc, help, import, merge, replay, report, run, show, tools};
+use super::{docs, eval, export, gc, help, import, merge, proxy, replay, report, run, show, tools};
 
 /// A small, strict agent loop with JSONL traces, replay, evaluation and reports.
 #[derive(Debug, Parser)]
@@ -40,6 +40,9 @@ enum Command {
     /// Rerun recorded runs and report the first divergence from each recording.
     #[command(after_help = help::REPLAY)]
     Replay(replay::ReplayArgs),
+    /// Record any agent's model calls through a local endpoint, or answer them from a recording.
+    #[command(after_help = help::PROXY)]
+    Proxy(proxy::ProxyArgs),
     /// Convert other agents' trajectories to looptrace traces.
     #[command(after_help = help::IMPORT)]
     Import(import::ImportArgs),
@@ -91,6 +94,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Gc(args) => gc::run(args),
         Command::Report(args) => report::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Proxy(args) => proxy::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
         Command::Completions(args) => docs::completions(args, Cli::command()),

@@ -59,6 +59,17 @@ Examples:
   looptrace report a.jsonl b.jsonl --by file -f markdown
   cat run.jsonl | looptrace report - -q";
 
+/// Examples for `looptrace proxy`.
+pub const PROXY: &str = "\
+Examples:
+  looptrace proxy --upstream https://api.openai.com --record calls.jsonl
+  OPENAI_BASE_URL=http://127.0.0.1:7878/v1 python my_agent.py
+  looptrace proxy --replay calls.jsonl
+  looptrace proxy --replay calls.jsonl --on-miss upstream --upstream https://api.openai.com --record more.jsonl
+
+The first line on stderr is `listening on http://ADDR:PORT`. SIGINT or SIGTERM stop it: calls in
+flight finish, open runs end, exit 0. See docs/proxy.md.";
+
 /// Examples for `looptrace replay`.
 pub const REPLAY: &str = "\
 Examples:

@@ -18,6 +18,7 @@ mod merge;
 mod otlp_push;
 mod output_checks;
 mod progress;
+mod proxy;
 mod replay;
 mod report;
 mod run;

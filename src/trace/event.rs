@@ -179,6 +179,10 @@ pub struct TraceEvent {
     /// Why the provider stopped generating, on the first event of its turn (model_action).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// A streamed response's chunking: the byte length of each piece of `raw_response` as it
+    /// arrived, so a replay sends the same pieces (calls recorded by `looptrace proxy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_chunks: Option<Vec<u64>>,
 }
 
 impl TraceEvent {
@@ -237,6 +241,7 @@ impl TraceEvent {
             scores: None,
             request_body: None,
             raw_response: None,
+            stream_chunks: None,
         }
     }
 

@@ -30,6 +30,8 @@ mod outputs;
 mod phoenix;
 mod progress;
 mod properties;
+mod proxy;
+mod proxy_upstream;
 mod real_traces;
 mod repeat;
 mod replay;

@@ -334,3 +334,22 @@ pub(crate) fn excerpt(body: &str, redactor: &Redactor) -> String {
         flat
     }
 }
+
+/// How a reply with a non-success status is classed, by the table in `docs/models.md`: the kind
+/// of the failed attempt (`rate_limited`, `provider_unavailable`, or a kind retrying cannot help,
+/// such as `auth_failed`) and the failure a call ends with if no later attempt succeeds.
+pub fn classify_reply(
+    reply: &HttpReply,
+    url: &str,
+    redactor: &Redactor,
+) -> (&'static str, ProviderError) {
+    match classify(reply, url, redactor) {
+        Failure::Retry {
+            attempt_kind,
+            final_kind,
+            message,
+            ..
+        } => (attempt_kind, ProviderError::new(final_kind, message)),
+        Failure::Fatal(error) => (error.kind.as_str(), error),
+    }
+}

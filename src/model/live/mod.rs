@@ -64,7 +64,8 @@ impl Api {
         Api::ALL.into_iter().find(|api| api.as_str() == name)
     }
 
-    fn wire(self) -> &'static dyn WireFormat {
+    /// The format's requests and responses, as [`WireFormat`] reads them.
+    pub(crate) fn wire(self) -> &'static dyn WireFormat {
         match self {
             Api::OpenAiChat => &OpenAiChat,
             Api::AnthropicMessages => &AnthropicMessages,

@@ -1,0 +1,612 @@
+//! Runs as conversations. Each model call the proxy sees is put in a run: a request whose
+//! conversation extends an open run's last request continues it (so does a Responses request
+//! whose `previous_response_id` one of the run's responses had, and a request equal to the run's
+//! last one, which is a retry or a resample), a request with `x-looptrace-run: ID` goes to that
+//! run, anything else starts a new run. Each call is written as trace events as it completes:
+//! the tool results the request carries as `observation`s, the response as `model_action`s (full
+//! capture: request body and hash, raw response, stream chunking), a failed call as a
+//! `model_retry`. A run ends `finished` when its last response had no tool call and nothing more
+//! came before the proxy stopped or the run went idle; `internal_error` when its last call
+//! failed; otherwise it stays `incomplete` (no ending event).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::api;
+use super::secrets::Secrets;
+use crate::model::live::http::{HttpReply, classify_reply};
+use crate::model::live::{Api, ParsedTurn};
+use crate::model::{ProviderError, ProviderErrorKind, TurnItem, Usage};
+use crate::run::{Action, ExitReason, unique_token};
+use crate::trace::{Capture, EventType, ModelRef, SCHEMA, Summarizer, TraceEvent, TraceWriter};
+
+/// A request, as the run tracker needs it.
+pub struct Call<'a> {
+    /// The wire format.
+    pub api: Api,
+    /// The parsed body.
+    pub body: &'a Value,
+    /// The body in canonical JSON (what `request_hash` hashes).
+    pub canonical: &'a str,
+    /// `x-looptrace-run`, when sent.
+    pub run_header: Option<&'a str>,
+    /// The client's `User-Agent`: the agent that ran.
+    pub agent: Option<&'a str>,
+    /// Who answers: the upstream's host and port, or `replay`.
+    pub provider: &'a str,
+    /// The request target, for messages.
+    pub target: &'a str,
+}
+
+/// A call in flight: which run and which of its calls it is.
+#[derive(Clone, Debug)]
+pub struct Ticket {
+    /// The run's id.
+    pub run_id: String,
+    /// The request hash, as written.
+    pub request_hash: String,
+    started: Instant,
+    canonical: String,
+    target: String,
+}
+
+/// How a call ended.
+pub enum Outcome {
+    /// An HTTP answer (from the upstream or the recording). `chunks` is the streamed chunking.
+    Answered {
+        /// The status.
+        status: u16,
+        /// The body, whole.
+        body: String,
+        /// Each piece's byte length as it came, for a streamed body.
+        chunks: Option<Vec<u64>>,
+    },
+    /// No whole answer: the upstream failed or was cut, the client went away, or the proxy
+    /// stopped. `kind` is a failure kind (`timeout`, `connection_failed`, `client_disconnected`,
+    /// `stopped`), `partial` what came before.
+    Unanswered {
+        /// What went wrong.
+        kind: &'static str,
+        /// Said for people.
+        message: String,
+        /// The body so far.
+        partial: String,
+        /// Its chunking so far.
+        chunks: Option<Vec<u64>>,
+        /// Whether the client went away (the run is then left incomplete, not failed).
+        client_gone: bool,
+    },
+    /// No recorded call matched (replay).
+    Miss {
+        /// The message the client got.
+        message: String,
+    },
+}
+
+/// Open runs kept before the one idle longest is ended.
+pub const MAX_OPEN: usize = 4096;
+
+/// A conversation element's hash, from its canonical JSON (std's SipHash with fixed keys: the
+/// same in every process, and collisions between two messages of one run are not a concern).
+fn element_hash(element: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    crate::model::live::canonical_json(element).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What the next replayed call of a run is: a recorded run and the index of its next call.
+pub type Cursor = (usize, usize);
+
+struct OpenRun {
+    id: String,
+    api: Api,
+    started: Instant,
+    last_active: Instant,
+    turns: u32,
+    attempts: u32,
+    /// A hash of each element of the last request's conversation: enough to tell whether a
+    /// request extends it, in 8 bytes a message.
+    conversation: Vec<u64>,
+    last_hash: String,
+    response_ids: Vec<String>,
+    pending: Vec<(String, String)>,
+    called_tools: bool,
+    /// The last call's failure: the kind a run ending on it records, and the message.
+    failure: Option<(String, String)>,
+    client_gone: bool,
+    in_flight: u32,
+    usage: Option<Usage>,
+    cursor: Option<Cursor>,
+}
+
+/// The open runs and the trace they are written to.
+pub struct Runs {
+    open: Vec<OpenRun>,
+    sink: Option<TraceWriter>,
+    summarizer: Summarizer,
+    /// Keys to keep out of the trace.
+    pub secrets: Secrets,
+    write_error: Option<String>,
+}
+
+impl Runs {
+    /// Runs written to `sink` (none: tracked, not written), hashed with `summarizer`.
+    pub fn new(sink: Option<TraceWriter>, summarizer: Summarizer, secrets: Secrets) -> Self {
+        Runs {
+            open: Vec::new(),
+            sink,
+            summarizer,
+            secrets,
+            write_error: None,
+        }
+    }
+
+    /// The first failed trace write, if any.
+    pub fn write_error(&self) -> Option<&str> {
+        self.write_error.as_deref()
+    }
+
+    /// Puts a request in its run (writing `run_started` for a new one and the tool results it
+    /// carries as observations) and marks the call in flight.
+    pub fn begin(&mut self, call: &Call<'_>) -> Ticket {
+        let elements: Vec<u64> = api::conversation(call.api, call.body)
+            .into_iter()
+            .map(element_hash)
+            .collect();
+        let request_hash = self.summarizer.digest(call.canonical.as_bytes());
+        let index = match self.find(call, &elements, &request_hash) {
+            Some(index) => index,
+            None => self.start(call),
+        };
+        let known = {
+            let run = &self.open[index];
+            if elements.starts_with(&run.conversation) {
+                run.conversation.len()
+            } else {
+                0
+            }
+        };
+        let fresh: Vec<&Value> = api::conversation(call.api, call.body)
+            .into_iter()
+            .skip(known)
+            .collect();
+        let results = api::tool_results(call.api, &fresh);
+        let run = &mut self.open[index];
+        let mut events = Vec::new();
+        for result in results {
+            let Some(position) = run.pending.iter().position(|(id, _)| *id == result.call_id)
+            else {
+                continue;
+            };
+            let (call_id, tool_name) = run.pending.remove(position);
+            let mut e = TraceEvent::new(&run.id, run.turns.into(), EventType::Observation);
+            e.tool_name = Some(tool_name);
+            e.output = Some(self.summarizer.summarize(&result.content));
+            e.is_error = result.is_error;
+            e.content = Some(result.content);
+            e.call_id = Some(call_id);
+            events.push(e);
+        }
+        run.conversation = elements;
+        run.last_hash = request_hash.clone();
+        run.in_flight += 1;
+        run.last_active = Instant::now();
+        let run_id = run.id.clone();
+        for event in events {
+            self.write(event);
+        }
+        Ticket {
+            run_id,
+            request_hash,
+            started: Instant::now(),
+            canonical: call.canonical.to_owned(),
+            target: call.target.to_owned(),
+        }
+    }
+
+    fn find(&self, call: &Call<'_>, elements: &[u64], hash: &str) -> Option<usize> {
+        if let Some(id) = call.run_header {
+            return self.open.iter().position(|run| run.id == id);
+        }
+        if let Some(previous) = call
+            .body
+            .get("previous_response_id")
+            .and_then(Value::as_str)
+            && let Some(index) = self
+                .open
+                .iter()
+                .position(|run| run.response_ids.iter().any(|id| id == previous))
+        {
+            return Some(index);
+        }
+        // The longest conversation this one extends; the latest run among equals.
+        let extends = self
+            .open
+            .iter()
+            .enumerate()
+            .filter(|(_, run)| {
+                run.api == call.api
+                    && !run.conversation.is_empty()
+                    && run.conversation.len() < elements.len()
+                    && elements.starts_with(&run.conversation)
+            })
+            .max_by_key(|(index, run)| (run.conversation.len(), *index))
+            .map(|(index, _)| index);
+        extends.or_else(|| {
+            // The same request again, when its run has nothing in flight: a retry or resample.
+            // With a call in flight it is another client starting the same task.
+            self.open
+                .iter()
+                .rposition(|run| run.api == call.api && run.last_hash == hash && run.in_flight == 0)
+        })
+    }
+
+    fn start(&mut self, call: &Call<'_>) -> usize {
+        if self.open.len() >= MAX_OPEN {
+            // Memory stays bounded however many runs a long-lived proxy sees: the run idle
+            // longest (nothing in flight) ends by the rule, as with --idle-end.
+            if let Some(oldest) = self
+                .open
+                .iter()
+                .enumerate()
+                .filter(|(_, run)| run.in_flight == 0)
+                .min_by_key(|(_, run)| run.last_active)
+                .map(|(index, _)| index)
+            {
+                let run = self.open.remove(oldest);
+                self.end(run);
+            }
+        }
+        let id = call
+            .run_header
+            .map_or_else(|| format!("proxy-{}", unique_token()), str::to_owned);
+        let task = api::task_text(call.api, call.body);
+        let mut e = TraceEvent::new(&id, 0, EventType::RunStarted);
+        e.schema = Some(SCHEMA.to_owned());
+        e.capture = Some(Capture::Full);
+        e.hash = Some(self.summarizer.algorithm());
+        e.input_summary = Some(self.summarizer.summarize(&task));
+        e.task = Some(task);
+        e.agent = call.agent.map(|agent| agent.chars().take(200).collect());
+        e.api = Some(call.api.as_str().to_owned());
+        e.model = Some(ModelRef {
+            provider: Some(call.provider.to_owned()),
+            name: call
+                .body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_owned(),
+        });
+        if !api::records_tool_errors(call.api) {
+            e.tool_errors_recorded = Some(false);
+        }
+        self.write(e);
+        let now = Instant::now();
+        self.open.push(OpenRun {
+            id,
+            api: call.api,
+            started: now,
+            last_active: now,
+            turns: 0,
+            attempts: 0,
+            conversation: Vec::new(),
+            last_hash: String::new(),
+            response_ids: Vec::new(),
+            pending: Vec::new(),
+            called_tools: false,
+            failure: None,
+            client_gone: false,
+            in_flight: 0,
+            usage: None,
+            cursor: None,
+        });
+        self.open.len() - 1
+    }
+
+    /// The replay cursor of a call's run.
+    pub fn cursor(&self, ticket: &Ticket) -> Option<Cursor> {
+        self.run(&ticket.run_id).and_then(|run| run.cursor)
+    }
+
+    /// Moves a call's run to the next replayed call.
+    pub fn set_cursor(&mut self, ticket: &Ticket, cursor: Cursor) {
+        if let Some(run) = self.open.iter_mut().find(|run| run.id == ticket.run_id) {
+            run.cursor = Some(cursor);
+        }
+    }
+
+    fn run(&self, id: &str) -> Option<&OpenRun> {
+        self.open.iter().find(|run| run.id == id)
+    }
+
+    /// Writes how a call ended.
+    pub fn complete(&mut self, ticket: Ticket, outcome: Outcome) {
+        let Some(index) = self.open.iter().position(|run| run.id == ticket.run_id) else {
+            return;
+        };
+        let duration = ticket.started.elapsed();
+        let mut events = Vec::new();
+        {
+            let run = &mut self.open[index];
+            run.in_flight = run.in_flight.saturating_sub(1);
+            run.last_active = Instant::now();
+            let step = u64::from(run.turns) + 1;
+            let mut first = TraceEvent::new(&run.id, step, EventType::ModelRetry);
+            first.request_hash = Some(ticket.request_hash.clone());
+            first.request_body = Some(ticket.canonical);
+            first.duration_ms = Some(millis(duration));
+            match outcome {
+                Outcome::Answered {
+                    status,
+                    body,
+                    chunks,
+                } if (200..300).contains(&status) => {
+                    let parsed = parse_answer(run.api, &body, chunks.is_some());
+                    first.raw_response = Some(body);
+                    first.stream_chunks = chunks;
+                    match parsed {
+                        Ok((turn, response_id)) => {
+                            run.response_ids.extend(response_id);
+                            events = turn_events(run, first, turn, &self.summarizer);
+                        }
+                        Err(error) => {
+                            first.http_status = Some(status);
+                            let kind = error.kind.as_str();
+                            events.push(failed(run, first, kind, kind, error.message));
+                        }
+                    }
+                }
+                Outcome::Answered {
+                    status,
+                    body,
+                    chunks,
+                } => {
+                    let reply = HttpReply {
+                        status,
+                        retry_after: None,
+                        location: None,
+                        body: body.clone(),
+                    };
+                    let (kind, error) =
+                        classify_reply(&reply, &ticket.target, self.secrets.redactor());
+                    first.http_status = Some(status);
+                    first.raw_response = Some(body);
+                    first.stream_chunks = chunks;
+                    events.push(failed(run, first, kind, error.kind.as_str(), error.message));
+                }
+                Outcome::Unanswered {
+                    kind,
+                    message,
+                    partial,
+                    chunks,
+                    client_gone,
+                } => {
+                    first.raw_response = Some(partial);
+                    first.stream_chunks = chunks;
+                    first.error = Some(message.clone());
+                    let final_kind = ProviderErrorKind::ProviderUnavailable.as_str();
+                    events.push(failed(run, first, kind, final_kind, message));
+                    if client_gone {
+                        run.failure = None;
+                        run.client_gone = true;
+                    }
+                }
+                Outcome::Miss { message } => {
+                    first.http_status = Some(400);
+                    first.error = Some(message.clone());
+                    events.push(failed(run, first, "replay_miss", "replay_miss", message));
+                }
+            }
+        }
+        for event in events {
+            self.write(event);
+        }
+    }
+
+    /// Ends the runs idle for `idle` or more (nothing in flight) by the rule above.
+    pub fn end_idle(&mut self, idle: Duration) {
+        let now = Instant::now();
+        let mut index = 0;
+        while index < self.open.len() {
+            let run = &self.open[index];
+            if run.in_flight == 0 && now.duration_since(run.last_active) >= idle {
+                let run = self.open.remove(index);
+                self.end(run);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// Ends every run: the proxy is stopping. Calls still in flight count as cut.
+    pub fn end_all(&mut self) {
+        for mut run in std::mem::take(&mut self.open) {
+            if run.in_flight > 0 {
+                run.failure = None;
+                run.client_gone = true;
+            }
+            self.end(run);
+        }
+    }
+
+    fn end(&mut self, run: OpenRun) {
+        let mut e = TraceEvent::new(&run.id, run.turns.into(), EventType::RunFinished);
+        if let Some((kind, message)) = run.failure {
+            e.exit_reason = Some(ExitReason::InternalError);
+            e.error_kind = Some(kind);
+            e.error = Some(message);
+        } else if !run.client_gone && run.turns > 0 && !run.called_tools {
+            e.exit_reason = Some(ExitReason::Finished);
+        } else {
+            return;
+        }
+        e.steps_used = Some(run.turns);
+        e.usage = run.usage;
+        e.duration_ms = Some(millis(run.last_active.duration_since(run.started)));
+        self.write(e);
+    }
+
+    /// Writes one event with `ts`, keys redacted.
+    fn write(&mut self, mut event: TraceEvent) {
+        event.ts = Some(crate::time::now_ts());
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        let event = redacted(&self.secrets, event);
+        if let Err(err) = sink.write_event(&event)
+            && self.write_error.is_none()
+        {
+            self.write_error = Some(format!("failed to write the trace: {err}"));
+        }
+    }
+}
+
+/// The event with every known key replaced, in any field.
+fn redacted(secrets: &Secrets, event: TraceEvent) -> TraceEvent {
+    let Ok(line) = serde_json::to_string(&event) else {
+        return event;
+    };
+    if !secrets.found_in(&line) {
+        return event;
+    }
+    serde_json::from_str(&secrets.redact(&line)).unwrap_or(event)
+}
+
+/// A 2xx body read by the format's parser (a stream put back together first), and the
+/// response's id.
+fn parse_answer(
+    api: Api,
+    body: &str,
+    streamed: bool,
+) -> Result<(ParsedTurn, Option<String>), ProviderError> {
+    let bad = |message: String| ProviderError::new(ProviderErrorKind::BadResponse, message);
+    let value = if streamed {
+        super::stream::assemble(api, body).map_err(bad)?
+    } else {
+        serde_json::from_str::<Value>(body)
+            .map_err(|err| bad(format!("the response body is not JSON: {err}")))?
+    };
+    let id = value.get("id").and_then(Value::as_str).map(str::to_owned);
+    Ok((api.wire().parse(&value)?, id))
+}
+
+/// A failed call's `model_retry` event (`kind` is the attempt's failure kind); the run
+/// remembers the failure (`final_kind`, `message`) for its ending.
+fn failed(
+    run: &mut OpenRun,
+    mut e: TraceEvent,
+    kind: &str,
+    final_kind: &str,
+    message: String,
+) -> TraceEvent {
+    run.attempts += 1;
+    e.attempt = Some(run.attempts);
+    // The client, not the proxy, chooses how long to wait before its retry.
+    e.wait_ms = Some(0);
+    e.error_kind = Some(kind.to_owned());
+    if e.error.is_none() {
+        e.error = Some(message.clone());
+    }
+    run.client_gone = false;
+    run.failure = Some((final_kind.to_owned(), message));
+    e
+}
+
+/// A model turn's events: one per proposed action, the first carrying the call's record.
+fn turn_events(
+    run: &mut OpenRun,
+    first: TraceEvent,
+    turn: ParsedTurn,
+    summarizer: &Summarizer,
+) -> Vec<TraceEvent> {
+    run.turns += 1;
+    run.attempts = 0;
+    run.failure = None;
+    run.client_gone = false;
+    run.pending.clear();
+    run.called_tools = false;
+    if let Some(usage) = turn.usage {
+        run.usage = Some(add_usage(run.usage, usage));
+    }
+    let step = u64::from(run.turns);
+    let mut record = Some(first);
+    let mut events = Vec::new();
+    let mut items = turn.items;
+    if items.is_empty() {
+        items.push(TurnItem::Invalid {
+            call_id: None,
+            error: crate::model::InvalidOutput::new(
+                crate::model::InvalidOutputKind::MissingField,
+                "the response has neither text nor a tool call",
+            ),
+        });
+    }
+    for item in items {
+        let mut e = match item {
+            TurnItem::Action { call_id, action } => {
+                let mut e = TraceEvent::new(&run.id, step, EventType::ModelAction);
+                e.action_type = Some(action.kind().to_owned());
+                match action {
+                    Action::ToolCall(call) => {
+                        run.called_tools = true;
+                        if let Some(id) = &call_id {
+                            run.pending.push((id.clone(), call.tool_name.clone()));
+                        }
+                        e.tool_name = Some(call.tool_name);
+                        e.argument_keys = Some(call.arguments.keys().cloned().collect());
+                        e.arguments = Some(call.arguments);
+                    }
+                    Action::Finish(finish) => {
+                        e.output = Some(summarizer.summarize(&finish.answer));
+                        e.answer = Some(finish.answer);
+                    }
+                }
+                e.call_id = call_id;
+                e
+            }
+            TurnItem::Invalid { call_id, error } => {
+                run.called_tools |= call_id.is_some();
+                let mut e = TraceEvent::new(&run.id, step, EventType::ModelFeedback);
+                e.output = Some(summarizer.summarize(&error.message));
+                e.is_error = Some(true);
+                e.error_kind = Some(error.kind.as_str().to_owned());
+                e.content = Some(error.message);
+                e.call_id = call_id;
+                e
+            }
+        };
+        if let Some(record) = record.take() {
+            e.request_hash = record.request_hash;
+            e.request_body = record.request_body;
+            e.raw_response = record.raw_response;
+            e.stream_chunks = record.stream_chunks;
+            e.duration_ms = record.duration_ms;
+            e.usage = turn.usage;
+            e.finish_reason = turn.finish_reason.clone();
+        }
+        events.push(e);
+    }
+    events
+}
+
+fn add_usage(total: Option<Usage>, turn: Usage) -> Usage {
+    let Some(total) = total else { return turn };
+    let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    Usage {
+        input_tokens: sum(total.input_tokens, turn.input_tokens),
+        output_tokens: sum(total.output_tokens, turn.output_tokens),
+        cache_read_tokens: sum(total.cache_read_tokens, turn.cache_read_tokens),
+        cache_write_tokens: sum(total.cache_write_tokens, turn.cache_write_tokens),
+        reasoning_tokens: sum(total.reasoning_tokens, turn.reasoning_tokens),
+    }
+}
+
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}
