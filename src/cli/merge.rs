@@ -16,8 +16,8 @@ use super::output_checks::{
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    ResultsFile, Suite, TaskModel, compare, list_shards, load_suite, merge_results_of,
-    read_results, render_junit, suite_info, write_atomically, write_results,
+    ResultsFile, Suite, TaskModel, compare, load_suite, merge_results_of, read_results,
+    render_junit, suite_info, write_atomically, write_results,
 };
 use looptrace::trace::Summarizer;
 
@@ -327,10 +327,7 @@ fn coverage_gaps(
         .collect();
     let mut gaps = Vec::new();
     if !absent.is_empty() {
-        gaps.push(format!(
-            "shards {} of the split are missing",
-            list_shards(&absent)
-        ));
+        gaps.push(looptrace::eval::missing_sentence(&absent));
     }
     gaps.extend(incomplete.iter().map(ToString::to_string));
     gaps

@@ -52,7 +52,7 @@ pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, RunnerOptions, run_tasks};
 pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
-pub use shard::{SHARD_ENV_VARS, list_shards};
+pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,

@@ -47,6 +47,22 @@ impl fmt::Display for MissingShard {
     }
 }
 
+/// Shards of one split that were not given, as a sentence that cannot read as a fraction:
+/// `shard 2 of 3 is missing`, `shards 2 and 3 of 3 are missing`, `shards 1, 2 and 4 of 5 are
+/// missing`.
+pub fn missing_sentence(shards: &[MissingShard]) -> String {
+    let count = shards.first().map_or(0, |s| s.count);
+    let indexes: Vec<String> = shards.iter().map(|s| s.index.to_string()).collect();
+    match indexes.as_slice() {
+        [] => String::new(),
+        [one] => format!("shard {one} of {count} is missing"),
+        [rest @ .., last] => format!(
+            "shards {} and {last} of {count} are missing",
+            rest.join(", ")
+        ),
+    }
+}
+
 /// Shards as `1/3, 3/3`, for messages.
 pub fn list_shards<S: fmt::Display>(shards: &[S]) -> String {
     shards
@@ -209,6 +225,27 @@ impl Shard {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn missing_shards_read_as_shards_of_a_split_not_as_a_fraction() {
+        let absent = |index| MissingShard {
+            index,
+            count: 5,
+            missing_rows: None,
+        };
+        assert_eq!(
+            super::missing_sentence(&[absent(2)]),
+            "shard 2 of 5 is missing"
+        );
+        assert_eq!(
+            super::missing_sentence(&[absent(2), absent(3)]),
+            "shards 2 and 3 of 5 are missing"
+        );
+        assert_eq!(
+            super::missing_sentence(&[absent(1), absent(2), absent(4)]),
+            "shards 1, 2 and 4 of 5 are missing"
+        );
+    }
+
     use super::*;
 
     fn from(vars: &[(&str, &str)]) -> Result<(Shard, String), String> {

@@ -968,13 +968,10 @@ fn merge_refuses_missing_shards_unless_told_and_marks_the_file_partial() {
     let out = Path::new("--out");
 
     for (inputs, missing) in [
-        (
-            vec![one.as_path()],
-            "shards 2/3, 3/3 of the split are missing",
-        ),
+        (vec![one.as_path()], "shards 2 and 3 of 3 are missing"),
         (
             vec![one.as_path(), three.as_path()],
-            "shards 2/3 of the split are missing",
+            "shard 2 of 3 is missing",
         ),
     ] {
         let mut args = inputs.clone();

@@ -371,7 +371,7 @@ fn the_documented_kubernetes_jobs_shard_with_auto_and_merge_every_shard() {
     let output = shell(&local(merge_line), dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains(&format!("shards 2/{completions} of the split are missing")),
+        stderr(&output).contains(&format!("shard 2 of {completions} is missing")),
         "{}",
         stderr(&output)
     );
