@@ -192,6 +192,13 @@ pub fn run(args: ExportArgs) -> CliResult {
     }
     if stats.runs == 0 {
         eprintln!("warning: no runs found in the input");
+    } else if let Some(results) = &args.results
+        && stats.with_verdict == 0
+    {
+        eprintln!(
+            "warning: no exported run is a run of `{}`: no verdicts were attached (give the results of the evaluation that wrote these traces)",
+            escape(&results.display().to_string())
+        );
     }
     Ok(outcome)
 }

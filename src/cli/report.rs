@@ -84,6 +84,13 @@ pub fn run(args: ReportArgs) -> CliResult {
     }
     let foreign = super::import::report_inputs(&args.paths, args.lenient, args.all_runs)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
+    // A folder with nothing to read is said on stderr too, as `show` says it: a report of 0 runs
+    // must not look like a folder of runs that all went missing.
+    for warning in &warnings {
+        if matches!(warning, report::Warning::NoTraceFiles { .. }) {
+            eprintln!("warning: {}", looptrace::text::escape(&warning.to_string()));
+        }
+    }
     let formats = foreign.substitute(&mut inputs);
     let rows_wanted = selector.is_some() || args.format == FormatArg::Html;
     // Rows are read in a second pass: inputs that cannot be read twice are copied first.

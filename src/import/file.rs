@@ -42,7 +42,7 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Detected> {
 
 /// Whether a folder walk probes a file of this name.
 pub fn is_probed_name(name: &str) -> bool {
-    [".jsonl", ".json", ".traj", ".eval", ".yaml", ".yml"]
+    crate::trace::TRACE_FILE_EXTENSIONS
         .iter()
         .any(|ext| name.ends_with(ext))
 }

@@ -396,7 +396,17 @@ impl fmt::Display for Warning {
             Warning::MoreDuplicateRunIds { count } => {
                 write!(f, "{count} more run ids appear in more than one file")
             }
-            Warning::NoTraceFiles { folder } => write!(f, "{folder}: no `*.jsonl` files found"),
+            Warning::NoTraceFiles { folder } => {
+                let looked: Vec<String> = crate::trace::TRACE_FILE_EXTENSIONS
+                    .iter()
+                    .map(|ext| format!("`*{ext}`"))
+                    .collect();
+                write!(
+                    f,
+                    "{folder}: no trace files found (looked for {})",
+                    looked.join(", ")
+                )
+            }
         }
     }
 }

@@ -30,3 +30,7 @@ pub use show::{ordinal, render_run, render_runs};
 pub(crate) use summary::hex;
 pub use summary::{Summarizer, sha256_tagged};
 pub use writer::{EventSink, TraceWriter, finish_cut_line};
+
+/// The file names a folder walk reads: looptrace's own traces (`.jsonl`) and the formats other
+/// agents write (`import`, `report`, `show`, `export`).
+pub const TRACE_FILE_EXTENSIONS: [&str; 6] = [".jsonl", ".json", ".traj", ".eval", ".yaml", ".yml"];

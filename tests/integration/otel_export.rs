@@ -503,6 +503,25 @@ fn results_become_evaluation_events() {
         }
     }
     assert_eq!(seen, expected);
+
+    // Results of another evaluation match no run: said, not silently ignored.
+    let results_arg = out.join("results.json");
+    for (traces, warned) in [(out.clone(), false), (sample("finished.full.jsonl"), true)] {
+        let output = run(&[
+            "export",
+            "--otlp",
+            traces.to_str().unwrap(),
+            "--results",
+            results_arg.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output).contains("no exported run is a run of"),
+            warned,
+            "{}",
+            stderr(&output)
+        );
+    }
 }
 
 /// The exit-reason rows of `report --format json` on `paths`.

@@ -256,17 +256,26 @@ fn show_reads_folders_in_sorted_order_and_standard_input() {
 }
 
 #[test]
-fn show_of_an_empty_folder_warns() {
+fn show_and_report_of_an_empty_folder_warn_naming_what_they_looked_for() {
     let dir = tempfile::tempdir().unwrap();
-    let output = looptrace().arg("show").arg(dir.path()).output().unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(stdout(&output), "");
-    assert!(
-        stderr(&output).starts_with("warning: "),
-        "{}",
-        stderr(&output)
-    );
-    assert!(stderr(&output).contains("no `*.jsonl` files found"));
+    for (command, quiet) in [("show", None), ("report", Some("-q"))] {
+        let output = looptrace()
+            .arg(command)
+            .arg(dir.path())
+            .args(quiet)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        if command == "show" {
+            assert_eq!(stdout(&output), "");
+        }
+        let warning = stderr(&output);
+        assert!(warning.starts_with("warning: "), "{command}: {warning}");
+        assert!(
+            warning.contains("no trace files found (looked for `*.jsonl`, `*.json`, `*.traj`, `*.eval`, `*.yaml`, `*.yml`)"),
+            "{command}: {warning}"
+        );
+    }
 }
 
 /// The display columns of a line (box drawing and `…` take one each; none are wide).

@@ -28,6 +28,8 @@ pub struct ExportStats {
     pub spans: u64,
     /// Runs exported without content although content was asked for: not full capture.
     pub without_content: u64,
+    /// Runs that a results file (`--results`) gave an expectation verdict.
+    pub with_verdict: u64,
 }
 
 /// Why an export stopped.
@@ -105,6 +107,9 @@ pub fn export_stream<R: Read>(
                     && streamed.run.started().and_then(|e| e.capture) != Some(Capture::Full)
                 {
                     stats.without_content += 1;
+                }
+                if options.verdicts.contains_key(&streamed.run.run_id) {
+                    stats.with_verdict += 1;
                 }
                 send(&runs_in, (streamed.run, trace_id), &lines_out, &mut write)?;
             }
