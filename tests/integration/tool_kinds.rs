@@ -686,28 +686,18 @@ fn the_tools_command_exits_3_when_a_server_cannot_start() {
     );
 }
 
-/// The fenced blocks of `lang` in a documentation page, in order.
-fn doc_blocks(page: &str, lang: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
-    let fence = format!("```{lang}\n");
-    text.split(fence.as_str())
-        .skip(1)
-        .map(|rest| rest.split("```").next().unwrap_or("").to_owned())
-        .collect()
-}
-
 #[test]
 fn the_tools_page_main_example_works_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::write(
         root.join("tools.json"),
-        &doc_blocks("docs/tools.md", "json")[0],
+        &crate::support::doc_blocks("tools.md", "json")[0],
     )
     .unwrap();
     std::fs::write(
         root.join("wc.py"),
-        &doc_blocks("docs/tools.md", "python")[0],
+        &crate::support::doc_blocks("tools.md", "python")[0],
     )
     .unwrap();
     std::fs::create_dir(root.join("repo")).unwrap();
