@@ -183,3 +183,26 @@ fn a_streamed_suite_holds_ids_not_tasks() {
     let add = suite.tasks.get(0).unwrap();
     assert_eq!(add.max_steps, 4, "defaults.max_steps applies");
 }
+
+#[test]
+fn a_file_of_bad_lines_is_reported_up_to_a_hundred_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::write(&tasks, "[1]\n".repeat(5000)).unwrap();
+    let output = eval(&[tasks.to_str().unwrap()], &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.starts_with(&format!(
+            "error: suite `{}` has 101 problems:\n  line 1: $: expected an object, got an array\n",
+            tasks.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "  line 100: $: expected an object, got an array\n  $: stopped after 100 problems\n"
+        ),
+        "{err}"
+    );
+}

@@ -17,6 +17,60 @@ use crate::eval::suite::{SuiteTask, TaskModel};
 /// The most problems a tasks file's check lists: past them, the file is plainly not a tasks file.
 const MAX_PROBLEMS: usize = 100;
 
+/// Lines checked together, on one thread per core.
+const BATCH_LINES: usize = 4096;
+
+/// A line read for checking: its place, and its text if it is UTF-8.
+struct Line {
+    span: Span,
+    text: Option<String>,
+}
+
+/// What a line holds.
+enum Checked {
+    Blank,
+    Task(Box<SuiteTask>),
+    Problems(Vec<Problem>),
+}
+
+/// Checks a batch of lines, in order, split among the cores.
+fn check_batch(batch: &[Line], context: &Context) -> Vec<Checked> {
+    let check = |line: &Line| -> Checked {
+        let Some(text) = &line.text else {
+            return Checked::Problems(vec![("$".to_owned(), "invalid UTF-8".to_owned())]);
+        };
+        if text.trim().is_empty() {
+            return Checked::Blank;
+        }
+        if line.span.len == u32::MAX {
+            return Checked::Problems(vec![(
+                "$".to_owned(),
+                "the line is 4 GiB long or longer".to_owned(),
+            )]);
+        }
+        match read_task(text.trim_end_matches(['\n', '\r']), "$", context) {
+            Ok(task) => Checked::Task(Box::new(task)),
+            Err(found) => Checked::Problems(found),
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(batch.len() / 256).max(1);
+    if threads == 1 {
+        return batch.iter().map(check).collect();
+    }
+    let per_thread = batch.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = batch
+            .chunks(per_thread)
+            .map(|part| scope.spawn(move || part.iter().map(check).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// Where one task's line is.
 #[derive(Clone, Copy, Debug)]
 struct Span {
@@ -65,57 +119,55 @@ impl TasksFile {
         let mut entries = Vec::new();
         let mut key_vars: Vec<String> = Vec::new();
         let mut read_files = Vec::new();
-        let mut line = Vec::new();
         let (mut offset, mut number) = (0u64, 0u32);
-        loop {
-            line.clear();
-            let read = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|err| fail(format!("failed to read the file: {err}")))?;
-            if read == 0 {
-                break;
-            }
-            number += 1;
-            let start = offset;
-            offset += read as u64;
-            let at = |path: &str| format!("line {number}: {path}");
-            let Ok(text) = std::str::from_utf8(&line) else {
-                problems.push((at("$"), "invalid UTF-8".to_owned()));
-                continue;
-            };
-            if text.trim().is_empty() {
-                continue;
-            }
-            let Ok(len) = u32::try_from(read) else {
-                problems.push((at("$"), "the line is longer than 4 GiB".to_owned()));
-                continue;
-            };
-            match read_task(text.trim_end_matches(['\n', '\r']), "$", &context) {
-                Ok(task) => {
-                    note(&task, &mut key_vars, &mut read_files);
-                    entries.push(TaskEntry::of(&task));
-                    spans.push(Span {
-                        offset: start,
-                        len,
-                        line: number,
-                    });
+        let mut batch: Vec<Line> = Vec::with_capacity(BATCH_LINES);
+        let mut at_end = false;
+        while !at_end && problems.len() < MAX_PROBLEMS {
+            batch.clear();
+            while batch.len() < BATCH_LINES {
+                let mut bytes = Vec::new();
+                let read = reader
+                    .read_until(b'\n', &mut bytes)
+                    .map_err(|err| fail(format!("failed to read the file: {err}")))?;
+                if read == 0 {
+                    at_end = true;
+                    break;
                 }
-                Err(found) => {
-                    problems.extend(
+                number += 1;
+                let line = Line {
+                    span: Span {
+                        offset,
+                        len: u32::try_from(read).unwrap_or(u32::MAX),
+                        line: number,
+                    },
+                    text: String::from_utf8(bytes).ok(),
+                };
+                offset += read as u64;
+                batch.push(line);
+            }
+            for (line, checked) in batch.iter().zip(check_batch(&batch, &context)) {
+                let at = |path: &str| format!("line {}: {path}", line.span.line);
+                match checked {
+                    Checked::Blank => {}
+                    Checked::Task(task) => {
+                        note(&task, &mut key_vars, &mut read_files);
+                        entries.push(TaskEntry::of(&task));
+                        spans.push(line.span);
+                    }
+                    Checked::Problems(found) => problems.extend(
                         found
                             .into_iter()
                             .map(|(path, message)| (at(&path), message)),
-                    );
+                    ),
                 }
             }
-            if problems.len() >= MAX_PROBLEMS {
-                problems.truncate(MAX_PROBLEMS);
-                problems.push((
-                    format!("line {number}"),
-                    format!("stopped after {MAX_PROBLEMS} problems"),
-                ));
-                break;
-            }
+        }
+        if problems.len() >= MAX_PROBLEMS {
+            problems.truncate(MAX_PROBLEMS);
+            problems.push((
+                "$".to_owned(),
+                format!("stopped after {MAX_PROBLEMS} problems"),
+            ));
         }
         if entries.is_empty() && problems.is_empty() {
             problems.push(("$".to_owned(), "the file holds no task".to_owned()));
