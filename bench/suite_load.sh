@@ -27,7 +27,7 @@ cargo build --release --quiet --bin looptrace
 mkdir -p "$OUT/json" "$OUT/lines"
 python3 bench/gen_suite.py --tasks "$TASKS" "$OUT/json/suite.json"
 python3 bench/gen_suite.py --tasks "$TASKS" --tasks-file "$OUT/lines/suite.json"
-ONE=raw-calc-000004
+ONE=raw-calc-000003
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # `name binary suite args...`: RUNS runs, each to a fresh output folder; prints the medians.
@@ -38,8 +38,8 @@ measure() {
   for ((run = 0; run < RUNS; run++)); do
     rm -rf "$OUT/run"
     /usr/bin/time -f '%e %M' -o "$OUT/time" "$binary" eval "$suite" --jobs 2 --out "$OUT/run" \
-      --format json --trace-layout single --trace-flush run "$@" >/dev/null || true
-    read -r wall peak <"$OUT/time"
+      --format json --trace-layout single --trace-flush run -q "$@" >/dev/null 2>&1 || true
+    read -r wall peak < <(tail -1 "$OUT/time")
     walls+=("$wall")
     peaks+=("$peak")
   done

@@ -17,8 +17,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde::Deserializer;
-use serde::de::{MapAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -300,8 +301,11 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
         Ok(top) => top,
         Err(err) if err.is_data() => {
             // Valid JSON, but not an object: the schema says what it is.
-            let value: Value = serde_json::from_str(text).map_err(invalid)?;
-            return Err(fail(schema::head_problems(&value)));
+            let (value, repeated) =
+                super::strict_json::parse_noting_repeats(text, "$").map_err(invalid)?;
+            let mut problems = schema::head_problems(&value);
+            problems.extend(repeated.into_iter().map(|p| (p, REPEATED_KEY.to_owned())));
+            return Err(fail(problems));
         }
         Err(err) => return Err(invalid(err)),
     };
@@ -309,17 +313,24 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
     let mut head = serde_json::Map::new();
     let mut task_texts: Vec<&RawValue> = Vec::new();
     let mut seen = HashSet::new();
-    for (key, raw) in top.0 {
+    for (key, member) in top.0 {
         if !seen.insert(key.clone()) {
             problems.push((format!("$.{key}"), REPEATED_KEY.to_owned()));
         }
-        if key == "tasks" && raw.get().starts_with('[') {
-            // Each task is read on its own; the schema sees how many there are.
-            task_texts = serde_json::from_str(raw.get()).map_err(invalid)?;
-            let placeholder = task_texts.first().map(|_| Value::Null);
-            head.insert(key, Value::Array(placeholder.into_iter().collect()));
-            continue;
-        }
+        let raw = match member {
+            Member::Tasks(list) => {
+                // Each task is read on its own; the schema sees how many there are.
+                let placeholder = list.first().map(|_| Value::Null);
+                head.insert(key, Value::Array(placeholder.into_iter().collect()));
+                task_texts = list;
+                continue;
+            }
+            Member::Other(value) => {
+                head.insert(key, value);
+                continue;
+            }
+            Member::Raw(raw) => raw,
+        };
         let (value, repeated) =
             super::strict_json::parse_noting_repeats(raw.get(), &format!("$.{key}"))
                 .map_err(invalid)?;
@@ -399,8 +410,8 @@ fn read_tasks(texts: &[&RawValue], context: &Context) -> Result<SuiteTasks, Vec<
             .map(|(i, text)| read_task(text.get(), &format!("$.tasks[{}]", first + i), context))
             .collect::<Vec<_>>()
     };
-    let results: Vec<Result<SuiteTask, Vec<Problem>>> = if threads == 1 {
-        read_part(0, texts)
+    let parts: Vec<Vec<Result<SuiteTask, Vec<Problem>>>> = if threads == 1 {
+        vec![read_part(0, texts)]
     } else {
         std::thread::scope(|scope| {
             let parts: Vec<_> = texts
@@ -410,16 +421,19 @@ fn read_tasks(texts: &[&RawValue], context: &Context) -> Result<SuiteTasks, Vec<
                 .collect();
             parts
                 .into_iter()
-                .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         })
     };
     let mut problems = Vec::new();
-    let mut tasks = Vec::with_capacity(results.len());
-    for result in results {
-        match result {
-            Ok(task) => tasks.push(task),
-            Err(found) => problems.extend(found),
+    // Each part is freed as it is moved, so the tasks are held once, not twice.
+    let mut tasks = Vec::with_capacity(texts.len());
+    for part in parts {
+        for result in part {
+            match result {
+                Ok(task) => tasks.push(task),
+                Err(found) => problems.extend(found),
+            }
         }
     }
     let mut seen = HashSet::with_capacity(tasks.len());
@@ -466,8 +480,19 @@ fn tools_of(value: &Value, context: &Context) -> Result<ToolsFile, Vec<Problem>>
     }
 }
 
-/// An object's members in file order, each kept as its text; repeated keys are kept too.
-struct Entries<'a>(Vec<(String, &'a RawValue)>);
+/// An object's members in file order, each kept as its text (`tasks`, when it is an array, as
+/// the text of each task); repeated keys are kept too.
+struct Entries<'a>(Vec<(String, Member<'a>)>);
+
+/// A member of the top level.
+enum Member<'a> {
+    /// Any member but `tasks`.
+    Raw(&'a RawValue),
+    /// `tasks` as an array: each task's text.
+    Tasks(Vec<&'a RawValue>),
+    /// `tasks` as anything else, for the schema to refuse.
+    Other(Value),
+}
 
 impl<'de> serde::Deserialize<'de> for Entries<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -480,12 +505,62 @@ impl<'de> serde::Deserialize<'de> for Entries<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
                 let mut entries = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    entries.push((key, map.next_value::<&'de RawValue>()?));
+                    let member = if key == "tasks" {
+                        map.next_value::<TasksMember<'de>>()?.0
+                    } else {
+                        Member::Raw(map.next_value()?)
+                    };
+                    entries.push((key, member));
                 }
                 Ok(Entries(entries))
             }
         }
         deserializer.deserialize_map(Members)
+    }
+}
+
+/// `tasks`, read in one pass: an array's items are kept as their text.
+struct TasksMember<'a>(Member<'a>);
+
+impl<'de> serde::Deserialize<'de> for TasksMember<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Tasks;
+        impl<'de> Visitor<'de> for Tasks {
+            type Value = TasksMember<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(TasksMember(Member::Tasks(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(TasksMember(Member::Other(value)))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::Bool(v))))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::Null)))
+            }
+        }
+        deserializer.deserialize_any(Tasks)
     }
 }
 

@@ -24,16 +24,38 @@ pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask,
             ),
         )]
     })?;
+    check_schema(&value, repeated, root)?;
+    // Read from the value it is (moving its strings); only a task that fails is read again,
+    // from its text, to find where.
+    let spec: TaskSpec = match serde_json::from_value(value) {
+        Ok(spec) => spec,
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_str(&text);
+            return Err(vec![path_problem(
+                serde_path_to_error::deserialize::<_, TaskSpec>(&mut de),
+                root,
+            )]);
+        }
+    };
+    context.task(spec, root)
+}
+
+/// The schema's problems with a task, and its repeated keys (at the JSON paths `repeated`).
+fn check_schema(
+    value: &serde_json::Value,
+    repeated: Vec<String>,
+    root: &str,
+) -> Result<(), Vec<Problem>> {
     let mut problems: Vec<Problem> = repeated
         .into_iter()
         .map(|path| (path, REPEATED_KEY.to_owned()))
         .collect();
-    problems.extend(task_problems(&value, root));
-    if !problems.is_empty() {
-        return Err(problems);
+    problems.extend(task_problems(value, root));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
     }
-    let spec: TaskSpec = typed(value, root)?;
-    context.task(spec, root)
 }
 
 /// `value`, which the schema passed, as its typed struct; what the schema cannot say (a whole
@@ -42,19 +64,32 @@ pub fn typed<T: serde::de::DeserializeOwned>(
     value: serde_json::Value,
     root: &str,
 ) -> Result<T, Vec<Problem>> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
-        let inner = err.inner().to_string();
-        let at = err.path().to_string();
-        let path = if at == "." {
-            root.to_owned()
-        } else {
-            format!("{root}.{at}")
-        };
-        let message = if inner.starts_with("invalid type: floating point") {
-            format!("a whole number is written without a fraction or an exponent ({inner})")
-        } else {
-            inner
-        };
-        vec![(path, message)]
-    })
+    serde_path_to_error::deserialize(value)
+        .map_err(|err| vec![path_problem::<T, _>(Err(err), root)])
+}
+
+/// The problem a typed read found, at its JSON path under `root`.
+fn path_problem<T, E: std::fmt::Display>(
+    read: Result<T, serde_path_to_error::Error<E>>,
+    root: &str,
+) -> Problem {
+    let Err(err) = read else {
+        return (
+            root.to_owned(),
+            "the task reads one way as a whole and another piece by piece".to_owned(),
+        );
+    };
+    let inner = err.inner().to_string();
+    let at = err.path().to_string();
+    let path = if at == "." {
+        root.to_owned()
+    } else {
+        format!("{root}.{at}")
+    };
+    let message = if inner.starts_with("invalid type: floating point") {
+        format!("a whole number is written without a fraction or an exponent ({inner})")
+    } else {
+        inner
+    };
+    (path, message)
 }

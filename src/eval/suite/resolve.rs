@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::spec::{ActionSpec, ChatSpec, DefaultsSpec, FinishGateSpec, ModelSpec, TaskSpec};
+use super::spec::{
+    ActionKind, ActionSpec, ChatSpec, DefaultsSpec, FinishGateSpec, ModelSpec, TaskSpec,
+};
 use crate::agent::Limits;
 use crate::eval::RunSource;
 use crate::eval::scripted_action::ScriptedAction;
@@ -232,14 +234,16 @@ impl Context {
     }
 }
 
-/// A scripted action as the task holds it.
+/// A scripted action as the task holds it; the schema has checked that its keys fit its `type`.
 fn action(spec: ActionSpec) -> ScriptedAction {
-    ScriptedAction::from_action(match spec {
-        ActionSpec::ToolCall {
-            tool_name,
-            arguments,
-        } => Action::ToolCall(ToolCall::new(tool_name, arguments)),
-        ActionSpec::Finish { answer } => Action::Finish(Finish { answer }),
+    ScriptedAction::from_action(match spec.kind {
+        ActionKind::ToolCall => Action::ToolCall(ToolCall::new(
+            spec.tool_name.unwrap_or_default(),
+            spec.arguments.unwrap_or_default(),
+        )),
+        ActionKind::Finish => Action::Finish(Finish {
+            answer: spec.answer.unwrap_or_default(),
+        }),
     })
 }
 

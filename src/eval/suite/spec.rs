@@ -105,22 +105,33 @@ pub struct ModelSpec {
     pub chat: Option<ChatSpec>,
 }
 
-/// A scripted action.
+/// A scripted action: `type` says which of the other keys it has (the schema checks they match).
+/// A struct rather than a tagged enum, which serde reads by first copying the whole action aside.
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ActionSpec {
+#[serde(deny_unknown_fields)]
+pub struct ActionSpec {
+    /// `tool_call` or `finish`.
+    #[serde(rename = "type")]
+    pub kind: ActionKind,
+    /// A tool call's tool.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// A tool call's arguments.
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
+    /// A finish's answer.
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// An action's `type`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
     /// A tool call.
-    ToolCall {
-        /// The tool.
-        tool_name: String,
-        /// Its arguments.
-        arguments: Map<String, Value>,
-    },
+    ToolCall,
     /// A finish.
-    Finish {
-        /// The answer.
-        answer: String,
-    },
+    Finish,
 }
 
 /// `chat`: a live model server (`docs/models.md`).
