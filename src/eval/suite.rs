@@ -6,12 +6,14 @@
 //! that stay inside the suite's folder and can be read) is checked by hand. Every problem is
 //! collected before any task runs. `docs/suite-format.md` is the reference.
 
+mod dataset;
 mod read;
 mod resolve;
 mod schema;
 mod spec;
 mod tasks;
 mod tasks_file;
+mod template;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -23,9 +25,10 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use self::dataset::Dataset;
 use self::read::{REPEATED_KEY, read_task, typed};
 use self::resolve::{Context, Problem};
-use self::spec::{DefaultsSpec, SuiteSpec};
+use self::spec::{DatasetSpec, DefaultsSpec, SuiteSpec};
 use self::tasks_file::TasksFile;
 use super::scripted_action::ScriptedAction;
 use crate::agent::Limits;
@@ -349,14 +352,15 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
     };
     // With a flawed top level, the tasks are still checked (against no defaults), so that one
     // run reports every problem.
-    let (name, defaults, tasks_file, tools) = match spec {
+    let (name, defaults, tasks_file, dataset, tools) = match spec {
         Some(spec) => (
             Some(spec.name),
             spec.defaults.unwrap_or_default(),
             spec.tasks_file,
+            spec.dataset,
             spec.tools,
         ),
-        None => (None, DefaultsSpec::default(), None, None),
+        None => (None, DefaultsSpec::default(), None, None, None),
     };
     let context = Context::new(base_dir, defaults);
     let tools = tools.and_then(|value| {
@@ -364,14 +368,12 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
             .map_err(|found| problems.extend(found))
             .ok()
     });
-    let tasks = match tasks_file {
-        Some(relative) => tasks_from_file(&relative, &context)
-            .map_err(|found| problems.extend(found))
-            .ok(),
-        None => read_tasks(&task_texts, &context)
-            .map_err(|found| problems.extend(found))
-            .ok(),
+    let tasks = match (tasks_file, dataset) {
+        (Some(relative), _) => tasks_from_file(&relative, &context),
+        (None, Some(dataset)) => tasks_from_dataset(dataset, &context),
+        (None, None) => read_tasks(&task_texts, &context),
     };
+    let tasks = tasks.map_err(|found| problems.extend(found)).ok();
     match (name, tasks) {
         (Some(name), Some(tasks)) if problems.is_empty() => Ok(Suite {
             name,
@@ -391,6 +393,21 @@ fn tasks_from_file(relative: &str, context: &Context) -> Result<SuiteTasks, Vec<
         found
             .into_iter()
             .map(|(line, message)| (format!("$.tasks_file `{relative}` {line}"), message))
+            .collect::<Vec<_>>()
+    })?;
+    Ok(SuiteTasks::streamed(indexed))
+}
+
+/// `dataset`: a dataset file inside the suite's folder, each row checked as the task it makes.
+fn tasks_from_dataset(spec: DatasetSpec, context: &Context) -> Result<SuiteTasks, Vec<Problem>> {
+    let relative = spec.path.clone();
+    let at = |message: String| vec![("$.dataset.path".to_owned(), message)];
+    let (path, _) = context.inside(&relative).map_err(at)?;
+    let dataset = Dataset::new(spec, &path);
+    let indexed = TasksFile::index_dataset(&path, context.clone(), dataset).map_err(|found| {
+        found
+            .into_iter()
+            .map(|(line, message)| (format!("$.dataset `{relative}` {line}"), message))
             .collect::<Vec<_>>()
     })?;
     Ok(SuiteTasks::streamed(indexed))

@@ -3,6 +3,7 @@
 mod agent_loop;
 mod bad_inputs;
 mod content_safety;
+mod dataset;
 mod differential;
 mod disk_full;
 mod eval;

@@ -162,7 +162,7 @@ fn a_tasks_file_outside_the_suite_folder_is_refused() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains(
-            "$: give exactly one of `tasks` or `tasks_file`, not `tasks` and `tasks_file`"
+            "$: give exactly one of `tasks`, `tasks_file` or `dataset`, not `tasks` and `tasks_file`"
         ),
         "{}",
         stderr(&output)

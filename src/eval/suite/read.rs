@@ -40,6 +40,18 @@ pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask,
     context.task(spec, root)
 }
 
+/// Reads the task `value` (made, not written: a dataset's row in its template): the schema, the
+/// typed struct, then the hand-written checks.
+pub fn check_task(
+    value: serde_json::Value,
+    root: &str,
+    context: &Context,
+) -> Result<SuiteTask, Vec<Problem>> {
+    check_schema(&value, Vec::new(), root)?;
+    let spec: TaskSpec = typed(value, root)?;
+    context.task(spec, root)
+}
+
 /// The schema's problems with a task, and its repeated keys (at the JSON paths `repeated`).
 fn check_schema(
     value: &serde_json::Value,

@@ -27,9 +27,56 @@ pub struct SuiteSpec {
     /// A JSON Lines file of tasks, relative to the suite.
     #[serde(default)]
     pub tasks_file: Option<String>,
+    /// Tasks made from the rows of a dataset file.
+    #[serde(default)]
+    pub dataset: Option<DatasetSpec>,
     /// A tools file's path, or the same object inline (checked by the tools file's own schema).
     #[serde(default)]
     pub tools: Option<Value>,
+}
+
+/// `dataset`: a dataset file and the task template its rows fill. The template's keys are a
+/// task's; their strings may name the row's fields (`{question}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    /// The dataset file, relative to the suite.
+    pub path: String,
+    /// `jsonl` or `csv`; else from the file's extension.
+    #[serde(default)]
+    pub format: Option<DatasetFormat>,
+    /// The id's template; `row-{row}` by default.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The prompt's template.
+    pub prompt: String,
+    /// The step budget.
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    /// The token budget.
+    #[serde(default)]
+    pub max_total_tokens: Option<u64>,
+    /// The time budget.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
+    /// The model's template.
+    pub model: Value,
+    /// The finish gate's template.
+    #[serde(default)]
+    pub finish_gate: Option<Value>,
+    /// The expectations' template.
+    #[serde(default)]
+    pub expect: Option<Value>,
+}
+
+/// A dataset file's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// Comma-separated values under a header row (RFC 4180 quoting).
+    Csv,
 }
 
 /// `defaults`.
