@@ -69,6 +69,9 @@ pub struct EvalArgs {
     /// `--junit`, `--baseline`, `--baseline-any-suite`.
     #[command(flatten)]
     pub verdicts: VerdictArgs,
+    /// `--limit`, `--sample`, `--seed`.
+    #[command(flatten)]
+    pub narrow: super::narrow_args::NarrowArgs,
     /// Run only shard K of N (1-based), e.g. `--shard 2/4`; `auto` reads K and N from the CI or
     /// batch engine's variables (docs/scale-out.md).
     #[arg(long, value_name = "K/N|auto")]
@@ -312,13 +315,22 @@ pub fn run(args: EvalArgs) -> CliResult {
     let results_path = out.join(RESULTS_NAME);
     // `--only`/`--skip` choose the tasks first; a shard then splits what they chose, so every
     // shard of one split must be given the same patterns (merge checks).
-    let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
+    let narrowing = args.narrow.narrowing();
+    let (chosen, selection) = if args.only.is_empty()
+        && args.skip.is_empty()
+        && previous.is_none()
+        && narrowing.is_none()
     {
         (None, None)
     } else {
         let entries = suite.tasks.entries();
         let (mut tasks, mut selection) =
             select_tasks(entries, &args.only, &args.skip).map_err(CliError::Input)?;
+        if !narrowing.is_none() {
+            tasks = narrowing.apply(tasks);
+            narrowing.record(&mut selection);
+            selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
+        }
         if tasks.is_empty() {
             return Err(CliError::input(
                 "--only and --skip together select no task of the suite",
@@ -499,7 +511,7 @@ pub fn run(args: EvalArgs) -> CliResult {
     let mut kept: Vec<Option<TaskResult>> = Vec::new();
     let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
     if args.resume {
-        match resumable(&out, &info, &settings, (&args.only, &args.skip))? {
+        match resumable(&out, &info, &settings, (&args.only, &args.skip), narrowing)? {
             Resumable::Run(parent) => {
                 kept = kept_rows(&out, &parent, selected.entries(), repeats)?;
                 parents.push(parent.header.eval_id);
@@ -1187,6 +1199,7 @@ fn resumable(
     info: &SuiteInfo,
     settings: &Settings<'_>,
     (only, skip): (&[String], &[String]),
+    narrowing: looptrace::eval::Narrowing,
 ) -> Result<Resumable, CliError> {
     let ids = list_runs(out).map_err(|e| CliError::input(e.to_string()))?;
     let results_path = out.join(RESULTS_NAME);
@@ -1277,6 +1290,12 @@ fn resumable(
             "was written with {}, this eval has {}",
             patterns_text(&header.only, &header.skip),
             patterns_text(only, skip)
+        ));
+    }
+    let written = looptrace::eval::Narrowing::of(header.selection.as_ref());
+    if written != narrowing {
+        return refuse(format!(
+            "was written with {written}, this eval has {narrowing}"
         ));
     }
     if let Some(line) = run.torn_line {

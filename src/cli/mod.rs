@@ -15,6 +15,7 @@ mod help;
 mod html;
 mod import;
 mod merge;
+mod narrow_args;
 mod otlp_push;
 mod output_checks;
 mod progress;

@@ -17,6 +17,7 @@ mod results_formatter;
 mod row_checks;
 mod rows_on_disk;
 mod runner;
+mod sample;
 mod scripted_action;
 mod select;
 mod shard;
@@ -48,6 +49,7 @@ pub use results::{
 pub use row_checks::{RowProblem, check_rows, repeat_fits};
 pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, RunnerOptions, run_tasks};
+pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};

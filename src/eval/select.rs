@@ -19,6 +19,15 @@ pub struct Selection {
     /// The results file `--rerun-failed` took its failed tasks from, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_failed: Option<String>,
+    /// `--limit N`: the first N of the tasks the patterns chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// `--sample N`: N of the tasks the patterns chose, by `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<usize>,
+    /// The seed of `--sample`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// The ids of the selected tasks, in suite order.
     pub tasks: Vec<String>,
 }
@@ -72,6 +81,9 @@ pub fn select_tasks(
         only: only.to_vec(),
         skip: skip.to_vec(),
         rerun_failed: None,
+        limit: None,
+        sample: None,
+        seed: None,
         tasks: selected
             .iter()
             .map(|&i| tasks[i].id.as_str().to_owned())

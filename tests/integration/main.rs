@@ -24,6 +24,7 @@ mod live_model_server;
 mod live_replay;
 mod live_responses;
 mod mcp;
+mod narrow;
 mod otel_export;
 mod otel_import;
 mod otlp_push;
