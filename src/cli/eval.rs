@@ -694,6 +694,7 @@ pub fn run(args: EvalArgs) -> CliResult {
         task_tools: task_tools
             .as_ref()
             .map(|tools| (tools, run_dir.join("work"))),
+        retries: args.narrow.retries,
     };
     let collected = std::sync::Mutex::new(collected);
     let mut attempts = attempts;

@@ -1,5 +1,6 @@
 //! `--limit N` and `--sample N [--seed S]`: smoke runs of a few of the selected tasks, chosen
-//! after `--only`/`--skip` and before `--shard` splits them.
+//! after `--only`/`--skip` and before `--shard` splits them; and `--retries N`, which runs a
+//! task again after a provider failure, as a quick run against a live model needs.
 
 use clap::Args;
 
@@ -18,6 +19,11 @@ pub struct NarrowArgs {
     /// The seed of --sample (default 0).
     #[arg(long, value_name = "S", requires = "sample")]
     pub seed: Option<u64>,
+    /// Run a task again, up to N times, when its run ends internal_error with a provider
+    /// failure another attempt may not meet (rate_limited, provider_unavailable, timeout,
+    /// connection_failed); the row records `retried`, every attempt's run stays in the trace.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: u32,
 }
 
 impl NarrowArgs {

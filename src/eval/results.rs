@@ -203,6 +203,10 @@ pub struct TaskResult {
     /// Whether this row was carried over from the results `--rerun-failed` updated, not run again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub carried_over: bool,
+    /// `--retries`: how many times the task ran again after a provider failure; the row is the
+    /// last attempt's, and every attempt's run stays in the task's trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried: Option<u32>,
 }
 
 impl TaskResult {

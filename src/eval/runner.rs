@@ -50,7 +50,20 @@ pub struct RunnerOptions<'a> {
     /// The suite's tools file, and the folder holding each task's working folder
     /// (`<folder>/<task-id>/`); `None` runs every task with the shared registry.
     pub task_tools: Option<(&'a TaskTools, PathBuf)>,
+    /// `--retries N`: a run that ends `internal_error` with a provider failure that may pass
+    /// ([`RETRIED_KINDS`]) runs again, up to N more times.
+    pub retries: u32,
 }
+
+/// The `error_kind`s `--retries` runs a task again for: provider failures that another attempt
+/// may not meet (a rate limit, an unavailable provider, a timeout, a failed connection). A
+/// rejected request, failed authentication or exhausted quota would fail the same way again.
+pub const RETRIED_KINDS: [&str; 4] = [
+    "rate_limited",
+    "provider_unavailable",
+    "timeout",
+    "connection_failed",
+];
 
 /// One run to make: a task of the suite, and which of its repeats (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,10 +74,27 @@ pub struct Attempt {
     pub repeat: u32,
 }
 
-/// The task being run and which repeat.
+/// The task being run, which repeat, and which attempt of it (from 1; more with `--retries`).
 struct Run<'t> {
     task: &'t SuiteTask,
     repeat: u32,
+    attempt: u32,
+}
+
+impl Run<'_> {
+    /// The run's id: [`run_id`], and `.a<k>` for a retry's attempt k.
+    fn id(&self, options: &RunnerOptions<'_>) -> String {
+        let id = run_id(
+            self.task.id.as_str(),
+            &options.eval_id,
+            self.repeat,
+            options.repeats,
+        );
+        match self.attempt {
+            1 => id,
+            k => format!("{id}.a{k}"),
+        }
+    }
 }
 
 /// Runs `attempts` (of `tasks`, each read as a worker reaches it) and hands each result to
@@ -94,13 +124,9 @@ pub fn run_tasks(
                     let Some(attempt) = attempts.get(i) else {
                         break;
                     };
-                    let result = tasks.task(attempt.task).map(|task| {
-                        let run = Run {
-                            task: &task,
-                            repeat: attempt.repeat,
-                        };
-                        run_isolated(&run, tools, options)
-                    });
+                    let result = tasks
+                        .task(attempt.task)
+                        .map(|task| run_with_retries(&task, attempt.repeat, tools, options));
                     let row = result.and_then(|result| {
                         (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
                         on_row(i, result)
@@ -120,6 +146,35 @@ pub fn run_tasks(
     match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(err) => Err(err),
         None => Ok(()),
+    }
+}
+
+/// Runs one repeat of a task, again while it ends in a provider failure another attempt may not
+/// meet and `--retries` allows; the last attempt's row counts.
+fn run_with_retries(
+    task: &SuiteTask,
+    repeat: u32,
+    tools: &ToolRegistry,
+    options: &RunnerOptions<'_>,
+) -> TaskResult {
+    let mut attempt = 1;
+    loop {
+        let run = Run {
+            task,
+            repeat,
+            attempt,
+        };
+        let mut result = run_isolated(&run, tools, options);
+        let retry = result.exit_reason == ExitReason::InternalError
+            && result
+                .error_kind
+                .as_deref()
+                .is_some_and(|kind| RETRIED_KINDS.contains(&kind));
+        if !retry || attempt > options.retries || options.stop.load(Ordering::SeqCst) {
+            result.retried = (attempt > 1).then_some(attempt - 1);
+            return result;
+        }
+        attempt += 1;
     }
 }
 
@@ -328,18 +383,9 @@ fn recorder(
         durations: true,
         replay_of: replay_of(&task.model),
     };
-    TraceRecorder::new(
-        run_id(
-            task.id.as_str(),
-            &options.eval_id,
-            run.repeat,
-            options.repeats,
-        ),
-        recorder_options,
-        writer,
-    )
-    .with_task_id(task.id.as_str())
-    .with_workdir_hash(workdir_hash)
+    TraceRecorder::new(run.id(options), recorder_options, writer)
+        .with_task_id(task.id.as_str())
+        .with_workdir_hash(workdir_hash)
 }
 
 /// A run that could not start (no working folder, no API key, no recording to replay) ends as
@@ -431,7 +477,13 @@ fn open_trace(
                 run.repeat,
                 options.repeats,
             ));
-            TraceWriter::created(crate::output::create_new_append(&path)?, false)
+            if run.attempt == 1 {
+                TraceWriter::created(crate::output::create_new_append(&path)?, false)
+            } else {
+                // A retry's attempt follows the earlier attempts' runs in the task's trace.
+                let file = std::fs::OpenOptions::new().append(true).open(&path)?;
+                TraceWriter::shared(file, false)
+            }
         }
         // Every worker appends to the one file through its own handle: each line is one write
         // on a file opened for appending, so lines of parallel runs never mix. The file's end
@@ -515,12 +567,7 @@ fn finish(
     let finished = result.exit_reason == ExitReason::Finished;
     TaskResult {
         id: task.id.to_string(),
-        run_id: Some(run_id(
-            task.id.as_str(),
-            &options.eval_id,
-            run.repeat,
-            options.repeats,
-        )),
+        run_id: Some(run.id(options)),
         repeat: (options.repeats > 1).then_some(run.repeat),
         model: task.model.kind().to_owned(),
         chat: match &task.model {
@@ -561,5 +608,6 @@ fn finish(
             format!("{}{path}", options.trace_prefix)
         }),
         carried_over: false,
+        retried: None,
     }
 }

@@ -287,6 +287,7 @@ fn a_panicking_task_is_isolated() {
         stop: &stop,
         on_done: &|_, _| {},
         task_tools: None,
+        retries: 0,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())
         .map(|task| Attempt { task, repeat: 1 })

@@ -40,6 +40,7 @@ mod replay;
 mod report;
 mod report_durations;
 mod resume;
+mod retries;
 mod run_cli;
 mod run_store;
 mod samples;
