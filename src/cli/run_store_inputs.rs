@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use super::CliError;
-use super::import::TempTrace;
+use super::foreign_inputs::TempTrace;
 use looptrace::eval::store::{is_run_store, view_traces};
 
 /// The paths to read, and the temporary copies standing in for some of them (keyed by the path

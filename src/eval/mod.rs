@@ -3,6 +3,7 @@
 
 mod baseline;
 mod corpus;
+pub mod engine;
 mod expect;
 mod flaky;
 mod folder_lock;
@@ -30,7 +31,10 @@ pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
 pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
 pub use flaky::{Divergence, FlakyTask, first_divergence, flaky_tasks};
-pub use folder_lock::{FolderLock, LockMode, lock_folder};
+pub(crate) use folder_lock::lock_rerun_in_place;
+pub use folder_lock::{
+    FolderLock, LockMode, lock_folder, lock_output, lock_read, lock_read_linked,
+};
 pub use junit::{EachRow, render_junit, write_junit};
 pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,

@@ -6,14 +6,17 @@
 //! reached. The verdict is `faithful` or `diverged`, with each divergence shown side by side.
 //! Replay needs full capture; `docs/replay.md` describes the command.
 
+mod batch;
 mod compare;
 mod recorded_tools;
 mod recording;
 mod render;
+mod run_ids;
 mod runner;
 mod verdict;
 mod wire;
 
+pub use batch::{ReplayError, ReplayObserver, ReplayOutcome, ReplayPlan, ReplayRequest, file_name};
 pub use compare::{STOPPED, STOPPED_KIND};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
 pub use recording::{
@@ -23,6 +26,7 @@ pub use render::{
     CheckReport, ReplayReport, check_summary_line, render_check_json, render_check_text,
     render_json, render_text, summary_line,
 };
+pub use run_ids::{RunIds, list_ids, times};
 pub use runner::{
     ModelSource, OnDivergence, PreparedReplay, ReplayFailure, ReplayOptions, ReplayRunError,
     ToolMode, ToolSource, replay_run,
