@@ -315,6 +315,84 @@ pub fn resolve(path: &Path) -> Option<std::path::PathBuf> {
     Some(base)
 }
 
+/// An output path a command refuses to write: the flag that named it, the path and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct OutputRefused {
+    /// The flag naming the output.
+    pub flag: String,
+    /// The path given.
+    pub path: PathBuf,
+    /// What is wrong, naming both.
+    pub message: String,
+}
+
+impl OutputRefused {
+    fn new(flag: &str, path: &Path, message: String) -> Self {
+        OutputRefused {
+            flag: flag.to_owned(),
+            path: path.to_path_buf(),
+            message,
+        }
+    }
+}
+
+/// Fails when an output file the command keeps (results, traces) is there but is not a regular
+/// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
+pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), OutputRefused> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return Err(OutputRefused::new(
+            flag,
+            path,
+            format!("{flag}: `{}` is a folder, not a file", path.display()),
+        ));
+    }
+    match special_kind(meta.file_type()) {
+        Some(what) => Err(OutputRefused::new(
+            flag,
+            path,
+            format!(
+                "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
+                path.display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Fails when `folder`, where the command makes a folder of its own (`what`), is there but is not
+/// a folder (nor a link to one): found before anything runs, not when the folder is made.
+pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<(), OutputRefused> {
+    match std::fs::symlink_metadata(folder) {
+        Ok(_) if !folder.is_dir() => Err(OutputRefused::new(
+            flag,
+            folder,
+            format!(
+                "{flag}: `{}` is not a folder, and {what}: remove it or choose another {flag}",
+                folder.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Fails when MCP servers could not write their logs (at `logs`) in `dir` (`flag` names it):
+/// `dir` is not a folder, or a log there is not a regular file (a named pipe would block the
+/// server's start). No logs, no check.
+pub fn refuse_blocked_logs(flag: &str, dir: &Path, logs: &[PathBuf]) -> Result<(), OutputRefused> {
+    if logs.is_empty() {
+        return Ok(());
+    }
+    refuse_file_as_folder(flag, dir, "the MCP servers' logs are written there")?;
+    for log in logs {
+        refuse_not_regular(flag, log)?;
+    }
+    Ok(())
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

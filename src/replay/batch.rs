@@ -214,7 +214,9 @@ impl ReplayPlan {
             Some(path) => {
                 let file = ToolsFile::load(path).map_err(|err| ReplayError::input(path, err))?;
                 if let Some(dir) = &self.request.log_dir {
-                    crate::eval::engine::refuse_blocked_logs("--log-dir", &file, dir)
+                    let logs: Vec<PathBuf> =
+                        file.mcp_servers().iter().map(|s| s.log_path(dir)).collect();
+                    crate::output::refuse_blocked_logs("--log-dir", dir, &logs)
                         .map_err(|err| ReplayError::usage("--log-dir", err))?;
                 }
                 Some(TaskTools::new(file, self.request.log_dir.clone()))

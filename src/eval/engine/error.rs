@@ -73,6 +73,16 @@ pub enum EvalError {
     Internal(String),
 }
 
+impl From<crate::output::OutputRefused> for EvalError {
+    fn from(refused: crate::output::OutputRefused) -> Self {
+        EvalError::Output {
+            flag: refused.flag,
+            path: refused.path,
+            message: refused.message,
+        }
+    }
+}
+
 impl EvalError {
     /// A usage error about `flag`.
     pub(crate) fn usage(flag: &str, message: impl std::fmt::Display) -> Self {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::EvalError;
 use crate::eval::ResultsFile;
-use crate::output::{file_identity, resolve};
+use crate::output::{file_identity, refuse_file_as_folder, refuse_not_regular, resolve};
 use crate::tools::ToolsFile;
 
 /// Input files by device and inode, so an output is matched however its path is written; an
@@ -112,7 +112,7 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), EvalError> {
 /// also be a named pipe or a device (`--junit /dev/null`), never a folder or a socket.
 pub fn refuse_wrong_kind(flag: &str, path: &Path) -> Result<(), EvalError> {
     match flag {
-        "--out" => refuse_not_regular(flag, path),
+        "--out" => Ok(refuse_not_regular(flag, path)?),
         _ => refuse_folder_or_socket(flag, path),
     }
 }
@@ -133,48 +133,6 @@ fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), EvalError> {
     ))
 }
 
-/// Fails when an output file the command keeps (results, traces) is there but is not a regular
-/// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
-pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), EvalError> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    if meta.is_dir() {
-        return Err(EvalError::output(
-            flag,
-            path,
-            format!("{flag}: `{}` is a folder, not a file", path.display()),
-        ));
-    }
-    match crate::output::special_kind(meta.file_type()) {
-        Some(what) => Err(EvalError::output(
-            flag,
-            path,
-            format!(
-                "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
-                path.display()
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Fails when `folder`, where the command makes a folder of its own (`what`), is there but is not
-/// a folder (nor a link to one): found before anything runs, not when the folder is made.
-pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<(), EvalError> {
-    match std::fs::symlink_metadata(folder) {
-        Ok(_) if !folder.is_dir() => Err(EvalError::output(
-            flag,
-            folder,
-            format!(
-                "{flag}: `{}` is not a folder, and {what}: remove it or choose another {flag}",
-                folder.display()
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Fails when `folder`, one eval makes and fills inside its output folder (`what` says what for),
 /// is a symbolic link or not a folder. Through a link, eval would write (and remove) files in a
 /// folder outside `--out`, out of reach of the lock that keeps one evaluation at a time there.
@@ -189,21 +147,19 @@ pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Res
             ),
         ));
     }
-    refuse_file_as_folder(flag, folder, what)
+    Ok(refuse_file_as_folder(flag, folder, what)?)
 }
 
 /// Fails when the MCP servers of `tools` could not write their logs in `dir` (`flag` names it):
 /// `dir` is not a folder, or a server's log there is not a regular file (a named pipe would
 /// block the server's start).
 pub fn refuse_blocked_logs(flag: &str, tools: &ToolsFile, dir: &Path) -> Result<(), EvalError> {
-    if tools.mcp_servers().is_empty() {
-        return Ok(());
-    }
-    refuse_file_as_folder(flag, dir, "the MCP servers' logs are written there")?;
-    for server in tools.mcp_servers() {
-        refuse_not_regular(flag, &server.log_path(dir))?;
-    }
-    Ok(())
+    let logs: Vec<PathBuf> = tools
+        .mcp_servers()
+        .iter()
+        .map(|s| s.log_path(dir))
+        .collect();
+    Ok(crate::output::refuse_blocked_logs(flag, dir, &logs)?)
 }
 
 /// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
