@@ -337,6 +337,7 @@ impl EvalPlan {
             notices,
             closing,
             verdict,
+            _locks: std::mem::take(&mut self.locks),
         })
     }
 
@@ -357,6 +358,7 @@ impl EvalPlan {
             notices: Vec::new(),
             closing: Vec::new(),
             verdict,
+            _locks: self.locks,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::eval::store::{RUNS_DIR, bytes_under, list_runs};
-use crate::eval::{Comparison, FlakyTask, PassRate, ResultsFile, Verdict, flaky_tasks};
+use crate::eval::{Comparison, FlakyTask, FolderLock, PassRate, ResultsFile, Verdict, flaky_tasks};
 use crate::run::ExitReason;
 
 /// How serious a [`Notice`] is.
@@ -118,6 +118,8 @@ pub struct EvalOutcome {
     pub closing: Vec<Notice>,
     /// The verdict.
     pub verdict: EvalVerdict,
+    /// The folder locks of the plan, released when the outcome is dropped.
+    pub(crate) _locks: (Option<FolderLock>, Vec<FolderLock>),
 }
 
 impl EvalOutcome {

@@ -57,7 +57,10 @@ pub struct EvalPlan {
     pub(super) stop: Arc<AtomicBool>,
     /// Set when there is nothing to run: the results that stand, and their verdict.
     pub(super) nothing: Option<(ResultsFile, EvalVerdict)>,
-    pub(super) _locks: (Option<FolderLock>, Vec<FolderLock>),
+    /// The output folder's lock (an in-place rerun's since it began), and the read locks of the
+    /// folders a rerun reads; the outcome holds them on, so no other evaluation or `gc` changes
+    /// the folder while the caller still reads it.
+    pub(super) locks: (Option<FolderLock>, Vec<FolderLock>),
 }
 
 impl EvalPlan {
@@ -162,7 +165,7 @@ impl EvalPlan {
             notices,
             stop: Arc::new(AtomicBool::new(false)),
             nothing: None,
-            _locks: (rerun_lock, reading),
+            locks: (rerun_lock, reading),
         };
         if plan.choose_tasks()? {
             plan.check_outputs(inputs)?;
@@ -377,7 +380,7 @@ impl EvalPlan {
     /// folder is made to take it: an evaluation refused because another holds it makes nothing
     /// inside.
     fn lock(&mut self) -> Result<(), EvalError> {
-        if self._locks.0.is_none() {
+        if self.locks.0.is_none() {
             std::fs::create_dir_all(&self.out).map_err(|err| {
                 EvalError::output(
                     "--out",
@@ -388,7 +391,7 @@ impl EvalPlan {
                     ),
                 )
             })?;
-            self._locks.0 = Some(lock_output(&self.out)?);
+            self.locks.0 = Some(lock_output(&self.out)?);
         }
         probe_writable("--out", &self.out)?;
         for (flag, path) in [
