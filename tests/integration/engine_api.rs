@@ -1,6 +1,6 @@
 //! The evaluation engine through the library alone (no binary): a request planned and executed
 //! with an observer gives the same rows, totals and verdict as `looptrace eval` on the same suite,
-//! and refusals are typed errors naming what the user must change.
+//! and refusals are typed errors naming what the user must change; a replay likewise.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -135,4 +135,38 @@ fn refusals_are_typed_and_name_the_flag_or_file() {
         other => panic!("{:?}", other.err()),
     }
     assert!(!out.join("runs").exists(), "nothing was written");
+}
+
+#[test]
+fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
+    use looptrace::replay::{ReplayError, ReplayPlan, ReplayRequest, ToolMode};
+
+    let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
+    request.tools = ToolMode::Recorded;
+    let outcome = ReplayPlan::new(request).unwrap().execute(&mut ()).unwrap();
+    assert!(!outcome.replays.is_empty());
+    assert!(outcome.faithful());
+    assert_eq!(outcome.mode, ToolMode::Recorded);
+
+    let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
+    request.options.max_steps = Some(0);
+    match ReplayPlan::new(request) {
+        Err(ReplayError::Usage { flag, message }) => {
+            assert_eq!(flag, "--max-steps");
+            assert_eq!(message, "--max-steps must be at least 1");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
+    request.run = Some(("no-such-run".to_owned(), 1));
+    match ReplayPlan::new(request).unwrap().execute(&mut ()) {
+        Err(err @ ReplayError::Input { .. }) => {
+            assert!(!err.is_internal());
+            assert!(
+                err.to_string().starts_with("no run \"no-such-run\""),
+                "{err}"
+            );
+        }
+        other => panic!("{:?}", other.err()),
+    }
 }
