@@ -217,8 +217,7 @@ impl EvalArgs {
             None if !self.traces.is_empty() => TaskSource::Traces(self.traces.clone()),
             None => return Err(CliError::input("give a suite file or --traces PATH...")),
         };
-        let mut request = EvalRequest::suite(PathBuf::new());
-        request.source = source;
+        let mut request = EvalRequest::new(source);
         request.jobs = self.jobs;
         request.out = self.out.clone();
         request.junit = self.verdicts.junit.clone();

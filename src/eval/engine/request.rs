@@ -70,15 +70,16 @@ pub struct EvalRequest {
 impl EvalRequest {
     /// Runs the suite at `path` with every flag at its default.
     pub fn suite(path: impl Into<PathBuf>) -> EvalRequest {
-        EvalRequest::of(TaskSource::Suite(path.into()))
+        EvalRequest::new(TaskSource::Suite(path.into()))
     }
 
     /// Replays every recorded run in `paths` with every flag at its default.
     pub fn traces(paths: Vec<PathBuf>) -> EvalRequest {
-        EvalRequest::of(TaskSource::Traces(paths))
+        EvalRequest::new(TaskSource::Traces(paths))
     }
 
-    fn of(source: TaskSource) -> EvalRequest {
+    /// Runs the tasks of `source` with every flag at its default.
+    pub fn new(source: TaskSource) -> EvalRequest {
         EvalRequest {
             source,
             jobs: None,
