@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use super::CliError;
 use super::common::{CaptureArg, ToolsFileArgs};
 use super::progress::ProgressMode;
-use looptrace::eval::engine::{EvalRequest, TaskSource};
+use looptrace::eval::engine::{EvalRequest, EvalSource};
 use looptrace::eval::{ReportFormat, Shard, TraceFlush, TraceLayout};
 
 /// Arguments of `looptrace eval`.
@@ -213,8 +213,8 @@ impl EvalArgs {
     /// The request these arguments make (`--shard auto` read from the environment now).
     pub fn request(&self) -> Result<EvalRequest, CliError> {
         let source = match &self.suite {
-            Some(path) => TaskSource::Suite(path.clone()),
-            None if !self.traces.is_empty() => TaskSource::Traces(self.traces.clone()),
+            Some(path) => EvalSource::Suite(path.clone()),
+            None if !self.traces.is_empty() => EvalSource::Traces(self.traces.clone()),
             None => return Err(CliError::input("give a suite file or --traces PATH...")),
         };
         let mut request = EvalRequest::new(source);

@@ -24,8 +24,6 @@ mod shard;
 pub mod store;
 mod strict_json;
 mod suite;
-mod suite_fast;
-mod suite_split;
 
 pub(crate) use baseline::compare_counted;
 pub use baseline::{Comparison, OutcomeCounts, compare};
@@ -65,6 +63,6 @@ pub use shard::SHARD_ENV_VARS;
 pub(crate) use shard::{list_shards, missing_sentence};
 pub(crate) use suite::load_suite_with_text;
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
-    check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,
+    DEFAULT_MAX_STEPS, Expectations, Selected, Suite, SuiteErrors, SuiteTask, SuiteTasks,
+    TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
 };

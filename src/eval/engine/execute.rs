@@ -18,7 +18,7 @@ use crate::eval::store::{
 };
 use crate::eval::{
     Attempt, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk, RunnerOptions,
-    SINGLE_TRACE, Suite, SuiteTask, TaskResult, TraceLayout, TraceTarget, carry_over, compare,
+    SINGLE_TRACE, Suite, TaskEntry, TaskResult, TraceLayout, TraceTarget, carry_over, compare,
     compare_counted, for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit,
     write_results,
 };
@@ -35,7 +35,8 @@ impl EvalPlan {
             return Ok(self.standing(results, verdict));
         }
         let suite: &Suite = &self.suite;
-        let selected = self.tasks.as_slice(suite);
+        let selected = suite.tasks.select(self.positions.clone());
+        let entries = selected.entries();
         let repeats = self.repeats;
         let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
         let out = self.out.clone();
@@ -56,8 +57,13 @@ impl EvalPlan {
         let info = suite_info(suite);
         // The view lists an evaluation's rows in suite order; a rerun's, every task of the suite.
         let order: Vec<String> = match kind {
-            RunKind::Rerun => suite.tasks.iter().map(|t| t.id.to_string()).collect(),
-            _ => selected.iter().map(|t| t.id.to_string()).collect(),
+            RunKind::Rerun => suite
+                .tasks
+                .entries()
+                .iter()
+                .map(|t| t.id.to_string())
+                .collect(),
+            _ => entries.iter().map(|t| t.id.to_string()).collect(),
         };
         let header = RunHeader {
             format: RUN_FORMAT.to_owned(),
@@ -136,7 +142,7 @@ impl EvalPlan {
                 collected.add(position(attempt.task, attempt.repeat), Some(offset), &row);
                 Ok(())
             };
-            let ran = run_tasks(selected, batch, &self.tools, &options, &on_row);
+            let ran = run_tasks(&selected, batch, &self.tools, &options, &on_row);
             done_before.fetch_add(batch.len(), Ordering::SeqCst);
             let Some(rule) = &self.adaptive else {
                 break ran;
@@ -259,14 +265,14 @@ impl EvalPlan {
         };
         // A rerun's or resume's report counts its pass rates from the rows of its view.
         let pass_counts = match kind {
-            RunKind::Eval => collected.pass_counts(selected),
+            RunKind::Eval => collected.pass_counts(entries),
             _ => None,
         };
         // A rerun's results hold the tasks it carried over too: the baseline covers them too.
         let scoped = self.baseline.as_ref().map(|b| {
             let compared: HashSet<&str> = match &self.previous {
                 Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
-                None => selected.iter().map(|t| t.id.as_str()).collect(),
+                None => entries.iter().map(|t| t.id.as_str()).collect(),
             };
             in_scope(b, suite, &compared)
         });
@@ -274,7 +280,7 @@ impl EvalPlan {
             if kind != RunKind::Eval || collected.outcomes.is_empty() {
                 return compare(b, &results);
             }
-            let ran = selected
+            let ran = entries
                 .iter()
                 .zip(&collected.outcomes)
                 .filter(|(_, counts)| counts.ran())
@@ -408,7 +414,12 @@ fn write_junit_file<T>(
 /// over), and those no longer in the suite at all. A shard leaves out the other shards' tasks,
 /// which are neither.
 fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> ResultsFile {
-    let in_suite: HashSet<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    let in_suite: HashSet<&str> = suite
+        .tasks
+        .entries()
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect();
     let mut scoped = baseline.clone();
     scoped
         .tasks
@@ -480,7 +491,7 @@ impl Collected {
 
     /// The pass counts of the tasks that ran, in suite order, when the report cannot count them
     /// from the rows it holds.
-    fn pass_counts(&self, tasks: &[SuiteTask]) -> Option<Vec<PassCount>> {
+    fn pass_counts(&self, tasks: &[TaskEntry]) -> Option<Vec<PassCount>> {
         if self.all || self.passes.is_empty() {
             return None;
         }
@@ -491,7 +502,7 @@ impl Collected {
                 .filter(|(_, (_, runs))| *runs > 0)
                 .map(|(task, &(passed, runs))| PassCount {
                     id: task.id.to_string(),
-                    model: task.model.kind().to_owned(),
+                    model: task.model_kind.to_string(),
                     passed,
                     runs,
                 })

@@ -14,8 +14,8 @@ use super::paths::{
     refuse_wrong_kind,
 };
 use crate::eval::{
-    Comparison, FlakyTask, FolderLock, IncompleteShard, Merged, ResultsFile, Suite, TaskModel,
-    compare, flaky_tasks, for_console, load_suite, lock_read, lock_read_linked, merge_results_of,
+    Comparison, FlakyTask, FolderLock, IncompleteShard, Merged, ResultsFile, Suite, compare,
+    flaky_tasks, for_console, load_suite, lock_read, lock_read_linked, merge_results_of,
     missing_sentence, pass_rates_of, read_results, render_junit, suite_info, write_atomically,
     write_results,
 };
@@ -138,9 +138,14 @@ impl MergePlan {
         if let Some(suite) = &suite {
             refuse_suite_files_as_outputs(&outputs, suite)?;
         }
-        let ids: Option<Vec<String>> = suite
-            .as_ref()
-            .map(|suite| suite.tasks.iter().map(|t| t.id.to_string()).collect());
+        let ids: Option<Vec<String>> = suite.as_ref().map(|suite| {
+            suite
+                .tasks
+                .entries()
+                .iter()
+                .map(|t| t.id.to_string())
+                .collect()
+        });
         let Merged {
             results: merged,
             incomplete,
@@ -311,11 +316,9 @@ fn refuse_suite_files_as_outputs(
 ) -> Result<(), EvalError> {
     let read: Vec<PathBuf> = suite
         .tasks
+        .read_files()
         .iter()
-        .filter_map(|task| match &task.model {
-            TaskModel::Replay { path, .. } => Some(path.clone()),
-            _ => None,
-        })
+        .cloned()
         .chain(
             suite
                 .tools

@@ -23,7 +23,6 @@ mod paths;
 mod plan;
 mod request;
 mod resume;
-mod task_list;
 mod view;
 
 pub use error::EvalError;
@@ -38,7 +37,6 @@ pub use paths::{
     refuse_traces_as_outputs, refuse_wrong_kind,
 };
 pub use plan::EvalPlan;
-pub use request::{EvalRequest, TaskSource};
-pub(crate) use task_list::TaskList;
+pub use request::{EvalRequest, EvalSource};
 pub(crate) use view::write_view;
 pub use view::{RebuiltView, rebuild_view};

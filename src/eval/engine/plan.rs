@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use super::EvalError;
 use super::flag_checks::{adaptive_rule, check_stats, read_baseline};
 use super::outcome::{EvalVerdict, Notice, verdict, verdict_of_rows};
 use super::paths::{
     Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_own_folder_elsewhere,
     refuse_symlink, refuse_traces_as_outputs, refuse_wrong_kind,
 };
-use super::request::{EvalRequest, TaskSource};
+use super::request::{EvalRequest, EvalSource};
 use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
-use super::{EvalError, TaskList};
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
-    Attempt, FolderLock, ResultsFile, Selection, Suite, TaskModel, TaskResult, TraceLayout,
+    Attempt, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult, TraceLayout,
     corpus_suite, failed_ids, load_suite_with_text, lock_output, lock_read, lock_read_linked,
     lock_rerun_in_place, select_tasks, still_owed, suite_info,
 };
@@ -35,7 +35,9 @@ pub struct EvalPlan {
     pub(super) request: EvalRequest,
     /// Held until the process ends: freeing a large suite task by task would only delay the exit.
     pub(super) suite: ManuallyDrop<Suite>,
-    pub(super) tasks: TaskList,
+    /// The positions in the suite of the tasks to run (`None`: every task). Further task
+    /// sources (a sample, a model matrix) narrow or widen this list.
+    pub(super) positions: Option<Vec<usize>>,
     pub(super) tools: ToolRegistry,
     pub(super) baseline: Option<ResultsFile>,
     /// The results `--rerun-failed` updates.
@@ -149,7 +151,7 @@ impl EvalPlan {
         let mut plan = EvalPlan {
             request,
             suite: ManuallyDrop::new(suite),
-            tasks: TaskList::All,
+            positions: None,
             tools,
             baseline,
             previous,
@@ -197,7 +199,7 @@ impl EvalPlan {
         if self.nothing.is_some() {
             0
         } else if self.adaptive.is_some() {
-            self.tasks().len() * self.repeats as usize
+            self.task_count() * self.repeats as usize
         } else {
             self.attempts.len()
         }
@@ -208,9 +210,17 @@ impl EvalPlan {
         self.repeats
     }
 
-    /// The tasks this evaluation runs, in suite order.
-    pub fn tasks(&self) -> &[crate::eval::SuiteTask] {
-        self.tasks.as_slice(&self.suite)
+    /// The tasks this evaluation runs, in suite order (read as they run when the suite streams
+    /// them from a tasks file).
+    pub fn selected(&self) -> Selected<'_> {
+        self.suite.tasks.select(self.positions.clone())
+    }
+
+    /// How many tasks this evaluation runs.
+    fn task_count(&self) -> usize {
+        self.positions
+            .as_ref()
+            .map_or(self.suite.tasks.len(), Vec::len)
     }
 
     /// `--only`/`--skip` choose the tasks first (a rerun: its failed ones); a shard then splits
@@ -219,9 +229,9 @@ impl EvalPlan {
     fn choose_tasks(&mut self) -> Result<bool, EvalError> {
         let request = &self.request;
         if !request.only.is_empty() || !request.skip.is_empty() || self.previous.is_some() {
+            let entries = self.suite.tasks.entries();
             let (mut tasks, mut selection) =
-                select_tasks(&self.suite.tasks, &request.only, &request.skip)
-                    .map_err(EvalError::flags)?;
+                select_tasks(entries, &request.only, &request.skip).map_err(EvalError::flags)?;
             if tasks.is_empty() {
                 return Err(EvalError::flags(
                     "--only and --skip together select no task of the suite",
@@ -229,19 +239,23 @@ impl EvalPlan {
             }
             if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
                 let failed = failed_ids(previous, &self.suite);
-                tasks.retain(|t| failed.contains(t.id.as_str()));
-                selection.tasks = tasks.iter().map(|t| t.id.to_string()).collect();
+                tasks.retain(|&i| failed.contains(entries[i].id.as_str()));
+                selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
                 selection.rerun_failed = Some(path.display().to_string());
                 if tasks.is_empty() {
                     self.nothing_to_rerun(path.clone());
                     return Ok(false);
                 }
             }
-            self.tasks = TaskList::Chosen(tasks);
+            self.positions = Some(tasks);
             self.selection = Some(selection);
         }
         if let Some(shard) = self.request.shard {
-            self.tasks = TaskList::Chosen(shard.select(self.tasks()));
+            let chosen = self
+                .positions
+                .take()
+                .unwrap_or_else(|| (0..self.suite.tasks.len()).collect());
+            self.positions = Some(shard.select(&chosen));
         }
         Ok(true)
     }
@@ -425,11 +439,12 @@ impl EvalPlan {
         let results_path = self.out.join(RESULTS_NAME);
         match resumable(&self.out, &info, &settings, patterns, &mut self.notices)? {
             Resumable::Run(parent) => {
-                self.kept = kept_rows(&self.out, &parent, self.tasks(), self.repeats)?;
+                let selected = self.selected();
+                self.kept = kept_rows(&self.out, &parent, selected.entries(), self.repeats)?;
                 self.parents.push(parent.header.eval_id);
             }
             Resumable::Complete(previous) => {
-                if let Err(why) = same_runs(&previous, &settings, self.tasks()) {
+                if let Err(why) = same_runs(&previous, &settings, self.selected().entries()) {
                     return Err(EvalError::store(
                         &results_path,
                         format!(
@@ -461,7 +476,7 @@ impl EvalPlan {
         } else {
             self.repeats
         };
-        let tasks = self.tasks().len();
+        let tasks = self.task_count();
         let repeats = self.repeats as usize;
         let kept = &self.kept;
         self.attempts = (1..=epochs)
@@ -491,7 +506,7 @@ fn load(
 ) -> Result<(Suite, Vec<PathBuf>), EvalError> {
     let mut inputs = Vec::new();
     let mut suite = match &request.source {
-        TaskSource::Suite(path) => {
+        EvalSource::Suite(path) => {
             let (suite, text) =
                 load_suite_with_text(path).map_err(|message| EvalError::input(path, message))?;
             // Never freed, as the suite is not: freeing megabytes of pages would only delay the
@@ -500,7 +515,7 @@ fn load(
             inputs.push(path.clone());
             suite
         }
-        TaskSource::Traces(paths) => {
+        EvalSource::Traces(paths) => {
             let corpus =
                 corpus_suite(paths, crate::trace::Capture::Summary).map_err(EvalError::inputs)?;
             notices.extend(
@@ -538,11 +553,7 @@ fn load(
             .and_then(|t| t.path())
             .map(Path::to_path_buf),
     );
-    for task in &suite.tasks {
-        if let TaskModel::Replay { path, .. } = &task.model {
-            inputs.push(path.clone());
-        }
-    }
+    inputs.extend(suite.tasks.read_files().iter().cloned());
     Ok((suite, inputs))
 }
 

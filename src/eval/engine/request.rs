@@ -10,7 +10,7 @@ use crate::trace::Capture;
 
 /// Where the tasks come from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TaskSource {
+pub enum EvalSource {
     /// A suite file (JSON).
     Suite(PathBuf),
     /// Every recorded run in these trace files or folders, replayed (`eval --traces`).
@@ -21,7 +21,7 @@ pub enum TaskSource {
 #[derive(Clone, Debug)]
 pub struct EvalRequest {
     /// The suite, or the recordings to replay.
-    pub source: TaskSource,
+    pub source: EvalSource,
     /// Tasks run at once (`None`: the number of cores).
     pub jobs: Option<usize>,
     /// The output folder (`None`: `looptrace-runs/<suite name>`, or a rerun's results' folder).
@@ -70,16 +70,16 @@ pub struct EvalRequest {
 impl EvalRequest {
     /// Runs the suite at `path` with every flag at its default.
     pub fn suite(path: impl Into<PathBuf>) -> EvalRequest {
-        EvalRequest::new(TaskSource::Suite(path.into()))
+        EvalRequest::new(EvalSource::Suite(path.into()))
     }
 
     /// Replays every recorded run in `paths` with every flag at its default.
     pub fn traces(paths: Vec<PathBuf>) -> EvalRequest {
-        EvalRequest::new(TaskSource::Traces(paths))
+        EvalRequest::new(EvalSource::Traces(paths))
     }
 
     /// Runs the tasks of `source` with every flag at its default.
-    pub fn new(source: TaskSource) -> EvalRequest {
+    pub fn new(source: EvalSource) -> EvalRequest {
         EvalRequest {
             source,
             jobs: None,

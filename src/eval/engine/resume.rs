@@ -13,7 +13,7 @@ use crate::eval::store::{
     list_runs, owed, read_run, rebuild_view,
 };
 use crate::eval::{
-    RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Shard, Suite, SuiteInfo, SuiteTask, TaskResult,
+    RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Shard, Suite, SuiteInfo, TaskEntry, TaskResult,
     TraceLayout, ends_with_finished_run, finished_runs, read_results,
 };
 
@@ -161,7 +161,7 @@ pub(super) fn resumable(
 pub(super) fn kept_rows(
     out: &Path,
     parent: &RunRead,
-    selected: &[SuiteTask],
+    selected: &[TaskEntry],
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
     let view = rebuild_view(out, &parent.header.eval_id)
@@ -278,7 +278,7 @@ impl Settings<'_> {
 pub(super) fn same_runs(
     previous: &ResultsFile,
     settings: &Settings<'_>,
-    selected: &[SuiteTask],
+    selected: &[TaskEntry],
 ) -> Result<(), String> {
     let written = Settings {
         shard: previous.shard,
