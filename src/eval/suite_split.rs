@@ -13,7 +13,7 @@
 //! Suites whose tasks do not start alike (on one line, tasks whose first keys differ) are not cut
 //! (they load on one thread).
 
-use crate::report::json_value_end;
+use crate::trace::json_value_end;
 
 /// A suite's text cut for parsing on `parts.len()` threads.
 #[derive(Debug, PartialEq, Eq)]

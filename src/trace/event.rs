@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::digest::HashAlgorithm;
 pub use crate::model::Usage;
 use crate::run::ExitReason;
 
@@ -373,27 +374,6 @@ impl Capture {
         match self {
             Capture::Summary => "summary",
             Capture::Full => "full",
-        }
-    }
-}
-
-/// The hash behind the summaries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum HashAlgorithm {
-    /// Plain SHA-256.
-    #[serde(rename = "sha256")]
-    Sha256,
-    /// HMAC-SHA256 keyed with `LOOPTRACE_HASH_KEY`.
-    #[serde(rename = "hmac-sha256")]
-    HmacSha256,
-}
-
-impl HashAlgorithm {
-    /// The name on disk.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HashAlgorithm::Sha256 => "sha256",
-            HashAlgorithm::HmacSha256 => "hmac-sha256",
         }
     }
 }
