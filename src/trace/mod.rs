@@ -1,6 +1,8 @@
 //! JSONL traces, format `looptrace.trace/1`: one complete event per line, written by an observer
 //! of the loop and read back by `show`, replay, evaluation and reports. `docs/trace-format.md` is
-//! the reference.
+//! the reference. Two readers share one definition of a well-formed line: [`TraceEvent`] (serde,
+//! owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
+//! corpora with and the serde reader checks every line with.
 
 mod clock;
 mod event;

@@ -74,6 +74,30 @@ fn code_of(text: &str) -> String {
                     }
                 }
             }
+            // A raw string, `r#"..."#`: it ends at a quote followed by as many `#`.
+            'r' if matches!(chars.peek(), Some('#' | '"'))
+                && !out.ends_with(|c: char| c.is_alphanumeric() || c == '_') =>
+            {
+                let mut hashes = 0;
+                while chars.next_if_eq(&'#').is_some() {
+                    hashes += 1;
+                }
+                if chars.next() != Some('"') {
+                    continue;
+                }
+                let mut closing = 0;
+                for c in chars.by_ref() {
+                    closing = match c {
+                        '"' => 1,
+                        '#' if closing > 0 => closing + 1,
+                        _ => 0,
+                    };
+                    if closing == hashes + 1 {
+                        break;
+                    }
+                }
+                out.push_str("\"\"");
+            }
             '"' => {
                 out.push('"');
                 while let Some(c) = chars.next() {
@@ -302,7 +326,7 @@ fn no_two_files_import_each_other() {
 #[test]
 fn the_reader_finds_paths_in_groups_and_skips_comments_and_strings() {
     let code = code_of(
-        "use crate::{a::b, c::{d, e::F}};\n// crate::hidden\nlet s = \"crate::quoted\";\nx = crate::g::h(1);",
+        "use crate::{a::b, c::{d, e::F}};\n// crate::hidden\nlet s = \"crate::quoted\";\nlet r = r#\"\"crate::raw\"\"#;\nlet q = '\"';\nx = crate::g::h(1);",
     );
     let paths: Vec<String> = crate_paths(&code).iter().map(|p| p.join("::")).collect();
     assert_eq!(paths, ["a::b", "c::d", "c::e::F", "g::h"]);
