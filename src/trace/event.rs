@@ -259,8 +259,15 @@ impl TraceEvent {
     /// Whether an observation is an error, by the rule of `docs/report.md`: its `is_error`, or,
     /// when that is missing (older writers), whether it has an `error_kind`.
     pub fn is_error_by_rule(&self) -> bool {
-        self.is_error.unwrap_or(self.error_kind.is_some())
+        error_by_rule(self.is_error, self.error_kind.is_some())
     }
+}
+
+/// The rule of `docs/report.md` for whether an observation is an error, written once for both
+/// readers: its `is_error`, or, when that is missing (older writers), whether it has an
+/// `error_kind`.
+pub(crate) fn error_by_rule(is_error: Option<bool>, has_error_kind: bool) -> bool {
+    is_error.unwrap_or(has_error_kind)
 }
 
 /// Reads `arguments` from their own text, so that their nesting is counted from the arguments

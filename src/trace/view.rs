@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use super::event::error_by_rule;
 use super::line_error::LineError;
 use super::scan::{TokenCounts, key_number, name, scan_line};
 use crate::run::ExitReason;
@@ -143,7 +144,7 @@ pub fn parse_event(line: &[u8]) -> Result<EventRef<'_>, LineError> {
         },
         OBSERVATION => EventRefKind::Observation {
             tool_name: fields.tool_name,
-            is_error: fields.is_error.unwrap_or(fields.error_kind.is_some()),
+            is_error: error_by_rule(fields.is_error, fields.error_kind.is_some()),
             recorded: fields.is_error.is_some() || fields.error_kind.is_some(),
             error_kind: fields.error_kind,
         },
