@@ -29,7 +29,6 @@ pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
     read_run_at, read_trace,
 };
-pub(crate) use scan::json_value_end;
 pub use scan::{Fields, TokenCounts, ends_early, scan_line};
 pub use show::{ordinal, render_run, render_runs};
 pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};
