@@ -63,9 +63,9 @@ impl From<looptrace::eval::engine::EvalError> for CliError {
     }
 }
 
-impl From<looptrace::replay::ReplayError> for CliError {
+impl From<looptrace::replay::ReplayPlanError> for CliError {
     /// A replay's errors as exit codes: internal errors exit 3, the rest exit 2.
-    fn from(err: looptrace::replay::ReplayError) -> Self {
+    fn from(err: looptrace::replay::ReplayPlanError) -> Self {
         if err.is_internal() {
             CliError::Internal(err.to_string())
         } else {

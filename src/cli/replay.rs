@@ -10,8 +10,8 @@ use super::common::{GateArgs, ToolsFileArgs};
 use super::{CliError, CliResult, Outcome};
 use looptrace::html::Page;
 use looptrace::replay::{
-    CheckReport, ModelSource, OnDivergence, ReplayError, ReplayObserver, ReplayOptions,
-    ReplayOutcome, ReplayPlan, ReplayReport, ReplayRequest, RunReplay, ToolMode, Verdict,
+    CheckReport, ModelSource, OnDivergence, ReplayObserver, ReplayOptions, ReplayOutcome,
+    ReplayPlan, ReplayPlanError, ReplayReport, ReplayRequest, RunReplay, ToolMode, Verdict,
     WireSettings, check_summary_line, file_name, render_check_json, render_check_text, render_json,
     render_text, summary_line,
 };
@@ -226,7 +226,7 @@ struct Console {
 }
 
 impl ReplayObserver for Console {
-    fn run_selected(&mut self, run: &StreamedRun) -> Result<(), ReplayError> {
+    fn run_selected(&mut self, run: &StreamedRun) -> Result<(), ReplayPlanError> {
         if !self.html {
             return Ok(());
         }
@@ -235,7 +235,7 @@ impl ReplayObserver for Console {
         if self.one_run {
             for (_, event) in &run.run.events {
                 serde_json::to_writer(&mut self.lines, event)
-                    .map_err(|err| ReplayError::Internal(err.to_string()))?;
+                    .map_err(|err| ReplayPlanError::Internal(err.to_string()))?;
                 self.lines.push(b'\n');
             }
         }

@@ -19,10 +19,10 @@ use crate::trace::{
     TraceRecorder, TraceWriter,
 };
 
-/// Why a replay could not be planned or run. [`ReplayError::is_internal`] is exit 3; the rest
+/// Why a replay could not be planned or run. [`ReplayPlanError::is_internal`] is exit 3; the rest
 /// are bad input or usage (exit 2).
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub enum ReplayPlanError {
     /// A flag's value, or a combination of flags, that cannot be replayed.
     #[error("{message}")]
     Usage {
@@ -44,16 +44,16 @@ pub enum ReplayError {
     Internal(String),
 }
 
-impl ReplayError {
+impl ReplayPlanError {
     fn usage(flag: &str, message: impl std::fmt::Display) -> Self {
-        ReplayError::Usage {
+        ReplayPlanError::Usage {
             flag: flag.to_owned(),
             message: message.to_string(),
         }
     }
 
     fn input(path: &Path, message: impl std::fmt::Display) -> Self {
-        ReplayError::Input {
+        ReplayPlanError::Input {
             path: path.to_path_buf(),
             message: message.to_string(),
         }
@@ -61,7 +61,7 @@ impl ReplayError {
 
     /// Whether this is an internal error (exit 3) rather than bad input or usage (exit 2).
     pub fn is_internal(&self) -> bool {
-        matches!(self, ReplayError::Internal(_))
+        matches!(self, ReplayPlanError::Internal(_))
     }
 }
 
@@ -108,7 +108,7 @@ impl ReplayRequest {
 /// Hears what a replay finds while it runs. Calls come in file order, one run at a time.
 pub trait ReplayObserver {
     /// A run was selected and is about to be replayed.
-    fn run_selected(&mut self, run: &StreamedRun) -> Result<(), ReplayError> {
+    fn run_selected(&mut self, run: &StreamedRun) -> Result<(), ReplayPlanError> {
         let _ = run;
         Ok(())
     }
@@ -154,15 +154,15 @@ pub struct ReplayPlan {
 impl ReplayPlan {
     /// Checks the request: the budget, a gate with recorded tools, an output that is the input,
     /// an input that is not a regular file, the tools file.
-    pub fn new(request: ReplayRequest) -> Result<ReplayPlan, ReplayError> {
+    pub fn new(request: ReplayRequest) -> Result<ReplayPlan, ReplayPlanError> {
         if request.options.max_steps == Some(0) {
-            return Err(ReplayError::usage(
+            return Err(ReplayPlanError::usage(
                 "--max-steps",
                 "--max-steps must be at least 1",
             ));
         }
         if request.gate.is_some() && request.tools == ToolMode::Recorded {
-            return Err(ReplayError::usage(
+            return Err(ReplayPlanError::usage(
                 "--finish-gate",
                 "--finish-gate reruns the gate, which needs --tools live; --tools recorded serves the recorded verdicts",
             ));
@@ -179,7 +179,10 @@ impl ReplayPlan {
     }
 
     /// Checks that each selected run can be replayed, and runs nothing.
-    pub fn check(&self, observer: &mut dyn ReplayObserver) -> Result<Vec<RunCheck>, ReplayError> {
+    pub fn check(
+        &self,
+        observer: &mut dyn ReplayObserver,
+    ) -> Result<Vec<RunCheck>, ReplayPlanError> {
         let mut checks: Vec<(u64, RunCheck)> = Vec::new();
         self.each_selected_run(observer, &mut |_, run| {
             checks.push((run.index, self.prepare(run)?.check()));
@@ -194,12 +197,12 @@ impl ReplayPlan {
     pub fn execute(
         mut self,
         observer: &mut dyn ReplayObserver,
-    ) -> Result<ReplayOutcome, ReplayError> {
+    ) -> Result<ReplayOutcome, ReplayPlanError> {
         let mut writer = match &self.request.trace_out {
             Some(path) => {
                 self.each_selected_run(&mut (), &mut |_, run| self.prepare(run).map(drop))?;
                 Some(TraceWriter::append(path, false).map_err(|err| {
-                    ReplayError::input(
+                    ReplayPlanError::input(
                         path,
                         format!(
                             "failed to open trace `{}` for appending: {err}",
@@ -212,12 +215,13 @@ impl ReplayPlan {
         };
         self.task_tools = match &self.request.tools_file {
             Some(path) => {
-                let file = ToolsFile::load(path).map_err(|err| ReplayError::input(path, err))?;
+                let file =
+                    ToolsFile::load(path).map_err(|err| ReplayPlanError::input(path, err))?;
                 if let Some(dir) = &self.request.log_dir {
                     let logs: Vec<PathBuf> =
                         file.mcp_servers().iter().map(|s| s.log_path(dir)).collect();
                     crate::output::refuse_blocked_logs("--log-dir", dir, &logs)
-                        .map_err(|err| ReplayError::usage("--log-dir", err))?;
+                        .map_err(|err| ReplayPlanError::usage("--log-dir", err))?;
                 }
                 Some(TaskTools::new(file, self.request.log_dir.clone()))
             }
@@ -274,7 +278,7 @@ impl ReplayPlan {
                 }
                 _ => replay.run_with_gate(tool_source, gate, &mut NoObserver),
             };
-            let mut result = result.map_err(|err| ReplayError::Internal(err.to_string()))?;
+            let mut result = result.map_err(|err| ReplayPlanError::Internal(err.to_string()))?;
             result.replay_run_id = replay_run_id.map(|id| id.0);
             replays.push((run.index, result));
             Ok(())
@@ -288,7 +292,7 @@ impl ReplayPlan {
     }
 
     /// The replay of one recorded run, refused when it cannot be replayed.
-    fn prepare(&self, run: &StreamedRun) -> Result<PreparedReplay, ReplayError> {
+    fn prepare(&self, run: &StreamedRun) -> Result<PreparedReplay, ReplayPlanError> {
         let trace = &self.request.trace;
         PreparedReplay::with_wire(
             &run.run,
@@ -297,7 +301,7 @@ impl ReplayPlan {
             &self.request.wire,
         )
         .map_err(|err| {
-            ReplayError::input(
+            ReplayPlanError::input(
                 trace,
                 escape(&format!("{}: {err}", trace.display())).into_owned(),
             )
@@ -309,12 +313,12 @@ impl ReplayPlan {
     fn each_selected_run(
         &self,
         observer: &mut dyn ReplayObserver,
-        each: &mut dyn FnMut(&mut dyn ReplayObserver, &StreamedRun) -> Result<(), ReplayError>,
-    ) -> Result<(), ReplayError> {
+        each: &mut dyn FnMut(&mut dyn ReplayObserver, &StreamedRun) -> Result<(), ReplayPlanError>,
+    ) -> Result<(), ReplayPlanError> {
         let path = &self.request.trace;
         let shown = path.display().to_string();
         let mut stream = RunStream::open(path, ReadOptions::default())
-            .map_err(|err| ReplayError::input(path, err))?;
+            .map_err(|err| ReplayPlanError::input(path, err))?;
         let (wanted_id, wanted) = match &self.request.run {
             Some((id, occurrence)) => (Some(id.as_str()), *occurrence),
             None => (None, 1),
@@ -322,7 +326,7 @@ impl ReplayPlan {
         let mut ids = RunIds::default();
         let mut selected = 0usize;
         for run in stream.by_ref() {
-            let run = run.map_err(|err| ReplayError::input(path, err))?;
+            let run = run.map_err(|err| ReplayPlanError::input(path, err))?;
             ids.note(&run.run.run_id, wanted_id);
             if let Some(id) = wanted_id
                 && (run.run.run_id != id || run.occurrence != wanted)
@@ -336,10 +340,14 @@ impl ReplayPlan {
             observer.warning(&escape(&warning));
         }
         match wanted_id {
-            Some(id) if selected == 0 => {
-                Err(ReplayError::input(path, ids.not_found(id, wanted, &shown)))
-            }
-            None if selected == 0 => Err(ReplayError::input(path, format!("no runs in `{shown}`"))),
+            Some(id) if selected == 0 => Err(ReplayPlanError::input(
+                path,
+                ids.not_found(id, wanted, &shown),
+            )),
+            None if selected == 0 => Err(ReplayPlanError::input(
+                path,
+                format!("no runs in `{shown}`"),
+            )),
             _ => Ok(()),
         }
     }
@@ -362,7 +370,7 @@ impl RunTools {
         recording: &Recording,
         live: bool,
         observer: &mut dyn ReplayObserver,
-    ) -> Result<RunTools, ReplayError> {
+    ) -> Result<RunTools, ReplayPlanError> {
         let run_id = escape(recording.run_id()).into_owned();
         let Some(tools) = tools else {
             let listed: Vec<&str> = recording
@@ -384,7 +392,7 @@ impl RunTools {
         };
         let temp = match tools.file().template() {
             Some(_) => Some(temp_workdir().map_err(|err| {
-                ReplayError::Internal(format!("cannot make a temporary working folder: {err}"))
+                ReplayPlanError::Internal(format!("cannot make a temporary working folder: {err}"))
             })?),
             None => None,
         };
@@ -395,7 +403,7 @@ impl RunTools {
             .unwrap_or_else(|| tools.file().folder().to_path_buf());
         let set = tools
             .for_task(&dir)
-            .map_err(|err| ReplayError::Internal(err.to_string()))?;
+            .map_err(|err| ReplayPlanError::Internal(err.to_string()))?;
         for change in recording.tool_changes(&set.registry.all_spec_hashes()) {
             observer.warning(&format!("run {run_id}: {}", escape(&change)));
         }
@@ -421,9 +429,9 @@ impl Drop for RunTools {
 }
 
 /// A replay source must be a regular file: a FIFO or a device would block or never end.
-fn refuse_non_regular(path: &Path) -> Result<(), ReplayError> {
+fn refuse_non_regular(path: &Path) -> Result<(), ReplayPlanError> {
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(ReplayError::input(
+        Ok(meta) if !meta.is_file() => Err(ReplayPlanError::input(
             path,
             format!(
                 "`{}` is not a regular file: replay reads traces from regular files only",
@@ -443,7 +451,7 @@ pub fn file_name(path: &Path) -> String {
 
 /// Refuses an output that is the input file itself, however it is named: the same path, another
 /// relative path, a symlink or a hard link.
-fn refuse_same_file(input: &Path, out: &Path) -> Result<(), ReplayError> {
+fn refuse_same_file(input: &Path, out: &Path) -> Result<(), ReplayPlanError> {
     let same = crate::output::file_identity(input)
         .is_some_and(|id| crate::output::file_identity(out) == Some(id))
         || matches!(
@@ -451,7 +459,7 @@ fn refuse_same_file(input: &Path, out: &Path) -> Result<(), ReplayError> {
             (Ok(a), Ok(b)) if a == b
         );
     if same {
-        return Err(ReplayError::usage(
+        return Err(ReplayPlanError::usage(
             "--trace",
             format!(
                 "--trace `{}` is the input trace `{}`: replay never writes to its input; choose another file",

@@ -17,7 +17,9 @@ mod runner;
 mod verdict;
 mod wire;
 
-pub use batch::{ReplayError, ReplayObserver, ReplayOutcome, ReplayPlan, ReplayRequest, file_name};
+pub use batch::{
+    ReplayObserver, ReplayOutcome, ReplayPlan, ReplayPlanError, ReplayRequest, file_name,
+};
 pub use compare::{STOPPED, STOPPED_KIND};
 pub use model::{RecordedResponses, RecordedTurn, ReplayError, ReplayModel, end_of_recording};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};

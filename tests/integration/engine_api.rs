@@ -139,7 +139,7 @@ fn refusals_are_typed_and_name_the_flag_or_file() {
 
 #[test]
 fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
-    use looptrace::replay::{ReplayError, ReplayPlan, ReplayRequest, ToolMode};
+    use looptrace::replay::{ReplayPlan, ReplayPlanError, ReplayRequest, ToolMode};
 
     let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
     request.tools = ToolMode::Recorded;
@@ -151,7 +151,7 @@ fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
     let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
     request.options.max_steps = Some(0);
     match ReplayPlan::new(request) {
-        Err(ReplayError::Usage { flag, message }) => {
+        Err(ReplayPlanError::Usage { flag, message }) => {
             assert_eq!(flag, "--max-steps");
             assert_eq!(message, "--max-steps must be at least 1");
         }
@@ -160,7 +160,7 @@ fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
     let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
     request.run = Some(("no-such-run".to_owned(), 1));
     match ReplayPlan::new(request).unwrap().execute(&mut ()) {
-        Err(err @ ReplayError::Input { .. }) => {
+        Err(err @ ReplayPlanError::Input { .. }) => {
             assert!(!err.is_internal());
             assert!(
                 err.to_string().starts_with("no run \"no-such-run\""),
