@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use looptrace::eval::{Comparison, ResultsFile, TaskResult};
 use looptrace::html::{Baseline, Page};
-use looptrace::report::{self, Ending, Input, Options, Report, RunRow, RunTable, Source};
+use looptrace::report::{self, Input, Options, Report, RunRow, RunTable, Source};
+use looptrace::run::RunOutcome;
 
 use super::common::same_file;
 use super::{CliError, CliResult, Outcome};
@@ -179,11 +180,11 @@ pub fn results_page_data(
     Ok((report, table))
 }
 
-fn ending_of(reason: looptrace::run::ExitReason) -> Ending {
-    Ending::ALL
+fn ending_of(reason: looptrace::run::ExitReason) -> RunOutcome {
+    RunOutcome::ALL
         .into_iter()
         .find(|e| e.as_str() == reason.as_str())
-        .unwrap_or(Ending::Incomplete)
+        .unwrap_or(RunOutcome::Incomplete)
 }
 
 /// The baseline section's data: transitions, and the tasks newly failing, newly fixed and still
@@ -285,7 +286,7 @@ pub fn write_merged_page(
 ) -> Result<(), CliError> {
     let mut folders = std::collections::HashMap::new();
     for ((_, results), path) in inputs.iter().zip(paths) {
-        let folder = super::output_checks::folder_of(path);
+        let folder = looptrace::eval::engine::folder_of(path);
         for task in &results.tasks {
             folders.insert(task.id.clone(), folder.clone());
         }

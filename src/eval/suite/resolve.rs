@@ -15,8 +15,8 @@ use crate::eval::RunSource;
 use crate::eval::scripted_action::ScriptedAction;
 use crate::eval::suite::{DEFAULT_MAX_STEPS, Expectations, SuiteTask, TaskId, TaskModel};
 use crate::gate::{CommandGate, CommandGateConfig};
-use crate::model::ReplayModel;
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
+use crate::replay::ReplayModel;
 use crate::run::{Action, Finish, ToolCall};
 use crate::trace::{Capture, ReadOptions, read_trace};
 
