@@ -25,10 +25,11 @@ use looptrace::eval::store::{
 use looptrace::eval::{
     Attempt, Comparison, EachRow, OutcomeCounts, PassRate, RESULTS_FORMAT, RESULTS_FORMAT_V1,
     ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
-    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, carry_over,
-    compare, compare_counted, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
-    list_shards, load_suite_with_text, now_rfc3339, read_results, run_tasks, select_tasks,
-    still_owed, suite_info, summary_line, write_junit, write_results,
+    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, apply_models,
+    carry_over, compare, compare_counted, corpus_suite, ends_with_finished_run, failed_ids,
+    finished_runs, list_shards, load_suite_with_text_for, now_rfc3339, read_results,
+    resolve_models, run_tasks, select_tasks, still_owed, suite_info, summary_line, write_junit,
+    write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -112,6 +113,13 @@ pub struct EvalArgs {
     /// The tools file, for a suite that names none.
     #[command(flatten)]
     pub tools_file: ToolsFileArgs,
+    /// The model every task runs against: `API:MODEL@BASE_URL` or a name from the suite's
+    /// `models`. Given several times, every task runs against each (a model matrix).
+    #[arg(long = "model", value_name = "SPEC", conflicts_with = "traces")]
+    pub models: Vec<String>,
+    /// The variable holding the API key of every `--model` given as `API:MODEL@BASE_URL`.
+    #[arg(long, value_name = "VAR", requires = "models")]
+    pub api_key_env: Option<String>,
 }
 
 /// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
@@ -1060,7 +1068,7 @@ impl Collected {
                 .filter(|(_, (_, runs))| *runs > 0)
                 .map(|(task, &(passed, runs))| PassRate {
                     id: task.id.as_str(),
-                    model: task.model.kind(),
+                    model: task.model_label(),
                     passed,
                     runs,
                 })
@@ -1533,9 +1541,19 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
             .suite
             .as_ref()
             .ok_or_else(|| CliError::input("give a suite file or --traces PATH..."))?;
-        let (suite, text) = load_suite_with_text(path).map_err(CliError::input)?;
+        let (mut suite, text) =
+            load_suite_with_text_for(path, !args.models.is_empty()).map_err(CliError::input)?;
         // Never freed, as the suite is not: freeing megabytes of pages would only delay the exit.
         std::mem::forget(text);
+        let models = resolve_models(&suite, &args.models, args.api_key_env.as_deref())
+            .map_err(CliError::input)?;
+        if models.len() > 1 && (args.resume || args.rerun_failed.is_some() || args.shard.is_some())
+        {
+            return Err(CliError::input(
+                "several --model (a model matrix) cannot be combined with --resume, --rerun-failed or --shard yet",
+            ));
+        }
+        apply_models(&mut suite, &models, &path.display().to_string()).map_err(CliError::input)?;
         suite
     } else {
         let corpus = corpus_suite(&args.traces, looptrace::trace::Capture::Summary)

@@ -172,7 +172,11 @@ pub fn results_page_data(
                 }
             }
         };
-        row.task_id = Some(task.id.clone());
+        // Under a matrix a task's rows are told apart by their model: `id[model]`.
+        row.task_id = Some(match task.given_model() {
+            Some(model) => format!("{}[{model}]", task.id),
+            None => task.id.clone(),
+        });
         row.verdict = Some(task.expectation.as_str().to_owned());
         table.rows.push(row);
     }
@@ -262,7 +266,10 @@ pub fn write_results_page(
     if results.partial {
         context.push("partial: some shards are missing".to_owned());
     }
+    let rates = looptrace::eval::pass_rates_of(results);
+    let matrix = looptrace::eval::ModelMatrix::of(&rates);
     let page = Page {
+        models: matrix.as_ref(),
         title,
         context: &context,
         report: &report,

@@ -320,6 +320,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
             )];
             let title = format!("looptrace replay: {source}");
             looptrace::html::render(&Page {
+                models: None,
                 title: &title,
                 context: &context,
                 report: &totals,

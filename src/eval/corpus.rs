@@ -193,6 +193,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 },
                 finish_gate: None,
                 limits: crate::agent::Limits::default(),
+                model_name: None,
             });
         }
     }
@@ -208,6 +209,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             capture,
             tasks,
             tools: None,
+            models: Default::default(),
         },
         skipped,
     })

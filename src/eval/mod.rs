@@ -8,8 +8,11 @@ mod flaky;
 mod folder_lock;
 mod junit;
 mod layout;
+mod matrix;
 mod merge;
+pub mod model_spec;
 mod render;
+mod render_models;
 mod render_stats;
 mod rerun;
 mod results;
@@ -17,6 +20,7 @@ mod results_formatter;
 mod row_checks;
 mod rows_on_disk;
 mod runner;
+pub mod scorers;
 mod scripted_action;
 mod select;
 mod shard;
@@ -36,11 +40,13 @@ pub use layout::{
     SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,
     run_id, trace_path,
 };
+pub use matrix::{apply_models, resolve_models};
 pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
 pub use render::{
     FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
     render_report_full, render_report_styled, render_report_with, summary_line,
 };
+pub use render_models::ModelMatrix;
 pub use rerun::{carry_over, failed_ids, still_owed, unreached};
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, RESULTS_FORMAT_V1, ResultsFile, Shard,
@@ -54,7 +60,7 @@ pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
+    DEFAULT_MAX_STEPS, Expectations, ModelName, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
     check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,
-    load_suite_with_text,
+    load_suite_with_text, load_suite_with_text_for,
 };

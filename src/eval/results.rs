@@ -148,6 +148,9 @@ pub struct ChatName {
     pub api: String,
     /// The model name sent in requests.
     pub model: String,
+    /// The server's host and port (never credentials or paths); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// One task's outcome.
@@ -161,8 +164,13 @@ pub struct TaskResult {
     /// Which repeat of the task this row is (1-based), with `--repeat N`; absent when once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
-    /// `responses`, `actions`, `replay` or `chat`.
+    /// The model as given (a `--model` SPEC or a name from the suite's `models`); for a task's
+    /// own model its kind, as `model_kind` says.
     pub model: String,
+    /// `responses`, `actions`, `replay` or `chat` (absent in files written before it was added,
+    /// whose `model` is the kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_kind: Option<String>,
     /// The wire format and model name of a `chat` task (never its key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatName>,
@@ -203,6 +211,9 @@ pub struct TaskResult {
     /// Whether this row was carried over from the results `--rerun-failed` updated, not run again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub carried_over: bool,
+    /// Each scorer's verdict (`expect` checks and `scorers`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<crate::eval::scorers::Score>,
 }
 
 impl TaskResult {
@@ -215,9 +226,22 @@ impl TaskResult {
 
     /// The row's name in reports: the task id, and its repeat when the task ran several times.
     pub fn label(&self) -> String {
-        match self.repeat {
-            Some(k) => format!("{} (repeat {k})", self.id),
+        let id = match self.given_model() {
+            Some(model) => format!("{}[{model}]", self.id),
             None => self.id.clone(),
+        };
+        match self.repeat {
+            Some(k) => format!("{id} (repeat {k})"),
+            None => id,
+        }
+    }
+
+    /// The model as given from outside the task (a `--model` SPEC, a name from `models`,
+    /// `defaults.model`), when the row's model is not just the task's own model's kind.
+    pub fn given_model(&self) -> Option<&str> {
+        match &self.model_kind {
+            Some(kind) if *kind != self.model => Some(&self.model),
+            _ => None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! strict: unknown keys are errors (typos must not pass silently), and every problem is collected
 //! with its JSON path before any task runs. `docs/suite-format.md` is the reference.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::model_spec::{NamedModel, Prices};
+use super::scorers::{Checks, Scorer, ScorerSpec};
 use super::scripted_action::ScriptedAction;
 use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
 use crate::agent::Limits;
@@ -34,6 +36,8 @@ pub struct Suite {
     pub tasks: Vec<SuiteTask>,
     /// The suite's tools file (`tools`), loaded and checked.
     pub tools: Option<ToolsFile>,
+    /// The suite's `models` section, by name.
+    pub models: BTreeMap<String, NamedModel>,
 }
 
 impl Suite {
@@ -46,6 +50,13 @@ impl Suite {
                 api_key_env: Some(var),
                 ..
             } = &task.model
+                && !vars.contains(var)
+            {
+                vars.push(var.clone());
+            }
+        }
+        for model in self.models.values() {
+            if let Some(var) = &model.api_key_env
                 && !vars.contains(var)
             {
                 vars.push(var.clone());
@@ -142,6 +153,37 @@ pub struct SuiteTask {
     pub finish_gate: Option<CommandGate>,
     /// Token and time budgets: task, then suite defaults.
     pub limits: Limits,
+    /// The model as given (a `--model` SPEC, a name from `models`, or `defaults.model`), when the
+    /// task's model came from outside the task.
+    pub model_name: Option<ModelName>,
+}
+
+/// A model given from outside a task, as results name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelName {
+    /// The model as given.
+    pub given: String,
+    /// Under a matrix of models, what the task's file names carry after `@` to tell its runs
+    /// apart (letters, digits, `.`, `_`, `-`).
+    pub slug: Option<String>,
+}
+
+impl SuiteTask {
+    /// What names the task's trace file and run id: its id, and under a matrix `<id>@<model>`.
+    pub fn run_name(&self) -> String {
+        match self.model_name.as_ref().and_then(|m| m.slug.as_ref()) {
+            Some(slug) => format!("{}@{slug}", self.id),
+            None => self.id.to_string(),
+        }
+    }
+
+    /// The model as results name it: as given, else the task model's kind.
+    pub fn model_label(&self) -> &str {
+        match &self.model_name {
+            Some(name) => &name.given,
+            None => self.model.kind(),
+        }
+    }
 }
 
 /// The model a task runs against.
@@ -158,13 +200,28 @@ pub enum TaskModel {
         /// The recorded run.
         run: super::RunSource,
     },
+    /// No model of its own: `eval --model` gives one, else loading the suite fails.
+    Unset,
     /// A live model server.
     Chat {
         /// Everything but the key, which is read when the task runs.
         config: Box<LiveConfig>,
         /// The environment variable holding the key.
         api_key_env: Option<String>,
+        /// What its tokens cost, when the suite says.
+        prices: Option<Prices>,
     },
+}
+
+impl TaskModel {
+    /// A live model named outside the task.
+    pub fn named(model: &NamedModel) -> TaskModel {
+        TaskModel::Chat {
+            config: Box::new(model.config.clone()),
+            api_key_env: model.api_key_env.clone(),
+            prices: model.prices,
+        }
+    }
 }
 
 impl TaskModel {
@@ -175,12 +232,13 @@ impl TaskModel {
             TaskModel::Actions(_) => "actions",
             TaskModel::Replay { .. } => "replay",
             TaskModel::Chat { .. } => "chat",
+            TaskModel::Unset => "none",
         }
     }
 }
 
-/// What a task's result must satisfy; every given field is checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a task's result must satisfy; every given field is checked, and every scorer scores.
+#[derive(Clone, Debug, Default)]
 pub struct Expectations {
     /// The exit reason.
     pub exit_reason: Option<ExitReason>,
@@ -192,12 +250,36 @@ pub struct Expectations {
     pub max_steps_used: Option<u32>,
     /// The most finishes the finish gate may reject.
     pub max_gate_rejections: Option<u32>,
+    /// The answer and run checks, and the case and whitespace options.
+    pub checks: Checks,
+    /// The scorers of `checks`, then those of `scorers`, in order.
+    pub scorers: Vec<Arc<dyn Scorer>>,
 }
 
 impl Expectations {
     /// Whether nothing is expected.
     pub fn is_empty(&self) -> bool {
-        *self == Expectations::default()
+        self.exit_reason.is_none()
+            && self.answer.is_none()
+            && self.answer_contains.is_none()
+            && self.max_steps_used.is_none()
+            && self.max_gate_rejections.is_none()
+            && self.scorers.is_empty()
+    }
+
+    /// A task's expectations over the suite's `defaults.expect`: each key the task gives wins.
+    fn over(self, defaults: &Expectations) -> Expectations {
+        Expectations {
+            exit_reason: self.exit_reason.or(defaults.exit_reason),
+            answer: self.answer.or_else(|| defaults.answer.clone()),
+            answer_contains: self
+                .answer_contains
+                .or_else(|| defaults.answer_contains.clone()),
+            max_steps_used: self.max_steps_used.or(defaults.max_steps_used),
+            max_gate_rejections: self.max_gate_rejections.or(defaults.max_gate_rejections),
+            checks: self.checks.over(&defaults.checks),
+            scorers: Vec::new(),
+        }
     }
 }
 
@@ -226,6 +308,15 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 /// [`load_suite`], and the file's text: a caller that holds the suite until the process ends can
 /// hold the text too rather than pay for freeing it (a few megabytes of pages for a large suite).
 pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors> {
+    load_suite_with_text_for(path, false)
+}
+
+/// [`load_suite_with_text`] for an evaluation that gives its own models (`eval --model`): tasks
+/// may then have no model of their own.
+pub fn load_suite_with_text_for(
+    path: &Path,
+    models_given: bool,
+) -> Result<(Suite, String), SuiteErrors> {
     let file = path.display().to_string();
     let text = std::fs::read(path).map_err(|err| SuiteErrors {
         file: file.clone(),
@@ -247,7 +338,7 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
     } else {
         base
     };
-    match load_suite_from_str(&text, base) {
+    match load_text(&text, base, load_parts(&text), models_given) {
         Ok(suite) => Ok((suite, text)),
         Err(mut errors) => {
             errors.file = file;
@@ -259,9 +350,13 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
 /// Loads a suite from text; `base_dir` is the folder replay paths are relative to. A large suite's
 /// tasks are parsed on as many threads as there are cores.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    load_suite_from_str_in_parts(text, base_dir, load_parts(text))
+}
+
+/// How many threads parse a suite of this text.
+fn load_parts(text: &str) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parts = cores.min(text.len() / MIN_PART_BYTES).min(MAX_LOAD_THREADS);
-    load_suite_from_str_in_parts(text, base_dir, parts)
+    cores.min(text.len() / MIN_PART_BYTES).min(MAX_LOAD_THREADS)
 }
 
 /// Below this many bytes of suite per thread, starting the thread costs more than it saves.
@@ -275,6 +370,15 @@ pub fn load_suite_from_str_in_parts(
     base_dir: &Path,
     parts: usize,
 ) -> Result<Suite, SuiteErrors> {
+    load_text(text, base_dir, parts, false)
+}
+
+fn load_text(
+    text: &str,
+    base_dir: &Path,
+    parts: usize,
+    models_given: bool,
+) -> Result<Suite, SuiteErrors> {
     // Scripted arguments read numbers as Python does: `-0` is the integer 0.
     let text = &crate::tools::integer_negative_zero_as_zero(text);
     let fast = match parts {
@@ -287,17 +391,23 @@ pub fn load_suite_from_str_in_parts(
     };
     match fast {
         Some(suite) => Ok(suite),
-        None => check_suite_from_str(text, base_dir),
+        None => check_text(text, base_dir, models_given),
     }
 }
 
 /// Loads a suite with the full checker only, never the typed fast path: the same result as
 /// [`load_suite_from_str`], slower; every problem is reported with its JSON path.
 pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    check_text(text, base_dir, false)
+}
+
+fn check_text(text: &str, base_dir: &Path, models_given: bool) -> Result<Suite, SuiteErrors> {
     let mut checker = Checker {
+        models_given,
         problems: Vec::new(),
         base_dir,
         canonical_base: base_dir.canonicalize().ok(),
+        models: BTreeMap::new(),
     };
     let text = &crate::tools::integer_negative_zero_as_zero(text);
     let value: Value = match super::strict_json::parse_noting_repeats(text) {
@@ -337,14 +447,25 @@ struct Checker<'a> {
     problems: Vec<(String, String)>,
     base_dir: &'a Path,
     canonical_base: Option<PathBuf>,
+    /// The suite's `models` section, read before anything names a model.
+    models: BTreeMap<String, NamedModel>,
+    /// Whether the evaluation gives every task its model (`eval --model`).
+    models_given: bool,
 }
 
 /// Defaults given at the top of a suite.
+#[derive(Default)]
 struct Defaults {
     max_steps: Option<u32>,
     capture: Capture,
     finish_gate: Option<CommandGate>,
     limits: Limits,
+    /// `defaults.expect`, under every task's own.
+    expect: Expectations,
+    /// `defaults.scorers`, for tasks without their own.
+    scorers: Vec<Arc<dyn Scorer>>,
+    /// `defaults.model`, for tasks without their own.
+    model: Option<NamedModel>,
 }
 
 impl Checker<'_> {
@@ -408,7 +529,17 @@ impl Checker<'_> {
 
     fn suite(&mut self, value: &Value) -> Option<Suite> {
         let map = self.object(value, "$")?;
-        self.only_keys(map, &["$schema", "name", "defaults", "tasks", "tools"], "$");
+        self.only_keys(
+            map,
+            &["$schema", "name", "defaults", "tasks", "tools", "models"],
+            "$",
+        );
+        if let Some(v) = map.get("models") {
+            match super::model_spec::models_section(v, "$.models") {
+                Ok(models) => self.models = models,
+                Err(problems) => self.problems.extend(problems),
+            }
+        }
         if let Some(v) = map.get("$schema") {
             self.string(v, "$.$schema");
         }
@@ -429,12 +560,7 @@ impl Checker<'_> {
         };
         let defaults = match map.get("defaults") {
             Some(v) => self.defaults(v),
-            None => Defaults {
-                max_steps: None,
-                capture: Capture::Summary,
-                finish_gate: None,
-                limits: Limits::default(),
-            },
+            None => Defaults::default(),
         };
         let tasks = match map.get("tasks") {
             Some(Value::Array(tasks)) => {
@@ -474,6 +600,7 @@ impl Checker<'_> {
             capture: defaults.capture,
             tasks,
             tools,
+            models: std::mem::take(&mut self.models),
         })
     }
 
@@ -528,12 +655,7 @@ impl Checker<'_> {
     }
 
     fn defaults(&mut self, value: &Value) -> Defaults {
-        let mut defaults = Defaults {
-            max_steps: None,
-            capture: Capture::Summary,
-            finish_gate: None,
-            limits: Limits::default(),
-        };
+        let mut defaults = Defaults::default();
         let Some(map) = self.object(value, "$.defaults") else {
             return defaults;
         };
@@ -545,9 +667,21 @@ impl Checker<'_> {
                 "finish_gate",
                 "max_total_tokens",
                 "max_seconds",
+                "expect",
+                "scorers",
+                "model",
             ],
             "$.defaults",
         );
+        if let Some(v) = map.get("expect") {
+            defaults.expect = self.expect(v, "$.defaults.expect");
+        }
+        if let Some(v) = map.get("scorers") {
+            defaults.scorers = self.scorers(v, "$.defaults.scorers");
+        }
+        if let Some(v) = map.get("model") {
+            defaults.model = self.named_model(v, "$.defaults.model");
+        }
         if let Some(v) = map.get("finish_gate") {
             defaults.finish_gate = self.finish_gate(v, "$.defaults.finish_gate");
         }
@@ -581,6 +715,7 @@ impl Checker<'_> {
                 "finish_gate",
                 "max_total_tokens",
                 "max_seconds",
+                "scorers",
             ],
             path,
         );
@@ -606,17 +741,44 @@ impl Checker<'_> {
         let max_steps = map
             .get("max_steps")
             .and_then(|v| self.steps(v, &format!("{path}.max_steps")));
-        let model = match map.get("model") {
-            Some(v) => self.model(v, &format!("{path}.model")),
-            None => {
-                self.problem(path, "missing key `model`");
-                None
+        let (model, model_name) = match (map.get("model"), &defaults.model) {
+            (Some(v), _) => (self.model(v, &format!("{path}.model")), None),
+            (None, Some(named)) => (
+                Some(TaskModel::named(named)),
+                Some(ModelName {
+                    given: named.name.clone(),
+                    slug: None,
+                }),
+            ),
+            (None, None) if self.models_given => (Some(TaskModel::Unset), None),
+            (None, None) => {
+                self.problem(
+                    path,
+                    "missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)",
+                );
+                (None, None)
             }
         };
-        let expect = match map.get("expect") {
-            Some(v) => self.expect(v, &format!("{path}.expect")),
+        let expect_path = format!("{path}.expect");
+        let mut expect = match map.get("expect") {
+            Some(v) => self.expect(v, &expect_path),
             None => Expectations::default(),
-        };
+        }
+        .over(&defaults.expect);
+        let given_scorers = map
+            .get("scorers")
+            .map(|v| self.scorers(v, &format!("{path}.scorers")));
+        match expect.checks.scorers() {
+            Ok(checks) => expect.scorers = checks,
+            Err(problems) => {
+                for (key, message) in problems {
+                    self.problem(&format!("{expect_path}.{key}"), message);
+                }
+            }
+        }
+        expect
+            .scorers
+            .extend(given_scorers.unwrap_or_else(|| defaults.scorers.clone()));
         let model = model?;
         let (prompt, recorded_steps) = match &model {
             TaskModel::Replay { run, path } => {
@@ -646,7 +808,47 @@ impl Checker<'_> {
             expect,
             finish_gate,
             limits,
+            model_name,
         })
+    }
+
+    /// `scorers`: a list of `{"kind": "command" | "judge", ...}`, each built (programs resolved
+    /// against the suite's folder, judges' models against `models`).
+    fn scorers(&mut self, value: &Value, path: &str) -> Vec<Arc<dyn Scorer>> {
+        let Some(list) = self.array(value, path) else {
+            return Vec::new();
+        };
+        let base = self
+            .canonical_base
+            .clone()
+            .unwrap_or_else(|| self.base_dir.to_path_buf());
+        let mut scorers = Vec::new();
+        let mut names = HashSet::new();
+        for (i, item) in list.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            let built = ScorerSpec::from_value(item).and_then(|spec| {
+                let name = spec.name();
+                if !names.insert(name.clone()) {
+                    return Err(format!(
+                        "another scorer is named {name:?}: give each a distinct `name`"
+                    ));
+                }
+                spec.build(&base, &self.models)
+            });
+            match built {
+                Ok(scorer) => scorers.push(scorer),
+                Err(message) => self.problem(&at, message),
+            }
+        }
+        scorers
+    }
+
+    /// A model SPEC (`API:MODEL@BASE_URL` or a name from `models`), resolved.
+    fn named_model(&mut self, value: &Value, path: &str) -> Option<NamedModel> {
+        let spec = self.string(value, path)?;
+        super::model_spec::resolve_spec(&spec, &self.models, None)
+            .map_err(|message| self.problem(path, message))
+            .ok()
     }
 
     /// `max_total_tokens` and `max_seconds` of an object, each falling back to `fallback`.
@@ -758,6 +960,7 @@ impl Checker<'_> {
         Some(TaskModel::Chat {
             config: Box::new(config),
             api_key_env,
+            prices: None,
         })
     }
 
@@ -1024,17 +1227,22 @@ impl Checker<'_> {
         let Some(map) = self.object(value, path) else {
             return expect;
         };
-        self.only_keys(
-            map,
-            &[
-                "exit_reason",
-                "answer",
-                "answer_contains",
-                "max_steps_used",
-                "max_gate_rejections",
-            ],
-            path,
-        );
+        const KEYS: [&str; 5] = [
+            "exit_reason",
+            "answer",
+            "answer_contains",
+            "max_steps_used",
+            "max_gate_rejections",
+        ];
+        let all: Vec<&str> = KEYS.iter().chain(Checks::KEYS.iter()).copied().collect();
+        self.only_keys(map, &all, path);
+        for (key, v) in map {
+            if Checks::KEYS.contains(&key.as_str())
+                && let Err(message) = expect.checks.set(key, v)
+            {
+                self.problem(&format!("{path}.{key}"), message);
+            }
+        }
         if let Some(v) = map.get("max_gate_rejections") {
             match v.as_u64() {
                 Some(n) if n <= u64::from(u32::MAX) => expect.max_gate_rejections = Some(n as u32),

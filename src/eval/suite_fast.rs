@@ -376,7 +376,7 @@ fn build(suite: FastSuite) -> Option<Suite> {
                 answer: e.answer,
                 answer_contains: e.answer_contains,
                 max_steps_used: e.max_steps_used,
-                max_gate_rejections: None,
+                ..Expectations::default()
             });
         tasks.push(SuiteTask {
             id,
@@ -389,6 +389,7 @@ fn build(suite: FastSuite) -> Option<Suite> {
             expect,
             finish_gate: None,
             limits: crate::agent::Limits::default(),
+            model_name: None,
         });
     }
     let mut ids = HashSet::with_capacity(tasks.len());
@@ -400,6 +401,7 @@ fn build(suite: FastSuite) -> Option<Suite> {
         capture: defaults.capture.unwrap_or_default(),
         tasks,
         tools: None,
+        models: Default::default(),
     })
 }
 

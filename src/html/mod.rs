@@ -3,11 +3,12 @@
 //!
 //! `page` assembles the shell, `charts` draws the sections of the aggregate report as SVG,
 //! `stats` the success rates with their intervals as error bars,
-//! `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
+//! `models` compares the models of a matrix, `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
 //! events, and `escape` is the one way trace text reaches the page.
 
 mod charts;
 mod escape;
+mod models;
 mod page;
 mod stats;
 mod table;
@@ -35,6 +36,8 @@ pub struct Page<'a> {
     pub baseline: Option<&'a Baseline>,
     /// The success rates with their intervals (`eval` and `merge` pages).
     pub statistics: Option<&'a Statistics<'a>>,
+    /// Models side by side, under a model matrix.
+    pub models: Option<&'a crate::eval::ModelMatrix>,
 }
 
 /// The statistics an evaluation's page shows.

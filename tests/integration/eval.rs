@@ -163,16 +163,16 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
         "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds)
+  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds, expect, scorers, model)
   $.defaults.max_steps: must be at least 1
   $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
   $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
-  $.tasks[4]: missing key `model`
+  $.tasks[4]: missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)
   $.tasks[5].model: give exactly one model kind, not responses and actions
   $.tasks[6].model.actions[0]: missing field \"answer\"
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
   $.tasks[8].model.actions: expected at least one item, got an empty array
-  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections)
+  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections, answer_regex, answer_json_schema, answer_number, answer_in, ignore_case, normalize_whitespace, max_tool_errors, max_total_tokens, max_duration_s, max_cost_usd, tools_called, tools_not_called)
   $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
   $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
   $.tasks[1].id: duplicate id \"ok\"
