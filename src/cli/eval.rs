@@ -834,15 +834,17 @@ pub fn run(args: EvalArgs) -> CliResult {
         };
         in_scope(b, &suite, &compared)
     });
+    // Under a model matrix a task's rows are compared per model.
+    let keys: Vec<String> = selected.iter().map(SuiteTask::row_key).collect();
     let mut comparison = scoped.as_ref().map(|b| {
         if kind != RunKind::Eval || collected.outcomes.is_empty() {
             return compare(b, &results);
         }
-        let ran = selected
+        let ran = keys
             .iter()
             .zip(&collected.outcomes)
             .filter(|(_, counts)| counts.ran())
-            .map(|(task, counts)| (task.id.as_str(), counts));
+            .map(|(key, counts)| (key.as_str(), counts));
         compare_counted(b, ran)
     });
     judge(&mut comparison, &args.verdicts.stats)?;

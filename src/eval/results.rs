@@ -226,13 +226,19 @@ impl TaskResult {
 
     /// The row's name in reports: the task id, and its repeat when the task ran several times.
     pub fn label(&self) -> String {
-        let id = match self.given_model() {
-            Some(model) => format!("{}[{model}]", self.id),
-            None => self.id.clone(),
-        };
+        let id = self.row_key().into_owned();
         match self.repeat {
             Some(k) => format!("{id} (repeat {k})"),
             None => id,
+        }
+    }
+
+    /// What tells a task's rows apart across models, for comparisons with a baseline: the task
+    /// id, and `id[model]` when the model was given from outside the task.
+    pub fn row_key(&self) -> std::borrow::Cow<'_, str> {
+        match self.given_model() {
+            Some(model) => std::borrow::Cow::Owned(format!("{}[{model}]", self.id)),
+            None => std::borrow::Cow::Borrowed(&self.id),
         }
     }
 

@@ -177,6 +177,14 @@ impl SuiteTask {
         }
     }
 
+    /// What tells the task's rows apart across models, as [`super::TaskResult::row_key`] does.
+    pub fn row_key(&self) -> String {
+        match &self.model_name {
+            Some(name) => format!("{}[{}]", self.id, name.given),
+            None => self.id.to_string(),
+        }
+    }
+
     /// The model as results name it: as given, else the task model's kind.
     pub fn model_label(&self) -> &str {
         match &self.model_name {

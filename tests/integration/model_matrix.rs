@@ -275,3 +275,51 @@ fn a_task_without_a_model_or_an_unknown_model_is_refused_before_anything_runs() 
     assert_eq!(twice.status.code(), Some(2));
     assert!(!dir.path().join("out").exists());
 }
+
+#[test]
+fn a_baseline_is_compared_per_model_under_a_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |alpha_says: &str, beta_says: &str, out: &str, baseline: Option<&str>| {
+        let alpha = answering(alpha_says, 1);
+        let beta = answering(beta_says, 1);
+        let suite = json!({
+            "name": "compared",
+            "models": {
+                "alpha": {"api": "openai-chat", "base_url": format!("{}/v1", alpha.url), "model": "a"},
+                "beta": {"api": "openai-chat", "base_url": format!("{}/v1", beta.url), "model": "b"}
+            },
+            "tasks": [{"id": "multiply", "prompt": "compute 12 × 7", "expect": {"answer": "84"}}]
+        });
+        let path = write_suite(dir.path(), &suite);
+        let mut command = looptrace();
+        command
+            .arg("eval")
+            .arg(&path)
+            .args(["--model", "alpha", "--model", "beta", "--format", "json"])
+            .arg("--out")
+            .arg(dir.path().join(out));
+        if let Some(baseline) = baseline {
+            command
+                .arg("--baseline")
+                .arg(dir.path().join(baseline).join("results.json"));
+        }
+        let output = command.output().unwrap();
+        alpha.finish();
+        beta.finish();
+        output
+    };
+    let before = run("84", "84", "before", None);
+    assert_eq!(before.status.code(), Some(0), "{}", stderr(&before));
+    let after = run("84", "85", "after", Some("before"));
+    let report: Value = serde_json::from_str(&stdout(&after)).unwrap();
+    assert_eq!(
+        report["baseline"]["regressions"][0]["id"], "multiply[beta]",
+        "{report}"
+    );
+    assert_eq!(
+        report["baseline"]["regressions"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(report["models"][0]["model"], "alpha");
+    assert_eq!(report["models"][1]["pass_rate"], 0.0);
+}
