@@ -70,6 +70,12 @@ fn answer_and_run_checks_score_each_run_and_a_failing_one_fails_the_row() {
                         "max_duration_s": 3600}}
         ]
     });
+    let suite_schema =
+        jsonschema::validator_for(&crate::support::schema("suite.schema.json")).unwrap();
+    assert!(
+        suite_schema.is_valid(&suite),
+        "the suite schema holds the new keys"
+    );
     let output = eval(dir.path(), &suite, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let results = results(dir.path());
@@ -287,6 +293,12 @@ fn a_judge_grades_through_a_live_server_its_call_is_in_the_trace_and_bad_grades_
              "scorers": [{"kind": "judge", "model": "grader", "rubric": "The answer names Madrid."}]}
         ]
     });
+    let suite_schema =
+        jsonschema::validator_for(&crate::support::schema("suite.schema.json")).unwrap();
+    assert!(
+        suite_schema.is_valid(&suite),
+        "the suite schema holds models and judges"
+    );
     let path = dir.path().join("suite.json");
     std::fs::write(&path, suite.to_string()).unwrap();
     let output = looptrace()
