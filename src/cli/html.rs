@@ -147,7 +147,18 @@ pub fn results_page_data(
         .iter()
         .filter_map(|row| row.task_id.as_deref().map(|task| (task, row)))
         .collect();
-    for task in &results.tasks {
+    // Under a model matrix the runs are grouped by model, in the order the models were given.
+    let mut ordered: Vec<&TaskResult> = results.tasks.iter().collect();
+    if looptrace::eval::ModelMatrix::of(&looptrace::eval::pass_rates_of(results)).is_some() {
+        let mut models: Vec<&str> = Vec::new();
+        for task in &results.tasks {
+            if !models.contains(&task.model.as_str()) {
+                models.push(&task.model);
+            }
+        }
+        ordered.sort_by_key(|task| models.iter().position(|m| *m == task.model));
+    }
+    for task in ordered {
         let found = match &task.run_id {
             Some(run) => by_run.get(run.as_str()),
             None => by_task.get(task.id.as_str()),

@@ -357,4 +357,17 @@ fn a_judge_grades_through_a_live_server_its_call_is_in_the_trace_and_bad_grades_
     );
     let trace = std::fs::read_to_string(trace_for(&out, "good")).unwrap();
     assert!(!trace.contains("sk-judge-secret"));
+    // Offline, with the server gone: the recorded response gives the same grade.
+    let spec = looptrace::eval::scorers::ScorerSpec::Judge(looptrace::eval::scorers::JudgeSpec {
+        name: None,
+        model: "openai-chat:grader-1@http://127.0.0.1:9/v1".to_owned(),
+        rubric: "The answer names Paris.".to_owned(),
+        api_key_env: None,
+    });
+    let judge = looptrace::eval::scorers::JudgeScorer::from_spec(&spec).unwrap();
+    let grade = judge
+        .regrade(call["raw_response"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(grade.explanation.as_deref(), Some("names the capital"));
+    assert_eq!(grade.score, Some(1.0));
 }

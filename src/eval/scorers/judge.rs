@@ -76,6 +76,23 @@ impl JudgeScorer {
         }
     }
 
+    /// The judge `spec` describes, its model a full SPEC (`API:MODEL@BASE_URL`), for reading
+    /// recorded grades again without a suite.
+    pub fn from_spec(spec: &super::ScorerSpec) -> Result<JudgeScorer, String> {
+        match spec {
+            super::ScorerSpec::Judge(judge) => Ok(JudgeScorer::new(
+                judge.name.clone().unwrap_or_else(|| "judge".to_owned()),
+                crate::eval::model_spec::resolve_spec(
+                    &judge.model,
+                    &Default::default(),
+                    judge.api_key_env.as_deref(),
+                )?,
+                judge.rubric.clone(),
+            )),
+            super::ScorerSpec::Command(_) => Err("not a judge".to_owned()),
+        }
+    }
+
     /// The question the grader is asked about one run.
     fn question(&self, facts: &RunFacts<'_>) -> String {
         let answer = facts.result.answer.as_deref().unwrap_or("(no answer)");
