@@ -319,7 +319,16 @@ impl<'a> Report<'a> {
                 .pass_rates
                 .as_ref()
                 .map_or(runs / u64::from(repeats), |rates| rates.len() as u64);
-            let shape = if tasks * u64::from(repeats) == runs {
+            let matrix = self.pass_rates.as_deref().and_then(ModelMatrix::of);
+            let shape = if let Some(matrix) = matrix
+                .filter(|m| (m.tasks.len() * m.models.len()) as u64 * u64::from(repeats) == runs)
+            {
+                format!(
+                    "{} × {} × {repeats} repeats",
+                    plural(matrix.tasks.len() as u64, "task", "tasks"),
+                    plural(matrix.models.len() as u64, "model", "models")
+                )
+            } else if tasks * u64::from(repeats) == runs {
                 format!("{} × {repeats} repeats", plural(tasks, "task", "tasks"))
             } else {
                 format!(
@@ -465,12 +474,17 @@ impl<'a> Report<'a> {
             }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
+                let matrix = ModelMatrix::of(rates).is_some();
                 let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
                 for r in below {
                     style.add_row(
                         &mut table,
                         vec![
-                            r.id.to_owned(),
+                            if matrix {
+                                format!("{}[{}]", r.id, r.model)
+                            } else {
+                                r.id.to_owned()
+                            },
                             format!("{}/{}", r.passed, r.runs),
                             percent(r.rate()),
                             if r.flaky() { "yes" } else { "" }.to_owned(),
