@@ -371,3 +371,36 @@ fn a_judge_grades_through_a_live_server_its_call_is_in_the_trace_and_bad_grades_
     assert_eq!(grade.explanation.as_deref(), Some("names the capital"));
     assert_eq!(grade.score, Some(1.0));
 }
+
+#[test]
+fn defaults_scorers_serve_tasks_without_their_own_and_a_tasks_list_replaces_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("score.sh"), SCORER).unwrap();
+    std::fs::write(dir.path().join("expected.txt"), "84").unwrap();
+    let suite = json!({
+        "name": "defaults",
+        "defaults": {
+            "scorers": [{"kind": "command", "name": "from-defaults", "command": ["sh", "./score.sh", "1"]}],
+            "expect": {"answer_in": ["84", "85"]}
+        },
+        "tasks": [
+            {"id": "inherits", "prompt": "p", "model": answers("84")},
+            {"id": "own", "prompt": "p", "model": answers("85"),
+             "expect": {"answer_in": ["85"]},
+             "scorers": [{"kind": "command", "name": "own", "command": ["true"]}]}
+        ]
+    });
+    let output = eval(dir.path(), &suite, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = results(dir.path());
+    let names = |id: &str| -> Vec<String> {
+        row(&results, id)["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("inherits"), ["answer_in", "from-defaults"]);
+    assert_eq!(names("own"), ["answer_in", "own"]);
+}
