@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::model_spec::{NamedModel, Prices};
-use super::scorers::{Checks, Scorer, ScorerSpec};
+use super::scorers::{CheckCache, Checks, Scorer, ScorerSpec};
 use super::scripted_action::ScriptedAction;
 use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
 use crate::agent::Limits;
@@ -412,6 +412,7 @@ pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteE
 fn check_text(text: &str, base_dir: &Path, models_given: bool) -> Result<Suite, SuiteErrors> {
     let mut checker = Checker {
         models_given,
+        check_cache: CheckCache::default(),
         problems: Vec::new(),
         base_dir,
         canonical_base: base_dir.canonicalize().ok(),
@@ -459,6 +460,8 @@ struct Checker<'a> {
     models: BTreeMap<String, NamedModel>,
     /// Whether the evaluation gives every task its model (`eval --model`).
     models_given: bool,
+    /// Answer checks compiled so far, shared by the tasks.
+    check_cache: CheckCache,
 }
 
 /// Defaults given at the top of a suite.
@@ -776,7 +779,7 @@ impl Checker<'_> {
         let given_scorers = map
             .get("scorers")
             .map(|v| self.scorers(v, &format!("{path}.scorers")));
-        match expect.checks.scorers() {
+        match expect.checks.scorers(&mut self.check_cache) {
             Ok(checks) => expect.scorers = checks,
             Err(problems) => {
                 for (key, message) in problems {

@@ -22,7 +22,7 @@ pub use answer::{AnswerCheck, TextOptions};
 pub use command::CommandScorer;
 pub use judge::{Grade, JudgeScorer, parse_grade};
 pub use run::RunCheck;
-pub use spec::{Checks, CommandSpec, JudgeSpec, NumberCheck, ScorerSpec};
+pub use spec::{CheckCache, Checks, CommandSpec, JudgeSpec, NumberCheck, ScorerSpec};
 
 /// What a run left behind for scorers to read.
 #[derive(Clone, Debug)]

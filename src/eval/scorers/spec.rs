@@ -138,20 +138,27 @@ impl Checks {
         }
     }
 
-    /// The scorers the checks make, in key order; each problem as `(key, message)`.
-    pub fn scorers(&self) -> Result<Vec<Arc<dyn Scorer>>, CheckProblems> {
+    /// The scorers the checks make, in key order; each problem as `(key, message)`. Patterns
+    /// and schemas are compiled once per `cache`: a suite's tasks often share them.
+    pub fn scorers(&self, cache: &mut CheckCache) -> Result<Vec<Arc<dyn Scorer>>, CheckProblems> {
         let options = self.text_options();
         let mut scorers: Vec<Arc<dyn Scorer>> = Vec::new();
         let mut problems = Vec::new();
         if let Some(pattern) = &self.answer_regex {
-            match AnswerCheck::regex(pattern, options) {
-                Ok(check) => scorers.push(Arc::new(check)),
+            let key = format!(
+                "{}{}{pattern}",
+                options.ignore_case as u8, options.normalize_whitespace as u8
+            );
+            match cache.compiled(key, || AnswerCheck::regex(pattern, options)) {
+                Ok(check) => scorers.push(check),
                 Err(message) => problems.push(("answer_regex", message)),
             }
         }
         if let Some(schema) = &self.answer_json_schema {
-            match AnswerCheck::json_schema(schema) {
-                Ok(check) => scorers.push(Arc::new(check)),
+            match cache.compiled(format!("schema{schema}"), || {
+                AnswerCheck::json_schema(schema)
+            }) {
+                Ok(check) => scorers.push(check),
                 Err(message) => problems.push(("answer_json_schema", message)),
             }
         }
@@ -210,6 +217,25 @@ impl Checks {
         } else {
             Err(problems)
         }
+    }
+}
+
+/// Compiled answer checks by what they were compiled from, shared by the tasks of one suite.
+#[derive(Default)]
+pub struct CheckCache {
+    compiled: std::collections::HashMap<String, Result<Arc<dyn Scorer>, String>>,
+}
+
+impl CheckCache {
+    fn compiled(
+        &mut self,
+        key: String,
+        compile: impl FnOnce() -> Result<AnswerCheck, String>,
+    ) -> Result<Arc<dyn Scorer>, String> {
+        self.compiled
+            .entry(key)
+            .or_insert_with(|| compile().map(|check| Arc::new(check) as Arc<dyn Scorer>))
+            .clone()
     }
 }
 
