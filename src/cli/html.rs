@@ -279,8 +279,10 @@ pub fn write_results_page(
     }
     let rates = looptrace::eval::pass_rates_of(results);
     let matrix = looptrace::eval::ModelMatrix::of(&rates);
+    let score_totals = looptrace::eval::score_totals(&results.tasks);
     let page = Page {
         models: matrix.as_ref(),
+        scores: &score_totals,
         title,
         context: &context,
         report: &report,

@@ -321,6 +321,7 @@ pub fn run(args: ReplayArgs) -> CliResult {
             let title = format!("looptrace replay: {source}");
             looptrace::html::render(&Page {
                 models: None,
+                scores: &[],
                 title: &title,
                 context: &context,
                 report: &totals,

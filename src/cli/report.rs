@@ -132,6 +132,7 @@ pub fn run(args: ReportArgs) -> CliResult {
             let context = vec![format!("report of {}", args.paths.join(" "))];
             let page = Page {
                 models: None,
+                scores: &[],
                 title: "looptrace report",
                 context: &context,
                 report: &report,

@@ -20,6 +20,7 @@ mod results_formatter;
 mod row_checks;
 mod rows_on_disk;
 mod runner;
+mod score_totals;
 pub mod scorers;
 mod scripted_action;
 mod select;
@@ -56,6 +57,7 @@ pub use results::{
 pub use row_checks::{RowProblem, check_rows, repeat_fits};
 pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, RunnerOptions, run_tasks};
+pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};

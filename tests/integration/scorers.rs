@@ -76,8 +76,21 @@ fn answer_and_run_checks_score_each_run_and_a_failing_one_fails_the_row() {
         suite_schema.is_valid(&suite),
         "the suite schema holds the new keys"
     );
-    let output = eval(dir.path(), &suite, &[]);
+    let html = dir.path().join("page.html");
+    let output = eval(dir.path(), &suite, &["--html", html.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let scores = &page[page
+        .find("<section id=\"scores\">")
+        .expect("a scores section")..];
+    assert!(
+        scores.contains("<tr><td>tools_called</td><td>run</td><td class=\"num\">0/1</td>"),
+        "{scores}"
+    );
+    assert!(
+        scores.contains("<tr><td>answer_number</td><td>answer</td><td class=\"num\">1/1</td><td class=\"num\">83.990</td>"),
+        "{scores}"
+    );
     let results = results(dir.path());
     let regex = row(&results, "regex");
     assert_eq!(regex["expectation"], "met");
