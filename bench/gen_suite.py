@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes a large looptrace suite for the eval benchmark.
 
-    python3 bench/gen_suite.py [--tasks N] [--seed S] OUTPUT
+    python3 bench/gen_suite.py [--tasks N] [--seed S] [--tasks-file] OUTPUT
+
+With --tasks-file the same tasks go to `tasks.jsonl` beside OUTPUT, one per line, and OUTPUT
+names it (`"tasks_file": "tasks.jsonl"`): the streamed form of the same suite.
 
 The same N and seed always give the same file. The mix follows sample_traces/suite.json:
 scripted `actions` tasks and raw `responses` tasks that call the calculator and finish, runs
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 
@@ -186,11 +190,19 @@ def main() -> int:
     parser.add_argument("output")
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--tasks-file", action="store_true")
     args = parser.parse_args()
     if args.tasks < 1:
         parser.error("--tasks must be at least 1")
+    whole = suite(args.tasks, args.seed)
+    if args.tasks_file:
+        lines = os.path.join(os.path.dirname(os.path.abspath(args.output)), "tasks.jsonl")
+        with open(lines, "w", encoding="utf-8", newline="\n") as out:
+            for one in whole.pop("tasks"):
+                out.write(json.dumps(one, ensure_ascii=False, separators=(",", ":")) + "\n")
+        whole["tasks_file"] = "tasks.jsonl"
     with open(args.output, "w", encoding="utf-8", newline="\n") as out:
-        json.dump(suite(args.tasks, args.seed), out, ensure_ascii=False, indent=1)
+        json.dump(whole, out, ensure_ascii=False, indent=1)
         out.write("\n")
     return 0
 

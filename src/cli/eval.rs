@@ -25,11 +25,10 @@ use looptrace::eval::store::{
 use looptrace::eval::{
     Attempt, Comparison, EachRow, OutcomeCounts, PassRate, RESULTS_FORMAT, RESULTS_FORMAT_V1,
     ReportFormat, ResultsFile, RowsOnDisk, RunnerOptions, SINGLE_TRACE, Shard, Suite, SuiteInfo,
-    SuiteTask, TaskModel, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, apply_models,
-    carry_over, compare, compare_counted, corpus_suite, ends_with_finished_run, failed_ids,
-    finished_runs, list_shards, load_suite_with_text_for, now_rfc3339, read_results,
-    resolve_models, run_tasks, select_tasks, still_owed, suite_info, summary_line, write_junit,
-    write_results,
+    TaskEntry, TaskResult, Totals, TraceFlush, TraceLayout, TraceTarget, apply_models, carry_over,
+    compare, compare_counted, corpus_suite, ends_with_finished_run, failed_ids, finished_runs,
+    list_shards, load_suite_with_text_for, now_rfc3339, read_results, resolve_models, run_tasks,
+    select_tasks, still_owed, suite_info, summary_line, write_junit, write_results,
 };
 use looptrace::tools::{TaskTools, ToolRegistry};
 use looptrace::trace::Summarizer;
@@ -322,10 +321,11 @@ pub fn run(args: EvalArgs) -> CliResult {
     // shard of one split must be given the same patterns (merge checks).
     let (chosen, selection) = if args.only.is_empty() && args.skip.is_empty() && previous.is_none()
     {
-        (std::borrow::Cow::Borrowed(suite.tasks.as_slice()), None)
+        (None, None)
     } else {
+        let entries = suite.tasks.entries();
         let (mut tasks, mut selection) =
-            select_tasks(&suite.tasks, &args.only, &args.skip).map_err(CliError::Input)?;
+            select_tasks(entries, &args.only, &args.skip).map_err(CliError::Input)?;
         if tasks.is_empty() {
             return Err(CliError::input(
                 "--only and --skip together select no task of the suite",
@@ -333,8 +333,8 @@ pub fn run(args: EvalArgs) -> CliResult {
         }
         if let (Some(previous), Some(path)) = (&previous, &args.rerun_failed) {
             let failed = failed_ids(previous, &suite);
-            tasks.retain(|t| failed.contains(t.id.as_str()));
-            selection.tasks = tasks.iter().map(|t| t.id.to_string()).collect();
+            tasks.retain(|&i| failed.contains(entries[i].id.as_str()));
+            selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
             selection.rerun_failed = Some(path.display().to_string());
             if tasks.is_empty() {
                 // Interrupted results owe runs only to tasks still in the suite: once those have
@@ -366,12 +366,15 @@ pub fn run(args: EvalArgs) -> CliResult {
                 });
             }
         }
-        (std::borrow::Cow::Owned(tasks), Some(selection))
+        (Some(tasks), Some(selection))
     };
-    let selected = match shard {
-        Some(shard) => std::borrow::Cow::Owned(shard.select(&chosen)),
+    // Positions in the suite; tasks are read only when they run.
+    let selected = suite.tasks.select(match shard {
+        Some(shard) => {
+            Some(shard.select(&chosen.unwrap_or_else(|| (0..suite.tasks.len()).collect())))
+        }
         None => chosen,
-    };
+    });
     // Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed recording,
     // the results a rerun reads), whatever path or link leads there, or another of its outputs;
     // and no output is written through a symbolic link. Everything below `DIR/runs/` is created
@@ -505,11 +508,11 @@ pub fn run(args: EvalArgs) -> CliResult {
     if args.resume {
         match resumable(&out, &info, &settings, (&args.only, &args.skip))? {
             Resumable::Run(parent) => {
-                kept = kept_rows(&out, &parent, &selected, repeats)?;
+                kept = kept_rows(&out, &parent, selected.entries(), repeats)?;
                 parents.push(parent.header.eval_id);
             }
             Resumable::Complete(previous) => {
-                if let Err(why) = same_runs(&previous, &settings, &selected) {
+                if let Err(why) = same_runs(&previous, &settings, selected.entries()) {
                     return Err(CliError::input(format!(
                         "--resume: `{}` is complete, but {why}: run without --resume to replace it",
                         results_path.display()
@@ -574,8 +577,17 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     // The view lists an evaluation's rows in suite order; a rerun's, every task of the suite.
     let order: Vec<String> = match kind {
-        RunKind::Rerun => suite.tasks.iter().map(|t| t.id.to_string()).collect(),
-        _ => selected.iter().map(|t| t.id.to_string()).collect(),
+        RunKind::Rerun => suite
+            .tasks
+            .entries()
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect(),
+        _ => selected
+            .entries()
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect(),
     };
     let header = RunHeader {
         format: RUN_FORMAT.to_owned(),
@@ -823,19 +835,19 @@ pub fn run(args: EvalArgs) -> CliResult {
     };
     // A rerun's or resume's report counts its pass rates from the rows of its view.
     let pass_rates = match kind {
-        RunKind::Eval => collected.pass_rates(&selected),
+        RunKind::Eval => collected.pass_rates(selected.entries()),
         _ => None,
     };
     // A rerun's results hold the tasks it carried over too: the baseline covers them as well.
     let scoped = baseline.as_ref().map(|b| {
         let compared: HashSet<&str> = match &previous {
             Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
-            None => selected.iter().map(|t| t.id.as_str()).collect(),
+            None => selected.entries().iter().map(|t| t.id.as_str()).collect(),
         };
         in_scope(b, &suite, &compared)
     });
     // Under a model matrix a task's rows are compared per model.
-    let keys: Vec<String> = selected.iter().map(SuiteTask::row_key).collect();
+    let keys: Vec<String> = selected.entries().iter().map(TaskEntry::row_key).collect();
     let mut comparison = scoped.as_ref().map(|b| {
         if kind != RunKind::Eval || collected.outcomes.is_empty() {
             return compare(b, &results);
@@ -1059,7 +1071,7 @@ impl Collected {
 
     /// The pass rates of the tasks that ran, in suite order, when the report cannot count them
     /// from the rows it holds.
-    fn pass_rates<'a>(&self, tasks: &'a [SuiteTask]) -> Option<Vec<PassRate<'a>>> {
+    fn pass_rates<'a>(&self, tasks: &'a [TaskEntry]) -> Option<Vec<PassRate<'a>>> {
         if self.all || self.passes.is_empty() {
             return None;
         }
@@ -1136,7 +1148,12 @@ fn adaptive_summary(
 /// The baseline's tasks this evaluation can speak about: those it ran (or, rerunning, carried
 /// over), and those no longer in the suite at all. A shard leaves out the other shards' tasks, which are neither.
 fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> ResultsFile {
-    let in_suite: HashSet<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
+    let in_suite: HashSet<&str> = suite
+        .tasks
+        .entries()
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect();
     let mut scoped = baseline.clone();
     scoped
         .tasks
@@ -1284,7 +1301,7 @@ fn resumable(
 fn kept_rows(
     out: &Path,
     parent: &RunRead,
-    selected: &[SuiteTask],
+    selected: &[TaskEntry],
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, CliError> {
     let view = rebuild_store_view(out, &parent.header.eval_id)
@@ -1401,7 +1418,7 @@ impl Settings<'_> {
 fn same_runs(
     previous: &ResultsFile,
     settings: &Settings<'_>,
-    selected: &[SuiteTask],
+    selected: &[TaskEntry],
 ) -> Result<(), String> {
     let written = Settings {
         shard: previous.shard,
@@ -1555,7 +1572,7 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
                 "several --model (a model matrix) cannot be combined with --resume, --rerun-failed or --shard yet",
             ));
         }
-        apply_models(&mut suite, &models, &path.display().to_string()).map_err(CliError::input)?;
+        apply_models(&mut suite, &models).map_err(CliError::input)?;
         suite
     } else {
         let corpus = corpus_suite(&args.traces, looptrace::trace::Capture::Summary)
@@ -1591,11 +1608,7 @@ fn load(args: &EvalArgs) -> Result<(Suite, Vec<PathBuf>), CliError> {
             .and_then(|t| t.path())
             .map(Path::to_path_buf),
     );
-    for task in &suite.tasks {
-        if let TaskModel::Replay { path, .. } = &task.model {
-            inputs.push(path.clone());
-        }
-    }
+    inputs.extend(suite.tasks.read_files().iter().cloned());
     Ok((suite, inputs))
 }
 

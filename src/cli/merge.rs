@@ -16,8 +16,8 @@ use super::output_checks::{
 };
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::{
-    ResultsFile, Suite, TaskModel, compare, load_suite, merge_results_of, read_results,
-    render_junit, suite_info, write_atomically, write_results,
+    ResultsFile, Suite, compare, load_suite, merge_results_of, read_results, render_junit,
+    suite_info, write_atomically, write_results,
 };
 use looptrace::trace::Summarizer;
 
@@ -114,9 +114,14 @@ pub fn merge(args: MergeArgs) -> CliResult {
     if let Some(suite) = &suite {
         refuse_suite_files_as_outputs(&outputs, suite)?;
     }
-    let ids: Option<Vec<String>> = suite
-        .as_ref()
-        .map(|suite| suite.tasks.iter().map(|t| t.id.to_string()).collect());
+    let ids: Option<Vec<String>> = suite.as_ref().map(|suite| {
+        suite
+            .tasks
+            .entries()
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect()
+    });
     let looptrace::eval::Merged {
         results: merged,
         incomplete,
@@ -251,11 +256,9 @@ fn refuse_suite_files_as_outputs(
 ) -> Result<(), CliError> {
     let read: Vec<PathBuf> = suite
         .tasks
+        .read_files()
         .iter()
-        .filter_map(|task| match &task.model {
-            TaskModel::Replay { path, .. } => Some(path.clone()),
-            _ => None,
-        })
+        .cloned()
         .chain(
             suite
                 .tools

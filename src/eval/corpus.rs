@@ -207,7 +207,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
         suite: Suite {
             name: "traces".to_owned(),
             capture,
-            tasks,
+            tasks: super::suite::SuiteTasks::held(tasks),
             tools: None,
             models: Default::default(),
         },

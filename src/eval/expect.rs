@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::results::ResultsFile;
 use super::suite::{Expectations, Suite};
@@ -145,10 +145,20 @@ pub fn for_console(results: &ResultsFile, suite: &Suite, summarizer: &Summarizer
     if results.capture == Capture::Full || results.tasks.iter().all(|t| t.failures.is_empty()) {
         return shown;
     }
-    let expectations: HashMap<&str, &Expectations> = suite
+    // Only the failing tasks are read again (a streamed suite does not hold its tasks).
+    let failing: HashSet<&str> = results
         .tasks
         .iter()
-        .map(|task| (task.id.as_str(), &task.expect))
+        .filter(|t| !t.failures.is_empty())
+        .map(|t| t.id.as_str())
+        .collect();
+    let expectations: HashMap<&str, Expectations> = suite
+        .tasks
+        .entries()
+        .iter()
+        .enumerate()
+        .filter(|(_, entry)| failing.contains(entry.id.as_str()))
+        .filter_map(|(i, entry)| Some((entry.id.as_str(), suite.tasks.get(i).ok()?.expect.clone())))
         .collect();
     for task in shown.tasks.iter_mut().filter(|t| !t.failures.is_empty()) {
         if let Some(expect) = expectations.get(task.id.as_str()) {

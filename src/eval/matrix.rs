@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::model_spec::{NamedModel, resolve_spec};
-use super::suite::{ModelName, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel};
+use super::suite::{ModelName, Suite, SuiteTask, SuiteTasks, TaskId, TaskModel};
 
 /// The longest model part of a file name under a matrix.
 const MAX_SLUG_CHARS: usize = 48;
@@ -33,58 +33,28 @@ pub fn resolve_models(
 
 /// Gives every task of `suite` the `models`: one model replaces each task's own; several make
 /// every task run against each, the task's rows for its models together in the order given.
-/// Without models, a task with no model of its own is a suite problem (`file` names the suite).
-pub fn apply_models(
-    suite: &mut Suite,
-    models: &[NamedModel],
-    file: &str,
-) -> Result<(), SuiteErrors> {
-    match models {
-        [] => {
-            let problems: Vec<(String, String)> = suite
-                .tasks
-                .iter()
-                .enumerate()
-                .filter(|(_, task)| matches!(task.model, TaskModel::Unset))
-                .map(|(i, _)| {
-                    (
-                        format!("$.tasks[{i}]"),
-                        "missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)"
-                            .to_owned(),
-                    )
-                })
-                .collect();
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(SuiteErrors {
-                    file: file.to_owned(),
-                    problems,
-                })
-            }
-        }
-        [only] => {
-            for task in &mut suite.tasks {
-                give(task, only, None);
-            }
-            Ok(())
-        }
-        several => {
-            let slugs = slugs(several);
-            let tasks = std::mem::take(&mut suite.tasks);
-            suite.tasks = tasks
-                .iter()
-                .flat_map(|task| {
-                    several.iter().zip(&slugs).map(|(model, slug)| {
-                        let mut task = task.clone();
-                        give(&mut task, model, Some(slug.clone()));
-                        task
-                    })
-                })
-                .collect();
-            Ok(())
+/// The tasks must be held (a suite's `tasks` array, not a streamed tasks file).
+pub fn apply_models(suite: &mut Suite, models: &[NamedModel]) -> Result<(), String> {
+    if models.is_empty() {
+        return Ok(());
+    }
+    let Some(held) = suite.tasks.held_tasks() else {
+        return Err(
+            "--model needs the suite's tasks inline: a suite with a tasks file cannot take one yet"
+                .to_owned(),
+        );
+    };
+    let slugs = (models.len() > 1).then(|| slugs(models));
+    let mut tasks = Vec::with_capacity(held.len() * models.len());
+    for task in held {
+        for (k, model) in models.iter().enumerate() {
+            let mut task = task.clone();
+            give(&mut task, model, slugs.as_ref().map(|s| s[k].clone()));
+            tasks.push(task);
         }
     }
+    suite.tasks = SuiteTasks::held(tasks);
+    Ok(())
 }
 
 fn give(task: &mut SuiteTask, model: &NamedModel, slug: Option<String>) {

@@ -28,8 +28,6 @@ mod shard;
 pub mod store;
 mod strict_json;
 mod suite;
-mod suite_fast;
-mod suite_split;
 
 pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
 pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
@@ -62,7 +60,7 @@ pub use scripted_action::ScriptedAction;
 pub use select::{Selection, glob_match, select_tasks};
 pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, ModelName, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
-    check_suite_from_str, load_suite, load_suite_from_str, load_suite_from_str_in_parts,
+    DEFAULT_MAX_STEPS, Expectations, ModelName, Selected, Suite, SuiteErrors, SuiteTask,
+    SuiteTasks, TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
     load_suite_with_text, load_suite_with_text_for,
 };

@@ -40,6 +40,7 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         owed_rows.extend(
             suite
                 .tasks
+                .entries()
                 .iter()
                 .map(|t| t.id.as_str())
                 .filter(|id| !rows_of.contains_key(id)),
@@ -117,6 +118,7 @@ fn lacking_rows(
     }
     suite
         .tasks
+        .entries()
         .iter()
         .map(|t| t.id.as_str())
         .filter(|id| scope(id))
@@ -148,6 +150,7 @@ pub fn carry_over(
         .collect();
     let position: HashMap<&str, usize> = suite
         .tasks
+        .entries()
         .iter()
         .enumerate()
         .map(|(i, t)| (t.id.as_str(), i))

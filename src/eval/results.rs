@@ -408,7 +408,7 @@ pub fn suite_info(suite: &super::suite::Suite) -> SuiteInfo {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(suite.name.as_bytes());
-    for task in &suite.tasks {
+    for task in suite.tasks.entries() {
         hasher.update([0]);
         hasher.update(task.id.as_str().as_bytes());
     }

@@ -13,7 +13,7 @@ use super::expect::{Verdict, check};
 use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
 use super::scorers::{RunFacts, Score, ScoreEnv, failure_line, score_all};
-use super::suite::{SuiteTask, TaskModel};
+use super::suite::{SuiteTask, TaskModel, TaskSource};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
@@ -81,11 +81,12 @@ impl Run<'_> {
     }
 }
 
-/// Runs `attempts` (of `tasks`) and hands each result to `on_row` with the attempt's position,
-/// in the order they finish, from the worker that ran it. Attempts not started because `stop`
-/// was set are left out. The first error `on_row` returns stops scheduling and is returned.
+/// Runs `attempts` (of `tasks`, each read as a worker reaches it) and hands each result to
+/// `on_row` with the attempt's position, in the order they finish, from the worker that ran it.
+/// Attempts not started because `stop` was set are left out. The first error `on_row` returns,
+/// or a task that can no longer be read, stops scheduling and is returned.
 pub fn run_tasks(
-    tasks: &[SuiteTask],
+    tasks: &(impl TaskSource + ?Sized),
     attempts: &[Attempt],
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
@@ -107,17 +108,19 @@ pub fn run_tasks(
                     let Some(attempt) = attempts.get(i) else {
                         break;
                     };
-                    let Some(task) = tasks.get(attempt.task) else {
-                        break;
-                    };
-                    let run = Run {
-                        task,
-                        repeat: attempt.repeat,
-                        name: task.run_name(),
-                    };
-                    let result = run_isolated(&run, tools, options);
-                    (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
-                    if let Err(err) = on_row(i, result) {
+                    let result = tasks.task(attempt.task).map(|task| {
+                        let run = Run {
+                            task: &task,
+                            repeat: attempt.repeat,
+                            name: task.run_name(),
+                        };
+                        run_isolated(&run, tools, options)
+                    });
+                    let row = result.and_then(|result| {
+                        (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
+                        on_row(i, result)
+                    });
+                    if let Err(err) = row {
                         halt.store(true, Ordering::SeqCst);
                         failed
                             .lock()

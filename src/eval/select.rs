@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::suite::SuiteTask;
+use super::suite::TaskEntry;
 
 /// What `results.json` records of a selection (`selection`): the patterns given and the tasks
 /// they chose, in suite order, before any `--shard` split them.
@@ -43,13 +43,14 @@ pub fn glob_match(pattern: &str, id: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// The tasks `only` and `skip` select, in suite order, with the record of the selection; or the
-/// first pattern that matches no task of the suite.
+/// The positions (suite order) of the tasks `only` and `skip` select, with the record of the
+/// selection; or the first pattern that matches no task of the suite. Only ids are read: a
+/// streamed suite's tasks are not.
 pub fn select_tasks(
-    tasks: &[SuiteTask],
+    tasks: &[TaskEntry],
     only: &[String],
     skip: &[String],
-) -> Result<(Vec<SuiteTask>, Selection), String> {
+) -> Result<(Vec<usize>, Selection), String> {
     for (flag, patterns) in [("--only", only), ("--skip", skip)] {
         if let Some(pattern) = patterns
             .iter()
@@ -60,17 +61,21 @@ pub fn select_tasks(
             ));
         }
     }
-    let selected: Vec<SuiteTask> = tasks
+    let selected: Vec<usize> = tasks
         .iter()
-        .filter(|t| only.is_empty() || only.iter().any(|p| glob_match(p, t.id.as_str())))
-        .filter(|t| !skip.iter().any(|p| glob_match(p, t.id.as_str())))
-        .cloned()
+        .enumerate()
+        .filter(|(_, t)| only.is_empty() || only.iter().any(|p| glob_match(p, t.id.as_str())))
+        .filter(|(_, t)| !skip.iter().any(|p| glob_match(p, t.id.as_str())))
+        .map(|(i, _)| i)
         .collect();
     let selection = Selection {
         only: only.to_vec(),
         skip: skip.to_vec(),
         rerun_failed: None,
-        tasks: selected.iter().map(|t| t.id.as_str().to_owned()).collect(),
+        tasks: selected
+            .iter()
+            .map(|&i| tasks[i].id.as_str().to_owned())
+            .collect(),
     };
     Ok((selected, selection))
 }

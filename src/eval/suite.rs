@@ -1,26 +1,44 @@
-//! Suites: a JSON file naming tasks, the model each runs against, and what to expect. Loading is
-//! strict: unknown keys are errors (typos must not pass silently), and every problem is collected
-//! with its JSON path before any task runs. `docs/suite-format.md` is the reference.
+//! Suites: a JSON file naming tasks, the model each runs against, and what to expect; or a tasks
+//! file (`tasks.jsonl`, one task per line) for suites too large to hold. The shipped schema
+//! (`schemas/suite.schema.json`) is the format's one definition: a suite is checked against it
+//! first, every violation reported with its JSON path, then read into typed structs
+//! (`suite/spec.rs`, unknown keys refused); only what a schema cannot say (unique ids, files
+//! that stay inside the suite's folder and can be read) is checked by hand. Every problem is
+//! collected before any task runs. `docs/suite-format.md` is the reference.
+
+mod read;
+mod resolve;
+mod schema;
+mod spec;
+mod tasks;
+mod tasks_file;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde::Deserializer;
+use serde::de::{MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
+use self::read::{REPEATED_KEY, read_task, typed};
+use self::resolve::{Context, Problem};
+use self::spec::{DefaultsSpec, SuiteSpec};
+use self::tasks_file::TasksFile;
 use super::model_spec::{NamedModel, Prices};
-use super::scorers::{CheckCache, Checks, Scorer, ScorerSpec};
+use super::scorers::Scorer;
 use super::scripted_action::ScriptedAction;
-use super::suite_fast::{InParts, load_fast, load_fast_in_parts};
 use crate::agent::Limits;
-use crate::gate::{CommandGate, CommandGateConfig};
-use crate::model::live::{Api, LiveConfig, api_key_from_env};
-use crate::model::{ReplayModel, action_from_value, json_type_name as type_name};
+use crate::gate::CommandGate;
+use crate::model::live::LiveConfig;
 use crate::run::ExitReason;
 use crate::tools::ToolsFile;
-use crate::trace::{Capture, ReadOptions, read_trace};
+use crate::trace::Capture;
+
+pub use self::tasks::{Selected, SuiteTasks, TaskEntry, TaskSource};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.
 pub const DEFAULT_MAX_STEPS: u32 = 5;
@@ -32,8 +50,8 @@ pub struct Suite {
     pub name: String,
     /// Trace capture for every task.
     pub capture: Capture,
-    /// The tasks, in file order.
-    pub tasks: Vec<SuiteTask>,
+    /// The tasks, in file order: held, or read from a tasks file as they run.
+    pub tasks: SuiteTasks,
     /// The suite's tools file (`tools`), loaded and checked.
     pub tools: Option<ToolsFile>,
     /// The suite's `models` section, by name.
@@ -44,21 +62,9 @@ impl Suite {
     /// The variables the suite's live models read their keys from (`api_key_env`), each once:
     /// no tool, server or gate may be given them.
     pub fn key_vars(&self) -> Vec<String> {
-        let mut vars: Vec<String> = Vec::new();
-        for task in &self.tasks {
-            if let TaskModel::Chat {
-                api_key_env: Some(var),
-                ..
-            } = &task.model
-                && !vars.contains(var)
-            {
-                vars.push(var.clone());
-            }
-        }
-        for model in self.models.values() {
-            if let Some(var) = &model.api_key_env
-                && !vars.contains(var)
-            {
+        let mut vars = self.tasks.key_vars().to_vec();
+        for var in self.models.values().filter_map(|m| m.api_key_env.as_ref()) {
+            if !vars.contains(var) {
                 vars.push(var.clone());
             }
         }
@@ -208,8 +214,6 @@ pub enum TaskModel {
         /// The recorded run.
         run: super::RunSource,
     },
-    /// No model of its own: `eval --model` gives one, else loading the suite fails.
-    Unset,
     /// A live model server.
     Chat {
         /// Everything but the key, which is read when the task runs.
@@ -219,21 +223,12 @@ pub enum TaskModel {
         /// What its tokens cost, when the suite says.
         prices: Option<Prices>,
     },
+    /// No model of its own: `eval --model` gives one.
+    Unset,
 }
 
 impl TaskModel {
-    /// A live model named outside the task.
-    pub fn named(model: &NamedModel) -> TaskModel {
-        TaskModel::Chat {
-            config: Box::new(model.config.clone()),
-            api_key_env: model.api_key_env.clone(),
-            prices: model.prices,
-        }
-    }
-}
-
-impl TaskModel {
-    /// `responses`, `actions` or `replay`.
+    /// `responses`, `actions`, `replay`, `chat`, or `none` before `eval --model` gives one.
     pub fn kind(&self) -> &'static str {
         match self {
             TaskModel::Responses(_) => "responses",
@@ -241,6 +236,15 @@ impl TaskModel {
             TaskModel::Replay { .. } => "replay",
             TaskModel::Chat { .. } => "chat",
             TaskModel::Unset => "none",
+        }
+    }
+
+    /// A live model named outside the task.
+    pub fn named(model: &NamedModel) -> TaskModel {
+        TaskModel::Chat {
+            config: Box::new(model.config.clone()),
+            api_key_env: model.api_key_env.clone(),
+            prices: model.prices,
         }
     }
 }
@@ -259,7 +263,7 @@ pub struct Expectations {
     /// The most finishes the finish gate may reject.
     pub max_gate_rejections: Option<u32>,
     /// The answer and run checks, and the case and whitespace options.
-    pub checks: Checks,
+    pub checks: super::scorers::Checks,
     /// The scorers of `checks`, then those of `scorers`, in order.
     pub scorers: Vec<Arc<dyn Scorer>>,
 }
@@ -274,21 +278,6 @@ impl Expectations {
             && self.max_gate_rejections.is_none()
             && self.scorers.is_empty()
     }
-
-    /// A task's expectations over the suite's `defaults.expect`: each key the task gives wins.
-    fn over(self, defaults: &Expectations) -> Expectations {
-        Expectations {
-            exit_reason: self.exit_reason.or(defaults.exit_reason),
-            answer: self.answer.or_else(|| defaults.answer.clone()),
-            answer_contains: self
-                .answer_contains
-                .or_else(|| defaults.answer_contains.clone()),
-            max_steps_used: self.max_steps_used.or(defaults.max_steps_used),
-            max_gate_rejections: self.max_gate_rejections.or(defaults.max_gate_rejections),
-            checks: self.checks.over(&defaults.checks),
-            scorers: Vec::new(),
-        }
-    }
 }
 
 /// Every problem found in a suite, each with its place.
@@ -296,7 +285,7 @@ impl Expectations {
 pub struct SuiteErrors {
     /// The suite file as the user named it.
     pub file: String,
-    /// `(JSON path, what is wrong)` in file order.
+    /// `(JSON path, what is wrong)`: the top level's, then each task's in order.
     pub problems: Vec<(String, String)>,
 }
 
@@ -308,13 +297,15 @@ impl fmt::Display for SuiteErrors {
 
 impl std::error::Error for SuiteErrors {}
 
-/// Loads a suite file; relative replay paths are resolved against its folder.
+/// Loads a suite file, or a tasks file given directly (`.jsonl`: its file name, without the
+/// extension, is the suite's name); relative paths resolve against its folder.
 pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
     load_suite_with_text(path).map(|(suite, _)| suite)
 }
 
 /// [`load_suite`], and the file's text: a caller that holds the suite until the process ends can
 /// hold the text too rather than pay for freeing it (a few megabytes of pages for a large suite).
+/// A tasks file's text is never read whole: it comes back empty.
 pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors> {
     load_suite_with_text_for(path, false)
 }
@@ -326,27 +317,46 @@ pub fn load_suite_with_text_for(
     models_given: bool,
 ) -> Result<(Suite, String), SuiteErrors> {
     let file = path.display().to_string();
-    let text = std::fs::read(path).map_err(|err| SuiteErrors {
+    let fail = |problems: Vec<Problem>| SuiteErrors {
         file: file.clone(),
-        problems: vec![("$".to_owned(), format!("failed to read the file: {err}"))],
+        problems,
+    };
+    let base = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if path.extension().is_some_and(|ext| ext == "jsonl") {
+        let (context, _) =
+            Context::with_models(base, DefaultsSpec::default(), BTreeMap::new(), models_given);
+        let name = path
+            .file_stem()
+            .map_or_else(|| "tasks".to_owned(), |s| s.to_string_lossy().into_owned());
+        let indexed = TasksFile::index(path, context).map_err(fail)?;
+        let suite = Suite {
+            name,
+            capture: Capture::Summary,
+            tasks: SuiteTasks::streamed(indexed),
+            tools: None,
+            models: BTreeMap::new(),
+        };
+        return Ok((suite, String::new()));
+    }
+    let text = std::fs::read(path).map_err(|err| {
+        fail(vec![(
+            "$".to_owned(),
+            format!("failed to read the file: {err}"),
+        )])
     })?;
-    let text = String::from_utf8(text).map_err(|err| SuiteErrors {
-        file: file.clone(),
-        problems: vec![(
+    let text = String::from_utf8(text).map_err(|err| {
+        fail(vec![(
             "$".to_owned(),
             format!(
                 "invalid UTF-8 at byte {}",
                 err.utf8_error().valid_up_to() + 1
             ),
-        )],
+        )])
     })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let base = if base.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        base
-    };
-    match load_text(&text, base, load_parts(&text), models_given) {
+    match load_suite_from_str_for(&text, base, models_given) {
         Ok(suite) => Ok((suite, text)),
         Err(mut errors) => {
             errors.file = file;
@@ -355,941 +365,304 @@ pub fn load_suite_with_text_for(
     }
 }
 
-/// Loads a suite from text; `base_dir` is the folder replay paths are relative to. A large suite's
-/// tasks are parsed on as many threads as there are cores.
+/// Loads a suite from text; `base_dir` is the folder its relative paths start from. A large
+/// suite's tasks are read on as many threads as there are cores.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
-    load_suite_from_str_in_parts(text, base_dir, load_parts(text))
+    load_suite_from_str_for(text, base_dir, false)
 }
 
-/// How many threads parse a suite of this text.
-fn load_parts(text: &str) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.min(text.len() / MIN_PART_BYTES).min(MAX_LOAD_THREADS)
-}
-
-/// Below this many bytes of suite per thread, starting the thread costs more than it saves.
-const MIN_PART_BYTES: usize = 512 * 1024;
-const MAX_LOAD_THREADS: usize = 8;
-
-/// [`load_suite_from_str`] with the tasks parsed on `parts` threads, whatever the suite's size,
-/// where the text can be cut so: the same result, which the tests hold it to.
-pub fn load_suite_from_str_in_parts(
+/// [`load_suite_from_str`]; `models_given` as for [`load_suite_with_text_for`].
+fn load_suite_from_str_for(
     text: &str,
     base_dir: &Path,
-    parts: usize,
-) -> Result<Suite, SuiteErrors> {
-    load_text(text, base_dir, parts, false)
-}
-
-fn load_text(
-    text: &str,
-    base_dir: &Path,
-    parts: usize,
     models_given: bool,
 ) -> Result<Suite, SuiteErrors> {
-    // Scripted arguments read numbers as Python does: `-0` is the integer 0.
-    let text = &crate::tools::integer_negative_zero_as_zero(text);
-    let fast = match parts {
-        0 | 1 => load_fast(text),
-        _ => match load_fast_in_parts(text, parts) {
-            InParts::Loaded(suite) => Some(*suite),
-            InParts::NotFast => None,
-            InParts::Uncut => load_fast(text),
-        },
+    let fail = |problems: Vec<Problem>| SuiteErrors {
+        file: "<suite>".to_owned(),
+        problems,
     };
-    match fast {
-        Some(suite) => Ok(suite),
-        None => check_text(text, base_dir, models_given),
-    }
-}
-
-/// Loads a suite with the full checker only, never the typed fast path: the same result as
-/// [`load_suite_from_str`], slower; every problem is reported with its JSON path.
-pub fn check_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
-    check_text(text, base_dir, false)
-}
-
-fn check_text(text: &str, base_dir: &Path, models_given: bool) -> Result<Suite, SuiteErrors> {
-    let mut checker = Checker {
-        models_given,
-        check_cache: CheckCache::default(),
-        problems: Vec::new(),
-        base_dir,
-        canonical_base: base_dir.canonicalize().ok(),
-        models: BTreeMap::new(),
+    let invalid = |err: serde_json::Error| {
+        fail(vec![(
+            format!("$ (line {}, column {})", err.line(), err.column()),
+            format!(
+                "invalid JSON: {}",
+                crate::trace::describe_json_error_plain(&err)
+            ),
+        )])
     };
-    let text = &crate::tools::integer_negative_zero_as_zero(text);
-    let value: Value = match super::strict_json::parse_noting_repeats(text) {
-        Ok((value, repeated)) => {
-            for path in repeated {
-                checker.problem(
-                    &path,
-                    "key given twice in one object (which value is meant?)",
-                );
-            }
-            value
+    let top = match serde_json::from_str::<Entries<'_>>(text) {
+        Ok(top) => top,
+        Err(err) if err.is_data() => {
+            // Valid JSON, but not an object: the schema says what it is.
+            let (value, repeated) =
+                super::strict_json::parse_noting_repeats(text, "$").map_err(invalid)?;
+            let mut problems = schema::head_problems(&value);
+            problems.extend(repeated.into_iter().map(|p| (p, REPEATED_KEY.to_owned())));
+            return Err(fail(problems));
         }
-        Err(err) => {
-            return Err(SuiteErrors {
-                file: "<suite>".to_owned(),
-                problems: vec![(
-                    format!("$ (line {}, column {})", err.line(), err.column()),
-                    format!(
-                        "invalid JSON: {}",
-                        crate::trace::describe_json_error_plain(&err)
-                    ),
-                )],
-            });
-        }
+        Err(err) => return Err(invalid(err)),
     };
-    let suite = checker.suite(&value);
-    match suite {
-        Some(suite) if checker.problems.is_empty() => Ok(suite),
-        _ => Err(SuiteErrors {
-            file: "<suite>".to_owned(),
-            problems: checker.problems,
-        }),
-    }
-}
-
-struct Checker<'a> {
-    problems: Vec<(String, String)>,
-    base_dir: &'a Path,
-    canonical_base: Option<PathBuf>,
-    /// The suite's `models` section, read before anything names a model.
-    models: BTreeMap<String, NamedModel>,
-    /// Whether the evaluation gives every task its model (`eval --model`).
-    models_given: bool,
-    /// Answer checks compiled so far, shared by the tasks.
-    check_cache: CheckCache,
-}
-
-/// Defaults given at the top of a suite.
-#[derive(Default)]
-struct Defaults {
-    max_steps: Option<u32>,
-    capture: Capture,
-    finish_gate: Option<CommandGate>,
-    limits: Limits,
-    /// `defaults.expect`, under every task's own.
-    expect: Expectations,
-    /// `defaults.scorers`, for tasks without their own.
-    scorers: Vec<Arc<dyn Scorer>>,
-    /// `defaults.model`, for tasks without their own.
-    model: Option<NamedModel>,
-}
-
-impl Checker<'_> {
-    fn problem(&mut self, path: &str, message: impl Into<String>) {
-        self.problems.push((path.to_owned(), message.into()));
-    }
-
-    fn object<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Map<String, Value>> {
-        match value {
-            Value::Object(map) => Some(map),
-            other => {
-                self.problem(
-                    path,
-                    format!("expected an object, got {}", type_name(other)),
-                );
-                None
-            }
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut head = serde_json::Map::new();
+    let mut task_texts: Vec<&RawValue> = Vec::new();
+    let mut seen = HashSet::new();
+    for (key, member) in top.0 {
+        if !seen.insert(key.clone()) {
+            problems.push((format!("$.{key}"), REPEATED_KEY.to_owned()));
         }
-    }
-
-    fn only_keys(&mut self, map: &Map<String, Value>, allowed: &[&str], path: &str) {
-        for key in map.keys() {
-            if !allowed.contains(&key.as_str()) {
-                self.problem(
-                    &format!("{path}.{key}"),
-                    format!("unknown key (expected one of: {})", allowed.join(", ")),
-                );
+        let raw = match member {
+            Member::Tasks(list) => {
+                // Each task is read on its own; the schema sees how many there are.
+                let placeholder = list.first().map(|_| Value::Null);
+                head.insert(key, Value::Array(placeholder.into_iter().collect()));
+                task_texts = list;
+                continue;
             }
-        }
-    }
-
-    fn string(&mut self, value: &Value, path: &str) -> Option<String> {
-        match value {
-            Value::String(s) => Some(s.clone()),
-            other => {
-                self.problem(path, format!("expected a string, got {}", type_name(other)));
-                None
+            Member::Other(value) => {
+                head.insert(key, value);
+                continue;
             }
-        }
-    }
-
-    fn steps(&mut self, value: &Value, path: &str) -> Option<u32> {
-        match value.as_u64() {
-            Some(0) => {
-                self.problem(path, "must be at least 1");
-                None
-            }
-            Some(n) if n <= u64::from(u32::MAX) => Some(n as u32),
-            _ => {
-                self.problem(
-                    path,
-                    format!(
-                        "expected a whole number from 1 to {}, got {value}",
-                        u32::MAX
-                    ),
-                );
-                None
-            }
-        }
-    }
-
-    fn suite(&mut self, value: &Value) -> Option<Suite> {
-        let map = self.object(value, "$")?;
-        self.only_keys(
-            map,
-            &["$schema", "name", "defaults", "tasks", "tools", "models"],
-            "$",
-        );
-        if let Some(v) = map.get("models") {
-            match super::model_spec::models_section(v, "$.models") {
-                Ok(models) => self.models = models,
-                Err(problems) => self.problems.extend(problems),
-            }
-        }
-        if let Some(v) = map.get("$schema") {
-            self.string(v, "$.$schema");
-        }
-        let tools = map.get("tools").and_then(|v| self.tools(v));
-        let name = match map.get("name") {
-            Some(v) => self.string(v, "$.name").and_then(|name| {
-                if name.trim().is_empty() {
-                    self.problem("$.name", "must not be empty");
-                    None
-                } else {
-                    Some(name)
-                }
-            }),
-            None => {
-                self.problem("$", "missing key `name`");
-                None
-            }
+            Member::Raw(raw) => raw,
         };
-        let defaults = match map.get("defaults") {
-            Some(v) => self.defaults(v),
-            None => Defaults::default(),
-        };
-        let tasks = match map.get("tasks") {
-            Some(Value::Array(tasks)) => {
-                if tasks.is_empty() {
-                    self.problem("$.tasks", "a suite needs at least one task");
-                }
-                let mut seen = HashSet::new();
-                let mut out = Vec::new();
-                for (i, task) in tasks.iter().enumerate() {
-                    let path = format!("$.tasks[{i}]");
-                    if let Some(task) = self.task(task, &path, &defaults) {
-                        if !seen.insert(task.id.clone()) {
-                            self.problem(
-                                &format!("{path}.id"),
-                                format!("duplicate id {:?}", task.id.as_str()),
-                            );
-                        }
-                        out.push(task);
-                    }
-                }
-                out
-            }
-            Some(other) => {
-                self.problem(
-                    "$.tasks",
-                    format!("expected an array, got {}", type_name(other)),
-                );
-                Vec::new()
-            }
-            None => {
-                self.problem("$", "missing key `tasks`");
-                Vec::new()
-            }
-        };
-        Some(Suite {
-            name: name?,
-            capture: defaults.capture,
+        let (value, repeated) =
+            super::strict_json::parse_noting_repeats(raw.get(), &format!("$.{key}"))
+                .map_err(invalid)?;
+        problems.extend(repeated.into_iter().map(|p| (p, REPEATED_KEY.to_owned())));
+        head.insert(key, value);
+    }
+    let head = Value::Object(head);
+    let head_problems = schema::head_problems(&head);
+    let spec: Option<SuiteSpec> = if head_problems.is_empty() {
+        typed(head, "$")
+            .map_err(|found| problems.extend(found))
+            .ok()
+    } else {
+        problems.extend(head_problems);
+        None
+    };
+    // With a flawed top level, the tasks are still checked (against no defaults), so that one
+    // run reports every problem.
+    let (name, defaults, tasks_file, tools, models) = match spec {
+        Some(spec) => (
+            Some(spec.name),
+            spec.defaults.unwrap_or_default(),
+            spec.tasks_file,
+            spec.tools,
+            spec.models,
+        ),
+        None => (None, DefaultsSpec::default(), None, None, None),
+    };
+    let models = match models {
+        Some(value) => super::model_spec::models_section(&value, "$.models")
+            .map_err(|found| problems.extend(found))
+            .unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    let (context, found) = Context::with_models(base_dir, defaults, models, models_given);
+    problems.extend(found);
+    let tools = tools.and_then(|value| {
+        tools_of(&value, &context)
+            .map_err(|found| problems.extend(found))
+            .ok()
+    });
+    let tasks = match tasks_file {
+        Some(relative) => tasks_from_file(&relative, &context)
+            .map_err(|found| problems.extend(found))
+            .ok(),
+        None => read_tasks(&task_texts, &context)
+            .map_err(|found| problems.extend(found))
+            .ok(),
+    };
+    match (name, tasks) {
+        (Some(name), Some(tasks)) if problems.is_empty() => Ok(Suite {
+            name,
+            capture: context.capture,
             tasks,
             tools,
-            models: std::mem::take(&mut self.models),
-        })
+            models: (*context.models).clone(),
+        }),
+        _ => Err(fail(problems)),
     }
+}
 
-    /// `tools`: a tools file's path, relative to the suite and inside its folder, or the same
-    /// object inline (its paths then resolve against the suite's folder).
-    fn tools(&mut self, value: &Value) -> Option<ToolsFile> {
-        let base = self
-            .canonical_base
-            .clone()
-            .unwrap_or_else(|| self.base_dir.to_path_buf());
-        match value {
-            Value::String(relative) => {
-                let path = base.join(relative);
-                let inside = path
-                    .canonicalize()
-                    .is_ok_and(|resolved| resolved.starts_with(&base));
-                if Path::new(relative).is_absolute() || !inside {
-                    self.problem(
-                        "$.tools",
-                        format!("`{relative}` is not a file inside the suite's folder"),
-                    );
-                    return None;
-                }
-                match ToolsFile::load(&path) {
-                    Ok(tools) => Some(tools),
-                    Err(err) => {
-                        for (at, message) in err.problems {
-                            self.problem("$.tools", format!("`{relative}` {at}: {message}"));
-                        }
-                        None
-                    }
-                }
-            }
-            Value::Object(_) => match ToolsFile::from_value(value, &base, "$.tools") {
-                Ok(tools) => Some(tools),
-                Err(problems) => {
-                    self.problems.extend(problems);
-                    None
-                }
-            },
-            other => {
-                self.problem(
-                    "$.tools",
-                    format!(
-                        "expected a tools file's path or a tools object, got {}",
-                        type_name(other)
-                    ),
-                );
-                None
-            }
-        }
-    }
-
-    fn defaults(&mut self, value: &Value) -> Defaults {
-        let mut defaults = Defaults::default();
-        let Some(map) = self.object(value, "$.defaults") else {
-            return defaults;
-        };
-        self.only_keys(
-            map,
-            &[
-                "max_steps",
-                "capture",
-                "finish_gate",
-                "max_total_tokens",
-                "max_seconds",
-                "expect",
-                "scorers",
-                "model",
-            ],
-            "$.defaults",
-        );
-        if let Some(v) = map.get("expect") {
-            defaults.expect = self.expect(v, "$.defaults.expect");
-        }
-        if let Some(v) = map.get("scorers") {
-            defaults.scorers = self.scorers(v, "$.defaults.scorers");
-        }
-        if let Some(v) = map.get("model") {
-            defaults.model = self.named_model(v, "$.defaults.model");
-        }
-        if let Some(v) = map.get("finish_gate") {
-            defaults.finish_gate = self.finish_gate(v, "$.defaults.finish_gate");
-        }
-        defaults.limits = self.limits(map, "$.defaults", Limits::default());
-        if let Some(v) = map.get("max_steps") {
-            defaults.max_steps = self.steps(v, "$.defaults.max_steps");
-        }
-        if let Some(v) = map.get("capture") {
-            match v.as_str() {
-                Some("summary") => defaults.capture = Capture::Summary,
-                Some("full") => defaults.capture = Capture::Full,
-                _ => self.problem(
-                    "$.defaults.capture",
-                    format!("expected \"summary\" or \"full\", got {v}"),
-                ),
-            }
-        }
-        defaults
-    }
-
-    fn task(&mut self, value: &Value, path: &str, defaults: &Defaults) -> Option<SuiteTask> {
-        let map = self.object(value, path)?;
-        self.only_keys(
-            map,
-            &[
-                "id",
-                "prompt",
-                "max_steps",
-                "model",
-                "expect",
-                "finish_gate",
-                "max_total_tokens",
-                "max_seconds",
-                "scorers",
-            ],
-            path,
-        );
-        let finish_gate = match map.get("finish_gate") {
-            Some(v) => self.finish_gate(v, &format!("{path}.finish_gate")),
-            None => defaults.finish_gate.clone(),
-        };
-        let limits = self.limits(map, path, defaults.limits);
-        let id = match map.get("id") {
-            Some(v) => self.string(v, &format!("{path}.id")).and_then(|id| {
-                TaskId::parse(&id)
-                    .map_err(|message| self.problem(&format!("{path}.id"), message))
-                    .ok()
-            }),
-            None => {
-                self.problem(path, "missing key `id`");
-                None
-            }
-        };
-        let prompt = map
-            .get("prompt")
-            .and_then(|v| self.string(v, &format!("{path}.prompt")));
-        let max_steps = map
-            .get("max_steps")
-            .and_then(|v| self.steps(v, &format!("{path}.max_steps")));
-        let (model, model_name) = match (map.get("model"), &defaults.model) {
-            (Some(v), _) => (self.model(v, &format!("{path}.model")), None),
-            (None, Some(named)) => (
-                Some(TaskModel::named(named)),
-                Some(ModelName {
-                    given: named.name.clone(),
-                    slug: None,
-                }),
-            ),
-            (None, None) if self.models_given => (Some(TaskModel::Unset), None),
-            (None, None) => {
-                self.problem(
-                    path,
-                    "missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)",
-                );
-                (None, None)
-            }
-        };
-        let expect_path = format!("{path}.expect");
-        let mut expect = match map.get("expect") {
-            Some(v) => self.expect(v, &expect_path),
-            None => Expectations::default(),
-        }
-        .over(&defaults.expect);
-        let given_scorers = map
-            .get("scorers")
-            .map(|v| self.scorers(v, &format!("{path}.scorers")));
-        match expect.checks.scorers(&mut self.check_cache) {
-            Ok(checks) => expect.scorers = checks,
-            Err(problems) => {
-                for (key, message) in problems {
-                    self.problem(&format!("{expect_path}.{key}"), message);
-                }
-            }
-        }
-        expect
-            .scorers
-            .extend(given_scorers.unwrap_or_else(|| defaults.scorers.clone()));
-        let model = model?;
-        let (prompt, recorded_steps) = match &model {
-            TaskModel::Replay { run, path } => {
-                let replay = run.model(path).ok();
-                let recorded_prompt = replay.as_ref().map(|m| m.task().prompt.clone());
-                (
-                    prompt.or(recorded_prompt),
-                    replay.and_then(|m| m.max_steps()),
-                )
-            }
-            _ => {
-                if prompt.is_none() && !map.contains_key("prompt") {
-                    self.problem(path, "missing key `prompt` (only replay tasks may omit it)");
-                }
-                (prompt, None)
-            }
-        };
-        Some(SuiteTask {
-            id: id?,
-            prompt: prompt?,
-            // A replay keeps its recorded budget unless the task itself sets one.
-            max_steps: max_steps
-                .or(recorded_steps)
-                .or(defaults.max_steps)
-                .unwrap_or(DEFAULT_MAX_STEPS),
-            model,
-            expect,
-            finish_gate,
-            limits,
-            model_name,
-        })
-    }
-
-    /// `scorers`: a list of `{"kind": "command" | "judge", ...}`, each built (programs resolved
-    /// against the suite's folder, judges' models against `models`).
-    fn scorers(&mut self, value: &Value, path: &str) -> Vec<Arc<dyn Scorer>> {
-        let Some(list) = self.array(value, path) else {
-            return Vec::new();
-        };
-        let base = self
-            .canonical_base
-            .clone()
-            .unwrap_or_else(|| self.base_dir.to_path_buf());
-        let mut scorers = Vec::new();
-        let mut names = HashSet::new();
-        for (i, item) in list.iter().enumerate() {
-            let at = format!("{path}[{i}]");
-            let built = ScorerSpec::from_value(item).and_then(|spec| {
-                let name = spec.name();
-                if !names.insert(name.clone()) {
-                    return Err(format!(
-                        "another scorer is named {name:?}: give each a distinct `name`"
-                    ));
-                }
-                spec.build(&base, &self.models)
-            });
-            match built {
-                Ok(scorer) => scorers.push(scorer),
-                Err(message) => self.problem(&at, message),
-            }
-        }
-        scorers
-    }
-
-    /// A model SPEC (`API:MODEL@BASE_URL` or a name from `models`), resolved.
-    fn named_model(&mut self, value: &Value, path: &str) -> Option<NamedModel> {
-        let spec = self.string(value, path)?;
-        super::model_spec::resolve_spec(&spec, &self.models, None)
-            .map_err(|message| self.problem(path, message))
-            .ok()
-    }
-
-    /// `max_total_tokens` and `max_seconds` of an object, each falling back to `fallback`.
-    fn limits(&mut self, map: &Map<String, Value>, path: &str, fallback: Limits) -> Limits {
-        let mut limits = fallback;
-        if let Some(v) = map.get("max_total_tokens") {
-            match v.as_u64() {
-                Some(n) if n >= 1 => limits.max_total_tokens = Some(n),
-                _ => self.problem(
-                    &format!("{path}.max_total_tokens"),
-                    format!("expected a whole number of at least 1, got {v}"),
-                ),
-            }
-        }
-        if let Some(v) = map.get("max_seconds") {
-            limits.max_seconds = self.positive(v, &format!("{path}.max_seconds"));
-        }
-        limits
-    }
-
-    fn positive(&mut self, value: &Value, path: &str) -> Option<f64> {
-        match value.as_f64() {
-            Some(x) if x.is_finite() && x > 0.0 => Some(x),
-            _ => {
-                self.problem(path, format!("expected a positive number, got {value}"));
-                None
-            }
-        }
-    }
-
-    /// `"chat": {api, base_url, model, ...}`: a live model server (see `docs/models.md`).
-    fn chat(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
-        let path = format!("{path}.chat");
-        let map = self.object(value, &path)?;
-        const KEYS: [&str; 10] = [
-            "api",
-            "base_url",
-            "model",
-            "api_key_env",
-            "temperature",
-            "max_output_tokens",
-            "timeout_s",
-            "max_retries",
-            "retry_budget_s",
-            "system",
-        ];
-        self.only_keys(map, &KEYS, &path);
-        let required = |checker: &mut Self, key: &str| match map.get(key) {
-            Some(v) => checker.string(v, &format!("{path}.{key}")),
-            None => {
-                checker.problem(&path, format!("missing key `{key}`"));
-                None
-            }
-        };
-        let api = required(self, "api").and_then(|name| {
-            Api::parse(&name).or_else(|| {
-                self.problem(
-                    &format!("{path}.api"),
-                    format!(
-                        "expected \"openai-chat\", \"anthropic-messages\" or \"openai-responses\", got {name:?}"
-                    ),
-                );
-                None
-            })
-        });
-        let base_url = required(self, "base_url");
-        let model = required(self, "model");
-        let api_key_env = map
-            .get("api_key_env")
-            .and_then(|v| self.string(v, &format!("{path}.api_key_env")));
-        if let Err(message) = api_key_from_env(api_key_env.as_deref()) {
-            self.problem(&format!("{path}.api_key_env"), message);
-        }
-        let mut config = LiveConfig::new(api?, base_url?, model?);
-        if let Some(v) = map.get("temperature") {
-            match v.as_f64() {
-                Some(t) if t.is_finite() && t >= 0.0 => config.temperature = Some(t),
-                _ => self.problem(
-                    &format!("{path}.temperature"),
-                    format!("expected a number of at least 0, got {v}"),
-                ),
-            }
-        }
-        if let Some(v) = map.get("max_output_tokens") {
-            config.max_output_tokens = self.steps(v, &format!("{path}.max_output_tokens"));
-        }
-        if let Some(v) = map.get("max_retries") {
-            match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
-                Some(n) => config.max_retries = n,
-                None => self.problem(
-                    &format!("{path}.max_retries"),
-                    format!("expected a whole number, got {v}"),
-                ),
-            }
-        }
-        for (key, slot) in [
-            ("timeout_s", &mut config.timeout),
-            ("retry_budget_s", &mut config.retry_budget),
-        ] {
-            if let Some(v) = map.get(key)
-                && let Some(seconds) = self.positive(v, &format!("{path}.{key}"))
-            {
-                *slot = Duration::from_secs_f64(seconds.min(1e9));
-            }
-        }
-        if let Some(v) = map.get("system") {
-            config.system = self.string(v, &format!("{path}.system"));
-        }
-        Some(TaskModel::Chat {
-            config: Box::new(config),
-            api_key_env,
-            prices: None,
-        })
-    }
-
-    /// A `finish_gate` object: `command` (a program and its arguments; a program path with a `/`
-    /// is relative to the suite's folder), `timeout_s`, `max_output_bytes`. The gate runs in the
-    /// suite's folder.
-    fn finish_gate(&mut self, value: &Value, path: &str) -> Option<CommandGate> {
-        let map = self.object(value, path)?;
-        self.only_keys(map, &["command", "timeout_s", "max_output_bytes"], path);
-        let command_path = format!("{path}.command");
-        let command = match map.get("command") {
-            Some(v) => {
-                let list = self.array(v, &command_path)?;
-                let mut command = Vec::new();
-                for (i, item) in list.iter().enumerate() {
-                    command.extend(self.string(item, &format!("{command_path}[{i}]")));
-                }
-                if list.is_empty() {
-                    self.problem(&command_path, "must name a program");
-                }
-                (!list.is_empty() && command.len() == list.len()).then_some(command)
-            }
-            None => {
-                self.problem(path, "missing key `command`");
-                None
-            }
-        };
-        let mut config = CommandGateConfig::new(command?);
-        let mut whole = |key: &str, max: u64| -> Option<u64> {
-            let v = map.get(key)?;
-            match v.as_u64() {
-                Some(n) if (1..=max).contains(&n) => Some(n),
-                _ => {
-                    self.problem(
-                        &format!("{path}.{key}"),
-                        format!("expected a whole number from 1 to {max}, got {v}"),
-                    );
-                    None
-                }
-            }
-        };
-        if let Some(n) = whole("timeout_s", 86_400) {
-            config.timeout_s = n;
-        }
-        if let Some(n) = whole("max_output_bytes", 16 << 20) {
-            config.max_output_bytes = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        let base = self
-            .canonical_base
-            .clone()
-            .unwrap_or_else(|| self.base_dir.to_path_buf());
-        let program = Path::new(&config.command[0]);
-        let program = if program.to_string_lossy().contains('/') {
-            base.join(program)
-        } else {
-            program.to_path_buf()
-        };
-        Some(CommandGate::new(config).with_program(program).in_dir(base))
-    }
-
-    fn model(&mut self, value: &Value, path: &str) -> Option<TaskModel> {
-        let map = self.object(value, path)?;
-        let kinds: Vec<&str> = ["responses", "actions", "replay", "chat"]
+/// `tasks_file`: a tasks file inside the suite's folder, checked line by line.
+fn tasks_from_file(relative: &str, context: &Context) -> Result<SuiteTasks, Vec<Problem>> {
+    let at = |message: String| vec![("$.tasks_file".to_owned(), message)];
+    let (path, _) = context.inside(relative).map_err(at)?;
+    let indexed = TasksFile::index(&path, context.clone()).map_err(|found| {
+        found
             .into_iter()
-            .filter(|k| map.contains_key(*k))
-            .collect();
-        match kinds.as_slice() {
-            [] => {
-                self.only_keys(
-                    map,
-                    &[
-                        "responses",
-                        "actions",
-                        "replay",
-                        "run_id",
-                        "occurrence",
-                        "chat",
-                    ],
-                    path,
-                );
-                self.problem(
-                    path,
-                    "expected one of `responses`, `actions`, `replay` or `chat`",
-                );
-                None
-            }
-            ["responses"] => {
-                self.only_keys(map, &["responses"], path);
-                let path = format!("{path}.responses");
-                let list = self.non_empty_array(&map["responses"], &path)?;
-                let mut responses = Vec::new();
-                for (i, item) in list.iter().enumerate() {
-                    responses.extend(self.string(item, &format!("{path}[{i}]")));
-                }
-                (responses.len() == list.len()).then_some(TaskModel::Responses(responses))
-            }
-            ["actions"] => {
-                self.only_keys(map, &["actions"], path);
-                let path = format!("{path}.actions");
-                let list = self.non_empty_array(&map["actions"], &path)?;
-                let mut actions = Vec::new();
-                for (i, item) in list.iter().enumerate() {
-                    match action_from_value(item.clone()) {
-                        Ok(action) => actions.push(ScriptedAction::from_action(action)),
-                        Err(err) => self.problem(&format!("{path}[{i}]"), err.message),
-                    }
-                }
-                (actions.len() == list.len()).then_some(TaskModel::Actions(actions))
-            }
-            ["chat"] => {
-                self.only_keys(map, &["chat"], path);
-                self.chat(&map["chat"], path)
-            }
-            ["replay"] => {
-                self.only_keys(map, &["replay", "run_id", "occurrence"], path);
-                let file = self.string(&map["replay"], &format!("{path}.replay"));
-                let run_id = match map.get("run_id") {
-                    Some(v) => self.string(v, &format!("{path}.run_id")),
-                    None => None,
-                };
-                let occurrence = match map.get("occurrence") {
-                    Some(_) if run_id.is_none() => {
-                        self.problem(&format!("{path}.occurrence"), "needs `run_id`");
-                        return None;
-                    }
-                    Some(v) => Some(self.steps(v, &format!("{path}.occurrence"))?),
-                    None => None,
-                };
-                self.replay(file?, run_id, occurrence, path)
-            }
-            several => {
-                self.problem(
-                    path,
-                    format!("give exactly one model kind, not {}", several.join(" and ")),
-                );
-                None
-            }
-        }
-    }
+            .map(|(line, message)| (format!("$.tasks_file `{relative}` {line}"), message))
+            .collect::<Vec<_>>()
+    })?;
+    Ok(SuiteTasks::streamed(indexed))
+}
 
-    fn array<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Vec<Value>> {
-        match value {
-            Value::Array(list) => Some(list),
-            other => {
-                self.problem(path, format!("expected an array, got {}", type_name(other)));
-                None
-            }
-        }
-    }
+/// Below this many tasks per thread, starting a thread costs more than it saves.
+const MIN_TASKS_PER_THREAD: usize = 2_000;
 
-    /// An array with at least one item: a scripted model with nothing to say is a suite mistake,
-    /// not a run that ends in an internal error.
-    fn non_empty_array<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Vec<Value>> {
-        let list = self.array(value, path)?;
-        if list.is_empty() {
-            self.problem(path, "expected at least one item, got an empty array");
-            return None;
-        }
-        Some(list)
-    }
-
-    /// Resolves and reads a replay source; it must stay inside the suite's folder.
-    fn replay(
-        &mut self,
-        file: String,
-        run_id: Option<String>,
-        occurrence: Option<u32>,
-        path: &str,
-    ) -> Option<TaskModel> {
-        let replay_path = format!("{path}.replay");
-        let relative = Path::new(&file);
-        if relative.is_absolute() {
-            self.problem(
-                &replay_path,
-                format!("{file:?} must be relative to the suite's folder"),
-            );
-            return None;
-        }
-        let resolved = self.base_dir.join(relative);
-        let canonical = match resolved.canonicalize() {
-            Ok(canonical) => canonical,
-            Err(err) => {
-                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
-                return None;
-            }
-        };
-        match &self.canonical_base {
-            Some(base) if canonical.starts_with(base) => {}
-            _ => {
-                self.problem(
-                    &replay_path,
-                    format!("{file:?} leads outside the suite's folder"),
-                );
-                return None;
-            }
-        }
-        // Opening a named pipe would wait for a writer forever: only regular files are read.
-        match std::fs::metadata(&canonical) {
-            Ok(meta) if meta.is_dir() => {
-                self.problem(
-                    &replay_path,
-                    format!("{file:?} is a folder, not a trace file"),
-                );
-                return None;
-            }
-            Ok(meta) => {
-                if let Some(what) = crate::output::special_kind(meta.file_type()) {
-                    self.problem(
-                        &replay_path,
-                        format!("{file:?} is {what}, not a regular file"),
-                    );
-                    return None;
-                }
-            }
-            Err(err) => {
-                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
-                return None;
-            }
-        }
-        let contents = match read_trace(&canonical, ReadOptions::default()) {
-            Ok(contents) => contents,
-            Err(err) => {
-                self.problem(&replay_path, format!("cannot read {file:?}: {err}"));
-                return None;
-            }
-        };
-        let run = match run_id {
-            Some(id) => match contents.occurrence(&id, occurrence.unwrap_or(1)) {
-                Some(run) => run.clone(),
-                None => {
-                    let problem = match occurrence {
-                        Some(n) if contents.run(&id).is_some() => {
-                            format!("{file:?} has no {} run {id:?}", crate::trace::ordinal(n))
-                        }
-                        _ => format!("no run {id:?} in {file:?}"),
-                    };
-                    self.problem(&format!("{path}.run_id"), problem);
-                    return None;
-                }
-            },
-            None => match contents.runs.as_slice() {
-                [only] => only.clone(),
-                runs => {
-                    self.problem(
-                        path,
-                        format!("{file:?} holds {} runs: name one with `run_id`", runs.len()),
-                    );
-                    return None;
-                }
-            },
-        };
-        if let Err(err) = ReplayModel::from_run(&run) {
-            self.problem(&replay_path, err.to_string());
-            return None;
-        }
-        Some(TaskModel::Replay {
-            path: resolved,
-            run: super::RunSource::Held(Arc::new(run)),
+/// The tasks of a suite's `tasks` array, read on up to one thread per core; ids must be unique.
+fn read_tasks(texts: &[&RawValue], context: &Context) -> Result<SuiteTasks, Vec<Problem>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(texts.len() / MIN_TASKS_PER_THREAD).max(1);
+    let per_thread = texts.len().div_ceil(threads).max(1);
+    let read_part = |first: usize, part: &[&RawValue]| {
+        part.iter()
+            .enumerate()
+            .map(|(i, text)| read_task(text.get(), &format!("$.tasks[{}]", first + i), context))
+            .collect::<Vec<_>>()
+    };
+    let parts: Vec<Vec<Result<SuiteTask, Vec<Problem>>>> = if threads == 1 {
+        vec![read_part(0, texts)]
+    } else {
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = texts
+                .chunks(per_thread)
+                .enumerate()
+                .map(|(k, part)| scope.spawn(move || read_part(k * per_thread, part)))
+                .collect();
+            parts
+                .into_iter()
+                .map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
         })
+    };
+    let mut problems = Vec::new();
+    // Each part is freed as it is moved, so the tasks are held once, not twice.
+    let mut tasks = Vec::with_capacity(texts.len());
+    for part in parts {
+        for result in part {
+            match result {
+                Ok(task) => tasks.push(task),
+                Err(found) => problems.extend(found),
+            }
+        }
     }
+    let mut seen = HashSet::with_capacity(tasks.len());
+    for (i, task) in tasks.iter().enumerate() {
+        if !seen.insert(task.id.as_str()) {
+            problems.push((
+                format!("$.tasks[{i}].id"),
+                format!("duplicate id {:?}", task.id.as_str()),
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(SuiteTasks::held(tasks))
+    } else {
+        Err(problems)
+    }
+}
 
-    fn expect(&mut self, value: &Value, path: &str) -> Expectations {
-        let mut expect = Expectations::default();
-        let Some(map) = self.object(value, path) else {
-            return expect;
-        };
-        const KEYS: [&str; 5] = [
-            "exit_reason",
-            "answer",
-            "answer_contains",
-            "max_steps_used",
-            "max_gate_rejections",
-        ];
-        let all: Vec<&str> = KEYS.iter().chain(Checks::KEYS.iter()).copied().collect();
-        self.only_keys(map, &all, path);
-        for (key, v) in map {
-            if Checks::KEYS.contains(&key.as_str())
-                && let Err(message) = expect.checks.set(key, v)
-            {
-                self.problem(&format!("{path}.{key}"), message);
+/// `tools`: a tools file's path, relative to the suite and inside its folder, or the same
+/// object inline (its paths then resolve against the suite's folder).
+fn tools_of(value: &Value, context: &Context) -> Result<ToolsFile, Vec<Problem>> {
+    match value {
+        Value::String(relative) => {
+            let outside = || {
+                vec![(
+                    "$.tools".to_owned(),
+                    format!("`{relative}` is not a file inside the suite's folder"),
+                )]
+            };
+            let (path, _) = context.inside(relative).map_err(|_| outside())?;
+            ToolsFile::load(&path).map_err(|err| {
+                err.problems
+                    .into_iter()
+                    .map(|(at, message)| {
+                        (
+                            "$.tools".to_owned(),
+                            format!("`{relative}` {at}: {message}"),
+                        )
+                    })
+                    .collect()
+            })
+        }
+        _ => ToolsFile::from_value(value, &context.base(), "$.tools"),
+    }
+}
+
+/// An object's members in file order, each kept as its text (`tasks`, when it is an array, as
+/// the text of each task); repeated keys are kept too.
+struct Entries<'a>(Vec<(String, Member<'a>)>);
+
+/// A member of the top level.
+enum Member<'a> {
+    /// Any member but `tasks`.
+    Raw(&'a RawValue),
+    /// `tasks` as an array: each task's text.
+    Tasks(Vec<&'a RawValue>),
+    /// `tasks` as anything else, for the schema to refuse.
+    Other(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let member = if key == "tasks" {
+                        map.next_value::<TasksMember<'de>>()?.0
+                    } else {
+                        Member::Raw(map.next_value()?)
+                    };
+                    entries.push((key, member));
+                }
+                Ok(Entries(entries))
             }
         }
-        if let Some(v) = map.get("max_gate_rejections") {
-            match v.as_u64() {
-                Some(n) if n <= u64::from(u32::MAX) => expect.max_gate_rejections = Some(n as u32),
-                _ => self.problem(
-                    &format!("{path}.max_gate_rejections"),
-                    format!("expected a whole number, got {v}"),
-                ),
+        deserializer.deserialize_map(Members)
+    }
+}
+
+/// `tasks`, read in one pass: an array's items are kept as their text.
+struct TasksMember<'a>(Member<'a>);
+
+impl<'de> serde::Deserialize<'de> for TasksMember<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Tasks;
+        impl<'de> Visitor<'de> for Tasks {
+            type Value = TasksMember<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(TasksMember(Member::Tasks(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(TasksMember(Member::Other(value)))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::Bool(v))))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::from(v))))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(TasksMember(Member::Other(Value::Null)))
             }
         }
-        if let Some(v) = map.get("exit_reason") {
-            match v.as_str().and_then(ExitReason::parse) {
-                Some(reason) => expect.exit_reason = Some(reason),
-                None => self.problem(
-                    &format!("{path}.exit_reason"),
-                    format!(
-                        "expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got {v}"
-                    ),
-                ),
-            }
-        }
-        if let Some(v) = map.get("answer") {
-            expect.answer = self.string(v, &format!("{path}.answer"));
-        }
-        if let Some(v) = map.get("answer_contains") {
-            expect.answer_contains = self.string(v, &format!("{path}.answer_contains"));
-        }
-        if let Some(v) = map.get("max_steps_used") {
-            match v.as_u64() {
-                Some(n) if n <= u64::from(u32::MAX) => expect.max_steps_used = Some(n as u32),
-                _ => self.problem(
-                    &format!("{path}.max_steps_used"),
-                    format!("expected a whole number, got {v}"),
-                ),
-            }
-        }
-        expect
+        deserializer.deserialize_any(Tasks)
     }
 }
 

@@ -32,5 +32,4 @@ pub use model::{
 };
 pub use render::{Format, RenderOptions, render, summary_line};
 pub use rows::{RunRow, RunTable, TEXT_LIMIT, TimelineStep};
-pub(crate) use scan::json_value_end;
 pub use scan::{Fields, ends_early, scan_line};

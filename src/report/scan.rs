@@ -423,13 +423,6 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
     Ok(fields)
 }
 
-/// Just past the well-formed JSON value that starts at `at` in `bytes`, or `None` if none does.
-pub(crate) fn json_value_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut cursor = Cursor { bytes, pos: at };
-    cursor.skip_value(0).ok()?;
-    Some(cursor.pos)
-}
-
 /// A position in one line.
 struct Cursor<'a> {
     bytes: &'a [u8],

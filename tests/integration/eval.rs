@@ -162,19 +162,19 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     let output = eval(&[suite.to_str().unwrap()], &dir.path().join("out"));
     assert_eq!(output.status.code(), Some(2));
     let expected = format!(
-        "error: suite `{}` has 15 problems:
-  $.defaults.captrue: unknown key (expected one of: max_steps, capture, finish_gate, max_total_tokens, max_seconds, expect, scorers, model)
-  $.defaults.max_steps: must be at least 1
-  $.tasks[2].id: \"bad id!\" has the character ' '; ids use letters, digits, `.`, `_` and `-`
-  $.tasks[3]: missing key `prompt` (only replay tasks may omit it)
+        "error: suite `{}` has 16 problems:
+  $.defaults.max_steps: must be at least 1, got 0
+  $.defaults.captrue: unknown key (expected one of: capture, expect, finish_gate, max_seconds, max_steps, max_total_tokens, model, scorers)
+  $.tasks[2].id: \"bad id!\" does not match the pattern `^[A-Za-z0-9._-]+$`
+  $.tasks[3]: missing key `prompt`
   $.tasks[4]: missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)
-  $.tasks[5].model: give exactly one model kind, not responses and actions
-  $.tasks[6].model.actions[0]: missing field \"answer\"
+  $.tasks[5].model: give exactly one of `responses`, `actions`, `replay` or `chat`, not `responses` and `actions`
+  $.tasks[6].model.actions[0]: missing key `answer`
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
-  $.tasks[8].model.actions: expected at least one item, got an empty array
-  $.tasks[8].expect.anwser: unknown key (expected one of: exit_reason, answer, answer_contains, max_steps_used, max_gate_rejections, answer_regex, answer_json_schema, answer_number, answer_in, ignore_case, normalize_whitespace, max_tool_errors, max_total_tokens, max_duration_s, max_cost_usd, tools_called, tools_not_called)
-  $.tasks[8].expect.exit_reason: expected one of finished, max_steps_exceeded, invalid_model_output, internal_error; got \"done\"
-  $.tasks[9].max_steps: expected a whole number from 1 to 4294967295, got \"five\"
+  $.tasks[8].model.actions: expected at least 1 item, got an empty array
+  $.tasks[8].expect.anwser: unknown key (expected one of: answer, answer_contains, answer_in, answer_json_schema, answer_number, answer_regex, exit_reason, ignore_case, max_cost_usd, max_duration_s, max_gate_rejections, max_steps_used, max_tool_errors, max_total_tokens, normalize_whitespace, tools_called, tools_not_called)
+  $.tasks[8].expect.exit_reason: expected \"finished\", \"max_steps_exceeded\", \"invalid_model_output\" or \"internal_error\"; got \"done\"
+  $.tasks[9].max_steps: expected an integer, got a string
   $.tasks[1].id: duplicate id \"ok\"
 ",
         suite.display()
@@ -186,7 +186,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
         actual_lines.remove(0),
         expected_lines
             .remove(0)
-            .replace("15", &(actual.lines().count() - 1).to_string())
+            .replace("16", &(actual.lines().count() - 1).to_string())
     );
     for line in &expected_lines {
         assert!(actual_lines.contains(line), "missing {line:?} in\n{actual}");
@@ -351,6 +351,7 @@ fn results_are_in_suite_order_whatever_the_jobs() {
         ids,
         suite
             .tasks
+            .entries()
             .iter()
             .map(|t| t.id.to_string())
             .collect::<Vec<_>>()
@@ -845,57 +846,6 @@ fn results_files_match_the_results_schema() {
             .map(|e| format!("{}: {e}", e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{}: {errors:?}", path.display());
-    }
-}
-
-#[test]
-fn the_fast_suite_path_and_the_checker_agree_on_every_suite() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut suites: Vec<PathBuf> = vec![
-        sample("suite.json"),
-        fixture("eval/expectations.json"),
-        fixture("eval/many_errors.json"),
-    ];
-    for entry in std::fs::read_dir(root.join("tests/bad_inputs")).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("suite_")
-        {
-            suites.push(path);
-        }
-    }
-    let edge_cases = [
-        r#"{"name": "n", "tasks": [{"id": "a", "prompt": null, "model": {"actions": []}}]}"#,
-        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x", "extra": 1}]}}]}"#,
-        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "max_steps": 5.0, "model": {"responses": []}}]}"#,
-        r#"{"name": "n", "defaults": {"capture": "full"}, "tasks": [{"id": "a", "prompt": "p", "model": {"responses": ["x"]}, "expect": {"exit_reason": "finished", "max_steps_used": 2}}]}"#,
-        r#"{"$schema": 7, "name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"responses": []}}]}"#,
-        r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "model": {"responses": [], "actions": []}}]}"#,
-    ];
-    let mut texts: Vec<(String, String, PathBuf)> = suites
-        .iter()
-        .filter_map(|p| {
-            std::fs::read_to_string(p).ok().map(|t| {
-                (
-                    p.display().to_string(),
-                    t,
-                    p.parent().unwrap().to_path_buf(),
-                )
-            })
-        })
-        .collect();
-    texts.extend(
-        edge_cases
-            .iter()
-            .map(|t| (t.to_string(), t.to_string(), PathBuf::from("."))),
-    );
-    for (name, text, base) in texts {
-        let fast = load_suite_from_str(&text, &base).map(|s| format!("{s:?}"));
-        let checked = looptrace::eval::check_suite_from_str(&text, &base).map(|s| format!("{s:?}"));
-        assert_eq!(fast, checked, "{name}");
     }
 }
 

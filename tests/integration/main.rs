@@ -50,6 +50,7 @@ mod sql;
 mod statistics;
 mod suite_load;
 mod support;
+mod tasks_file;
 mod terminal;
 mod tool_kinds;
 mod tools;

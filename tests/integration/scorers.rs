@@ -156,8 +156,9 @@ fn bad_checks_and_scorers_are_refused_at_their_json_path_before_anything_runs() 
             {"id": "a", "prompt": "p", "model": answers("x"),
              "expect": {"answer_regex": "(", "answer_number": {"value": 1, "tol": 2}, "answer_colour": "red"},
              "scorers": [{"kind": "command", "command": []},
-                         {"kind": "vibes"},
-                         {"kind": "judge", "model": "nowhere", "rubric": "r"}]}
+                         {"kind": "vibes"}]},
+            {"id": "b", "prompt": "p", "model": answers("x"), "expect": {"answer_regex": "("},
+             "scorers": [{"kind": "judge", "model": "nowhere", "rubric": "r"}]}
         ]
     });
     let output = eval(dir.path(), &suite, &[]);
@@ -165,11 +166,11 @@ fn bad_checks_and_scorers_are_refused_at_their_json_path_before_anything_runs() 
     let err = stderr(&output);
     for expected in [
         "$.tasks[0].expect.answer_colour: unknown key",
-        "$.tasks[0].expect.answer_number: unknown field `tol`",
-        "$.tasks[0].expect.answer_regex: not a regular expression",
-        "$.tasks[0].scorers[0]: `command` must name a program",
-        "$.tasks[0].scorers[1]: unknown variant `vibes`",
-        "$.tasks[0].scorers[2]: unknown model \"nowhere\"",
+        "$.tasks[0].expect.answer_number.tol: unknown key (expected one of: tolerance, value)",
+        "$.tasks[0].scorers[0].command: expected at least 1 item, got an empty array",
+        "$.tasks[0].scorers[1].kind: expected \"command\" or \"judge\"; got \"vibes\"",
+        "$.tasks[1].expect.answer_regex: not a regular expression: unclosed group",
+        "$.tasks[1].scorers[0]: unknown model \"nowhere\"",
     ] {
         assert!(err.contains(expected), "{expected}\n{err}");
     }

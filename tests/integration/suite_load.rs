@@ -1,38 +1,23 @@
-//! Suite loading has one verdict: the typed fast path (`load_suite_from_str`), the full checker
-//! (`check_suite_from_str`) and the shipped schema (`schemas/suite.schema.json`) accept and refuse
-//! the same suites, and a key given twice in one object is refused with its JSON path. Inputs are
-//! generated valid suites and mutations of them that serde's derived code is known to be lenient
-//! about: objects written as arrays, enum names written as `{"name": null}`, repeated keys.
+//! Suite loading has one verdict: the schema (`schemas/suite.schema.json`) is checked first and
+//! serde reads what passed, so the loader never accepts what the schema refuses, and refuses
+//! beyond it only what the schema cannot say (repeated ids, `5.0` for a whole number). A key
+//! given twice in one object is refused with its JSON path. Inputs are generated valid suites and
+//! mutations of them that serde's derived code is known to be lenient about: objects written as
+//! arrays, enum names written as `{"name": null}`, repeated keys.
 
 use std::path::Path;
 
-use looptrace::eval::{check_suite_from_str, load_suite_from_str, load_suite_from_str_in_parts};
+use looptrace::eval::load_suite_from_str;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::support::{looptrace, stderr};
 
-/// The problems of a suite the checker refuses, as `(path, message)`, or `None` if it loads.
+/// The problems of a suite the loader refuses, as `(path, message)`, or `None` if it loads.
 fn problems(text: &str) -> Option<Vec<(String, String)>> {
-    let fast = load_suite_from_str(text, Path::new("."));
-    let checked = check_suite_from_str(text, Path::new("."));
-    assert_eq!(
-        format!("{fast:?}"),
-        format!("{checked:?}"),
-        "fast path (left) and checker (right) disagree on {text}"
-    );
-    fast.err().map(|errors| errors.problems)
-}
-
-/// Loading `text` with its tasks parsed on `parts` threads gives what the checker gives.
-fn assert_loads_in_parts_as_checked(text: &str, parts: usize) {
-    let split = load_suite_from_str_in_parts(text, Path::new("."), parts);
-    let checked = check_suite_from_str(text, Path::new("."));
-    assert_eq!(
-        format!("{split:?}"),
-        format!("{checked:?}"),
-        "loading in {parts} parts (left) and the checker (right) disagree on {text}"
-    );
+    load_suite_from_str(text, Path::new("."))
+        .err()
+        .map(|errors| errors.problems)
 }
 
 /// An indented suite of `n` tasks, task `i` made by `task(i)`.
@@ -46,43 +31,31 @@ fn finishing_task(id: &str) -> Value {
 }
 
 #[test]
-fn a_suite_loaded_in_parts_keeps_every_task_in_order() {
-    let text = indented_suite(50, |i| finishing_task(&format!("t{i:02}")));
-    for parts in 1..=8 {
-        let suite = load_suite_from_str_in_parts(&text, Path::new("."), parts).unwrap();
-        let ids: Vec<&str> = suite.tasks.iter().map(|t| t.id.as_str()).collect();
-        let expected: Vec<String> = (0..50).map(|i| format!("t{i:02}")).collect();
-        assert_eq!(ids, expected, "{parts} parts");
-    }
+fn a_large_suite_keeps_every_task_in_order() {
+    // Large enough to be read on several threads.
+    let text = indented_suite(5000, |i| finishing_task(&format!("t{i:04}")));
+    let suite = load_suite_from_str(&text, Path::new(".")).unwrap();
+    let ids: Vec<&str> = suite
+        .tasks
+        .entries()
+        .iter()
+        .map(|t| t.id.as_str())
+        .collect();
+    let expected: Vec<String> = (0..5000).map(|i| format!("t{i:04}")).collect();
+    assert_eq!(ids, expected);
 }
 
 #[test]
-fn an_id_repeated_in_two_parts_is_refused_as_the_checker_refuses_it() {
-    // The first and the last task share an id: with two parts, one is in each.
-    let text = indented_suite(40, |i| finishing_task(&format!("t{}", i % 39)));
-    let found = load_suite_from_str_in_parts(&text, Path::new("."), 2).unwrap_err();
-    assert_eq!(found.problems.len(), 1, "{found:?}");
-    assert!(found.problems[0].0.starts_with("$.tasks[39]"), "{found:?}");
-    assert_loads_in_parts_as_checked(&text, 2);
-}
-
-#[test]
-fn arguments_near_the_nesting_limit_load_in_parts_as_in_one_piece() {
-    // serde_json refuses more than 128 levels; in a part the tasks sit one level higher, so the
-    // loader must not accept in parts what the whole text exceeds.
-    for depth in [90, 118, 119, 120, 121, 122, 130] {
-        let mut nested = json!(1);
-        for _ in 0..depth {
-            nested = json!([nested]);
-        }
-        let text = indented_suite(6, |i| {
-            json!({"id": format!("t{i}"), "prompt": "p", "model": {"actions": [
-                {"type": "tool_call", "tool_name": "calculator", "arguments": {"left": nested.clone()}}
-            ]}})
-        });
-        assert_loads_in_parts_as_checked(&text, 2);
-        assert_loads_in_parts_as_checked(&text, 3);
-    }
+fn an_id_repeated_far_apart_is_refused_at_the_second() {
+    let text = indented_suite(5000, |i| finishing_task(&format!("t{}", i % 4999)));
+    let found = problems(&text).expect("refused");
+    assert_eq!(
+        found,
+        [(
+            "$.tasks[4999].id".to_owned(),
+            "duplicate id \"t0\"".to_owned()
+        )]
+    );
 }
 
 /// The JSON paths of the problems of a suite that must be refused.
@@ -111,7 +84,7 @@ fn models_defaults_and_expectations_written_as_arrays_are_refused() {
     let text = r#"{"name": "n", "defaults": [3], "tasks": [{"id": "a", "prompt": "p", "model": [["x"]], "expect": ["finished"]}]}"#;
     assert_eq!(
         refused_at(text),
-        ["$.defaults", "$.tasks[0].model", "$.tasks[0].expect"]
+        ["$.defaults", "$.tasks[0].expect", "$.tasks[0].model"]
     );
 }
 
@@ -152,19 +125,20 @@ fn an_exit_reason_written_as_a_map_is_refused() {
 fn a_key_given_twice_is_refused_with_its_path_at_any_depth() {
     let text = r#"{"name": "n", "tasks": [{"id": "a", "prompt": "p", "prompt": "q", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": 1, "left": 2, "operation": "add", "right": 3}}]}}], "name": "n"}"#;
     let found = problems(text).expect("refused");
+    // The top level's problems come first, then each task's.
     assert_eq!(
         found,
         [
+            (
+                "$.name".to_owned(),
+                "key given twice in one object (which value is meant?)".to_owned()
+            ),
             (
                 "$.tasks[0].prompt".to_owned(),
                 "key given twice in one object (which value is meant?)".to_owned()
             ),
             (
                 "$.tasks[0].model.actions[0].arguments.left".to_owned(),
-                "key given twice in one object (which value is meant?)".to_owned()
-            ),
-            (
-                "$.name".to_owned(),
                 "key given twice in one object (which value is meant?)".to_owned()
             ),
         ]
@@ -406,10 +380,10 @@ fn beyond_the_schema(text: &str) -> bool {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// The fast path and the checker give every suite the same result, and where the checker
-    /// accepts, so does the schema (and the other way round, unless ids repeat or a whole number is written `1.0`).
+    /// Where the loader accepts, so does the schema (and the other way round, unless ids
+    /// repeat or a whole number is written `1.0`).
     #[test]
-    fn fast_and_full_suite_loading_agree(
+    fn the_loader_and_the_schema_agree(
         suite in suite(),
         changes in prop::collection::vec((0..200usize, 0..13u8), 0..3),
         repeat in prop::option::of((0..12usize, prop_oneof![Just(json!("x")), Just(json!(1)), Just(json!({}))])),
@@ -427,12 +401,6 @@ proptest! {
         write_with_repeat(&suite, &mut n, &first, &mut text);
         let repeated = asked && n.is_none();
         let verdict = problems(&text);
-        // Cut into parts as a large suite is, on one line and indented.
-        let pretty = serde_json::to_string_pretty(&suite).unwrap();
-        for parts in 2..=4 {
-            assert_loads_in_parts_as_checked(&text, parts);
-            assert_loads_in_parts_as_checked(&pretty, parts);
-        }
         if repeated {
             prop_assert!(verdict.as_ref().is_some_and(|p| p.iter().any(|(_, m)| m.starts_with("key given twice"))), "{text}: {verdict:?}");
         } else if !beyond_the_schema(&text) {

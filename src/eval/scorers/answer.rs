@@ -71,7 +71,15 @@ impl AnswerCheck {
             .case_insensitive(options.ignore_case)
             .size_limit(1 << 20)
             .build()
-            .map_err(|err| format!("not a regular expression: {err}"))?;
+            .map_err(|err| {
+                // The parser's message draws the pattern over several lines: its last says why.
+                let text = err.to_string();
+                let why = text.lines().last().unwrap_or_default();
+                format!(
+                    "not a regular expression: {}",
+                    why.trim().trim_start_matches("error: ")
+                )
+            })?;
         let options = TextOptions {
             ignore_case: false,
             ..options

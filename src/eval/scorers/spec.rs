@@ -221,7 +221,7 @@ impl Checks {
 }
 
 /// Compiled answer checks by what they were compiled from, shared by the tasks of one suite.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct CheckCache {
     compiled: std::collections::HashMap<String, Result<Arc<dyn Scorer>, String>>,
 }

@@ -1,0 +1,101 @@
+//! Reading one task's JSON text, the same way for a task of a suite's `tasks` array and for a
+//! line of a tasks file: strict JSON (a key given twice is a problem), the schema, the typed
+//! struct, then the hand-written checks of [`Context::task`].
+
+use super::resolve::{Context, Problem};
+use super::schema::task_problems;
+use super::spec::TaskSpec;
+use crate::eval::strict_json::parse_noting_repeats;
+use crate::eval::suite::SuiteTask;
+
+/// The message of a key given twice in one object.
+pub const REPEATED_KEY: &str = "key given twice in one object (which value is meant?)";
+
+/// Reads the task written as `text`, its problems' paths under `root`.
+pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask, Vec<Problem>> {
+    // Scripted arguments read numbers as Python does: `-0` is the integer 0.
+    let text = crate::tools::integer_negative_zero_as_zero(text);
+    let (value, repeated) = parse_noting_repeats(&text, root).map_err(|err| {
+        vec![(
+            format!("{root} (column {})", err.column()),
+            format!(
+                "invalid JSON: {}",
+                crate::trace::describe_json_error_plain(&err)
+            ),
+        )]
+    })?;
+    check_schema(&value, repeated, root, context)?;
+    // Read from the value it is (moving its strings); only a task that fails is read again,
+    // from its text, to find where.
+    let spec: TaskSpec = match serde_json::from_value(value) {
+        Ok(spec) => spec,
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_str(&text);
+            return Err(vec![path_problem(
+                serde_path_to_error::deserialize::<_, TaskSpec>(&mut de),
+                root,
+            )]);
+        }
+    };
+    context.task(spec, root)
+}
+
+/// The schema's problems with a task, and its repeated keys (at the JSON paths `repeated`).
+fn check_schema(
+    value: &serde_json::Value,
+    repeated: Vec<String>,
+    root: &str,
+    context: &Context,
+) -> Result<(), Vec<Problem>> {
+    let mut problems: Vec<Problem> = repeated
+        .into_iter()
+        .map(|path| (path, REPEATED_KEY.to_owned()))
+        .collect();
+    problems.extend(task_problems(value, root));
+    // The schema lets a task go without a model (the suite's defaults or `eval --model` may
+    // give one); whether one is given is known here.
+    if value.is_object() && value.get("model").is_none() && !context.model_given() {
+        problems.push((root.to_owned(), super::resolve::MISSING_MODEL.to_owned()));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// `value`, which the schema passed, as its typed struct; what the schema cannot say (a whole
+/// number written as `5.0`) is reported at its path.
+pub fn typed<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    root: &str,
+) -> Result<T, Vec<Problem>> {
+    serde_path_to_error::deserialize(value)
+        .map_err(|err| vec![path_problem::<T, _>(Err(err), root)])
+}
+
+/// The problem a typed read found, at its JSON path under `root`.
+fn path_problem<T, E: std::fmt::Display>(
+    read: Result<T, serde_path_to_error::Error<E>>,
+    root: &str,
+) -> Problem {
+    let Err(err) = read else {
+        return (
+            root.to_owned(),
+            "the task reads one way as a whole and another piece by piece".to_owned(),
+        );
+    };
+    let inner = err.inner().to_string();
+    let at = err.path().to_string();
+    let path = if at == "." {
+        root.to_owned()
+    } else {
+        format!("{root}.{at}")
+    };
+    let message = if inner.starts_with("invalid type: floating point") {
+        format!("a whole number is written without a fraction or an exponent ({inner})")
+    } else {
+        inner
+    };
+    (path, message)
+}
