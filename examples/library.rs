@@ -5,8 +5,10 @@
 
 use looptrace::agent::{RunOptions, run_agent_result};
 use looptrace::model::{Model, ModelError};
-use looptrace::report::{self, Ending, Format, RenderOptions};
-use looptrace::run::{Action, Finish, HistoryItem, Observation, Task, ToolCall};
+use looptrace::report::{self, Format, RenderOptions};
+use looptrace::run::{
+    Action, ExitReason, Finish, HistoryItem, Observation, RunOutcome, Task, ToolCall,
+};
 use looptrace::tools::{ToolOutcome, ToolPanic, ToolRuntime};
 use looptrace::trace::{RecorderOptions, TraceRecorder, TraceWriter};
 
@@ -86,7 +88,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The report of the trace, as `looptrace report` makes it.
     let bytes = std::fs::read(&path)?;
     let report = report::analyze_slice(&bytes, "library-example.jsonl", false)?;
-    assert_eq!(report.exit_reasons.get(Ending::Finished), 2);
+    let finished = RunOutcome::Ended(ExitReason::Finished);
+    assert_eq!(report.exit_reasons.get(finished), 2);
     let table = report::render(&report, Format::Table, RenderOptions::default());
     print!("{}", String::from_utf8_lossy(&table));
     std::fs::remove_dir_all(&dir)?;

@@ -6,12 +6,14 @@
 //! records every run as JSONL.
 
 pub mod agent;
+pub mod digest;
 pub mod eval;
 pub mod export;
 pub mod fault;
 pub mod gate;
 pub mod html;
 pub mod import;
+pub mod json_error;
 pub mod model;
 pub mod output;
 mod plural;

@@ -166,6 +166,50 @@ impl fmt::Display for ExitReason {
     }
 }
 
+/// How a recorded run ended, as reports and `show` count it: one of the exit reasons, or
+/// `incomplete` for a run with no ending at all (the process died or the file was cut), never
+/// folded into an exit reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RunOutcome {
+    /// It recorded an ending with this exit reason.
+    Ended(ExitReason),
+    /// It never recorded an ending.
+    Incomplete,
+}
+
+impl RunOutcome {
+    /// Every outcome, in report order: the exit reasons, then `incomplete`.
+    pub const ALL: [RunOutcome; 5] = [
+        RunOutcome::Ended(ExitReason::Finished),
+        RunOutcome::Ended(ExitReason::MaxStepsExceeded),
+        RunOutcome::Ended(ExitReason::InvalidModelOutput),
+        RunOutcome::Ended(ExitReason::InternalError),
+        RunOutcome::Incomplete,
+    ];
+
+    /// `finished`, ..., or `incomplete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Ended(reason) => reason.as_str(),
+            RunOutcome::Incomplete => "incomplete",
+        }
+    }
+
+    /// The position of this outcome in [`RunOutcome::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            RunOutcome::Ended(reason) => reason as usize,
+            RunOutcome::Incomplete => ExitReason::ALL.len(),
+        }
+    }
+}
+
+impl fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The structured outcome of a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunResult {

@@ -5,25 +5,22 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use looptrace::report::{Ending, analyze_slice};
-use looptrace::trace::{ReadOptions, RunOutcome, TraceContents, TraceReader};
+use looptrace::run::RunOutcome;
+use looptrace::report::analyze_slice;
+use looptrace::trace::{ReadOptions, TraceContents, TraceReader};
 
 fuzz_target!(|data: &[u8]| {
     let by_reader = TraceContents::from_reader(TraceReader::new(data, "t", ReadOptions::default()))
         .map(|contents| {
             let mut counts = [0u64; 5];
             for run in &contents.runs {
-                let ending = match run.outcome() {
-                    RunOutcome::Ended(reason) => Ending::from_exit_reason(reason.as_str()),
-                    RunOutcome::Incomplete => Some(Ending::Incomplete),
-                };
-                counts[ending.expect("a known ending").index()] += 1;
+                counts[run.outcome().index()] += 1;
             }
             counts
         })
         .map_err(drop);
     let by_report = analyze_slice(data, "t", false)
-        .map(|report| Ending::ALL.map(|ending| report.exit_reasons.get(ending)))
+        .map(|report| RunOutcome::ALL.map(|ending| report.exit_reasons.get(ending)))
         .map_err(drop);
     assert_eq!(
         by_reader,

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use looptrace::eval::{Comparison, ResultsFile, TaskResult};
 use looptrace::html::{Baseline, Page};
-use looptrace::report::{self, Ending, Input, Options, Report, RunRow, RunTable, Source};
+use looptrace::report::{self, Input, Options, Report, RunRow, RunTable, Source};
+use looptrace::run::RunOutcome;
 
 use super::common::same_file;
 use super::{CliError, CliResult, Outcome};
@@ -194,11 +195,11 @@ pub fn results_page_data(
     Ok((report, table))
 }
 
-fn ending_of(reason: looptrace::run::ExitReason) -> Ending {
-    Ending::ALL
+fn ending_of(reason: looptrace::run::ExitReason) -> RunOutcome {
+    RunOutcome::ALL
         .into_iter()
         .find(|e| e.as_str() == reason.as_str())
-        .unwrap_or(Ending::Incomplete)
+        .unwrap_or(RunOutcome::Incomplete)
 }
 
 /// The baseline section's data: transitions, and the tasks newly failing, newly fixed and still

@@ -13,10 +13,9 @@ use std::sync::Arc;
 use super::suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
 };
-use crate::model::ReplayModel;
-use crate::trace::{
-    Capture, LineSpan, ReadOptions, RecordedRun, RunOutcome, RunStream, read_run_at,
-};
+use crate::replay::ReplayModel;
+use crate::run::RunOutcome;
+use crate::trace::{Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_at};
 
 /// Where a replay task's recorded run comes from.
 #[derive(Clone, Debug)]

@@ -17,8 +17,9 @@ use super::suite::{SuiteTask, TaskModel, TaskSource};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
-use crate::model::{CallRecord, JsonModelAdapter, Model, ReplayModel, ScriptPlayer};
+use crate::model::{CallRecord, JsonModelAdapter, Model, ScriptPlayer};
 use crate::replay::Recording;
+use crate::replay::ReplayModel;
 use crate::run::{Action, ExitReason, RunResult, Task};
 use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{

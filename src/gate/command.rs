@@ -45,7 +45,7 @@ impl CommandGateConfig {
     pub fn hash(&self) -> String {
         // Serializing a struct of strings and integers cannot fail.
         let json = serde_json::to_vec(self).unwrap_or_default();
-        crate::trace::sha256_tagged(&json)
+        crate::digest::sha256_tagged(&json)
     }
 }
 

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::Baseline;
 use super::escape::html;
-use crate::report::{BUDGETS, Ending, Report};
+use crate::report::{BUDGETS, Report};
+use crate::run::{ExitReason, RunOutcome};
 
 /// One bar: its label, its length (a fraction of the longest), what is written after it.
 struct Bar {
@@ -13,7 +14,7 @@ struct Bar {
     value: f64,
     text: String,
     /// `data-exit-reason` of an exit-reason row: the page filters the runs by it on a click.
-    ending: Option<Ending>,
+    ending: Option<RunOutcome>,
 }
 
 const LABEL_W: usize = 210;
@@ -123,7 +124,7 @@ pub fn sections(report: &Report) -> String {
 
 fn exit_reasons(report: &Report) -> String {
     let total = report.exit_reasons.total();
-    let bars: Vec<Bar> = Ending::ALL
+    let bars: Vec<Bar> = RunOutcome::ALL
         .iter()
         .map(|&e| {
             let n = report.exit_reasons.get(e);
@@ -220,7 +221,7 @@ fn finish_gate(report: &Report) -> String {
     if gate.runs.total() == 0 {
         return String::new();
     }
-    let bars: Vec<Bar> = Ending::ALL
+    let bars: Vec<Bar> = RunOutcome::ALL
         .iter()
         .filter(|&&e| gate.runs.get(e) > 0)
         .map(|&e| Bar {
@@ -295,7 +296,7 @@ fn per_exit_reason(report: &Report) -> String {
         out.push_str("<th class=\"num\">cost</th>");
     }
     out.push_str("</tr></thead><tbody>");
-    for e in Ending::ALL {
+    for e in RunOutcome::ALL {
         let steps = &report.steps[e.index()];
         let spend = &report.spend[e.index()];
         let cell = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
@@ -365,7 +366,7 @@ fn per_exit_reason(report: &Report) -> String {
 
 /// The transition matrix as a heat map, and the tasks that moved.
 pub fn baseline(baseline: &Baseline) -> String {
-    let count = |from: Ending, to: Ending| {
+    let count = |from: RunOutcome, to: RunOutcome| {
         baseline
             .transitions
             .iter()
@@ -377,14 +378,14 @@ pub fn baseline(baseline: &Baseline) -> String {
     let cell = 64;
     let left = 180;
     let top = 110;
-    let n = Ending::ALL.len();
+    let n = RunOutcome::ALL.len();
     let (width, height) = (left + n * cell + 10, top + n * cell + 10);
     let mut svg = format!(
         "<svg class=\"chart heatmap\" role=\"img\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">\
          <text x=\"{}\" y=\"14\" text-anchor=\"middle\" class=\"axis\">now</text>",
         left + n * cell / 2
     );
-    for (j, to) in Ending::ALL.iter().enumerate() {
+    for (j, to) in RunOutcome::ALL.iter().enumerate() {
         let x = left + j * cell + cell / 2;
         let _ = write!(
             svg,
@@ -393,7 +394,7 @@ pub fn baseline(baseline: &Baseline) -> String {
             to.as_str()
         );
     }
-    for (i, from) in Ending::ALL.iter().enumerate() {
+    for (i, from) in RunOutcome::ALL.iter().enumerate() {
         let y = top + i * cell;
         let _ = write!(
             svg,
@@ -402,12 +403,12 @@ pub fn baseline(baseline: &Baseline) -> String {
             y + cell / 2 + 5,
             from.as_str()
         );
-        for (j, to) in Ending::ALL.iter().enumerate() {
+        for (j, to) in RunOutcome::ALL.iter().enumerate() {
             let n = count(*from, *to);
             let alpha = if max > 0 { n as f64 / max as f64 } else { 0.0 };
             let kind = if from == to {
                 "same"
-            } else if *to == Ending::Finished {
+            } else if *to == RunOutcome::Ended(ExitReason::Finished) {
                 "better"
             } else {
                 "moved"

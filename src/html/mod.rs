@@ -15,7 +15,8 @@ mod stats;
 mod table;
 mod timeline;
 
-use crate::report::{Ending, Report, RunTable};
+use crate::report::{Report, RunTable};
+use crate::run::RunOutcome;
 
 pub use escape::{html as escape_html, script_json};
 pub use page::render;
@@ -58,7 +59,7 @@ pub struct Statistics<'a> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
     /// Tasks per (baseline ending, current ending), for tasks in both.
-    pub transitions: Vec<(Ending, Ending, u64)>,
+    pub transitions: Vec<(RunOutcome, RunOutcome, u64)>,
     /// Tasks that got worse, with why.
     pub newly_failing: Vec<(String, String)>,
     /// Tasks that got better, with why.

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use super::escape::html;
 use super::timeline::round_ms;
-use crate::report::{Ending, RunTable};
+use crate::report::RunTable;
+use crate::run::RunOutcome;
 
 /// `[file, run_id, task_id, ending, steps, error_kinds, tools, verdict, source, duration_ms,
 /// divergence_step, divergence]` per run.
@@ -48,7 +49,7 @@ pub fn section(runs: &RunTable, verdict: &str) -> String {
         verdicts.insert(row.verdict.as_deref().unwrap_or("-"));
         sources.insert(row.source);
     }
-    let endings: Vec<&str> = Ending::ALL.iter().map(|e| e.as_str()).collect();
+    let endings: Vec<&str> = RunOutcome::ALL.iter().map(|e| e.as_str()).collect();
     // A column every run holds the same value in (an eval's runs are all looptrace's) says
     // nothing: it and its filter are left out, and the script draws no cell for it.
     let (source_filter, source_head, table_class) = if sources.len() > 1 {

@@ -9,15 +9,13 @@ use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
 
+use super::model::{RecordedTurn, end_of_recording};
 use super::recording::{RecordedStep, Recording};
 use super::verdict::{Divergence, DivergenceKind, NotCompared};
 use super::wire::RequestLog;
 use crate::agent::{RunEvent, RunObserver};
 use crate::gate::GateVerdict;
-use crate::model::{
-    CallRecord, InvalidOutput, LiveIdentity, Model, ModelError, RecordedTurn, TurnItem,
-    end_of_recording,
-};
+use crate::model::{CallRecord, InvalidOutput, LiveIdentity, Model, ModelError, TurnItem};
 use crate::run::{Action, ExitReason, HistoryItem, RunResult, Task};
 use crate::tools::ToolOutcome;
 

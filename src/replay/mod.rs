@@ -1,5 +1,5 @@
 //! Replay: rerun a recorded run and report whether it still comes out the same. The recorded model
-//! turns are fed back through the agent loop ([`crate::model::ReplayModel`]), tools run again
+//! turns are fed back through the agent loop ([`ReplayModel`]), tools run again
 //! (live) or are served from the recording ([`RecordedTools`]), and every event of the rerun is
 //! compared with the recording as it happens: observations by their summary hash and `is_error`,
 //! tool names, the end of the recording, the exit reason and steps used, and recorded turns never
@@ -7,6 +7,7 @@
 //! Replay needs full capture; `docs/replay.md` describes the command.
 
 mod compare;
+mod model;
 mod recorded_tools;
 mod recording;
 mod render;
@@ -15,6 +16,7 @@ mod verdict;
 mod wire;
 
 pub use compare::{STOPPED, STOPPED_KIND};
+pub use model::{RecordedResponses, RecordedTurn, ReplayError, ReplayModel, end_of_recording};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
 pub use recording::{
     RecordedEnding, RecordedObservation, RecordedStep, Recording, ReplaySetupError,

@@ -5,8 +5,8 @@
 
 use thiserror::Error;
 
+use super::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::gate::{GateVerdict, RecordedGate, RecordedVerdict};
-use crate::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::run::{Action, ExitReason, Task};
 use crate::trace::{
     Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, ToolRef, TraceEvent,

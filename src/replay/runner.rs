@@ -8,15 +8,17 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::compare::{Comparator, StopFlag, StopGate};
+use super::model::ReplayModel;
 use super::recorded_tools::RecordedTools;
 use super::recording::{Recording, ReplaySetupError};
 use super::verdict::{Ending, RunCheck, RunReplay, STOPPED_OUTCOME, Verdict};
 use super::wire::{RequestLog, WireReplayModel, WireSettings, is_live};
 use crate::agent::{AgentError, InternalError, RunObserver, RunOptions, run_agent_with_gate};
 use crate::gate::FinishGate;
-use crate::model::{Model, ReplayModel};
+use crate::model::Model;
+use crate::run::RunOutcome;
 use crate::tools::ToolRuntime;
-use crate::trace::{RecordedRun, RunOutcome, Summarizer};
+use crate::trace::{RecordedRun, Summarizer};
 
 /// What to do at a divergence.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

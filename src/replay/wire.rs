@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::model::{ReplayError, end_of_recording};
 use super::recording::{Recording, ReplaySetupError};
 use super::verdict::{Divergence, DivergenceKind};
 use crate::model::live::http::{HttpReply, Transport, TransportError};
 use crate::model::live::{Api, LiveConfig, LiveModel};
 use crate::model::{
-    CallRecord, LiveIdentity, Model, ModelError, ProviderError, ProviderErrorKind, ReplayError,
-    TurnItem, end_of_recording,
+    CallRecord, LiveIdentity, Model, ModelError, ProviderError, ProviderErrorKind, TurnItem,
 };
 use crate::run::{Action, HistoryItem, Task};
 use crate::tools::{ToolRegistry, ToolSpec};

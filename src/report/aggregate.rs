@@ -19,12 +19,13 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use super::duration::DurationSketch;
-use super::event::{Event, EventKind, EventSpend};
 use super::hash::{FastMap, fingerprint};
 use super::histogram::Histogram;
 use super::model::{
-    BUDGETS, BudgetExhaustion, Ending, EndingCounts, FinishGateTotals, SpendStats, Verdicts,
+    BUDGETS, BudgetExhaustion, EndingCounts, FinishGateTotals, SpendStats, Verdicts,
 };
+use crate::run::{ExitReason, RunOutcome};
+use crate::trace::{EventRef, EventRefKind, EventSpend};
 
 /// A string taken from a trace: borrowed from the chunk while scanning, owned in pieces.
 pub(crate) type Text<'a> = Cow<'a, [u8]>;
@@ -164,7 +165,7 @@ impl<'a> Totals<'a> {
     /// Adds a run that is over (ended, or known to be incomplete).
     fn fold(&mut self, run: &RunState<'a>) {
         let closing = run.closing.as_ref();
-        let ending = closing.map_or(Ending::Incomplete, |closing| closing.ending);
+        let ending = closing.map_or(RunOutcome::Incomplete, |closing| closing.ending);
         let steps = closing
             .and_then(|closing| closing.steps_used)
             .or(run.max_step)
@@ -178,7 +179,7 @@ impl<'a> Totals<'a> {
                 .unwrap_or(Cow::Borrowed(UNCLASSIFIED))
         };
         match ending {
-            Ending::MaxStepsExceeded => {
+            RunOutcome::Ended(ExitReason::MaxStepsExceeded) => {
                 let budget = closing.and_then(|closing| closing.budget.as_deref());
                 let at = match budget {
                     None => 0,
@@ -193,9 +194,13 @@ impl<'a> Totals<'a> {
                 self.budget.tool_errors += run.tool_errors;
                 self.budget.feedback += run.feedback;
             }
-            Ending::InvalidModelOutput => bump(&mut self.invalid_by_kind, &kind(), 1),
-            Ending::InternalError => bump(&mut self.internal_by_kind, &kind(), 1),
-            Ending::Finished | Ending::Incomplete => {}
+            RunOutcome::Ended(ExitReason::InvalidModelOutput) => {
+                bump(&mut self.invalid_by_kind, &kind(), 1)
+            }
+            RunOutcome::Ended(ExitReason::InternalError) => {
+                bump(&mut self.internal_by_kind, &kind(), 1)
+            }
+            RunOutcome::Ended(ExitReason::Finished) | RunOutcome::Incomplete => {}
         }
         if let Some(ms) = run.spend.fold_into(&mut self.spend[ending.index()]) {
             self.durations[ending.index()].record(ms);
@@ -215,7 +220,7 @@ impl<'a> Totals<'a> {
         }
         if run.feedback > 0 {
             self.runs_with_feedback += 1;
-            if ending == Ending::Finished {
+            if ending == RunOutcome::Ended(ExitReason::Finished) {
                 self.recovered += 1;
             }
         }
@@ -330,7 +335,7 @@ impl Totals<'static> {
 /// How a run was closed.
 #[derive(Debug, Clone)]
 pub(crate) struct Closing<'a> {
-    ending: Ending,
+    ending: RunOutcome,
     error_kind: Option<Text<'a>>,
     steps_used: Option<u64>,
     budget: Option<Text<'a>>,
@@ -535,25 +540,28 @@ impl<'a> RunState<'a> {
     fn apply(
         &mut self,
         step: u64,
-        kind: EventKind<'a>,
+        kind: EventRefKind<'a>,
         spend: &EventSpend,
         totals: &mut Totals<'a>,
     ) -> bool {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
-        self.spend
-            .add(spend, matches!(kind, EventKind::Ended { .. }));
+        // A judge's tokens are the evaluation's, not the run's.
+        if !matches!(kind, EventRefKind::ScorerCall) {
+            self.spend
+                .add(spend, matches!(kind, EventRefKind::Ended { .. }));
+        }
         match kind {
-            EventKind::RunStarted | EventKind::OtherAction => {}
-            EventKind::GateVerdict { accepted } => {
+            EventRefKind::RunStarted | EventRefKind::OtherAction => {}
+            EventRefKind::FinishGate { accepted } => {
                 self.gate_checks += 1;
                 self.gate_rejections += u64::from(!accepted);
             }
-            EventKind::ToolCall { tool_name } => {
+            EventRefKind::ToolCall { tool_name } => {
                 let name = tool_name.unwrap_or(Cow::Borrowed(UNKNOWN_TOOL));
                 totals.tool(&name).calls += 1;
                 self.last_tool = Some(name);
             }
-            EventKind::Observation {
+            EventRefKind::Observation {
                 tool_name,
                 is_error,
                 recorded,
@@ -576,7 +584,7 @@ impl<'a> RunState<'a> {
                     None => totals.observation(&Cow::Borrowed(UNKNOWN_TOOL), outcome, &kind, 1),
                 }
             }
-            EventKind::Feedback { error_kind } => {
+            EventRefKind::ModelFeedback { error_kind } => {
                 self.feedback += 1;
                 bump(
                     &mut totals.feedback_by_kind,
@@ -584,15 +592,15 @@ impl<'a> RunState<'a> {
                     1,
                 );
             }
-            EventKind::Ended {
-                ending,
+            EventRefKind::Ended {
+                exit_reason,
                 error_kind,
                 steps_used,
                 budget,
                 verdict,
             } => {
                 self.closing = Some(Closing {
-                    ending,
+                    ending: RunOutcome::Ended(exit_reason),
                     error_kind,
                     steps_used,
                     budget,
@@ -600,8 +608,8 @@ impl<'a> RunState<'a> {
                 });
                 return true;
             }
-            EventKind::Retry => {}
-            EventKind::Unknown { event_type } => totals.unknown_type(event_type),
+            EventRefKind::ModelRetry | EventRefKind::ScorerCall => {}
+            EventRefKind::Unknown { event_type } => totals.unknown_type(event_type),
         }
         false
     }
@@ -675,7 +683,7 @@ impl<'a> ChunkState<'a> {
     }
 
     /// Applies one event of the chunk, in order.
-    pub(crate) fn apply(&mut self, event: Event<'a>) {
+    pub(crate) fn apply(&mut self, event: EventRef<'a>) {
         let ChunkState {
             file,
             index,
@@ -690,7 +698,7 @@ impl<'a> ChunkState<'a> {
             _ => match index.entry(event.run_id) {
                 Entry::Occupied(entry) => (*entry.get(), false),
                 Entry::Vacant(entry) => {
-                    let fresh = event.kind == EventKind::RunStarted;
+                    let fresh = event.kind == EventRefKind::RunStarted;
                     slots.push(Slot {
                         run_id: entry.key().clone(),
                         open: None,
@@ -703,11 +711,11 @@ impl<'a> ChunkState<'a> {
         };
         *last = Some(at);
         let open = &mut slots[at].open;
-        if event.kind == EventKind::RunStarted {
+        if event.kind == EventRefKind::RunStarted {
             if let Some(mut previous) = open.take() {
                 // Closed, as incomplete: a head piece must not be taken for an open run.
                 previous.closing = Some(Closing {
-                    ending: Ending::Incomplete,
+                    ending: RunOutcome::Incomplete,
                     error_kind: None,
                     steps_used: None,
                     budget: None,

@@ -17,12 +17,14 @@ use std::sync::mpsc;
 
 use super::aggregate::{Merger, Totals};
 use super::chunk::{ChunkReport, ScanSettings, scan_chunk};
-use super::error::{LineError, ReportError};
+use super::error::ReportError;
 use super::hash::FastMap;
 use super::input::{Input, Source, for_each_stream_block, read_chunk};
 use super::model::{
-    Ending, FileEndings, InputTotals, InvalidOutput, Report, StepStats, ToolReport, Warning,
+    FileEndings, InputTotals, InvalidOutput, Report, StepStats, ToolReport, Warning,
 };
+use crate::run::RunOutcome;
+use crate::trace::LineError;
 
 /// Run ids found in more than one input that are named one by one.
 const MAX_LISTED_DUPLICATES: usize = 20;
@@ -510,7 +512,7 @@ fn build_report(
         .collect();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     let mut steps = [StepStats::default(); 5];
-    for ending in Ending::ALL {
+    for ending in RunOutcome::ALL {
         steps[ending.index()] = totals.steps[ending.index()].stats();
     }
     Report {

@@ -8,9 +8,7 @@
 use memchr::memchr;
 
 use super::aggregate::{ChunkParts, ChunkState};
-use super::error::LineError;
-use super::event::{EventKind, is_run_started, parse_event};
-use super::scan::ends_early;
+use crate::trace::{EventRefKind, LineError, ends_early, is_run_started, parse_event};
 
 /// How to scan.
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +73,7 @@ pub(crate) fn scan_chunk(
         } else {
             match parse_event(line) {
                 Ok(event) => {
-                    report.starts_with_run |= first && event.kind == EventKind::RunStarted;
+                    report.starts_with_run |= first && event.kind == EventRefKind::RunStarted;
                     state.apply(event);
                     continue;
                 }

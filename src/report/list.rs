@@ -4,15 +4,15 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::model::Ending;
 use super::rows::{RunRow, RunTable};
+use crate::run::RunOutcome;
 use crate::text::escape;
 
 /// Which runs `--list` prints.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Selector {
     /// Runs with this ending (`finished`, ..., `incomplete`).
-    Ending(Ending),
+    Outcome(RunOutcome),
     /// Runs that recorded an error of this kind (their ending's, feedback's or a tool error's).
     ErrorKind(String),
     /// Runs that called this tool.
@@ -37,14 +37,14 @@ impl Selector {
                 )),
             };
         }
-        Ending::ALL
+        RunOutcome::ALL
             .into_iter()
             .find(|e| e.as_str() == text)
-            .map(Selector::Ending)
+            .map(Selector::Outcome)
             .ok_or_else(|| {
                 format!(
                     "--list `{text}`: expected an exit reason ({}), error_kind=K, tool=T or source=F",
-                    Ending::ALL.map(Ending::as_str).join(", ")
+                    RunOutcome::ALL.map(RunOutcome::as_str).join(", ")
                 )
             })
     }
@@ -52,7 +52,7 @@ impl Selector {
     /// Whether `row` is one of the runs selected.
     pub fn matches(&self, row: &RunRow) -> bool {
         match self {
-            Selector::Ending(ending) => row.ending == *ending,
+            Selector::Outcome(ending) => row.ending == *ending,
             Selector::ErrorKind(kind) => row.error_kinds.iter().any(|k| k == kind),
             Selector::Tool(tool) => row.tools.iter().any(|t| t == tool),
             Selector::Source(source) => row.source == source,
@@ -143,7 +143,7 @@ mod tests {
     fn selectors_read_every_form_and_refuse_others() {
         assert_eq!(
             Selector::parse("incomplete"),
-            Ok(Selector::Ending(Ending::Incomplete))
+            Ok(Selector::Outcome(RunOutcome::Incomplete))
         );
         assert_eq!(
             Selector::parse("tool=calc"),

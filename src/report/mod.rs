@@ -10,7 +10,6 @@ mod analyze;
 mod chunk;
 mod duration;
 mod error;
-mod event;
 mod hash;
 mod histogram;
 mod input;
@@ -18,18 +17,15 @@ mod list;
 mod model;
 mod render;
 mod rows;
-mod scan;
 
 pub use analyze::{Options, analyze, analyze_slice};
 pub use error::{LineError, ReportError};
-pub use event::{check_line, is_run_started};
 pub use input::{Input, Source, collect_inputs};
 pub use list::{Selector, render_list_json, render_list_text};
 pub use model::{
-    BUDGETS, BudgetExhaustion, DurationSummary, Ending, EndingCounts, FileEndings,
-    FinishGateTotals, InputTotals, InvalidOutput, Report, SpendStats, StepStats, StepSummary,
-    ToolReport, Verdicts, Warning,
+    BUDGETS, BudgetExhaustion, DurationSummary, EndingCounts, FileEndings, FinishGateTotals,
+    InputTotals, InvalidOutput, Report, SpendStats, StepStats, StepSummary, ToolReport, Verdicts,
+    Warning,
 };
 pub use render::{Format, RenderOptions, render, summary_line};
 pub use rows::{RunRow, RunTable, TEXT_LIMIT, TimelineStep};
-pub use scan::{Fields, ends_early, scan_line};

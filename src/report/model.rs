@@ -3,65 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// How a run ended, as the report counts it: the four exit reasons of the trace format, and
-/// `incomplete` for a run with no ending at all (the process died), never folded into another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Ending {
-    /// `finished`: the model gave an answer.
-    Finished,
-    /// `max_steps_exceeded`: the step budget ran out.
-    MaxStepsExceeded,
-    /// `invalid_model_output`: the model kept producing output the adapter could not read.
-    InvalidModelOutput,
-    /// `internal_error`: a bug or a broken dependency stopped the run.
-    InternalError,
-    /// No `run_finished` (nor bare `internal_error`) event.
-    Incomplete,
-}
-
-impl Ending {
-    /// Every ending, in the order the report shows them.
-    pub const ALL: [Ending; 5] = [
-        Ending::Finished,
-        Ending::MaxStepsExceeded,
-        Ending::InvalidModelOutput,
-        Ending::InternalError,
-        Ending::Incomplete,
-    ];
-
-    /// The name used in traces and in the report.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ending::Finished => "finished",
-            Ending::MaxStepsExceeded => "max_steps_exceeded",
-            Ending::InvalidModelOutput => "invalid_model_output",
-            Ending::InternalError => "internal_error",
-            Ending::Incomplete => "incomplete",
-        }
-    }
-
-    /// The exit reason named `name` in a trace (`incomplete` is never written, so it is not one).
-    pub fn from_exit_reason(name: &str) -> Option<Ending> {
-        match name {
-            "finished" => Some(Ending::Finished),
-            "max_steps_exceeded" => Some(Ending::MaxStepsExceeded),
-            "invalid_model_output" => Some(Ending::InvalidModelOutput),
-            "internal_error" => Some(Ending::InternalError),
-            _ => None,
-        }
-    }
-
-    /// The position of this ending in [`Ending::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for Ending {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::run::RunOutcome;
 
 /// A number of runs per ending.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -69,12 +11,12 @@ pub struct EndingCounts([u64; 5]);
 
 impl EndingCounts {
     /// The runs that ended with `ending`.
-    pub fn get(&self, ending: Ending) -> u64 {
+    pub fn get(&self, ending: RunOutcome) -> u64 {
         self.0[ending.index()]
     }
 
     /// Counts `runs` more runs ending with `ending`.
-    pub fn add(&mut self, ending: Ending, runs: u64) {
+    pub fn add(&mut self, ending: RunOutcome, runs: u64) {
         self.0[ending.index()] += runs;
     }
 
@@ -106,7 +48,7 @@ pub struct Report {
     pub invalid_output: InvalidOutput,
     /// Per tool, sorted by name.
     pub tools: Vec<ToolReport>,
-    /// Steps used per ending, in the order of [`Ending::ALL`].
+    /// Steps used per ending, in the order of [`RunOutcome::ALL`].
     pub steps: [StepStats; 5],
     /// `internal_error` endings by `error_kind`.
     pub internal_errors: BTreeMap<String, u64>,
@@ -114,10 +56,10 @@ pub struct Report {
     pub verdicts: Verdicts,
     /// Finish gate verdicts, apart from invalid output.
     pub finish_gate: FinishGateTotals,
-    /// Tokens, cost and duration per ending, in the order of [`Ending::ALL`].
+    /// Tokens, cost and duration per ending, in the order of [`RunOutcome::ALL`].
     pub spend: [SpendStats; 5],
     /// Duration percentiles per ending, over the runs with a duration (`None`: no such run), in
-    /// the order of [`Ending::ALL`].
+    /// the order of [`RunOutcome::ALL`].
     pub durations: [Option<DurationSummary>; 5],
     /// Everything the reader tolerated, in input order.
     pub warnings: Vec<Warning>,

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use comfy_table::CellAlignment;
 use serde_json::{Map, Value, json};
 
-use super::model::{BUDGETS, DurationSummary, Ending, EndingCounts, Report, SpendStats, StepStats};
+use super::model::{BUDGETS, DurationSummary, EndingCounts, Report, SpendStats, StepStats};
+use crate::run::{ExitReason, RunOutcome};
 use crate::terminal::Style;
 use crate::text::{csv_text, escape};
 
@@ -51,7 +52,7 @@ pub fn render(report: &Report, format: Format, options: RenderOptions) -> Vec<u8
 /// The report in one line, for `--quiet`: runs per ending over all inputs.
 pub fn summary_line(report: &Report) -> String {
     let counts = &report.exit_reasons;
-    let endings: Vec<String> = Ending::ALL
+    let endings: Vec<String> = RunOutcome::ALL
         .iter()
         .map(|&ending| format!("{} {ending}", counts.get(ending)))
         .collect();
@@ -140,7 +141,7 @@ fn plural(count: u64, one: &str, many: &str) -> String {
 
 fn ending_rows(counts: &EndingCounts) -> Vec<Vec<Cell>> {
     let total = counts.total();
-    Ending::ALL
+    RunOutcome::ALL
         .iter()
         .map(|&ending| {
             let runs = counts.get(ending);
@@ -394,7 +395,7 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
         title: "Steps used per exit reason (median and p90 by nearest rank)".to_owned(),
         header: vec!["exit reason", "runs", "min", "median", "p90", "max"],
         keys: 1,
-        rows: Ending::ALL
+        rows: RunOutcome::ALL
             .iter()
             .map(|&ending| {
                 let stats = &report.steps[ending.index()];
@@ -404,7 +405,9 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
             })
             .collect(),
     });
-    let internal = report.exit_reasons.get(Ending::InternalError);
+    let internal = report
+        .exit_reasons
+        .get(RunOutcome::Ended(ExitReason::InternalError));
     sections.push(Section {
         id: "internal_errors",
         title: format!(
@@ -448,7 +451,7 @@ fn sections(report: &Report, options: RenderOptions) -> Vec<Section> {
 /// Tokens, cost and duration per exit reason, each over the runs that recorded it; only when some
 /// run recorded any.
 fn spend_section(report: &Report) -> Section {
-    let rows = Ending::ALL
+    let rows = RunOutcome::ALL
         .iter()
         .map(|&ending| {
             let spend = &report.spend[ending.index()];
@@ -498,7 +501,7 @@ fn spend_section(report: &Report) -> Section {
 /// Duration percentiles per exit reason, over the runs that recorded a duration; only when some
 /// run did.
 fn duration_section(report: &Report) -> Section {
-    let rows = Ending::ALL
+    let rows = RunOutcome::ALL
         .iter()
         .map(|&ending| {
             let summary = report.durations[ending.index()];
@@ -540,7 +543,7 @@ fn finish_gate_sections(report: &Report) -> Vec<Section> {
         ),
         header: vec!["exit reason", "gated runs", "rejections"],
         keys: 1,
-        rows: Ending::ALL
+        rows: RunOutcome::ALL
             .iter()
             .map(|&ending| {
                 vec![
@@ -742,7 +745,7 @@ fn share_value(part: u64, whole: u64) -> Value {
 
 fn endings_json(counts: &EndingCounts) -> Value {
     let total = counts.total();
-    let rows: Vec<Value> = Ending::ALL
+    let rows: Vec<Value> = RunOutcome::ALL
         .iter()
         .map(|&ending| {
             let runs = counts.get(ending);
@@ -771,7 +774,9 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
         }
     };
     let invalid = &report.invalid_output;
-    let internal = report.exit_reasons.get(Ending::InternalError);
+    let internal = report
+        .exit_reasons
+        .get(RunOutcome::Ended(ExitReason::InternalError));
     let mut document = json!({
         "input": {
             "files": report.input.files,
@@ -792,7 +797,7 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
                 "share": share_value(runs, budget.runs),
             })).collect::<Vec<_>>(),
         },
-        "spend": Ending::ALL.iter().map(|&ending| {
+        "spend": RunOutcome::ALL.iter().map(|&ending| {
             let spend = &report.spend[ending.index()];
             let recorded = |runs: u64, value: Value| if runs > 0 { value } else { Value::Null };
             json!({
@@ -807,7 +812,7 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
                 "duration_ms": recorded(spend.runs_with_duration, json!(round6(spend.duration_ms))),
             })
         }).collect::<Vec<_>>(),
-        "durations": Ending::ALL.iter().map(|&ending| {
+        "durations": RunOutcome::ALL.iter().map(|&ending| {
             let summary = report.durations[ending.index()];
             let ms = |pick: fn(&DurationSummary) -> f64| summary.as_ref().map(|s| round6(pick(s)));
             json!({
@@ -838,7 +843,7 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
             "error_rate": if errors_unrecorded(tool) { Value::Null } else { share_value(tool.errors, tool.calls) },
             "errors_by_kind": counts_json(&tool.errors_by_kind),
         })).collect::<Vec<_>>(),
-        "steps": Ending::ALL.iter().map(|&ending| {
+        "steps": RunOutcome::ALL.iter().map(|&ending| {
             let stats = &report.steps[ending.index()];
             let summary = stats.summary;
             json!({
@@ -868,7 +873,7 @@ fn render_json(report: &Report, options: RenderOptions) -> Vec<u8> {
             .iter()
             .map(|(attempts, runs)| (attempts.to_string(), json!(runs)))
             .collect();
-        let by_exit_reason: Vec<Value> = Ending::ALL
+        let by_exit_reason: Vec<Value> = RunOutcome::ALL
             .iter()
             .map(|&ending| {
                 json!({

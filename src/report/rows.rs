@@ -6,9 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::event::rfc3339_ms;
-use super::model::Ending;
-use crate::run::ExitReason;
+use crate::run::{ExitReason, RunOutcome};
+use crate::time::unix_ms_from_rfc3339;
 use crate::trace::{EventType, ReadOptions, RecordedRun, RunStream, TraceError, TraceEvent};
 
 /// Characters of one trace text a timeline keeps; longer texts are cut and say their length.
@@ -24,7 +23,7 @@ pub struct RunRow {
     /// The suite task it is an attempt at, when recorded.
     pub task_id: Option<String>,
     /// How it ended.
-    pub ending: Ending,
+    pub ending: RunOutcome,
     /// Model turns used: `steps_used`, else the largest `step` of its events.
     pub steps: u32,
     /// The error kinds it recorded (its ending's first, then feedback and tool errors in order).
@@ -104,7 +103,7 @@ impl RunTable {
         Ok(())
     }
 
-    /// Runs per ending, in the order of [`Ending::ALL`].
+    /// Runs per ending, in the order of [`RunOutcome::ALL`].
     pub fn counts(&self) -> [u64; 5] {
         let mut counts = [0; 5];
         for row in &self.rows {
@@ -120,8 +119,8 @@ impl RunRow {
         let started = run.started();
         let finished = run.finished();
         let ending = match run.outcome() {
-            crate::trace::RunOutcome::Ended(reason) => ending_of(reason),
-            crate::trace::RunOutcome::Incomplete => Ending::Incomplete,
+            RunOutcome::Ended(reason) => ending_of(reason),
+            RunOutcome::Incomplete => RunOutcome::Incomplete,
         };
         let steps = finished.and_then(|e| e.steps_used).unwrap_or_else(|| {
             let max = run.events.iter().map(|(_, e)| e.step).max().unwrap_or(0);
@@ -219,12 +218,12 @@ impl TimelineStep {
     }
 }
 
-fn ending_of(reason: ExitReason) -> Ending {
+fn ending_of(reason: ExitReason) -> RunOutcome {
     match reason {
-        ExitReason::Finished => Ending::Finished,
-        ExitReason::MaxStepsExceeded => Ending::MaxStepsExceeded,
-        ExitReason::InvalidModelOutput => Ending::InvalidModelOutput,
-        ExitReason::InternalError => Ending::InternalError,
+        ExitReason::Finished => RunOutcome::Ended(ExitReason::Finished),
+        ExitReason::MaxStepsExceeded => RunOutcome::Ended(ExitReason::MaxStepsExceeded),
+        ExitReason::InvalidModelOutput => RunOutcome::Ended(ExitReason::InvalidModelOutput),
+        ExitReason::InternalError => RunOutcome::Ended(ExitReason::InternalError),
     }
 }
 
@@ -241,7 +240,10 @@ fn duration(run: &RecordedRun) -> Option<f64> {
     let times: Vec<i64> = run
         .events
         .iter()
-        .filter_map(|(_, e)| e.ts.as_deref().and_then(|t| rfc3339_ms(t.as_bytes())))
+        .filter_map(|(_, e)| {
+            e.ts.as_deref()
+                .and_then(|t| unix_ms_from_rfc3339(t.as_bytes()))
+        })
         .collect();
     if let (Some(first), Some(last)) = (times.iter().min(), times.iter().max())
         && times.len() > 1

@@ -173,7 +173,7 @@ impl ToolsFile {
                 "invalid JSON at line {}, column {}: {}",
                 err.line(),
                 err.column(),
-                crate::trace::describe_json_error_plain(&err)
+                crate::json_error::describe_plain(&err)
             ))
         })?;
         let folder = match path.parent() {
@@ -602,5 +602,5 @@ fn find_program(name: &Path, search_path: &OsString) -> Option<PathBuf> {
 /// `sha256:HEX` of `value` in canonical JSON (keys sorted at every level, no spaces), so the
 /// order keys were written in does not change it.
 pub fn spec_hash(value: &Value) -> String {
-    crate::trace::sha256_tagged(crate::model::live::canonical_json(value).as_bytes())
+    crate::digest::sha256_tagged(crate::digest::canonical_json(value).as_bytes())
 }

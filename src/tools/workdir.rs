@@ -36,7 +36,7 @@ pub fn content_hash(template: &Path) -> io::Result<String> {
         bytes.extend_from_slice(&(content.len() as u64).to_le_bytes());
         bytes.extend_from_slice(&content);
     }
-    Ok(crate::trace::sha256_tagged(&bytes))
+    Ok(crate::digest::sha256_tagged(&bytes))
 }
 
 fn walk(root: &Path, relative: &Path, out: &mut Vec<std::path::PathBuf>) -> io::Result<()> {

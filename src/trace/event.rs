@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::digest::HashAlgorithm;
 pub use crate::model::Usage;
 use crate::run::ExitReason;
 
@@ -262,8 +263,15 @@ impl TraceEvent {
     /// Whether an observation is an error, by the rule of `docs/report.md`: its `is_error`, or,
     /// when that is missing (older writers), whether it has an `error_kind`.
     pub fn is_error_by_rule(&self) -> bool {
-        self.is_error.unwrap_or(self.error_kind.is_some())
+        error_by_rule(self.is_error, self.error_kind.is_some())
     }
+}
+
+/// The rule of `docs/report.md` for whether an observation is an error, written once for both
+/// readers: its `is_error`, or, when that is missing (older writers), whether it has an
+/// `error_kind`.
+pub(crate) fn error_by_rule(is_error: Option<bool>, has_error_kind: bool) -> bool {
+    is_error.unwrap_or(has_error_kind)
 }
 
 /// Reads `arguments` from their own text, so that their nesting is counted from the arguments
@@ -381,27 +389,6 @@ impl Capture {
         match self {
             Capture::Summary => "summary",
             Capture::Full => "full",
-        }
-    }
-}
-
-/// The hash behind the summaries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum HashAlgorithm {
-    /// Plain SHA-256.
-    #[serde(rename = "sha256")]
-    Sha256,
-    /// HMAC-SHA256 keyed with `LOOPTRACE_HASH_KEY`.
-    #[serde(rename = "hmac-sha256")]
-    HmacSha256,
-}
-
-impl HashAlgorithm {
-    /// The name on disk.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HashAlgorithm::Sha256 => "sha256",
-            HashAlgorithm::HmacSha256 => "hmac-sha256",
         }
     }
 }

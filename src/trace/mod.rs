@@ -1,34 +1,37 @@
 //! JSONL traces, format `looptrace.trace/1`: one complete event per line, written by an observer
 //! of the loop and read back by `show`, replay, evaluation and reports. `docs/trace-format.md` is
-//! the reference.
+//! the reference. Two readers share one definition of a well-formed line: [`TraceEvent`] (serde,
+//! owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
+//! corpora with and the serde reader checks every line with.
 
 mod clock;
 mod event;
+mod line_error;
 mod reader;
 mod recorder;
 mod runs;
+mod scan;
 mod show;
-mod summary;
+mod view;
 mod writer;
 
+pub use crate::digest::{HashAlgorithm, Summarizer, sha256_tagged};
+pub use crate::json_error::describe_plain as describe_json_error_plain;
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use event::{
-    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef,
-    TraceEvent, Usage,
+    Capture, EventType, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef, TraceEvent, Usage,
 };
+pub use line_error::LineError;
 pub use reader::parse_line;
-pub use reader::{
-    DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader,
-    describe_json_error_plain,
-};
+pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{
-    LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunOutcome, RunStream, StreamedRun, TraceContents,
-    read_event_at, read_run_at, read_trace,
+    LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
+    read_run_at, read_trace,
 };
+pub use scan::{Fields, TokenCounts, ends_early, scan_line};
 pub use show::{ordinal, render_run, render_runs};
-pub(crate) use summary::hex;
-pub use summary::{Summarizer, sha256_tagged};
+pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};
 pub use writer::{EventSink, TraceWriter, finish_cut_line};
 
 /// The file names a folder walk reads: looptrace's own traces (`.jsonl`) and the formats other

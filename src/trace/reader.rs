@@ -236,7 +236,7 @@ impl<R: Read> TraceReader<R> {
         let ahead = std::mem::replace(&mut self.line, current);
         Ok(match next {
             Some(raw) => {
-                let starts = !raw.too_long && crate::report::is_run_started(&ahead);
+                let starts = !raw.too_long && super::view::is_run_started(&ahead);
                 self.held = Some((raw, ahead));
                 starts
             }
@@ -309,7 +309,7 @@ impl<R: Read> Iterator for TraceReader<R> {
                     self.stats.truncated_tail = Some(line_no);
                     return None;
                 }
-                Err(message) if crate::report::ends_early(&self.line) => {
+                Err(message) if super::scan::ends_early(&self.line) => {
                     // A write cut short (a full disk) and the next run began on a new line:
                     // a warning. Anything else after it makes the line malformed.
                     match self.next_starts_run() {
@@ -365,7 +365,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
     if event.event_type == EventType::RunFinished && event.exit_reason.is_none() {
         return Err("run_finished without `exit_reason`".to_owned());
     }
-    crate::report::check_line(bytes).map_err(|err| err.to_string())?;
+    super::view::check_line(bytes).map_err(|err| err.to_string())?;
     Ok(Some(event))
 }
 
@@ -373,16 +373,7 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
 pub(crate) fn describe_json_error(err: &serde_json::Error) -> String {
     format!(
         "{} (column {})",
-        describe_json_error_plain(err),
+        crate::json_error::describe_plain(err),
         err.column()
     )
-}
-
-/// serde_json's message without any position.
-pub fn describe_json_error_plain(err: &serde_json::Error) -> String {
-    let message = err.to_string();
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message,
-    }
 }

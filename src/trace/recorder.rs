@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use super::clock::{Clock, SystemClock};
 use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, Score, ToolRef, TraceEvent};
-use super::summary::Summarizer;
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
+use crate::digest::Summarizer;
 use crate::model::{CallRecord, Usage};
 use crate::run::{Action, ExitReason};
 

@@ -17,26 +17,7 @@ use std::path::Path;
 
 use super::event::{EventType, TraceEvent};
 use super::reader::{ReadOptions, ReadStats, TraceError, TraceReader, parse_line};
-use crate::run::ExitReason;
-
-/// How a recorded run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RunOutcome {
-    /// It recorded an ending with this exit reason.
-    Ended(ExitReason),
-    /// It never recorded an ending: the process died or the file was cut.
-    Incomplete,
-}
-
-impl RunOutcome {
-    /// `finished`, ..., or `incomplete`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOutcome::Ended(reason) => reason.as_str(),
-            RunOutcome::Incomplete => "incomplete",
-        }
-    }
-}
+use crate::run::RunOutcome;
 
 /// One run's events, in file order, with the line each came from.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::event::{EventType, TraceEvent};
-use super::runs::{RecordedRun, RunOutcome};
-use crate::run::ExitReason;
+use super::runs::RecordedRun;
+use crate::run::{ExitReason, RunOutcome};
 
 /// Longest content shown inline before it is shortened.
 const INLINE_LIMIT: usize = 120;

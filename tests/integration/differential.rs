@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use looptrace::report::{Ending, analyze_slice};
-use looptrace::trace::{ReadOptions, RunOutcome, TraceContents, TraceReader};
+use looptrace::report::analyze_slice;
+use looptrace::run::RunOutcome;
+use looptrace::trace::{ReadOptions, TraceContents, TraceReader};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
@@ -18,18 +19,14 @@ fn by_the_trace_reader(bytes: &[u8]) -> Outcomes {
         .map_err(drop)?;
     let mut counts = [0; 5];
     for run in &contents.runs {
-        let ending = match run.outcome() {
-            RunOutcome::Ended(reason) => Ending::from_exit_reason(reason.as_str()),
-            RunOutcome::Incomplete => Some(Ending::Incomplete),
-        };
-        counts[ending.expect("a known ending").index()] += 1;
+        counts[run.outcome().index()] += 1;
     }
     Ok(counts)
 }
 
 fn by_the_report(bytes: &[u8]) -> Outcomes {
     let report = analyze_slice(bytes, "t", false).map_err(drop)?;
-    Ok(Ending::ALL.map(|ending| report.exit_reasons.get(ending)))
+    Ok(RunOutcome::ALL.map(|ending| report.exit_reasons.get(ending)))
 }
 
 /// Asserts the two readers agree on `bytes`.
@@ -122,6 +119,8 @@ fn the_listed_disagreements_are_gone() {
     // both readers (a fuzzing run found `finish_reason` as an array read by one and not the other).
     let typed = [
         r#""finish_reason":["stop"]"#,
+        r#""stream_chunks":["12"]"#,
+        r#""stream_chunks":[12,-1]"#,
         r#""raw_response":{}"#,
         r#""task_id":1"#,
         r#""tool_errors_recorded":"yes""#,
@@ -296,6 +295,8 @@ fn field_name() -> impl Strategy<Value = String> {
         "exit_status",
         "model",
         "tools",
+        "scores",
+        "stream_chunks",
         "x",
         "run_id\\u0000",
         "step ",
@@ -328,6 +329,11 @@ fn field_value(name: &str) -> BoxedStrategy<String> {
         "\"hash\"" => vec!["\"sha256\"", "\"hmac-sha256\""],
         "\"replay_of\"" => vec!["{\"source\":\"a\",\"run_id\":\"b\"}", "[\"a\",\"b\"]"],
         "\"is_error\"" => vec!["true", "false"],
+        "\"stream_chunks\"" => vec!["[12,3]", "[]", "[\"12\"]", "[-1]"],
+        "\"scores\"" => vec![
+            "[{\"name\":\"a\",\"kind\":\"k\",\"passed\":true,\"value\":1,\"explanation\":null}]",
+            "[{\"name\":\"a\"}]",
+        ],
         _ => vec!["\"x\""],
     };
     prop_oneof![3 => prop::sample::select(typical).prop_map(str::to_owned), 1 => json_value()]

@@ -57,7 +57,7 @@ fn the_sample_suite_covers_every_exit_reason_and_meets_its_expectations() {
         let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
         assert_eq!(
             contents.runs[0].outcome(),
-            looptrace::trace::RunOutcome::Ended(task.exit_reason)
+            looptrace::run::RunOutcome::Ended(task.exit_reason)
         );
         let replay_of = contents.runs[0].started().unwrap().replay_of.clone();
         assert_eq!(replay_of.is_some(), task.model == "replay", "{}", task.id);

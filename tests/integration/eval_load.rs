@@ -171,7 +171,7 @@ fn interrupt_an_eval(signal: &str) {
         .unwrap();
         assert_eq!(
             contents.runs[0].outcome(),
-            looptrace::trace::RunOutcome::Ended(task.exit_reason)
+            looptrace::run::RunOutcome::Ended(task.exit_reason)
         );
     }
     for entry in std::fs::read_dir(traces().unwrap()).unwrap() {

@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
 
 use looptrace::agent::{RunEvent, RunObserver};
-use looptrace::model::{RecordedTurn, ReplayModel, parse_json_action};
+use looptrace::model::parse_json_action;
+use looptrace::replay::{RecordedTurn, ReplayModel};
 use looptrace::run::{Action, ExitReason, Finish, Task, ToolCall};
 use looptrace::trace::{
     Capture, EventType, HashAlgorithm, ReadOptions, RecorderOptions, ReplayOf, Summarizer,

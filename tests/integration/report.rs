@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use looptrace::report::{self, Ending, Input, Options, Report, StepStats, StepSummary};
+use looptrace::report::{self, Input, Options, Report, StepStats, StepSummary};
+use looptrace::run::{ExitReason, RunOutcome};
 use serde_json::{Value, json};
 
 use crate::support::{fixture, looptrace, stderr, stdout};
@@ -273,7 +274,7 @@ fn zero_rows_are_shown_and_an_empty_input_is_a_report() {
         text.contains("Exit reasons (share of all 0 runs)"),
         "{text}"
     );
-    for ending in Ending::ALL {
+    for ending in RunOutcome::ALL {
         assert!(
             text.contains(&format!("│ {:<20} ┆    0 ┆     - │", ending.as_str())),
             "{ending}: {text}"
@@ -622,7 +623,7 @@ enum Gen {
     Call(&'static str),
     Observation(Option<&'static str>, bool),
     Feedback,
-    End(Ending),
+    End(RunOutcome),
     BareInternalError,
 }
 
@@ -693,10 +694,10 @@ fn expected(events: &[(usize, u64, Gen)]) -> Summary {
     let mut budget = (0, 0, 0, 0);
     let mut recovery = (0, 0);
     let mut open: std::collections::HashMap<usize, Run> = Default::default();
-    let mut fold = |run: Run, ending: Ending| {
+    let mut fold = |run: Run, ending: RunOutcome| {
         exits[ending.index()] += 1;
         steps[ending.index()].push(run.max_step);
-        if ending == Ending::MaxStepsExceeded {
+        if ending == RunOutcome::Ended(ExitReason::MaxStepsExceeded) {
             budget = (
                 budget.0 + 1,
                 budget.1 + run.successes,
@@ -706,13 +707,13 @@ fn expected(events: &[(usize, u64, Gen)]) -> Summary {
         }
         if run.feedback > 0 {
             recovery.0 += 1;
-            recovery.1 += u64::from(ending == Ending::Finished);
+            recovery.1 += u64::from(ending == RunOutcome::Ended(ExitReason::Finished));
         }
     };
     for (id, step, event) in events {
         if let Gen::Start = event {
             if let Some(run) = open.remove(id) {
-                fold(run, Ending::Incomplete);
+                fold(run, RunOutcome::Incomplete);
             }
             open.insert(*id, Run::default());
         }
@@ -741,13 +742,13 @@ fn expected(events: &[(usize, u64, Gen)]) -> Summary {
             }
             Gen::BareInternalError => {
                 if let Some(run) = open.remove(id) {
-                    fold(run, Ending::InternalError);
+                    fold(run, RunOutcome::Ended(ExitReason::InternalError));
                 }
             }
         }
     }
     for (_, run) in open {
-        fold(run, Ending::Incomplete);
+        fold(run, RunOutcome::Incomplete);
     }
     let tools = tools
         .into_iter()
@@ -758,7 +759,7 @@ fn expected(events: &[(usize, u64, Gen)]) -> Summary {
 }
 
 fn found(report: &Report) -> Summary {
-    let exits = Ending::ALL
+    let exits = RunOutcome::ALL
         .iter()
         .map(|&ending| report.exit_reasons.get(ending))
         .collect();
@@ -789,7 +790,7 @@ fn gen_event() -> impl proptest::strategy::Strategy<Value = (usize, u64, Gen)> {
         3 => tool.clone().prop_map(Gen::Call),
         4 => (proptest::option::of(tool), any::<bool>()).prop_map(|(tool, is_error)| Gen::Observation(tool, is_error)),
         1 => Just(Gen::Feedback),
-        2 => proptest::sample::select(&Ending::ALL[..4]).prop_map(Gen::End),
+        2 => proptest::sample::select(&RunOutcome::ALL[..4]).prop_map(Gen::End),
         1 => Just(Gen::BareInternalError),
     ];
     (0usize..3, 0u64..6, event)

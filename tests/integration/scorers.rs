@@ -371,6 +371,10 @@ fn a_judge_grades_through_a_live_server_its_call_is_in_the_trace_and_bad_grades_
     );
     let trace = std::fs::read_to_string(trace_for(&out, "good")).unwrap();
     assert!(!trace.contains("sk-judge-secret"));
+    // `report` knows the event, and a judge's tokens are not the run's.
+    let report = crate::support::run(&["report", trace_for(&out, "good").to_str().unwrap()]);
+    let report = crate::support::stdout(&report);
+    assert!(!report.contains("unknown_event_type"), "{report}");
     // Offline, with the server gone: the recorded response gives the same grade.
     let spec = looptrace::eval::scorers::ScorerSpec::Judge(looptrace::eval::scorers::JudgeSpec {
         name: None,

@@ -5,9 +5,10 @@ use std::io::Write;
 use std::path::Path;
 
 use looptrace::run::ExitReason;
+use looptrace::run::RunOutcome;
 use looptrace::trace::{
-    Capture, EventType, ReadOptions, RunOutcome, Summarizer, TraceContents, TraceEvent,
-    TraceReader, TraceWriter, read_trace,
+    Capture, EventType, ReadOptions, Summarizer, TraceContents, TraceEvent, TraceReader,
+    TraceWriter, read_trace,
 };
 use serde_json::json;
 

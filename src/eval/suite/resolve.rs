@@ -20,8 +20,8 @@ use crate::eval::suite::{
     DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel,
 };
 use crate::gate::{CommandGate, CommandGateConfig};
-use crate::model::ReplayModel;
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
+use crate::replay::ReplayModel;
 use crate::run::{Action, Finish, ToolCall};
 use crate::trace::{Capture, ReadOptions, read_trace};
 

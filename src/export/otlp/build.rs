@@ -13,7 +13,8 @@ use super::resource::ResourceConfig;
 use super::span::{Attributes, ExportedRun, Span, SpanEvent, SpanKind, Status, Value};
 use super::timeline::{SYNTHETIC_START_NS, Timeline, ms_to_ns, parse_rfc3339};
 use crate::run::ExitReason;
-use crate::trace::{Capture, EventType, RecordedRun, RunOutcome, TraceEvent};
+use crate::run::RunOutcome;
+use crate::trace::{Capture, EventType, RecordedRun, TraceEvent};
 
 /// An evaluation's verdict on one run, from a results file.
 #[derive(Clone, Debug, PartialEq)]

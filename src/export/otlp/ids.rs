@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use sha2::{Digest, Sha256};
 
-use crate::trace::hex;
+use crate::digest::hex;
 
 /// Changes whenever the derivation changes, so old and new ids never meet.
 const DERIVATION: &[u8] = b"looptrace.otlp.ids/1";

@@ -18,10 +18,11 @@ use super::contract::{
     CallRecord, InvalidOutput, InvalidOutputKind, LiveIdentity, Model, ModelError, ProviderError,
     ProviderErrorKind, TurnItem, Usage,
 };
+use crate::digest::Summarizer;
+pub use crate::digest::canonical_json;
 use crate::run::{Action, HistoryItem, Task};
 use crate::secrets::Redactor;
 use crate::tools::ToolSpec;
-use crate::trace::Summarizer;
 
 pub use anthropic_messages::AnthropicMessages;
 pub use openai_chat::OpenAiChat;
@@ -439,15 +440,6 @@ pub fn provider_of(base_url: &str) -> String {
         .to_owned()
 }
 
-/// JSON with object keys sorted at every level and no whitespace; numbers and strings as
-/// serde_json prints them. The request is sent and hashed in this form. serde_json's maps are
-/// sorted (`BTreeMap`, without its `preserve_order` feature), so its compact output already is
-/// this form, written in one pass; a unit test fails if a dependency ever turns that feature on.
-pub fn canonical_json(value: &Value) -> String {
-    // A `Value` always serializes: its keys are strings and its numbers finite.
-    serde_json::to_string(value).expect("a JSON value serializes")
-}
-
 /// Adds the offered tools (none: no `tools` key), each in the format's shape, the temperature, and
 /// the output limit under the format's key when it is optional there.
 fn add_tools_and_sampling(
@@ -501,25 +493,4 @@ fn count(usage: &Value, path: &[&str]) -> Option<u64> {
 
 fn bad_response(message: impl Into<String>) -> ProviderError {
     ProviderError::new(ProviderErrorKind::BadResponse, message)
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::{Map, Value, json};
-
-    use super::canonical_json;
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level_whatever_the_insertion_order() {
-        let mut inner = Map::new();
-        inner.insert("y".to_owned(), json!([{"n": "\u{1}", "m": null}]));
-        inner.insert("x".to_owned(), json!(1.5));
-        let mut outer = Map::new();
-        outer.insert("b".to_owned(), json!(2));
-        outer.insert("a".to_owned(), Value::Object(inner));
-        assert_eq!(
-            canonical_json(&Value::Object(outer)),
-            r#"{"a":{"x":1.5,"y":[{"m":null,"n":"\u0001"}]},"b":2}"#
-        );
-    }
 }

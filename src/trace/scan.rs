@@ -7,13 +7,13 @@
 //! fields the report reads are borrowed from the line as bytes unless they contain escapes. Every
 //! byte outside strings must be ASCII JSON syntax, so a line that scans is valid UTF-8.
 //!
-//! The fields of the trace format are checked as the trace reader (`trace::TraceEvent`) checks
+//! The fields of the trace format are checked as the serde reader ([`super::TraceEvent`]) checks
 //! them, types, enum values and duplicates included, so that `report` refuses the lines `show`
 //! refuses; fields outside the format are skipped (their syntax still checked).
 
 use std::borrow::Cow;
 
-use super::error::LineError;
+use super::line_error::LineError;
 
 /// The deepest nesting of arrays and objects accepted (the limit `serde_json` uses).
 const MAX_DEPTH: usize = 128;
@@ -136,7 +136,7 @@ const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 /// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
 /// check. The report keeps the first nine, `accepted`, `duration_ms` and the five from `budget` to
 /// `ts`; the rest are checked and dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 52] = [
+const KNOWN: [(&str, Check); 54] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -200,31 +200,36 @@ const KNOWN: [(&str, Check); 52] = [
     (
         "source",
         Check::Typed(
-            reads_as::<crate::trace::RunSource>,
+            reads_as::<super::event::RunSource>,
             "an object with string `format` and `file`",
         ),
     ),
     (
         "model",
         Check::Typed(
-            reads_as::<crate::trace::ModelRef>,
+            reads_as::<super::event::ModelRef>,
             "an object with a string `name`",
         ),
     ),
     (
         "tools",
         Check::Typed(
-            reads_as::<Vec<crate::trace::ToolRef>>,
+            reads_as::<Vec<super::event::ToolRef>>,
             "an array of objects with a string `name`",
         ),
     ),
     (
         "scores",
         Check::Typed(
-            reads_as::<Vec<crate::trace::Score>>,
+            reads_as::<Vec<super::event::Score>>,
             "an array of objects with string `name` and `kind`",
         ),
     ),
+    (
+        "stream_chunks",
+        Check::Typed(reads_as::<Vec<u64>>, "an array of non-negative integers"),
+    ),
+    ("scorer", Check::Text),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -278,6 +283,8 @@ const SOURCE: u128 = name(b"source");
 const MODEL: u128 = name(b"model");
 const TOOLS: u128 = name(b"tools");
 const SCORES: u128 = name(b"scores");
+const STREAM_CHUNKS: u128 = name(b"stream_chunks");
+const SCORER: u128 = name(b"scorer");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -333,6 +340,8 @@ fn known_field(key: &[u8]) -> Option<usize> {
         MODEL => Some(49),
         TOOLS => Some(50),
         SCORES => Some(51),
+        STREAM_CHUNKS => Some(52),
+        SCORER => Some(53),
         // Longer than the 15 bytes a key number holds, so compared as bytes.
         u128::MAX if key == b"finish_gate_hash" => Some(25),
         u128::MAX if key == b"tool_errors_recorded" => Some(41),
@@ -671,9 +680,9 @@ impl<'a> Cursor<'a> {
         }
         let start = self.pos;
         self.check_value(field, check)?;
-        let scores: Vec<crate::trace::Score> =
+        let scores: Vec<super::event::Score> =
             serde_json::from_slice(&self.bytes[start..self.pos]).unwrap_or_default();
-        Ok(crate::trace::Score::verdict(&scores))
+        Ok(super::event::Score::verdict(&scores))
     }
 
     /// `replay_of`: an object with string `source` and `run_id` (others ignored).
@@ -1038,6 +1047,27 @@ mod tests {
             Err(err) => err.to_string(),
             Ok(fields) => panic!("expected an error for {line}, got {fields:?}"),
         }
+    }
+
+    #[test]
+    fn checks_exactly_the_fields_of_the_published_schema() {
+        // The schema is held to the event type by `tests/integration/trace_schema.rs`, so this
+        // holds the table to the type: a field added to one and not the other fails.
+        let schema: serde_json::Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schemas/trace-event.schema.json"
+        )))
+        .unwrap();
+        let published: std::collections::BTreeSet<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let checked: std::collections::BTreeSet<&str> =
+            KNOWN.iter().map(|(name, _)| *name).collect();
+        assert_eq!(checked, published);
+        assert_eq!(checked.len(), KNOWN.len(), "a field is in the table twice");
     }
 
     #[test]

@@ -1,15 +1,38 @@
-//! Safe summaries: `chars=N;sha256=HEX` instead of the text itself, or `chars=N;hmac-sha256=HEX`
-//! when `LOOPTRACE_HASH_KEY` is set, so low-entropy text cannot be guessed from its hash.
+//! Digests, at the bottom of the layers: hex, `sha256:HEX` content hashes, canonical JSON (the
+//! form requests are sent and hashed in), and safe summaries: `chars=N;sha256=HEX` instead of the
+//! text itself, or `chars=N;hmac-sha256=HEX` when `LOOPTRACE_HASH_KEY` is set, so low-entropy text
+//! cannot be guessed from its hash. Tools, models, the gate and the trace format all hash through
+//! here, so none of them imports another for it.
 
 use std::fmt::Write;
 
 use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::event::HashAlgorithm;
+use crate::secrets::HASH_KEY_VAR;
 
-/// The environment variable holding the HMAC key.
-pub use crate::secrets::HASH_KEY_VAR;
+/// The hash behind the summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HashAlgorithm {
+    /// Plain SHA-256.
+    #[serde(rename = "sha256")]
+    Sha256,
+    /// HMAC-SHA256 keyed with `LOOPTRACE_HASH_KEY`.
+    #[serde(rename = "hmac-sha256")]
+    HmacSha256,
+}
+
+impl HashAlgorithm {
+    /// The name on disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HashAlgorithm::Sha256 => "sha256",
+            HashAlgorithm::HmacSha256 => "hmac-sha256",
+        }
+    }
+}
 
 /// Turns text into its summary.
 #[derive(Clone)]
@@ -93,7 +116,8 @@ pub fn sha256_tagged(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     push_hex(bytes, &mut out);
     out
@@ -105,5 +129,35 @@ fn push_hex(bytes: &[u8], out: &mut String) {
     for b in bytes {
         out.push(DIGITS[(b >> 4) as usize] as char);
         out.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+}
+
+/// JSON with object keys sorted at every level and no whitespace; numbers and strings as
+/// serde_json prints them. Requests are sent and hashed in this form. serde_json's maps are
+/// sorted (`BTreeMap`, without its `preserve_order` feature), so its compact output already is
+/// this form, written in one pass; a unit test fails if a dependency ever turns that feature on.
+pub fn canonical_json(value: &Value) -> String {
+    // A `Value` always serializes: its keys are strings and its numbers finite.
+    serde_json::to_string(value).expect("a JSON value serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level_whatever_the_insertion_order() {
+        let mut inner = Map::new();
+        inner.insert("y".to_owned(), json!([{"n": "\u{1}", "m": null}]));
+        inner.insert("x".to_owned(), json!(1.5));
+        let mut outer = Map::new();
+        outer.insert("b".to_owned(), json!(2));
+        outer.insert("a".to_owned(), Value::Object(inner));
+        assert_eq!(
+            canonical_json(&Value::Object(outer)),
+            r#"{"a":{"x":1.5,"y":[{"m":null,"n":"\u0001"}]},"b":2}"#
+        );
     }
 }

@@ -4,8 +4,9 @@
 
 use thiserror::Error;
 
-use super::contract::{InvalidOutput, InvalidOutputKind, Model, ModelError, RawModel, TurnItem};
-use super::json_adapter::JsonModelAdapter;
+use crate::model::{
+    InvalidOutput, InvalidOutputKind, JsonModelAdapter, Model, ModelError, RawModel, TurnItem,
+};
 use crate::run::{Action, Finish, HistoryItem, Task, ToolCall};
 use crate::trace::{EventType, RecordedRun, TraceEvent};
 
