@@ -266,6 +266,133 @@ impl io::Write for EarlyWriteback<'_> {
     }
 }
 
+/// The device and inode of an existing file (following symlinks), which identify it whatever
+/// path names it.
+pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether two paths name the same file: the same path after resolving symlinks and `..`, or the
+/// same device and inode. A path that does not exist yet is resolved through its nearest existing
+/// folder, so `o/results.json` and `./o/../o/results.json` are one file before `o` exists.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
+    }
+    match (resolve(a), resolve(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// `path` made absolute with symlinks resolved as far as it exists; the rest is added as written,
+/// `.` dropped and `..` taking away the step before it.
+pub fn resolve(path: &Path) -> Option<std::path::PathBuf> {
+    use std::path::Component;
+    if let Ok(canonical) = path.canonicalize() {
+        return Some(canonical);
+    }
+    let absolute = std::env::current_dir().ok()?.join(path);
+    let mut existing = absolute.as_path();
+    let mut base = loop {
+        match existing.canonicalize() {
+            Ok(canonical) => break canonical,
+            Err(_) => existing = existing.parent()?,
+        }
+    };
+    for component in absolute.strip_prefix(existing).ok()?.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                base.pop();
+            }
+            Component::Normal(name) => base.push(name),
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(base)
+}
+
+/// An output path a command refuses to write: the flag that named it, the path and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct OutputRefused {
+    /// The flag naming the output.
+    pub flag: String,
+    /// The path given.
+    pub path: PathBuf,
+    /// What is wrong, naming both.
+    pub message: String,
+}
+
+impl OutputRefused {
+    fn new(flag: &str, path: &Path, message: String) -> Self {
+        OutputRefused {
+            flag: flag.to_owned(),
+            path: path.to_path_buf(),
+            message,
+        }
+    }
+}
+
+/// Fails when an output file the command keeps (results, traces) is there but is not a regular
+/// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
+pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), OutputRefused> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return Err(OutputRefused::new(
+            flag,
+            path,
+            format!("{flag}: `{}` is a folder, not a file", path.display()),
+        ));
+    }
+    match special_kind(meta.file_type()) {
+        Some(what) => Err(OutputRefused::new(
+            flag,
+            path,
+            format!(
+                "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
+                path.display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Fails when `folder`, where the command makes a folder of its own (`what`), is there but is not
+/// a folder (nor a link to one): found before anything runs, not when the folder is made.
+pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<(), OutputRefused> {
+    match std::fs::symlink_metadata(folder) {
+        Ok(_) if !folder.is_dir() => Err(OutputRefused::new(
+            flag,
+            folder,
+            format!(
+                "{flag}: `{}` is not a folder, and {what}: remove it or choose another {flag}",
+                folder.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Fails when MCP servers could not write their logs (at `logs`) in `dir` (`flag` names it):
+/// `dir` is not a folder, or a log there is not a regular file (a named pipe would block the
+/// server's start). No logs, no check.
+pub fn refuse_blocked_logs(flag: &str, dir: &Path, logs: &[PathBuf]) -> Result<(), OutputRefused> {
+    if logs.is_empty() {
+        return Ok(());
+    }
+    refuse_file_as_folder(flag, dir, "the MCP servers' logs are written there")?;
+    for log in logs {
+        refuse_not_regular(flag, log)?;
+    }
+    Ok(())
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

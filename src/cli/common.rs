@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::CliError;
 use looptrace::gate::{CommandGate, CommandGateConfig};
+pub use looptrace::output::same_file;
 use looptrace::terminal::Style;
 use looptrace::tools::{TOOL_NAME_CLASH, TaskToolSet, TaskTools, ToolsFile, temp_workdir};
 use looptrace::trace::{Capture, TraceWriter};
@@ -91,7 +92,7 @@ impl ToolsFileArgs {
         };
         file.refuse_key_vars(key_vars).map_err(CliError::input)?;
         if let Some(dir) = &self.log_dir {
-            super::output_checks::refuse_blocked_logs("--log-dir", &file, dir)?;
+            looptrace::eval::engine::refuse_blocked_logs("--log-dir", &file, dir)?;
         }
         let temp = match file.template() {
             Some(_) => Some(temp_workdir().map_err(|err| {
@@ -238,55 +239,6 @@ pub fn open_trace_writer(path: &Path, fsync: bool) -> Result<TraceWriter, CliErr
             path.display()
         ))
     })
-}
-
-/// The device and inode of an existing file (following symlinks), which identify it whatever
-/// path names it.
-pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// Whether two paths name the same file: the same path after resolving symlinks and `..`, or the
-/// same device and inode. A path that does not exist yet is resolved through its nearest existing
-/// folder, so `o/results.json` and `./o/../o/results.json` are one file before `o` exists.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
-    }
-    match (resolve(a), resolve(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
-}
-
-/// `path` made absolute with symlinks resolved as far as it exists; the rest is added as written,
-/// `.` dropped and `..` taking away the step before it.
-pub fn resolve(path: &Path) -> Option<std::path::PathBuf> {
-    use std::path::Component;
-    if let Ok(canonical) = path.canonicalize() {
-        return Some(canonical);
-    }
-    let absolute = std::env::current_dir().ok()?.join(path);
-    let mut existing = absolute.as_path();
-    let mut base = loop {
-        match existing.canonicalize() {
-            Ok(canonical) => break canonical,
-            Err(_) => existing = existing.parent()?,
-        }
-    };
-    for component in absolute.strip_prefix(existing).ok()?.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                base.pop();
-            }
-            Component::Normal(name) => base.push(name),
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(base)
 }
 
 /// Ctrl-C or SIGTERM ends the command at once, as by default, but kills the process groups of

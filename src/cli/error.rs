@@ -51,6 +51,29 @@ impl From<io::Error> for CliError {
     }
 }
 
+impl From<looptrace::eval::engine::EvalError> for CliError {
+    /// The one place an evaluation's errors become exit codes: internal errors exit 3, every
+    /// refusal of input or usage exits 2.
+    fn from(err: looptrace::eval::engine::EvalError) -> Self {
+        if err.is_internal() {
+            CliError::Internal(err.to_string())
+        } else {
+            CliError::Input(err.to_string())
+        }
+    }
+}
+
+impl From<looptrace::replay::ReplayPlanError> for CliError {
+    /// A replay's errors as exit codes: internal errors exit 3, the rest exit 2.
+    fn from(err: looptrace::replay::ReplayPlanError) -> Self {
+        if err.is_internal() {
+            CliError::Internal(err.to_string())
+        } else {
+            CliError::Input(err.to_string())
+        }
+    }
+}
+
 /// Prints the error, if any, and maps the result to the process exit code.
 pub fn finish(result: CliResult) -> i32 {
     match result {

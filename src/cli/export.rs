@@ -82,8 +82,12 @@ pub fn run(args: ExportArgs) -> CliResult {
     } else {
         Capture::Summary
     };
-    let foreign =
-        super::import::inputs_with_capture(&args.paths, capture, args.lenient, args.all_runs)?;
+    let foreign = super::foreign_inputs::inputs_with_capture(
+        &args.paths,
+        capture,
+        args.lenient,
+        args.all_runs,
+    )?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
     if let Some(out) = &args.output {

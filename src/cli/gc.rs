@@ -5,10 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::folder_locks::lock_output;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR, plan_gc, remove_runs};
-use looptrace::eval::{RESULTS_FORMAT, read_results};
+use looptrace::eval::{RESULTS_FORMAT, lock_output, read_results};
 
 /// Arguments of `looptrace gc`.
 #[derive(Debug, Args)]
@@ -62,7 +61,7 @@ pub fn run(args: GcArgs) -> CliResult {
         eprintln!(
             "{verb} `{}` ({}): {why}",
             runs.join(id).display(),
-            super::eval::human_bytes(*bytes)
+            human_bytes(*bytes)
         );
     }
     if !args.dry_run {
@@ -72,9 +71,24 @@ pub fn run(args: GcArgs) -> CliResult {
     println!(
         "{verb} {}, {}; kept {}, {}",
         looptrace::plural(plan.remove.len() as u64, "run", "runs"),
-        super::eval::human_bytes(plan.freed()),
+        human_bytes(plan.freed()),
         looptrace::plural(plan.kept.len() as u64, "run", "runs"),
-        super::eval::human_bytes(kept)
+        human_bytes(kept)
     );
     Ok(Outcome::Success)
+}
+
+/// Bytes as people read them: `812 B`, `4.2 KB`, `1.3 MB`, `2.0 GB`.
+pub(super) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }

@@ -306,7 +306,7 @@ pub fn write_merged_page(
 ) -> Result<(), CliError> {
     let mut folders = std::collections::HashMap::new();
     for ((_, results), path) in inputs.iter().zip(paths) {
-        let folder = super::output_checks::folder_of(path);
+        let folder = looptrace::eval::engine::folder_of(path);
         for task in &results.tasks {
             folders.insert(task.id.clone(), folder.clone());
         }

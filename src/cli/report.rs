@@ -82,7 +82,7 @@ pub fn run(args: ReportArgs) -> CliResult {
             "--list prints a table or JSON (--format table or --format json)",
         ));
     }
-    let foreign = super::import::report_inputs(&args.paths, args.lenient, args.all_runs)?;
+    let foreign = super::foreign_inputs::report_inputs(&args.paths, args.lenient, args.all_runs)?;
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     // A folder with nothing to read is said on stderr too, as `show` says it: a report of 0 runs
     // must not look like a folder of runs that all went missing.
@@ -105,7 +105,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     };
     let mut report = report::analyze(&inputs, &options, warnings).map_err(CliError::input)?;
     if args.by == Some(ByArg::Source) {
-        report.by_file = super::import::group_by_source(&report.by_file, &formats);
+        report.by_file = super::foreign_inputs::group_by_source(&report.by_file, &formats);
     }
     foreign.warn();
     let named: Vec<&Path> = args

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use super::CliError;
-use super::import::TempTrace;
+use super::foreign_inputs::TempTrace;
 use looptrace::eval::store::{is_run_store, view_traces};
 
 /// The paths to read, and the temporary copies standing in for some of them (keyed by the path
@@ -72,10 +72,13 @@ fn only_runs(path: &Path, keep: &[String]) -> Result<TempTrace, CliError> {
         {
             break;
         }
-        // Lines of other runs go; anything else is left for the trace reader to judge.
+        // Lines of other runs go, and so does a last line a crash cut short: a named run ended
+        // (and its row was written) before it, so it is a line of a run the view does not name.
+        // Anything else is left for the trace reader to judge.
+        let torn = !line.ends_with(b"\n");
         let other =
             serde_json::from_slice::<Head>(&line).is_ok_and(|h| !keep.contains(h.run_id.as_str()));
-        if !other {
+        if !other && !torn {
             out.write_all(&line)
                 .map_err(|e| failed("write", &temp.path, e))?;
         }

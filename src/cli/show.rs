@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 use clap::{Args, ValueEnum};
 
 use super::{CliError, CliResult, Outcome};
+use looptrace::replay::{RunIds, times};
 use looptrace::report::Source;
 use looptrace::text::escape;
 use looptrace::trace::{ReadOptions, ReadStats, RunStream, TraceReader, render_run};
@@ -56,7 +57,7 @@ pub fn run(args: ShowArgs) -> CliResult {
     };
     // Folders are walked and foreign trajectories imported to temporary traces, as `report`
     // does; `foreign` holds those temporary files until the end.
-    let foreign = super::import::inputs_with_capture(
+    let foreign = super::foreign_inputs::inputs_with_capture(
         &args.paths,
         args.capture.into(),
         args.lenient,
@@ -94,7 +95,11 @@ pub fn run(args: ShowArgs) -> CliResult {
     if let Some(id) = &args.run {
         let found = printer.ids.selected();
         if printer.printed == 0 {
-            return Err(printer.ids.not_found(id, printer.wanted, &shown));
+            return Err(CliError::input(printer.ids.not_found(
+                id,
+                printer.wanted,
+                &shown,
+            )));
         }
         if found > 1 && args.occurrence.is_none() {
             eprintln!(
@@ -157,89 +162,5 @@ impl Printer<'_> {
             self.printed += 1;
         }
         Ok(stream.into_stats())
-    }
-}
-
-/// `once`, `twice`, `3 times`.
-pub fn times(n: u32) -> String {
-    match n {
-        1 => "once".to_owned(),
-        2 => "twice".to_owned(),
-        n => format!("{n} times"),
-    }
-}
-
-/// What a streamed trace held, for messages: the first few run ids, how many runs in all, and how
-/// many runs had the selected id.
-#[derive(Debug, Default)]
-pub struct RunIds {
-    first: Vec<String>,
-    total: usize,
-    selected: u32,
-}
-
-impl RunIds {
-    /// Notes one run; `selected` is the id asked for, if any.
-    pub fn note(&mut self, id: &str, selected: Option<&str>) {
-        self.total += 1;
-        if self.first.len() < 5 && !self.first.iter().any(|f| f == id) {
-            self.first.push(id.to_owned());
-        }
-        if selected == Some(id) {
-            self.selected += 1;
-        }
-    }
-
-    /// How many runs had the selected id.
-    pub fn selected(&self) -> u32 {
-        self.selected
-    }
-
-    /// The error for a `--run ID --occurrence N` that matched no run.
-    pub fn not_found(&self, id: &str, wanted: u32, shown: &str) -> CliError {
-        CliError::input(match self.selected {
-            0 => format!(
-                "no run {:?} in `{shown}` (it has {})",
-                escape(id),
-                self.describe()
-            ),
-            n => format!(
-                "run {:?} occurs {} in `{shown}`: --occurrence {wanted} is past the last",
-                escape(id),
-                times(n)
-            ),
-        })
-    }
-
-    /// `"a", "b" and 3 more runs`, or `no runs`.
-    pub fn describe(&self) -> String {
-        let ids: Vec<&str> = self.first.iter().map(String::as_str).collect();
-        let text = list_ids(&ids);
-        match self.total.saturating_sub(ids.len()) {
-            0 => text,
-            1 => format!("{text} and 1 more run"),
-            more => format!("{text} and {more} more runs"),
-        }
-    }
-}
-
-/// A short list of run ids for messages.
-pub fn list_ids(ids: &[&str]) -> String {
-    match ids.len() {
-        0 => "no runs".to_owned(),
-        n if n <= 5 => ids
-            .iter()
-            .map(|id| escape(&format!("{id:?}")).into_owned())
-            .collect::<Vec<_>>()
-            .join(", "),
-        n => format!(
-            "{} and {} more",
-            ids[..5]
-                .iter()
-                .map(|id| escape(&format!("{id:?}")).into_owned())
-                .collect::<Vec<_>>()
-                .join(", "),
-            n - 5
-        ),
     }
 }

@@ -3,8 +3,6 @@
 
 use clap::{Args, ValueEnum};
 
-use super::CliError;
-use looptrace::eval::ResultsFile;
 use looptrace::stats::{RegressionTest, StatsOptions, check_confidence};
 
 /// The statistics' options.
@@ -27,31 +25,6 @@ fn parse_confidence(text: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("{text:?} is not a number"))?;
     check_confidence(value)
-}
-
-/// The stopping rule of `--repeat-until-decided MAX --pass-threshold P`, checked.
-pub fn adaptive_rule(
-    args: &super::eval::EvalArgs,
-) -> Result<Option<looptrace::stats::AdaptiveRule>, CliError> {
-    let Some(max) = args.repeat_until_decided else {
-        return Ok(None);
-    };
-    if max < 2 {
-        return Err(CliError::input(
-            "--repeat-until-decided must be at least 2 (one run decides nothing to repeat)",
-        ));
-    }
-    let threshold = args.pass_threshold.unwrap_or(0.5);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(CliError::input(format!(
-            "--pass-threshold must be between 0 and 1, not {threshold}"
-        )));
-    }
-    Ok(Some(looptrace::stats::AdaptiveRule::new(
-        max,
-        threshold,
-        args.verdicts.stats.confidence,
-    )))
 }
 
 /// `--regression-test mcnemar|sign|none`.
@@ -90,38 +63,5 @@ impl StatsArgs {
             RegressionTestArg::Sign => RegressionTest::Sign,
             RegressionTestArg::None => RegressionTest::None,
         })
-    }
-
-    /// Refuses, before anything runs, `--regression-test mcnemar` when either side has repeats
-    /// (`repeats` runs per task now), and a `--pass-at` k above the runs every task will have.
-    pub fn check(&self, repeats: u32, baseline: Option<&ResultsFile>) -> Result<(), CliError> {
-        if let Some(k) = self.pass_at.iter().find(|k| **k > repeats) {
-            return Err(CliError::input(format!(
-                "--pass-at {k} needs at least {k} runs of each task, but --repeat is {repeats} (pass@k and pass^k are not defined for k above the runs)"
-            )));
-        }
-        self.check_test(repeats, baseline)
-    }
-
-    /// Refuses `--regression-test mcnemar` when either side has repeats (`repeats` runs per
-    /// task now), before anything is written.
-    pub fn check_test(&self, repeats: u32, baseline: Option<&ResultsFile>) -> Result<(), CliError> {
-        if self.test() != Some(RegressionTest::Mcnemar) {
-            return Ok(());
-        }
-        let baseline_repeats = baseline.is_some_and(|b| {
-            b.repeats.unwrap_or(1) > 1 || b.tasks.iter().any(|t| t.repeat.is_some())
-        });
-        if repeats > 1 || baseline_repeats {
-            let side = if repeats > 1 {
-                format!("this evaluation runs each task {repeats} times")
-            } else {
-                "the baseline has repeats".to_owned()
-            };
-            return Err(CliError::input(format!(
-                "--regression-test mcnemar needs one run a side, but {side}: use `sign` (the default with repeats)"
-            )));
-        }
-        Ok(())
     }
 }

@@ -47,7 +47,7 @@ pub enum TraceFlush {
 /// Where the runner writes traces.
 #[derive(Debug)]
 pub enum TraceTarget {
-    /// One file per run under this run folder (see [`trace_path`]).
+    /// One file per run under this run folder (named by `trace_path`).
     PerTask(std::path::PathBuf),
     /// The single trace file, opened for appending.
     Single(File),

@@ -3,6 +3,7 @@
 
 mod baseline;
 mod corpus;
+pub mod engine;
 mod expect;
 mod flaky;
 mod folder_lock;
@@ -29,38 +30,47 @@ pub mod store;
 mod strict_json;
 mod suite;
 
-pub use baseline::{Comparison, OutcomeCounts, compare, compare_counted};
-pub use corpus::{Corpus, RunSource, corpus_suite, trace_files};
-pub use expect::{Verdict, check, expected_in_full, for_console, has_summary};
+pub(crate) use baseline::compare_counted;
+pub use baseline::{Comparison, OutcomeCounts, compare};
+pub(crate) use corpus::corpus_suite;
+pub use corpus::{Corpus, RunSource, trace_files};
+pub(crate) use expect::for_console;
+pub use expect::{Verdict, check};
 pub use flaky::{Divergence, FlakyTask, first_divergence, flaky_tasks};
-pub use folder_lock::{FolderLock, LockMode, lock_folder};
-pub use junit::{EachRow, render_junit, write_junit};
-pub use layout::{
-    SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, ends_with_finished_run, finished_runs,
-    run_id, trace_path,
-};
+pub(crate) use folder_lock::lock_rerun_in_place;
+pub use folder_lock::{FolderLock, LockMode, lock_folder, lock_output};
+pub(crate) use folder_lock::{lock_read, lock_read_linked};
+pub(crate) use junit::write_junit;
+pub use junit::{EachRow, render_junit};
+pub use layout::{SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, run_id};
+pub(crate) use layout::{ends_with_finished_run, finished_runs};
 pub use matrix::{apply_models, resolve_models};
-pub use merge::{IncompleteShard, Merged, merge_results, merge_results_of};
+pub(crate) use merge::merge_results_of;
+pub use merge::{IncompleteShard, Merged, merge_results};
 pub use render::{
     FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
     render_report_full, render_report_styled, render_report_with, summary_line,
 };
 pub use render_models::ModelMatrix;
-pub use rerun::{carry_over, failed_ids, still_owed, unreached};
+pub(crate) use rerun::{carry_over, failed_ids, still_owed};
+pub(crate) use results::now_rfc3339;
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, RESULTS_FORMAT_V1, ResultsFile, Shard,
-    SuiteInfo, TaskResult, Totals, now_rfc3339, read_results, run_ids, suite_info,
-    write_atomically, write_results,
+    SuiteInfo, TaskResult, Totals, read_results, run_ids, suite_info, write_atomically,
+    write_results,
 };
-pub use row_checks::{RowProblem, check_rows, repeat_fits};
+pub use row_checks::RowProblem;
+pub(crate) use row_checks::check_rows;
 pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, RunnerOptions, run_tasks};
 pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
-pub use select::{Selection, glob_match, select_tasks};
-pub use shard::{SHARD_ENV_VARS, list_shards, missing_sentence};
+pub(crate) use select::select_tasks;
+pub use select::{Selection, glob_match};
+pub use shard::SHARD_ENV_VARS;
+pub(crate) use shard::{list_shards, missing_sentence};
 pub use suite::{
     DEFAULT_MAX_STEPS, Expectations, ModelName, Selected, Suite, SuiteErrors, SuiteTask,
     SuiteTasks, TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
-    load_suite_with_text, load_suite_with_text_for,
+    load_suite_with_text_for,
 };

@@ -6,15 +6,20 @@
 //! reached. The verdict is `faithful` or `diverged`, with each divergence shown side by side.
 //! Replay needs full capture; `docs/replay.md` describes the command.
 
+mod batch;
 mod compare;
 mod model;
 mod recorded_tools;
 mod recording;
 mod render;
+mod run_ids;
 mod runner;
 mod verdict;
 mod wire;
 
+pub use batch::{
+    ReplayObserver, ReplayOutcome, ReplayPlan, ReplayPlanError, ReplayRequest, file_name,
+};
 pub use compare::{STOPPED, STOPPED_KIND};
 pub use model::{RecordedResponses, RecordedTurn, ReplayError, ReplayModel, end_of_recording};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
@@ -25,6 +30,7 @@ pub use render::{
     CheckReport, ReplayReport, check_summary_line, render_check_json, render_check_text,
     render_json, render_text, summary_line,
 };
+pub use run_ids::{RunIds, list_ids, times};
 pub use runner::{
     ModelSource, OnDivergence, PreparedReplay, ReplayFailure, ReplayOptions, ReplayRunError,
     ToolMode, ToolSource, replay_run,

@@ -5,6 +5,7 @@ mod bad_inputs;
 mod content_safety;
 mod differential;
 mod disk_full;
+mod engine_api;
 mod eval;
 mod eval_guards;
 mod eval_load;

@@ -143,3 +143,34 @@ fn a_folder_of_results_format_1_is_converted_and_then_rerun() {
     let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
     assert_eq!(carried, [true, false]);
 }
+
+#[test]
+fn report_on_a_folder_leaves_out_a_line_a_crash_cut_in_a_single_trace_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_guards::evaluated(dir.path(), "first", &["a", "b"], &[]).0;
+    let out = dir.path().join("out");
+    let output = cli!(
+        "eval",
+        &suite,
+        "--out",
+        &out,
+        "--trace-layout",
+        "single",
+        "-q"
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A run killed while writing its first event into the shared file leaves a line without its
+    // newline; its row was never written, so the view does not name it.
+    let trace = crate::support::single_trace_of(&out);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&trace)
+        .unwrap();
+    std::io::Write::write_all(&mut file, br#"{"run_id":"c.killed","type":"run_sta"#).unwrap();
+    let report = cli!("report", &out, "-f", "json");
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    assert!(!stderr(&report).contains("cut-off"), "{}", stderr(&report));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap();
+    assert_eq!(json["input"]["runs"], 2, "{json}");
+    assert_eq!(json["warnings"], serde_json::json!([]), "{json}");
+}

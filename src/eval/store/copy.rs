@@ -7,8 +7,9 @@ use std::path::Path;
 
 use super::run_folder::{RUNS_DIR, StoreError};
 
-/// Copies runs `ids` from `from/runs/` to `to/runs/`, every file created new; a run already
-/// there (run ids are unique, so it is the same run) is left as it is.
+/// Copies runs `ids` from `from/runs/` to `to/runs/`, every file created new, each run renamed
+/// into place whole; a run already there (run ids are unique, so it is the same run) is left as
+/// it is.
 pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreError> {
     for id in ids {
         let target = to.join(RUNS_DIR).join(id);
@@ -21,11 +22,18 @@ pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreErro
             path: to.join(RUNS_DIR),
             source,
         })?;
-        copy_tree(&source, &target).map_err(|source| StoreError::Io {
-            action: "copy",
-            path: target.clone(),
-            source,
-        })?;
+        // Copied whole into a staging folder first, then renamed: a crash mid-copy never leaves a
+        // run that looks complete (`gc` removes the staging folder).
+        let staging = to
+            .join(RUNS_DIR)
+            .join(format!(".{id}.{}.new", crate::run::unique_token()));
+        copy_tree(&source, &staging)
+            .and_then(|()| fs::rename(&staging, &target))
+            .map_err(|source| StoreError::Io {
+                action: "copy",
+                path: target.clone(),
+                source,
+            })?;
     }
     Ok(())
 }

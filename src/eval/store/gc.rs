@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::run_folder::{ROWS_NAME, RUNS_DIR, StoreError, list_runs};
+use super::run_folder::{ROWS_NAME, RUNS_DIR, StoreError, list_runs, list_staging};
 
 /// What `gc` removes and keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -81,6 +81,11 @@ pub fn plan_gc(out: &Path, referenced: &[String], keep: usize) -> Result<GcPlan,
     }
     plan.remove.reverse();
     plan.kept.reverse();
+    for name in list_staging(out) {
+        let bytes = bytes_under(&out.join(RUNS_DIR).join(&name));
+        plan.remove
+            .push((name, bytes, "a crash ended it before it became a run"));
+    }
     Ok(plan)
 }
 

@@ -13,7 +13,7 @@
 //! Every file below `runs/` is created with `O_EXCL`, so it is never a hard link, a symbolic
 //! link or a pipe placed there beforehand, needs no copy aside, and a reader never races a writer
 //! of it. Which rows a new run owes ([`owed`]) is a pure function of the rows its parents hold;
-//! pruning is a separate policy ([`gc`]).
+//! pruning is a separate policy (`gc.rs`).
 
 mod convert;
 mod copy;

@@ -146,13 +146,21 @@ use crate::output::create_new_append as create_new;
 
 impl RunFolder {
     /// Creates `DIR/runs/<header.eval_id>/` (which must not exist), its `header.json` and an
-    /// empty `rows.jsonl`.
+    /// empty `rows.jsonl`. They are made in a staging folder (`runs/.<eval-id>.new/`, which no
+    /// reader takes for a run) renamed into place whole: a crash never leaves a run without its
+    /// header, only a staging folder that `gc` removes.
     pub fn create(out: &Path, header: &RunHeader) -> Result<RunFolder, StoreError> {
         let runs = out.join(RUNS_DIR);
         fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
         let dir = runs.join(&header.eval_id);
-        fs::create_dir(&dir).map_err(io_error("create", &dir))?;
-        let header_path = dir.join(HEADER_NAME);
+        if fs::symlink_metadata(&dir).is_ok() {
+            return Err(io_error("create", &dir)(
+                io::ErrorKind::AlreadyExists.into(),
+            ));
+        }
+        let staging = runs.join(staging_name(&header.eval_id));
+        fs::create_dir(&staging).map_err(io_error("create", &staging))?;
+        let header_path = staging.join(HEADER_NAME);
         let mut file = create_new(&header_path).map_err(io_error("write", &header_path))?;
         let mut text = serde_json::to_vec_pretty(header).map_err(|err| StoreError::Io {
             action: "write",
@@ -162,8 +170,10 @@ impl RunFolder {
         text.push(b'\n');
         file.write_all(&text)
             .map_err(io_error("write", &header_path))?;
+        let rows = create_new(&staging.join(ROWS_NAME))
+            .map_err(io_error("write", &staging.join(ROWS_NAME)))?;
+        fs::rename(&staging, &dir).map_err(io_error("create", &dir))?;
         let rows_path = dir.join(ROWS_NAME);
-        let rows = create_new(&rows_path).map_err(io_error("write", &rows_path))?;
         Ok(RunFolder {
             dir,
             rows_path,
@@ -322,6 +332,32 @@ pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
     Ok(ids)
 }
 
+/// The staging folder a run is made in before it is renamed to its id.
+fn staging_name(id: &str) -> String {
+    format!(".{id}.new")
+}
+
+/// The staging folders under `out/runs/` (`.<eval-id>[.<token>].new`) a crash left before their
+/// run was made or copied whole and renamed into place.
+pub fn list_staging(out: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(out.join(RUNS_DIR)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.strip_prefix('.')
+                .and_then(|rest| rest.split('.').next())
+                .is_some_and(is_run_id)
+                && name.ends_with(".new")
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
 /// not a run.
 pub(super) fn is_run_id(name: &str) -> bool {
@@ -380,5 +416,25 @@ mod tests {
         assert_eq!(read.seal.unwrap().not_reached, ["b"]);
         std::fs::create_dir(dir.path().join("runs/not a run")).unwrap();
         assert_eq!(list_runs(dir.path()).unwrap(), ["abc-1"]);
+    }
+
+    #[test]
+    fn a_crash_before_the_rename_leaves_no_run_and_gc_removes_its_staging_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        RunFolder::create(dir.path(), &header("abc-1")).unwrap();
+        // No staging folder stays behind a run made whole.
+        assert!(list_staging(dir.path()).is_empty());
+        // A crash between making the staging folder and renaming it: a header cut short.
+        let staging = dir.path().join("runs/.abc-2.new");
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::write(staging.join(HEADER_NAME), b"").unwrap();
+        assert_eq!(list_runs(dir.path()).unwrap(), ["abc-1"]);
+        assert_eq!(list_staging(dir.path()), [".abc-2.new"]);
+        let plan = crate::eval::store::plan_gc(dir.path(), &["abc-1".to_owned()], 0).unwrap();
+        assert_eq!(plan.remove.len(), 1);
+        assert_eq!(plan.remove[0].0, ".abc-2.new");
+        crate::eval::store::remove_runs(dir.path(), &plan).unwrap();
+        assert!(!staging.exists());
+        assert!(dir.path().join("runs/abc-1/header.json").is_file());
     }
 }

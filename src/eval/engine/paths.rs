@@ -1,14 +1,14 @@
 //! The checks `eval` and `merge` make on every output path before they write anything: an output
 //! is never an input (nor a trace an input's rows name), a symbolic link, a folder, or in a folder
-//! that cannot be written.
+//! that cannot be written. Each refusal is an [`EvalError::Output`] naming the flag and the path.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::CliError;
-use super::common::{file_identity, resolve};
-use looptrace::eval::ResultsFile;
-use looptrace::tools::ToolsFile;
+use super::EvalError;
+use crate::eval::ResultsFile;
+use crate::output::{file_identity, refuse_file_as_folder, refuse_not_regular, resolve};
+use crate::tools::ToolsFile;
 
 /// Input files by device and inode, so an output is matched however its path is written; an
 /// input that does not exist (yet) by its resolved path.
@@ -37,7 +37,7 @@ impl<'a> Inputs<'a> {
     }
 
     /// Fails when `output` is one of the inputs.
-    pub fn refuse_overwriting(&self, flag: &str, output: &Path) -> Result<(), CliError> {
+    pub fn refuse_overwriting(&self, flag: &str, output: &Path) -> Result<(), EvalError> {
         let input = match file_identity(output) {
             Some(id) => self.existing.get(&id).copied(),
             None if self.missing.is_empty() => None,
@@ -49,23 +49,31 @@ impl<'a> Inputs<'a> {
             }),
         };
         match input {
-            Some(input) => Err(CliError::input(format!(
-                "{flag} would overwrite the input `{}` (with `{}`)",
-                input.display(),
-                output.display()
-            ))),
+            Some(input) => Err(EvalError::output(
+                flag,
+                output,
+                format!(
+                    "{flag} would overwrite the input `{}` (with `{}`)",
+                    input.display(),
+                    output.display()
+                ),
+            )),
             None => Ok(()),
         }
     }
 }
 
 /// Fails when `output` is a symbolic link: `command` never writes through one.
-pub fn refuse_symlink(command: &str, flag: &str, output: &Path) -> Result<(), CliError> {
-    if looptrace::output::is_symlink(output) {
-        return Err(CliError::input(format!(
-            "{flag}: `{}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)",
-            output.display()
-        )));
+pub fn refuse_symlink(command: &str, flag: &str, output: &Path) -> Result<(), EvalError> {
+    if crate::output::is_symlink(output) {
+        return Err(EvalError::output(
+            flag,
+            output,
+            format!(
+                "{flag}: `{}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)",
+                output.display()
+            ),
+        ));
     }
     Ok(())
 }
@@ -80,7 +88,7 @@ pub fn folder_of(path: &Path) -> PathBuf {
 
 /// Fails unless a file can be created in `dir`: a read-only mount or a folder without write
 /// permission is bad input, found before anything is read or written.
-pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
+pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), EvalError> {
     let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
     let created = std::fs::OpenOptions::new()
         .write(true)
@@ -91,96 +99,67 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), CliError> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(err) => Err(CliError::input(format!(
-            "{flag}: cannot write in `{}`: {err}",
-            dir.display()
-        ))),
+        Err(err) => Err(EvalError::output(
+            flag,
+            dir,
+            format!("{flag}: cannot write in `{}`: {err}", dir.display()),
+        )),
     }
 }
 
 /// Fails when an output is there but of a kind its command cannot write: `--out` names a file the
 /// command keeps (results), which must be a regular file; a report file (`--junit`, `--html`) may
 /// also be a named pipe or a device (`--junit /dev/null`), never a folder or a socket.
-pub fn refuse_wrong_kind(flag: &str, path: &Path) -> Result<(), CliError> {
+pub fn refuse_wrong_kind(flag: &str, path: &Path) -> Result<(), EvalError> {
     match flag {
-        "--out" => refuse_not_regular(flag, path),
+        "--out" => Ok(refuse_not_regular(flag, path)?),
         _ => refuse_folder_or_socket(flag, path),
     }
 }
 
 /// Fails when an output file's path is a folder or a socket, which cannot be written as a file
 /// (a named pipe or a device can: `--junit /dev/null`).
-fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), CliError> {
+fn refuse_folder_or_socket(flag: &str, path: &Path) -> Result<(), EvalError> {
     let kind = std::fs::metadata(path).ok().map(|meta| meta.file_type());
     let what = match kind {
         Some(kind) if kind.is_dir() => "a folder",
         Some(kind) if std::os::unix::fs::FileTypeExt::is_socket(&kind) => "a socket",
         _ => return Ok(()),
     };
-    Err(CliError::input(format!(
-        "{flag}: `{}` is {what}, not a file",
-        path.display()
-    )))
-}
-
-/// Fails when an output file the command keeps (results, traces) is there but is not a regular
-/// file: a folder, or a named pipe, socket or device, which writing would wait on or lose.
-pub fn refuse_not_regular(flag: &str, path: &Path) -> Result<(), CliError> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    if meta.is_dir() {
-        return Err(CliError::input(format!(
-            "{flag}: `{}` is a folder, not a file",
-            path.display()
-        )));
-    }
-    match looptrace::output::special_kind(meta.file_type()) {
-        Some(what) => Err(CliError::input(format!(
-            "{flag}: `{}` is {what}, not a regular file (remove it or choose another path)",
-            path.display()
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Fails when `folder`, where the command makes a folder of its own (`what`), is there but is not
-/// a folder (nor a link to one): found before anything runs, not when the folder is made.
-pub fn refuse_file_as_folder(flag: &str, folder: &Path, what: &str) -> Result<(), CliError> {
-    match std::fs::symlink_metadata(folder) {
-        Ok(_) if !folder.is_dir() => Err(CliError::input(format!(
-            "{flag}: `{}` is not a folder, and {what}: remove it or choose another {flag}",
-            folder.display()
-        ))),
-        _ => Ok(()),
-    }
+    Err(EvalError::output(
+        flag,
+        path,
+        format!("{flag}: `{}` is {what}, not a file", path.display()),
+    ))
 }
 
 /// Fails when `folder`, one eval makes and fills inside its output folder (`what` says what for),
 /// is a symbolic link or not a folder. Through a link, eval would write (and remove) files in a
 /// folder outside `--out`, out of reach of the lock that keeps one evaluation at a time there.
-pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Result<(), CliError> {
+pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Result<(), EvalError> {
     if std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.file_type().is_symlink()) {
-        return Err(CliError::input(format!(
-            "{flag}: `{}` is a symbolic link, and {what}: eval writes only inside its output folder, never through a link (remove the link or choose another {flag})",
-            folder.display()
-        )));
+        return Err(EvalError::output(
+            flag,
+            folder,
+            format!(
+                "{flag}: `{}` is a symbolic link, and {what}: eval writes only inside its output folder, never through a link (remove the link or choose another {flag})",
+                folder.display()
+            ),
+        ));
     }
-    refuse_file_as_folder(flag, folder, what)
+    Ok(refuse_file_as_folder(flag, folder, what)?)
 }
 
 /// Fails when the MCP servers of `tools` could not write their logs in `dir` (`flag` names it):
 /// `dir` is not a folder, or a server's log there is not a regular file (a named pipe would
 /// block the server's start).
-pub fn refuse_blocked_logs(flag: &str, tools: &ToolsFile, dir: &Path) -> Result<(), CliError> {
-    if tools.mcp_servers().is_empty() {
-        return Ok(());
-    }
-    refuse_file_as_folder(flag, dir, "the MCP servers' logs are written there")?;
-    for server in tools.mcp_servers() {
-        refuse_not_regular(flag, &server.log_path(dir))?;
-    }
-    Ok(())
+pub fn refuse_blocked_logs(flag: &str, tools: &ToolsFile, dir: &Path) -> Result<(), EvalError> {
+    let logs: Vec<PathBuf> = tools
+        .mcp_servers()
+        .iter()
+        .map(|s| s.log_path(dir))
+        .collect();
+    Ok(crate::output::refuse_blocked_logs(flag, dir, &logs)?)
 }
 
 /// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
@@ -199,7 +178,7 @@ pub fn refuse_traces_as_outputs(
     results: &ResultsFile,
     path: &Path,
     whose: &str,
-) -> Result<(), CliError> {
+) -> Result<(), EvalError> {
     let existing: Vec<(&str, &PathBuf, (u64, u64))> = outputs
         .iter()
         .filter_map(|&(flag, output)| file_identity(output).map(|id| (flag, output, id)))
@@ -214,12 +193,16 @@ pub fn refuse_traces_as_outputs(
             continue;
         };
         if let Some((flag, output, _)) = existing.iter().find(|(_, _, other)| *other == id) {
-            return Err(CliError::input(format!(
-                "{flag} `{}` is the trace `{}` of {whose} `{}`: choose another file",
-                output.display(),
-                trace.display(),
-                path.display()
-            )));
+            return Err(EvalError::output(
+                flag,
+                output,
+                format!(
+                    "{flag} `{}` is the trace `{}` of {whose} `{}`: choose another file",
+                    output.display(),
+                    trace.display(),
+                    path.display()
+                ),
+            ));
         }
     }
     Ok(())

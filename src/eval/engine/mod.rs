@@ -1,0 +1,42 @@
+//! The evaluation engine as a library: an [`EvalRequest`] (what was asked, plain values) becomes
+//! an [`EvalPlan`] (everything loaded, selected and checked, the output folder locked, nothing
+//! written), which [`EvalPlan::execute`] runs while an [`EvalObserver`] follows, giving an
+//! [`EvalOutcome`] (results, comparison, verdict, messages). Every refusal is an [`EvalError`].
+//!
+//! ```no_run
+//! use looptrace::eval::engine::{EvalPlan, EvalRequest, EvalVerdict, Quiet};
+//!
+//! let mut request = EvalRequest::suite("sample_traces/suite.json");
+//! request.out = Some("target/sample-eval".into());
+//! let outcome = EvalPlan::new(request)?.execute(&Quiet)?;
+//! println!("{} rows, passed: {}", outcome.results.totals.tasks, outcome.verdict == EvalVerdict::Passed);
+//! # Ok::<(), looptrace::eval::engine::EvalError>(())
+//! ```
+
+mod error;
+mod execute;
+mod flag_checks;
+mod merge_plan;
+mod observer;
+mod outcome;
+mod paths;
+mod plan;
+mod request;
+mod resume;
+mod view;
+
+pub use error::EvalError;
+pub use flag_checks::{check_regression_test, check_stats, read_baseline};
+pub use merge_plan::{MergeOutcome, MergePlan, MergeRequest};
+pub use observer::{EvalObserver, Quiet};
+pub use outcome::{
+    EvalOutcome, EvalVerdict, Notice, NoticeKind, PassCount, adaptive_verdict, verdict,
+};
+pub use paths::{
+    Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_symlink,
+    refuse_traces_as_outputs, refuse_wrong_kind,
+};
+pub use plan::EvalPlan;
+pub use request::{EvalRequest, EvalSource};
+pub(crate) use view::write_view;
+pub use view::{RebuiltView, rebuild_view};

@@ -1,0 +1,623 @@
+//! An evaluation checked and ready to run: [`EvalPlan::new`] loads the suite (or corpus), the
+//! baseline and the results a rerun reads, selects and shards the tasks, resolves and checks
+//! every output path, takes the output folder's lock and finds the run a resume continues.
+//! Nothing is written before it returns but the output folder itself (made to hold the lock).
+
+use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use super::EvalError;
+use super::flag_checks::{adaptive_rule, check_stats, read_baseline};
+use super::outcome::{EvalVerdict, Notice, verdict, verdict_of_rows};
+use super::paths::{
+    Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_own_folder_elsewhere,
+    refuse_symlink, refuse_traces_as_outputs, refuse_wrong_kind,
+};
+use super::request::{EvalRequest, EvalSource};
+use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
+use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
+use crate::eval::{
+    Attempt, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult, TraceLayout,
+    apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output, lock_read,
+    lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed, suite_info,
+};
+use crate::output::{resolve, same_file};
+use crate::stats::AdaptiveRule;
+use crate::tools::{ToolRegistry, ToolsFile};
+
+/// The most repeats `--repeat` takes.
+const MAX_REPEATS: u32 = 10_000;
+
+/// An evaluation planned: run it with [`EvalPlan::execute`].
+pub struct EvalPlan {
+    pub(super) request: EvalRequest,
+    /// Held until the process ends: freeing a large suite task by task would only delay the exit.
+    pub(super) suite: ManuallyDrop<Suite>,
+    /// The positions in the suite of the tasks to run (`None`: every task). Further task
+    /// sources (a sample, a model matrix) narrow or widen this list.
+    pub(super) positions: Option<Vec<usize>>,
+    pub(super) tools: ToolRegistry,
+    pub(super) baseline: Option<ResultsFile>,
+    /// The results `--rerun-failed` updates.
+    pub(super) previous: Option<ResultsFile>,
+    /// Whether a rerun writes into another folder than its results' (it copies their runs first).
+    pub(super) rerun_elsewhere: bool,
+    pub(super) layout: TraceLayout,
+    pub(super) out: PathBuf,
+    pub(super) selection: Option<Selection>,
+    pub(super) repeats: u32,
+    pub(super) adaptive: Option<AdaptiveRule>,
+    /// The rows a resume keeps, by output position.
+    pub(super) kept: Vec<Option<TaskResult>>,
+    /// The runs this one continues.
+    pub(super) parents: Vec<String>,
+    /// The runs to make in the first (or only) epoch.
+    pub(super) attempts: Vec<Attempt>,
+    pub(super) notices: Vec<Notice>,
+    pub(super) stop: Arc<AtomicBool>,
+    /// Set when there is nothing to run: the results that stand, and their verdict.
+    pub(super) nothing: Option<(ResultsFile, EvalVerdict)>,
+    /// The output folder's lock (an in-place rerun's since it began), and the read locks of the
+    /// folders a rerun reads; the outcome holds them on, so no other evaluation or `gc` changes
+    /// the folder while the caller still reads it.
+    pub(super) locks: (Option<FolderLock>, Vec<FolderLock>),
+}
+
+impl EvalPlan {
+    /// Checks `request` and prepares its evaluation; see the module's documentation.
+    pub fn new(request: EvalRequest) -> Result<EvalPlan, EvalError> {
+        if request.jobs == Some(0) {
+            return Err(EvalError::usage("--jobs", "--jobs must be at least 1"));
+        }
+        if request.repeat == 0 {
+            return Err(EvalError::usage("--repeat", "--repeat must be at least 1"));
+        }
+        let adaptive = adaptive_rule(
+            request.repeat_until_decided,
+            request.pass_threshold,
+            request.stats.confidence,
+        )?;
+        let repeats = adaptive.as_ref().map_or(request.repeat, |rule| rule.max);
+        // Each repeat gets its trace folder before any task runs: a mistyped count must not
+        // create millions of them.
+        if repeats > MAX_REPEATS {
+            return Err(EvalError::usage(
+                "--repeat",
+                format!("--repeat must be at most {MAX_REPEATS}"),
+            ));
+        }
+        let mut notices = Vec::new();
+        // The registry (compiling its tools' schemas) is built on a thread of its own while the
+        // suite is read, which leaves a core idle at its start and end.
+        let (tools, loaded) = std::thread::scope(|scope| {
+            let tools = std::thread::Builder::new()
+                .spawn_scoped(scope, ToolRegistry::builtin)
+                .ok();
+            let loaded = load(&request, &mut notices);
+            (tools.and_then(|t| t.join().ok()), loaded)
+        });
+        let (suite, inputs) = loaded?;
+        let tools = tools.unwrap_or_else(ToolRegistry::builtin);
+        let baseline = request
+            .baseline
+            .as_deref()
+            .map(|path| read_baseline(path, &suite.name, request.baseline_any_suite))
+            .transpose()?;
+        check_stats(
+            &request.stats,
+            request.regression_test,
+            repeats,
+            baseline.as_ref(),
+        )?;
+        // A rerun takes its folders' locks before it reads the results: in place, it writes that
+        // folder; into another, it reads it to its end (it copies the runs it builds on first).
+        // Without `--out`, a rerun writes the results' folder.
+        let rerun_elsewhere = match (&request.rerun_failed, &request.out) {
+            (Some(path), Some(out)) => !same_file(&folder_of(path), out),
+            _ => false,
+        };
+        let mut rerun_lock = None;
+        let mut reading = Vec::new();
+        // A folder that cannot be opened holds no results: reading them says so.
+        if let Some(path) = request
+            .rerun_failed
+            .as_ref()
+            .filter(|p| folder_of(p).is_dir())
+        {
+            let source = folder_of(path);
+            if rerun_elsewhere {
+                reading.push(lock_read("--rerun-failed", &source)?);
+            } else {
+                rerun_lock = Some(lock_rerun_in_place(&source)?);
+            }
+            reading.extend(lock_read_linked("--rerun-failed", path)?);
+        }
+        let previous = match &request.rerun_failed {
+            Some(path) => Some(read_rerun(path, &suite, repeats)?),
+            None => None,
+        };
+        let layout = match (&previous, request.trace_layout) {
+            (_, Some(given)) => given,
+            (Some(previous), None) => layout_of(previous),
+            (None, None) => TraceLayout::PerTask,
+        };
+        let out = match (&request.out, &request.rerun_failed) {
+            (Some(out), _) => out.clone(),
+            (None, Some(path)) => folder_of(path),
+            (None, None) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
+        };
+        let mut plan = EvalPlan {
+            request,
+            suite: ManuallyDrop::new(suite),
+            positions: None,
+            tools,
+            baseline,
+            previous,
+            rerun_elsewhere,
+            layout,
+            out,
+            selection: None,
+            repeats,
+            adaptive,
+            kept: Vec::new(),
+            parents: Vec::new(),
+            attempts: Vec::new(),
+            notices,
+            stop: Arc::new(AtomicBool::new(false)),
+            nothing: None,
+            locks: (rerun_lock, reading),
+        };
+        if plan.choose_tasks()? {
+            plan.check_outputs(inputs)?;
+            plan.lock()?;
+            plan.find_parents()?;
+            plan.plan_attempts();
+        }
+        Ok(plan)
+    }
+
+    /// The flag that stops the evaluation: once set (by a signal handler, say), no new run
+    /// starts, and the results say the evaluation was interrupted.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// The output folder.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
+    /// What the plan found that the user should read before the runs begin.
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
+    }
+
+    /// The most runs this evaluation makes (with adaptive repeats, every task's maximum).
+    pub fn runs_planned(&self) -> usize {
+        if self.nothing.is_some() {
+            0
+        } else if self.adaptive.is_some() {
+            self.task_count() * self.repeats as usize
+        } else {
+            self.attempts.len()
+        }
+    }
+
+    /// How many times each task runs at most.
+    pub fn repeats(&self) -> u32 {
+        self.repeats
+    }
+
+    /// The tasks this evaluation runs, in suite order (read as they run when the suite streams
+    /// them from a tasks file).
+    pub fn selected(&self) -> Selected<'_> {
+        self.suite.tasks.select(self.positions.clone())
+    }
+
+    /// How many tasks this evaluation runs.
+    fn task_count(&self) -> usize {
+        self.positions
+            .as_ref()
+            .map_or(self.suite.tasks.len(), Vec::len)
+    }
+
+    /// `--only`/`--skip` choose the tasks first (a rerun: its failed ones); a shard then splits
+    /// what they chose, so every shard of one split must be given the same patterns (merge
+    /// checks). Returns false when a rerun has nothing to run.
+    fn choose_tasks(&mut self) -> Result<bool, EvalError> {
+        let request = &self.request;
+        if !request.only.is_empty() || !request.skip.is_empty() || self.previous.is_some() {
+            let entries = self.suite.tasks.entries();
+            let (mut tasks, mut selection) =
+                select_tasks(entries, &request.only, &request.skip).map_err(EvalError::flags)?;
+            if tasks.is_empty() {
+                return Err(EvalError::flags(
+                    "--only and --skip together select no task of the suite",
+                ));
+            }
+            if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
+                let failed = failed_ids(previous, &self.suite);
+                tasks.retain(|&i| failed.contains(entries[i].id.as_str()));
+                selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
+                selection.rerun_failed = Some(path.display().to_string());
+                if tasks.is_empty() {
+                    self.nothing_to_rerun(path.clone());
+                    return Ok(false);
+                }
+            }
+            self.positions = Some(tasks);
+            self.selection = Some(selection);
+        }
+        if let Some(shard) = self.request.shard {
+            let chosen = self
+                .positions
+                .take()
+                .unwrap_or_else(|| (0..self.suite.tasks.len()).collect());
+            self.positions = Some(shard.select(&chosen));
+        }
+        Ok(true)
+    }
+
+    /// A rerun whose results owe no run: they stand as they are.
+    fn nothing_to_rerun(&mut self, path: PathBuf) {
+        let Some(previous) = self.previous.take() else {
+            return;
+        };
+        // Interrupted results owe runs only to tasks still in the suite: once those have left
+        // it, the interruption is settled and the results stand as they are.
+        let settled =
+            previous.interrupted && still_owed(&previous, &previous.tasks, &self.suite).is_empty();
+        let why = if settled {
+            ", and the tasks its interrupted evaluation did not reach are no longer in the suite"
+        } else {
+            ""
+        };
+        self.notices.push(Notice::info(format!(
+            "nothing to rerun: no selected task failed, errored or was interrupted in `{}`{why} (left as it was)",
+            path.display()
+        )));
+        let passed = if settled {
+            verdict_of_rows(&previous, None)
+        } else {
+            verdict(&previous, None)
+        };
+        self.nothing = Some((previous, passed));
+    }
+
+    /// Nothing eval writes may be one of its inputs (the suite, the baseline, a replayed
+    /// recording, the results a rerun reads), whatever path or link leads there, or another of
+    /// its outputs; and no output is written through a symbolic link. Everything below
+    /// `DIR/runs/` is created new, so only the view and the report files can meet an existing
+    /// file. Every output is known to be writable before the first task runs, not after the last.
+    fn check_outputs(&self, mut input_paths: Vec<PathBuf>) -> Result<(), EvalError> {
+        let request = &self.request;
+        let results_path = self.out.join(RESULTS_NAME);
+        input_paths.extend(request.rerun_failed.iter().cloned());
+        let inputs = Inputs::of(&input_paths);
+        let outputs = [
+            ("--out", Some(results_path.clone())),
+            ("--junit", request.junit.clone()),
+            ("--html", request.html.clone()),
+        ];
+        for (flag, output) in outputs
+            .iter()
+            .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
+        {
+            refuse_symlink("eval", flag, output)?;
+            refuse_wrong_kind(flag, output)?;
+            // A rerun in place replaces the view it reads.
+            let own_view = flag == "--out"
+                && request
+                    .rerun_failed
+                    .as_ref()
+                    .is_some_and(|r| same_file(r, output));
+            if !own_view {
+                inputs.refuse_overwriting(flag, output)?;
+            }
+        }
+        // Through a link, eval would write files in another folder, out of that folder's lock.
+        refuse_own_folder_elsewhere(
+            "--out",
+            &self.out.join(RUNS_DIR),
+            "eval writes its runs there",
+        )?;
+        if let Some(tools) = &self.suite.tools
+            && let Some(dir) = &request.log_dir
+        {
+            refuse_blocked_logs("--log-dir", tools, dir)?;
+        }
+        // Every task's working folder is a copy of the tools file's template: the output folder
+        // (which holds the working folders) may not be inside it.
+        if let Some(template) = self.suite.tools.as_ref().and_then(|t| t.template())
+            && let (Some(template), Some(resolved)) = (resolve(template), resolve(&self.out))
+            && resolved.starts_with(&template)
+        {
+            return Err(EvalError::output(
+                "--out",
+                &self.out,
+                format!(
+                    "--out `{}` is inside the tools file's working-folder template `{}`, which every task copies: choose another --out",
+                    self.out.display(),
+                    template.display()
+                ),
+            ));
+        }
+        let reports: Vec<(&str, &PathBuf)> =
+            [("--junit", &request.junit), ("--html", &request.html)]
+                .into_iter()
+                .filter_map(|(flag, path)| path.as_ref().map(|p| (flag, p)))
+                .collect();
+        for &(flag, report) in &reports {
+            refuse_report_clash(flag, report, &results_path, &self.out.join(RUNS_DIR))?;
+            let folder = folder_of(report);
+            if !folder.is_dir() && !same_file(&folder, &self.out) {
+                return Err(EvalError::output(
+                    flag,
+                    report,
+                    format!("{flag} `{}`: the folder does not exist", report.display()),
+                ));
+            }
+        }
+        // The traces the baseline's rows name are inputs, and so are those of the results a
+        // rerun updates.
+        if let (Some(baseline), Some(path)) = (&self.baseline, &request.baseline) {
+            refuse_traces_as_outputs(&reports, baseline, path, "the baseline")?;
+        }
+        if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
+            refuse_traces_as_outputs(&reports, previous, path, "the results")?;
+        }
+        // A device (`/dev/null`) takes both.
+        if let (Some(junit), Some(html)) = (&request.junit, &request.html)
+            && same_file(junit, html)
+            && !is_device(html)
+        {
+            return Err(EvalError::output(
+                "--html",
+                html,
+                "--html and --junit name the same file",
+            ));
+        }
+        // The report files first where their folders exist already, so that refusing one leaves
+        // no `--out` folder made for nothing.
+        for (flag, path) in &reports {
+            let folder = folder_of(path);
+            if folder.is_dir() {
+                probe_writable(flag, &folder)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the output folder's lock (an in-place rerun holds it since it began). Only the
+    /// folder is made to take it: an evaluation refused because another holds it makes nothing
+    /// inside.
+    fn lock(&mut self) -> Result<(), EvalError> {
+        if self.locks.0.is_none() {
+            std::fs::create_dir_all(&self.out).map_err(|err| {
+                EvalError::output(
+                    "--out",
+                    &self.out,
+                    format!(
+                        "failed to create the output folder `{}`: {err}",
+                        self.out.display()
+                    ),
+                )
+            })?;
+            self.locks.0 = Some(lock_output(&self.out)?);
+        }
+        probe_writable("--out", &self.out)?;
+        for (flag, path) in [
+            ("--junit", &self.request.junit),
+            ("--html", &self.request.html),
+        ] {
+            if let Some(path) = path {
+                probe_writable(flag, &folder_of(path))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run a resume continues and the rows it keeps, or the runs a rerun builds on.
+    fn find_parents(&mut self) -> Result<(), EvalError> {
+        if let Some(previous) = &self.previous {
+            self.parents = previous.runs.clone();
+            return Ok(());
+        }
+        if !self.request.resume {
+            return Ok(());
+        }
+        let info = suite_info(&self.suite);
+        let settings = Settings {
+            shard: self.request.shard,
+            repeats: self.repeats,
+            capture: self.suite.capture,
+            layout: self.layout.as_str(),
+        };
+        let patterns = (self.request.only.as_slice(), self.request.skip.as_slice());
+        let results_path = self.out.join(RESULTS_NAME);
+        match resumable(&self.out, &info, &settings, patterns, &mut self.notices)? {
+            Resumable::Run(parent) => {
+                let selected = self.selected();
+                self.kept = kept_rows(&self.out, &parent, selected.entries(), self.repeats)?;
+                self.parents.push(parent.header.eval_id);
+            }
+            Resumable::Complete(previous) => {
+                if let Err(why) = same_runs(&previous, &settings, self.selected().entries()) {
+                    return Err(EvalError::store(
+                        &results_path,
+                        format!(
+                            "--resume: `{}` is complete, but {why}: run without --resume to replace it",
+                            results_path.display()
+                        ),
+                    ));
+                }
+                self.notices.push(Notice::info(format!(
+                    "nothing to resume: `{}` is complete (left as it was)",
+                    results_path.display()
+                )));
+                let passed = verdict(&previous, None);
+                self.nothing = Some((*previous, passed));
+            }
+            Resumable::Nothing => self.notices.push(Notice::info(format!(
+                "no run in `{}` to resume from: running every task",
+                self.out.join(RUNS_DIR).display()
+            ))),
+        }
+        Ok(())
+    }
+
+    /// Epochs: every task once, then every task again, so an early stop leaves whole epochs.
+    /// With adaptive repeats, one epoch at a time: each next one runs the undecided tasks only.
+    fn plan_attempts(&mut self) {
+        let epochs = if self.adaptive.is_some() {
+            1
+        } else {
+            self.repeats
+        };
+        let tasks = self.task_count();
+        let repeats = self.repeats as usize;
+        let kept = &self.kept;
+        self.attempts = (1..=epochs)
+            .flat_map(|repeat| (0..tasks).map(move |task| Attempt { task, repeat }))
+            .filter(|a| {
+                kept.get(a.task * repeats + (a.repeat as usize - 1))
+                    .is_none_or(Option::is_none)
+            })
+            .collect();
+    }
+
+    /// What kind of run this evaluation writes.
+    pub(super) fn kind(&self) -> RunKind {
+        match (&self.previous, self.parents.is_empty()) {
+            (Some(_), _) => RunKind::Rerun,
+            (None, false) => RunKind::Resume,
+            (None, true) => RunKind::Eval,
+        }
+    }
+}
+
+/// The suite (with `--capture` and `--tools-file` applied) and every file it reads (for the
+/// output-path checks).
+fn load(
+    request: &EvalRequest,
+    notices: &mut Vec<Notice>,
+) -> Result<(Suite, Vec<PathBuf>), EvalError> {
+    let mut inputs = Vec::new();
+    let mut suite = match &request.source {
+        EvalSource::Suite(path) => {
+            let (mut suite, text) = load_suite_with_text_for(path, !request.models.is_empty())
+                .map_err(|message| EvalError::input(path, message))?;
+            let models = resolve_models(&suite, &request.models, request.api_key_env.as_deref())
+                .map_err(EvalError::flags)?;
+            if models.len() > 1
+                && (request.resume || request.rerun_failed.is_some() || request.shard.is_some())
+            {
+                return Err(EvalError::flags(
+                    "several --model (a model matrix) cannot be combined with --resume, --rerun-failed or --shard yet",
+                ));
+            }
+            apply_models(&mut suite, &models).map_err(EvalError::flags)?;
+            // Never freed, as the suite is not: freeing megabytes of pages would only delay the
+            // exit.
+            std::mem::forget(text);
+            inputs.push(path.clone());
+            suite
+        }
+        EvalSource::Traces(paths) => {
+            let corpus =
+                corpus_suite(paths, crate::trace::Capture::Summary).map_err(EvalError::inputs)?;
+            notices.extend(
+                corpus
+                    .skipped
+                    .iter()
+                    .map(|skipped| Notice::warning(format!("skipped {skipped}"))),
+            );
+            release_freed_memory();
+            corpus.suite
+        }
+    };
+    if let Some(capture) = request.capture {
+        suite.capture = capture;
+    }
+    if let Some(path) = &request.tools_file {
+        let tools = ToolsFile::load(path).map_err(|message| EvalError::input(path, message))?;
+        if suite.tools.is_some() {
+            return Err(EvalError::flags(
+                "the suite has `tools` and --tools-file was given: use one of them",
+            ));
+        }
+        suite.tools = Some(tools);
+    }
+    if let Some(tools) = &suite.tools {
+        tools
+            .refuse_key_vars(&suite.key_vars())
+            .map_err(EvalError::inputs)?;
+    }
+    inputs.extend(request.baseline.iter().cloned());
+    inputs.extend(
+        suite
+            .tools
+            .as_ref()
+            .and_then(|t| t.path())
+            .map(Path::to_path_buf),
+    );
+    inputs.extend(suite.tasks.read_files().iter().cloned());
+    Ok((suite, inputs))
+}
+
+/// Hands memory freed so far back to the system. Reading a corpus frees the runs it parsed, but
+/// glibc keeps the freed memory in the reading thread's arena, which the runner's threads do not
+/// allocate from: without this, the evaluation's peak is the reading's and the running's added.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of the allocator's own arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// A folder name from a suite name: path separators and other odd characters become `_`.
+fn folder_name(name: &str) -> String {
+    let clean = crate::eval::TaskId::sanitize(name);
+    match clean.trim_matches('.') {
+        "" => "suite".to_owned(),
+        _ => clean,
+    }
+}
+
+/// Fails when `--junit` (or `--html`) names this eval's view (`results.json`) or a file under
+/// `DIR/runs/`, which only eval writes, each file once.
+fn refuse_report_clash(
+    flag: &str,
+    report: &Path,
+    view: &Path,
+    runs: &Path,
+) -> Result<(), EvalError> {
+    if same_file(report, view) {
+        return Err(EvalError::output(
+            flag,
+            report,
+            format!(
+                "{flag} `{}` is the output `{}` of this eval: choose another file",
+                report.display(),
+                view.display()
+            ),
+        ));
+    }
+    if let (Some(folder), Some(runs)) = (resolve(&folder_of(report)), resolve(runs))
+        && folder.starts_with(&runs)
+    {
+        return Err(EvalError::output(
+            flag,
+            report,
+            format!(
+                "{flag} `{}` is inside `{}`, where eval writes its runs: choose another file",
+                report.display(),
+                runs.display()
+            ),
+        ));
+    }
+    Ok(())
+}
