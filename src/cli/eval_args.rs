@@ -93,6 +93,13 @@ pub struct EvalArgs {
     /// The tools file, for a suite that names none.
     #[command(flatten)]
     pub tools_file: ToolsFileArgs,
+    /// The model every task runs against: `API:MODEL@BASE_URL` or a name from the suite's
+    /// `models`. Given several times, every task runs against each (a model matrix).
+    #[arg(long = "model", value_name = "SPEC", conflicts_with = "traces")]
+    pub models: Vec<String>,
+    /// The variable holding the API key of every `--model` given as `API:MODEL@BASE_URL`.
+    #[arg(long, value_name = "VAR", requires = "models")]
+    pub api_key_env: Option<String>,
 }
 
 /// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
@@ -244,6 +251,8 @@ impl EvalArgs {
         request.log_dir = self.tools_file.log_dir.clone();
         request.narrowing = self.narrow.narrowing();
         request.retries = self.narrow.retries;
+        request.models = self.models.clone();
+        request.api_key_env = self.api_key_env.clone();
         Ok(request)
     }
 }

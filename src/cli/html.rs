@@ -148,7 +148,18 @@ pub fn results_page_data(
         .iter()
         .filter_map(|row| row.task_id.as_deref().map(|task| (task, row)))
         .collect();
-    for task in &results.tasks {
+    // Under a model matrix the runs are grouped by model, in the order the models were given.
+    let mut ordered: Vec<&TaskResult> = results.tasks.iter().collect();
+    if looptrace::eval::ModelMatrix::of(&looptrace::eval::pass_rates_of(results)).is_some() {
+        let mut models: Vec<&str> = Vec::new();
+        for task in &results.tasks {
+            if !models.contains(&task.model.as_str()) {
+                models.push(&task.model);
+            }
+        }
+        ordered.sort_by_key(|task| models.iter().position(|m| *m == task.model));
+    }
+    for task in ordered {
         let found = match &task.run_id {
             Some(run) => by_run.get(run.as_str()),
             None => by_task.get(task.id.as_str()),
@@ -173,7 +184,11 @@ pub fn results_page_data(
                 }
             }
         };
-        row.task_id = Some(task.id.clone());
+        // Under a matrix a task's rows are told apart by their model: `id[model]`.
+        row.task_id = Some(match task.given_model() {
+            Some(model) => format!("{}[{model}]", task.id),
+            None => task.id.clone(),
+        });
         row.verdict = Some(task.expectation.as_str().to_owned());
         table.rows.push(row);
     }
@@ -263,7 +278,12 @@ pub fn write_results_page(
     if results.partial {
         context.push("partial: some shards are missing".to_owned());
     }
+    let rates = looptrace::eval::pass_rates_of(results);
+    let matrix = looptrace::eval::ModelMatrix::of(&rates);
+    let score_totals = looptrace::eval::score_totals(&results.tasks);
     let page = Page {
+        models: matrix.as_ref(),
+        scores: &score_totals,
         title,
         context: &context,
         report: &report,

@@ -289,6 +289,8 @@ fn page(
     )];
     let title = format!("looptrace replay: {source}");
     Ok(looptrace::html::render(&Page {
+        models: None,
+        scores: &[],
         title: &title,
         context: &context,
         report: &totals,

@@ -131,6 +131,8 @@ pub fn run(args: ReportArgs) -> CliResult {
             let rows = super::html::read_rows(&inputs, &formats, args.lenient, true)?;
             let context = vec![format!("report of {}", args.paths.join(" "))];
             let page = Page {
+                models: None,
+                scores: &[],
                 title: "looptrace report",
                 context: &context,
                 report: &report,

@@ -79,11 +79,11 @@ pub fn compare_counted<'a>(
 }
 
 fn compare_outcomes(old: Vec<Outcome<'_>>, new: Vec<Outcome<'_>>) -> Comparison {
-    let before_of: HashMap<&str, &Outcome> = old.iter().map(|o| (o.id, o)).collect();
+    let before_of: HashMap<&str, &Outcome> = old.iter().map(|o| (o.id.as_ref(), o)).collect();
     let mut comparison = Comparison::default();
     for now in &new {
-        let Some(before) = before_of.get(now.id) else {
-            comparison.added.push(now.id.to_owned());
+        let Some(before) = before_of.get(now.id.as_ref()) else {
+            comparison.added.push(now.id.to_string());
             continue;
         };
         *comparison
@@ -91,28 +91,29 @@ fn compare_outcomes(old: Vec<Outcome<'_>>, new: Vec<Outcome<'_>>) -> Comparison 
             .entry((before.typical, now.typical))
             .or_default() += 1;
         comparison.pairs.push(PairedCounts {
-            id: now.id.to_owned(),
+            id: now.id.to_string(),
             before: (before.passed, before.runs),
             now: (now.passed, now.runs),
         });
         match moved(before, now) {
-            Some(Move::Worse(why)) => comparison.regressions.push((now.id.to_owned(), why)),
-            Some(Move::Better(why)) => comparison.improvements.push((now.id.to_owned(), why)),
+            Some(Move::Worse(why)) => comparison.regressions.push((now.id.to_string(), why)),
+            Some(Move::Better(why)) => comparison.improvements.push((now.id.to_string(), why)),
             None => {}
         }
     }
-    let now_ids: HashSet<&str> = new.iter().map(|o| o.id).collect();
+    let now_ids: HashSet<&str> = new.iter().map(|o| o.id.as_ref()).collect();
     comparison.removed = old
         .iter()
-        .filter(|o| !now_ids.contains(o.id))
-        .map(|o| o.id.to_owned())
+        .filter(|o| !now_ids.contains(o.id.as_ref()))
+        .map(|o| o.id.to_string())
         .collect();
     comparison
 }
 
 /// One task's runs (its repeats, or its one run) in one results file, taken together.
 struct Outcome<'a> {
-    id: &'a str,
+    /// The task, and under a model matrix its model: `id[model]` (see [`TaskResult::row_key`]).
+    id: std::borrow::Cow<'a, str>,
     runs: u32,
     /// Runs whose expectations were checked (met or failed).
     checked: u32,
@@ -160,7 +161,8 @@ impl OutcomeCounts {
 
     /// The outcome of task `id`: the exit reason most runs ended with, a tie going to the one
     /// that came first.
-    fn outcome<'a>(&self, id: &'a str) -> Outcome<'a> {
+    fn outcome<'a>(&self, id: impl Into<std::borrow::Cow<'a, str>>) -> Outcome<'a> {
+        let id = id.into();
         let most = self.reasons.iter().copied().max().unwrap_or(0);
         let typical = (0..4)
             .filter(|&k| self.reasons[k] == most && most > 0)
@@ -187,11 +189,12 @@ fn reason_index(reason: ExitReason) -> usize {
 
 /// Each task's outcome, in the order the tasks first appear.
 fn outcomes(rows: &[TaskResult]) -> Vec<Outcome<'_>> {
-    let mut by_task: Vec<(&str, OutcomeCounts)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut by_task: Vec<(std::borrow::Cow<'_, str>, OutcomeCounts)> = Vec::new();
+    let mut index: HashMap<std::borrow::Cow<'_, str>, usize> = HashMap::new();
     for (order, row) in rows.iter().enumerate() {
-        let i = *index.entry(row.id.as_str()).or_insert_with(|| {
-            by_task.push((row.id.as_str(), OutcomeCounts::default()));
+        let key = row.row_key();
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            by_task.push((key, OutcomeCounts::default()));
             by_task.len() - 1
         });
         by_task[i].1.add(row, order);

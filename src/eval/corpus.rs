@@ -192,6 +192,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 },
                 finish_gate: None,
                 limits: crate::agent::Limits::default(),
+                model_name: None,
             });
         }
     }
@@ -207,6 +208,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             capture,
             tasks: super::suite::SuiteTasks::held(tasks),
             tools: None,
+            models: Default::default(),
         },
         skipped,
     })

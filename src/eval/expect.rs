@@ -66,8 +66,9 @@ pub fn check(
         ));
     }
     let answer = result.answer.as_deref();
+    let text = expect.checks.text_options();
     if let Some(expected) = &expect.answer
-        && answer != Some(expected.as_str())
+        && !answer.is_some_and(|a| text.same(a, expected))
     {
         failures.push(match answer {
             Some(actual) => format!("expected answer {}, got {}", shown(expected), shown(actual)),
@@ -75,7 +76,7 @@ pub fn check(
         });
     }
     if let Some(needle) = &expect.answer_contains
-        && !answer.is_some_and(|a| a.contains(needle.as_str()))
+        && !answer.is_some_and(|a| text.contains(a, needle))
     {
         failures.push(match answer {
             Some(actual) => format!(

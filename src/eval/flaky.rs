@@ -152,12 +152,14 @@ pub fn flaky_tasks(
     results: &ResultsFile,
     folder: &dyn Fn(&TaskResult) -> PathBuf,
 ) -> Vec<FlakyTask> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut rows: HashMap<&str, Vec<&TaskResult>> = HashMap::new();
+    // A task's rows under a model matrix are one task per model (`id[model]`).
+    let mut order: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    let mut rows: HashMap<std::borrow::Cow<'_, str>, Vec<&TaskResult>> = HashMap::new();
     for row in &results.tasks {
-        rows.entry(row.id.as_str())
+        let key = row.row_key();
+        rows.entry(key.clone())
             .or_insert_with(|| {
-                order.push(row.id.as_str());
+                order.push(key);
                 Vec::new()
             })
             .push(row);
@@ -165,7 +167,7 @@ pub fn flaky_tasks(
     let mut traces: HashMap<PathBuf, Option<TraceContents>> = HashMap::new();
     let mut flaky = Vec::new();
     for id in order {
-        let mut task_rows = rows.remove(id).unwrap_or_default();
+        let mut task_rows = rows.remove(&id).unwrap_or_default();
         task_rows.sort_by_key(|r| r.repeat);
         let passing = task_rows.iter().find(|r| r.passes());
         let failing = task_rows.iter().find(|r| !r.passes());
@@ -192,7 +194,7 @@ pub fn flaky_tasks(
             }
         };
         flaky.push(FlakyTask {
-            id: id.to_owned(),
+            id: id.into_owned(),
             passed: task_rows.iter().filter(|r| r.passes()).count() as u32,
             runs: task_rows.len() as u32,
             divergence,

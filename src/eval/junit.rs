@@ -91,22 +91,55 @@ fn write_case(out: &mut dyn Write, suite: &str, task: &TaskResult) -> std::io::R
         xml_escape(&task.label()),
         task.duration_ms / 1000.0
     );
+    let properties = properties(task);
     match outcome(task) {
-        Outcome::Pass => writeln!(out, "{head}/>"),
+        Outcome::Pass if properties.is_empty() => writeln!(out, "{head}/>"),
+        Outcome::Pass => writeln!(out, "{head}>\n{properties}    </testcase>"),
         Outcome::Failure => writeln!(
             out,
-            "{head}>\n      <failure type=\"expectation\" message=\"{}\">exit reason: {}, steps used: {}</failure>\n    </testcase>",
+            "{head}>\n{properties}      <failure type=\"expectation\" message=\"{}\">exit reason: {}, steps used: {}</failure>\n    </testcase>",
             xml_escape(&task.failures.join("; ")),
             task.exit_reason,
             task.steps_used
         ),
         Outcome::Error => writeln!(
             out,
-            "{head}>\n      <error type=\"internal_error\" message=\"{}\">{}</error>\n    </testcase>",
+            "{head}>\n{properties}      <error type=\"internal_error\" message=\"{}\">{}</error>\n    </testcase>",
             xml_escape(task.error_kind.as_deref().unwrap_or("unclassified")),
             xml_escape(task.error.as_deref().unwrap_or(""))
         ),
     }
+}
+
+/// The model a row ran against, as `<properties>`: the model as given, its kind, and for a
+/// live model its wire format, model name and server. None for a task's own scripted model.
+fn properties(task: &TaskResult) -> String {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    if task.given_model().is_some() || task.chat.is_some() {
+        pairs.push(("model", &task.model));
+        if let Some(kind) = &task.model_kind {
+            pairs.push(("model_kind", kind));
+        }
+    }
+    if let Some(chat) = &task.chat {
+        pairs.push(("api", &chat.api));
+        pairs.push(("model_name", &chat.model));
+        if let Some(provider) = &chat.provider {
+            pairs.push(("provider", provider));
+        }
+    }
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("      <properties>\n");
+    for (name, value) in pairs {
+        out.push_str(&format!(
+            "        <property name=\"{name}\" value=\"{}\"/>\n",
+            xml_escape(value)
+        ));
+    }
+    out.push_str("      </properties>\n");
+    out
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,11 @@ mod flaky;
 mod folder_lock;
 mod junit;
 mod layout;
+mod matrix;
 mod merge;
+pub mod model_spec;
 mod render;
+mod render_models;
 mod render_stats;
 mod rerun;
 mod results;
@@ -19,6 +22,8 @@ mod row_checks;
 mod rows_on_disk;
 mod runner;
 mod sample;
+mod score_totals;
+pub mod scorers;
 mod scripted_action;
 mod select;
 mod shard;
@@ -40,12 +45,14 @@ pub(crate) use junit::write_junit;
 pub use junit::{EachRow, render_junit};
 pub use layout::{SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, run_id};
 pub(crate) use layout::{ends_with_finished_run, finished_runs};
+pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
 pub use render::{
     FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
     render_report_full, render_report_styled, render_report_with, summary_line,
 };
+pub use render_models::ModelMatrix;
 pub(crate) use rerun::{carry_over, failed_ids, still_owed};
 pub(crate) use results::now_rfc3339;
 pub use results::{
@@ -58,13 +65,14 @@ pub(crate) use row_checks::check_rows;
 pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
+pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
 pub(crate) use select::select_tasks;
 pub use select::{Selection, glob_match};
 pub use shard::SHARD_ENV_VARS;
 pub(crate) use shard::{list_shards, missing_sentence};
-pub(crate) use suite::load_suite_with_text;
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, Selected, Suite, SuiteErrors, SuiteTask, SuiteTasks,
-    TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
+    DEFAULT_MAX_STEPS, Expectations, ModelName, Selected, Suite, SuiteErrors, SuiteTask,
+    SuiteTasks, TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
+    load_suite_with_text_for,
 };

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
 use super::flaky::FlakyTask;
+use super::render_models::ModelMatrix;
 use super::render_stats::{StatsView, marked, paired_lines};
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
@@ -209,9 +210,12 @@ pub fn pass_rates_of(results: &ResultsFile) -> Vec<PassRate<'_>> {
 /// Per-task pass rates ([`TaskResult::passes`]), counted from the rows.
 fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
     let mut rates: Vec<PassRate<'_>> = Vec::new();
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    // A task's rows are counted per model: under a matrix each (task, model) has its own rate.
+    let mut index: std::collections::HashMap<(&str, &str), usize> =
+        std::collections::HashMap::new();
     for task in &results.tasks {
-        let i = *index.entry(task.id.as_str()).or_insert_with(|| {
+        let key = (task.id.as_str(), task.model.as_str());
+        let i = *index.entry(key).or_insert_with(|| {
             rates.push(PassRate {
                 id: task.id.as_str(),
                 model: task.model.as_str(),
@@ -315,7 +319,16 @@ impl<'a> Report<'a> {
                 .pass_rates
                 .as_ref()
                 .map_or(runs / u64::from(repeats), |rates| rates.len() as u64);
-            let shape = if tasks * u64::from(repeats) == runs {
+            let matrix = self.pass_rates.as_deref().and_then(ModelMatrix::of);
+            let shape = if let Some(matrix) = matrix
+                .filter(|m| (m.tasks.len() * m.models.len()) as u64 * u64::from(repeats) == runs)
+            {
+                format!(
+                    "{} × {} × {repeats} repeats",
+                    plural(matrix.tasks.len() as u64, "task", "tasks"),
+                    plural(matrix.models.len() as u64, "model", "models")
+                )
+            } else if tasks * u64::from(repeats) == runs {
                 format!("{} × {repeats} repeats", plural(tasks, "task", "tasks"))
             } else {
                 format!(
@@ -443,6 +456,17 @@ impl<'a> Report<'a> {
                 out.push('\n');
             }
         }
+        if let Some(matrix) = self.pass_rates.as_deref().and_then(ModelMatrix::of) {
+            out.push_str("\nModels side by side (passing runs / runs):\n");
+            let (header, rows) = matrix.cells();
+            let mut table = style.table(header.iter().map(String::as_str).collect());
+            for row in rows {
+                style.add_row(&mut table, row);
+            }
+            let columns: Vec<usize> = (1..header.len()).collect();
+            align_right(&mut table, &columns);
+            out.push_str(&format!("{table}\n"));
+        }
         if let Some(rates) = self.repeat_rates() {
             out.push_str(&format!("\n{}\n", self.pass_rate_line(rates)));
             for line in self.divergence_lines() {
@@ -450,12 +474,17 @@ impl<'a> Report<'a> {
             }
             let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
+                let matrix = ModelMatrix::of(rates).is_some();
                 let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
                 for r in below {
                     style.add_row(
                         &mut table,
                         vec![
-                            r.id.to_owned(),
+                            if matrix {
+                                format!("{}[{}]", r.id, r.model)
+                            } else {
+                                r.id.to_owned()
+                            },
                             format!("{}/{}", r.passed, r.runs),
                             percent(r.rate()),
                             if r.flaky() { "yes" } else { "" }.to_owned(),
@@ -631,6 +660,9 @@ impl<'a> Report<'a> {
         }
         if let Some(view) = self.statistics() {
             value["statistics"] = view.json();
+        }
+        if let Some(matrix) = self.pass_rates.as_deref().and_then(ModelMatrix::of) {
+            value["models"] = matrix.json();
         }
         if r.partial {
             value["partial"] = json!(true);

@@ -148,6 +148,9 @@ pub struct ChatName {
     pub api: String,
     /// The model name sent in requests.
     pub model: String,
+    /// The server's host and port (never credentials or paths); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// One task's outcome.
@@ -161,8 +164,13 @@ pub struct TaskResult {
     /// Which repeat of the task this row is (1-based), with `--repeat N`; absent when once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
-    /// `responses`, `actions`, `replay` or `chat`.
+    /// The model as given (a `--model` SPEC or a name from the suite's `models`); for a task's
+    /// own model its kind, as `model_kind` says.
     pub model: String,
+    /// `responses`, `actions`, `replay` or `chat` (absent in files written before it was added,
+    /// whose `model` is the kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_kind: Option<String>,
     /// The wire format and model name of a `chat` task (never its key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatName>,
@@ -207,6 +215,9 @@ pub struct TaskResult {
     /// last attempt's, and every attempt's run stays in the task's trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried: Option<u32>,
+    /// Each scorer's verdict (`expect` checks and `scorers`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<crate::eval::scorers::Score>,
 }
 
 impl TaskResult {
@@ -219,9 +230,28 @@ impl TaskResult {
 
     /// The row's name in reports: the task id, and its repeat when the task ran several times.
     pub fn label(&self) -> String {
+        let id = self.row_key().into_owned();
         match self.repeat {
-            Some(k) => format!("{} (repeat {k})", self.id),
-            None => self.id.clone(),
+            Some(k) => format!("{id} (repeat {k})"),
+            None => id,
+        }
+    }
+
+    /// What tells a task's rows apart across models, for comparisons with a baseline: the task
+    /// id, and `id[model]` when the model was given from outside the task.
+    pub fn row_key(&self) -> std::borrow::Cow<'_, str> {
+        match self.given_model() {
+            Some(model) => std::borrow::Cow::Owned(format!("{}[{model}]", self.id)),
+            None => std::borrow::Cow::Borrowed(&self.id),
+        }
+    }
+
+    /// The model as given from outside the task (a `--model` SPEC, a name from `models`,
+    /// `defaults.model`), when the row's model is not just the task's own model's kind.
+    pub fn given_model(&self) -> Option<&str> {
+        match &self.model_kind {
+            Some(kind) if *kind != self.model => Some(&self.model),
+            _ => None,
         }
     }
 

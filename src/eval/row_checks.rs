@@ -1,5 +1,5 @@
 //! The rule every results file's rows keep, whoever reads them (`merge`, `eval --rerun-failed`):
-//! a row is one run, so each (task, repeat) appears once, and with `--repeat N` every row says
+//! a row is one run, so each (task, model, repeat) appears once, and with `--repeat N` every row says
 //! which repeat in 1..=N it is, without none does. A file that breaks it was edited or put
 //! together from others.
 
@@ -71,7 +71,7 @@ pub fn check_rows(results: &ResultsFile) -> Result<(), RowProblem> {
                 repeats,
             });
         }
-        if !runs.insert((row.id.as_str(), row.repeat)) {
+        if !runs.insert((row.id.as_str(), row.model.as_str(), row.repeat)) {
             return Err(RowProblem::Twice {
                 index,
                 label: row.label(),

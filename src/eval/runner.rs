@@ -12,14 +12,15 @@ use std::time::Instant;
 use super::expect::{Verdict, check};
 use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
+use super::scorers::{RunFacts, Score, ScoreEnv, failure_line, score_all};
 use super::suite::{SuiteTask, TaskModel, TaskSource};
 use crate::agent::{AgentError, RunEvent, RunObserver, RunOptions, run_agent_with};
 use crate::gate::FinishGate;
 use crate::model::live::{LiveConfig, LiveModel, api_key_from_env};
-use crate::model::{JsonModelAdapter, Model, ScriptPlayer};
+use crate::model::{CallRecord, JsonModelAdapter, Model, ScriptPlayer};
 use crate::replay::Recording;
 use crate::replay::ReplayModel;
-use crate::run::{ExitReason, RunResult, Task};
+use crate::run::{Action, ExitReason, RunResult, Task};
 use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{
     Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
@@ -80,20 +81,26 @@ struct Run<'t> {
     task: &'t SuiteTask,
     repeat: u32,
     attempt: u32,
+    /// What names its files: the task id, or under a matrix `<id>@<model>`.
+    name: String,
 }
 
 impl Run<'_> {
-    /// The run's id: [`run_id`], and `.a<k>` for a retry's attempt k.
+    /// The run's id: [`run_id`] of its name, and `.a<k>` for a retry's attempt k.
     fn id(&self, options: &RunnerOptions<'_>) -> String {
-        let id = run_id(
-            self.task.id.as_str(),
-            &options.eval_id,
-            self.repeat,
-            options.repeats,
-        );
+        let id = run_id(&self.name, &options.eval_id, self.repeat, options.repeats);
         match self.attempt {
             1 => id,
             k => format!("{id}.a{k}"),
+        }
+    }
+
+    /// The run's own working folder under `work_dir`: repeats of one task may run at once, so
+    /// each gets its own.
+    fn folder(&self, work_dir: &std::path::Path, repeats: u32) -> PathBuf {
+        match repeats {
+            1 => work_dir.join(&self.name),
+            _ => work_dir.join(format!("r{}", self.repeat)).join(&self.name),
         }
     }
 }
@@ -164,6 +171,7 @@ fn run_with_retries(
             task,
             repeat,
             attempt,
+            name: task.run_name(),
         };
         let mut result = run_isolated(&run, tools, options);
         let retry = result.exit_reason == ExitReason::InternalError
@@ -214,14 +222,7 @@ fn run_one(
     let task = run.task;
     let own_tools = match &options.task_tools {
         Some((task_tools, work_dir)) => {
-            // Repeats of one task may run at once: each gets its own working folder.
-            let folder = match options.repeats {
-                1 => work_dir.join(task.id.as_str()),
-                _ => work_dir
-                    .join(format!("r{}", run.repeat))
-                    .join(task.id.as_str()),
-            };
-            match task_tools.for_task(&folder) {
+            match task_tools.for_task(&run.folder(work_dir, options.repeats)) {
                 Ok(set) => Some(set.registry),
                 Err(failure) => {
                     let result = internal(failure.message);
@@ -252,9 +253,17 @@ fn run_one(
             responses.as_slice(),
         ))),
         TaskModel::Actions(actions) => Box::new(ScriptPlayer::new(actions.as_slice())),
+        TaskModel::Unset => {
+            let result = internal(
+                "the task has no model: give `model`, `defaults.model` or `eval --model`"
+                    .to_owned(),
+            );
+            return failed_before_start(run, options, &prompt, result, "no_model", started);
+        }
         TaskModel::Chat {
             config,
             api_key_env,
+            ..
         } => match api_key_from_env(api_key_env.as_deref()) {
             Ok(api_key) => {
                 let mut config = LiveConfig::clone(config);
@@ -306,6 +315,8 @@ fn run_one(
         (None, _) => None,
     };
     let gated = gate.is_some();
+    let scoring =
+        |result: &RunResult, counts: &Counts| scores(run, options, result, counts, started);
     let gate = gate
         .as_mut()
         .map(|gate| gate.as_mut() as &mut dyn FinishGate);
@@ -315,6 +326,7 @@ fn run_one(
                 let mut observer = Counting {
                     counts: &mut counts,
                     inner: recorder(run, options, writer, workdir_hash),
+                    scoring: Some(&scoring),
                 };
                 run_agent_with(
                     &prompt,
@@ -342,6 +354,7 @@ fn run_one(
             let mut observer = Counting {
                 counts: &mut counts,
                 inner: crate::agent::NoObserver,
+                scoring: Some(&scoring),
             };
             run_agent_with(
                 &prompt,
@@ -474,7 +487,7 @@ fn open_trace(
             // there before.
             let path = run_dir.join(trace_path(
                 TraceLayout::PerTask,
-                run.task.id.as_str(),
+                &run.name,
                 run.repeat,
                 options.repeats,
             ));
@@ -500,6 +513,12 @@ fn open_trace(
 /// What the counting observer saw.
 #[derive(Clone, Debug, Default)]
 struct Counts {
+    /// The run's scores, made when it finished.
+    scores: Vec<Score>,
+    /// The tools called, once per call, in order.
+    tools: Vec<String>,
+    /// Input and output tokens the model reported, when it reported any.
+    tokens: Option<(u64, u64)>,
     tool_calls: u32,
     tool_errors: u32,
     feedback: u32,
@@ -508,13 +527,60 @@ struct Counts {
     error_kind: Option<String>,
 }
 
-/// Counts tool calls, tool errors and feedback on the way to the real observer.
+impl Counts {
+    fn add_usage(&mut self, record: Option<&crate::model::CallRecord>) {
+        if let Some(usage) = record.and_then(|r| r.usage.as_ref()) {
+            let (input, output) = self.tokens.get_or_insert((0, 0));
+            *input = input.saturating_add(usage.input_tokens.unwrap_or(0));
+            *output = output.saturating_add(usage.output_tokens.unwrap_or(0));
+        }
+    }
+}
+
+/// What scores a finished run: its scores, and the model calls scorers made.
+type Scoring<'s> = dyn Fn(&RunResult, &Counts) -> (Vec<Score>, Vec<(String, CallRecord)>) + 's;
+
+/// Where a run's scores go before its `run_finished`: into its trace, or nowhere.
+trait ScoreSink: RunObserver {
+    fn record_scores(
+        &mut self,
+        step: u32,
+        scores: Vec<Score>,
+        calls: &[(String, CallRecord)],
+    ) -> io::Result<()>;
+}
+
+impl ScoreSink for TraceRecorder<TraceWriter> {
+    fn record_scores(
+        &mut self,
+        step: u32,
+        scores: Vec<Score>,
+        calls: &[(String, CallRecord)],
+    ) -> io::Result<()> {
+        TraceRecorder::record_scores(self, step, scores, calls)
+    }
+}
+
+impl ScoreSink for crate::agent::NoObserver {
+    fn record_scores(
+        &mut self,
+        _: u32,
+        _: Vec<Score>,
+        _: &[(String, CallRecord)],
+    ) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Counts tool calls, tool errors and feedback on the way to the real observer, and scores the
+/// run when it finishes, before its `run_finished` is recorded.
 struct Counting<'c, O> {
     counts: &'c mut Counts,
     inner: O,
+    scoring: Option<&'c Scoring<'c>>,
 }
 
-impl<O: RunObserver> RunObserver for Counting<'_, O> {
+impl<O: ScoreSink> RunObserver for Counting<'_, O> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
         match event {
             RunEvent::Observation { outcome, .. } => {
@@ -523,12 +589,27 @@ impl<O: RunObserver> RunObserver for Counting<'_, O> {
                     self.counts.tool_errors += 1;
                 }
             }
-            RunEvent::ModelFeedback { .. } => self.counts.feedback += 1,
+            RunEvent::ModelAction { action, record, .. } => {
+                if let Action::ToolCall(call) = action {
+                    self.counts.tools.push(call.tool_name.clone());
+                }
+                self.counts.add_usage(*record);
+            }
+            RunEvent::ModelFeedback { record, .. } => {
+                self.counts.feedback += 1;
+                self.counts.add_usage(*record);
+            }
             RunEvent::FinishGate { verdict, .. } if !verdict.accepted => {
                 self.counts.gate_rejections += 1;
             }
-            RunEvent::RunFinished { error_kind, .. } => {
+            RunEvent::RunFinished { error_kind, result } => {
                 self.counts.error_kind = error_kind.map(str::to_owned);
+                if let Some(scoring) = self.scoring {
+                    let (scores, calls) = scoring(result, self.counts);
+                    self.counts.scores = scores.clone();
+                    self.inner
+                        .record_scores(result.steps_used, scores, &calls)?;
+                }
             }
             _ => {}
         }
@@ -561,6 +642,15 @@ fn finish(
         ));
         expectation = Verdict::Failed;
     }
+    let duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+    let scores = counts.scores;
+    for score in scores.iter().filter(|s| s.passed != Some(true)) {
+        failures.push(failure_line(score));
+        expectation = Verdict::Failed;
+    }
+    if expectation == Verdict::None && !scores.is_empty() {
+        expectation = Verdict::Met;
+    }
     let shown = |text: &str| match options.capture {
         Capture::Full => text.to_owned(),
         Capture::Summary => options.summarizer.summarize(text),
@@ -570,11 +660,13 @@ fn finish(
         id: task.id.to_string(),
         run_id: Some(run.id(options)),
         repeat: (options.repeats > 1).then_some(run.repeat),
-        model: task.model.kind().to_owned(),
+        model: task.model_label().to_owned(),
+        model_kind: Some(task.model.kind().to_owned()),
         chat: match &task.model {
             TaskModel::Chat { config, .. } => Some(ChatName {
                 api: config.api.as_str().to_owned(),
                 model: config.model.clone(),
+                provider: Some(crate::model::live::provider_of(&config.base_url)),
             }),
             _ => None,
         },
@@ -586,7 +678,7 @@ fn finish(
         tool_errors: counts.tool_errors,
         feedback: counts.feedback,
         gate_rejections: counts.gated.then_some(counts.gate_rejections),
-        duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        duration_ms,
         error_kind: if finished {
             None
         } else {
@@ -600,15 +692,63 @@ fn finish(
         expectation,
         failures,
         trace: options.traces.as_ref().map(|target| {
-            let path = trace_path(
-                target.layout(),
-                task.id.as_str(),
-                run.repeat,
-                options.repeats,
-            );
+            let path = trace_path(target.layout(), &run.name, run.repeat, options.repeats);
             format!("{}{path}", options.trace_prefix)
         }),
         carried_over: false,
         retried: None,
+        scores,
     }
+}
+
+/// The run's scores: every scorer of the task, after the run, in its working folder (else the
+/// suite's folder). A run that ended in an internal error is not scored: it fails already, and
+/// a judge or a program would only read the wreck.
+fn scores(
+    run: &Run<'_>,
+    options: &RunnerOptions<'_>,
+    result: &RunResult,
+    counts: &Counts,
+    started: Instant,
+) -> (Vec<Score>, Vec<(String, CallRecord)>) {
+    let task = run.task;
+    if task.expect.scorers.is_empty() || result.exit_reason == ExitReason::InternalError {
+        return (Vec::new(), Vec::new());
+    }
+    let cost_usd = match (&task.model, counts.tokens) {
+        (_, None) => Some(0.0),
+        (
+            TaskModel::Chat {
+                prices: Some(prices),
+                ..
+            },
+            Some((input, output)),
+        ) => Some(prices.cost(input, output)),
+        (_, Some(_)) => None,
+    };
+    let facts = RunFacts {
+        prompt: &task.prompt,
+        result,
+        tools_called: &counts.tools,
+        tool_errors: counts.tool_errors,
+        total_tokens: counts.tokens.map(|(i, o)| i.saturating_add(o)),
+        cost_usd,
+        duration_s: started.elapsed().as_secs_f64(),
+    };
+    let (work_dir, env_names) = match &options.task_tools {
+        Some((task_tools, work_dir)) => (
+            Some(run.folder(work_dir, options.repeats)),
+            task_tools.file().env_names(),
+        ),
+        None => (None, &[][..]),
+    };
+    let mut env = ScoreEnv {
+        work_dir,
+        env_names,
+        capture: options.capture,
+        summarizer: &options.summarizer,
+        calls: Vec::new(),
+    };
+    let scores = score_all(&task.expect.scorers, &facts, &mut env);
+    (scores, env.calls)
 }

@@ -15,9 +15,10 @@ mod tasks;
 mod tasks_file;
 mod template;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::Deserializer;
@@ -30,6 +31,8 @@ use self::read::{REPEATED_KEY, read_task, typed};
 use self::resolve::{Context, Problem};
 use self::spec::{DatasetSpec, DefaultsSpec, SuiteSpec};
 use self::tasks_file::TasksFile;
+use super::model_spec::{NamedModel, Prices};
+use super::scorers::Scorer;
 use super::scripted_action::ScriptedAction;
 use crate::agent::Limits;
 use crate::gate::CommandGate;
@@ -54,13 +57,21 @@ pub struct Suite {
     pub tasks: SuiteTasks,
     /// The suite's tools file (`tools`), loaded and checked.
     pub tools: Option<ToolsFile>,
+    /// The suite's `models` section, by name.
+    pub models: BTreeMap<String, NamedModel>,
 }
 
 impl Suite {
     /// The variables the suite's live models read their keys from (`api_key_env`), each once:
     /// no tool, server or gate may be given them.
     pub fn key_vars(&self) -> Vec<String> {
-        self.tasks.key_vars().to_vec()
+        let mut vars = self.tasks.key_vars().to_vec();
+        for var in self.models.values().filter_map(|m| m.api_key_env.as_ref()) {
+            if !vars.contains(var) {
+                vars.push(var.clone());
+            }
+        }
+        vars
     }
 }
 
@@ -151,6 +162,45 @@ pub struct SuiteTask {
     pub finish_gate: Option<CommandGate>,
     /// Token and time budgets: task, then suite defaults.
     pub limits: Limits,
+    /// The model as given (a `--model` SPEC, a name from `models`, or `defaults.model`), when the
+    /// task's model came from outside the task.
+    pub model_name: Option<ModelName>,
+}
+
+/// A model given from outside a task, as results name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelName {
+    /// The model as given.
+    pub given: String,
+    /// Under a matrix of models, what the task's file names carry after `@` to tell its runs
+    /// apart (letters, digits, `.`, `_`, `-`).
+    pub slug: Option<String>,
+}
+
+impl SuiteTask {
+    /// What names the task's trace file and run id: its id, and under a matrix `<id>@<model>`.
+    pub fn run_name(&self) -> String {
+        match self.model_name.as_ref().and_then(|m| m.slug.as_ref()) {
+            Some(slug) => format!("{}@{slug}", self.id),
+            None => self.id.to_string(),
+        }
+    }
+
+    /// What tells the task's rows apart across models, as [`super::TaskResult::row_key`] does.
+    pub fn row_key(&self) -> String {
+        match &self.model_name {
+            Some(name) => format!("{}[{}]", self.id, name.given),
+            None => self.id.to_string(),
+        }
+    }
+
+    /// The model as results name it: as given, else the task model's kind.
+    pub fn model_label(&self) -> &str {
+        match &self.model_name {
+            Some(name) => &name.given,
+            None => self.model.kind(),
+        }
+    }
 }
 
 /// The model a task runs against.
@@ -173,23 +223,37 @@ pub enum TaskModel {
         config: Box<LiveConfig>,
         /// The environment variable holding the key.
         api_key_env: Option<String>,
+        /// What its tokens cost, when the suite says.
+        prices: Option<Prices>,
     },
+    /// No model of its own: `eval --model` gives one.
+    Unset,
 }
 
 impl TaskModel {
-    /// `responses`, `actions` or `replay`.
+    /// `responses`, `actions`, `replay`, `chat`, or `none` before `eval --model` gives one.
     pub fn kind(&self) -> &'static str {
         match self {
             TaskModel::Responses(_) => "responses",
             TaskModel::Actions(_) => "actions",
             TaskModel::Replay { .. } => "replay",
             TaskModel::Chat { .. } => "chat",
+            TaskModel::Unset => "none",
+        }
+    }
+
+    /// A live model named outside the task.
+    pub fn named(model: &NamedModel) -> TaskModel {
+        TaskModel::Chat {
+            config: Box::new(model.config.clone()),
+            api_key_env: model.api_key_env.clone(),
+            prices: model.prices,
         }
     }
 }
 
-/// What a task's result must satisfy; every given field is checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a task's result must satisfy; every given field is checked, and every scorer scores.
+#[derive(Clone, Debug, Default)]
 pub struct Expectations {
     /// The exit reason.
     pub exit_reason: Option<ExitReason>,
@@ -201,12 +265,21 @@ pub struct Expectations {
     pub max_steps_used: Option<u32>,
     /// The most finishes the finish gate may reject.
     pub max_gate_rejections: Option<u32>,
+    /// The answer and run checks, and the case and whitespace options.
+    pub checks: super::scorers::Checks,
+    /// The scorers of `checks`, then those of `scorers`, in order.
+    pub scorers: Vec<Arc<dyn Scorer>>,
 }
 
 impl Expectations {
     /// Whether nothing is expected.
     pub fn is_empty(&self) -> bool {
-        *self == Expectations::default()
+        self.exit_reason.is_none()
+            && self.answer.is_none()
+            && self.answer_contains.is_none()
+            && self.max_steps_used.is_none()
+            && self.max_gate_rejections.is_none()
+            && self.scorers.is_empty()
     }
 }
 
@@ -237,6 +310,15 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 /// hold the text too rather than pay for freeing it (a few megabytes of pages for a large suite).
 /// A tasks file's text is never read whole: it comes back empty.
 pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors> {
+    load_suite_with_text_for(path, false)
+}
+
+/// [`load_suite_with_text`] for an evaluation that gives its own models (`eval --model`): tasks
+/// may then have no model of their own.
+pub fn load_suite_with_text_for(
+    path: &Path,
+    models_given: bool,
+) -> Result<(Suite, String), SuiteErrors> {
     let file = path.display().to_string();
     let fail = |problems: Vec<Problem>| SuiteErrors {
         file: file.clone(),
@@ -247,7 +329,8 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
         _ => Path::new("."),
     };
     if path.extension().is_some_and(|ext| ext == "jsonl") {
-        let context = Context::new(base, DefaultsSpec::default());
+        let (context, _) =
+            Context::with_models(base, DefaultsSpec::default(), BTreeMap::new(), models_given);
         let name = path
             .file_stem()
             .map_or_else(|| "tasks".to_owned(), |s| s.to_string_lossy().into_owned());
@@ -257,6 +340,7 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
             capture: Capture::Summary,
             tasks: SuiteTasks::streamed(indexed),
             tools: None,
+            models: BTreeMap::new(),
         };
         return Ok((suite, String::new()));
     }
@@ -275,7 +359,7 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
             ),
         )])
     })?;
-    match load_suite_from_str(&text, base) {
+    match load_suite_from_str_for(&text, base, models_given) {
         Ok(suite) => Ok((suite, text)),
         Err(mut errors) => {
             errors.file = file;
@@ -287,6 +371,15 @@ pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors>
 /// Loads a suite from text; `base_dir` is the folder its relative paths start from. A large
 /// suite's tasks are read on as many threads as there are cores.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
+    load_suite_from_str_for(text, base_dir, false)
+}
+
+/// [`load_suite_from_str`]; `models_given` as for [`load_suite_with_text_for`].
+fn load_suite_from_str_for(
+    text: &str,
+    base_dir: &Path,
+    models_given: bool,
+) -> Result<Suite, SuiteErrors> {
     let fail = |problems: Vec<Problem>| SuiteErrors {
         file: "<suite>".to_owned(),
         problems,
@@ -352,17 +445,25 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
     };
     // With a flawed top level, the tasks are still checked (against no defaults), so that one
     // run reports every problem.
-    let (name, defaults, tasks_file, dataset, tools) = match spec {
+    let (name, defaults, tasks_file, dataset, tools, models) = match spec {
         Some(spec) => (
             Some(spec.name),
             spec.defaults.unwrap_or_default(),
             spec.tasks_file,
             spec.dataset,
             spec.tools,
+            spec.models,
         ),
-        None => (None, DefaultsSpec::default(), None, None, None),
+        None => (None, DefaultsSpec::default(), None, None, None, None),
     };
-    let context = Context::new(base_dir, defaults);
+    let models = match models {
+        Some(value) => super::model_spec::models_section(&value, "$.models")
+            .map_err(|found| problems.extend(found))
+            .unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    let (context, found) = Context::with_models(base_dir, defaults, models, models_given);
+    problems.extend(found);
     let tools = tools.and_then(|value| {
         tools_of(&value, &context)
             .map_err(|found| problems.extend(found))
@@ -380,6 +481,7 @@ pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteEr
             capture: context.capture,
             tasks,
             tools,
+            models: (*context.models).clone(),
         }),
         _ => Err(fail(problems)),
     }
@@ -401,6 +503,13 @@ fn tasks_from_file(relative: &str, context: &Context) -> Result<SuiteTasks, Vec<
 /// `dataset`: a dataset file inside the suite's folder, each row checked as the task it makes.
 fn tasks_from_dataset(spec: DatasetSpec, context: &Context) -> Result<SuiteTasks, Vec<Problem>> {
     let relative = spec.path.clone();
+    // Said once here rather than for every row.
+    if spec.model.is_none() && !context.model_given() {
+        return Err(vec![(
+            "$.dataset".to_owned(),
+            resolve::MISSING_MODEL.to_owned(),
+        )]);
+    }
     let at = |message: String| vec![("$.dataset.path".to_owned(), message)];
     let (path, _) = context.inside(&relative).map_err(at)?;
     let dataset = Dataset::new(spec, &path);

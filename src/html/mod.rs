@@ -3,12 +3,14 @@
 //!
 //! `page` assembles the shell, `charts` draws the sections of the aggregate report as SVG,
 //! `stats` the success rates with their intervals as error bars,
-//! `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
+//! `models` compares the models of a matrix, `scores` totals each scorer, `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
 //! events, and `escape` is the one way trace text reaches the page.
 
 mod charts;
 mod escape;
+mod models;
 mod page;
+mod scores;
 mod stats;
 mod table;
 mod timeline;
@@ -36,6 +38,10 @@ pub struct Page<'a> {
     pub baseline: Option<&'a Baseline>,
     /// The success rates with their intervals (`eval` and `merge` pages).
     pub statistics: Option<&'a Statistics<'a>>,
+    /// Models side by side, under a model matrix.
+    pub models: Option<&'a crate::eval::ModelMatrix>,
+    /// Each scorer's totals (`eval` and `merge` pages whose runs were scored).
+    pub scores: &'a [crate::eval::ScoreTotal],
 }
 
 /// The statistics an evaluation's page shows.

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Page;
 use super::escape::{html, script_json};
-use super::{charts, stats, table, timeline};
+use super::{charts, models, scores, stats, table, timeline};
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
@@ -42,9 +42,13 @@ pub fn render(page: &Page<'_>) -> Vec<u8> {
         crate::plural(page.report.input.events, "event", "events"),
         env!("CARGO_PKG_VERSION")
     );
+    if let Some(matrix) = page.models {
+        out.push_str(&models::section(matrix));
+    }
     if let Some(statistics) = page.statistics {
         out.push_str(&stats::section(statistics));
     }
+    out.push_str(&scores::section(page.scores));
     if let Some(baseline) = page.baseline {
         out.push_str(&charts::baseline(baseline));
     }

@@ -545,8 +545,11 @@ impl<'a> RunState<'a> {
         totals: &mut Totals<'a>,
     ) -> bool {
         self.max_step = Some(self.max_step.map_or(step, |max| max.max(step)));
-        self.spend
-            .add(spend, matches!(kind, EventRefKind::Ended { .. }));
+        // A judge's tokens are the evaluation's, not the run's.
+        if !matches!(kind, EventRefKind::ScorerCall) {
+            self.spend
+                .add(spend, matches!(kind, EventRefKind::Ended { .. }));
+        }
         match kind {
             EventRefKind::RunStarted | EventRefKind::OtherAction => {}
             EventRefKind::FinishGate { accepted } => {
@@ -605,7 +608,7 @@ impl<'a> RunState<'a> {
                 });
                 return true;
             }
-            EventRefKind::ModelRetry => {}
+            EventRefKind::ModelRetry | EventRefKind::ScorerCall => {}
             EventRefKind::Unknown { event_type } => totals.unknown_type(event_type),
         }
         false

@@ -170,6 +170,9 @@ pub struct TraceEvent {
     /// Each scorer's verdict on the run (run_finished; imported Inspect scores too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scores: Option<Vec<Score>>,
+    /// The scorer that made the call (scorer_call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer: Option<String>,
     /// The request body sent to a live model, in the canonical JSON its `request_hash` hashes,
     /// full capture only (first event of a turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +246,7 @@ impl TraceEvent {
             request_body: None,
             raw_response: None,
             stream_chunks: None,
+            scorer: None,
         }
     }
 
@@ -309,6 +313,8 @@ pub enum EventType {
     InternalError,
     /// A failed model call that was retried.
     ModelRetry,
+    /// A scorer's model call after the run (a judge grading the answer), before `run_finished`.
+    ScorerCall,
     /// A type this version does not know.
     Other(String),
 }
@@ -325,6 +331,7 @@ impl EventType {
             EventType::RunFinished => "run_finished",
             EventType::InternalError => "internal_error",
             EventType::ModelRetry => "model_retry",
+            EventType::ScorerCall => "scorer_call",
             EventType::Other(name) => name,
         }
     }
@@ -340,6 +347,7 @@ impl EventType {
             "run_finished" => EventType::RunFinished,
             "internal_error" => EventType::InternalError,
             "model_retry" => EventType::ModelRetry,
+            "scorer_call" => EventType::ScorerCall,
             other => EventType::Other(other.to_owned()),
         }
     }

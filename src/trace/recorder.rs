@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::clock::{Clock, SystemClock};
-use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, ToolRef, TraceEvent};
+use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, Score, ToolRef, TraceEvent};
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
 use crate::digest::Summarizer;
@@ -52,6 +52,8 @@ pub struct TraceRecorder<S> {
     clock: Arc<dyn Clock>,
     /// When the run started, for `run_finished.duration_ms`.
     started: Option<Instant>,
+    /// The run's scores, for `run_finished.scores`.
+    scores: Option<Vec<Score>>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -66,7 +68,30 @@ impl<S: EventSink> TraceRecorder<S> {
             usage: None,
             clock: Arc::new(SystemClock),
             started: None,
+            scores: None,
         }
+    }
+
+    /// Records what scored the run before its `run_finished` is: each scorer's model call
+    /// (`scorer_call`, with the request and response under full capture), and the scores, which
+    /// `run_finished` then carries.
+    pub fn record_scores(
+        &mut self,
+        step: u32,
+        scores: Vec<Score>,
+        calls: &[(String, CallRecord)],
+    ) -> io::Result<()> {
+        for (scorer, record) in calls {
+            let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ScorerCall);
+            e.scorer = Some(scorer.clone());
+            self.call(&mut e, None, Some(record));
+            if self.options.durations {
+                e.ts = Some(crate::time::ts_from_unix_ms(self.clock.now_unix_ms()));
+            }
+            self.sink.record(&e)?;
+        }
+        self.scores = (!scores.is_empty()).then_some(scores);
+        Ok(())
     }
 
     /// Stamps `ts` from `clock` instead of the system clock (traces whose times are known in
@@ -310,6 +335,7 @@ impl<S: EventSink> RunObserver for TraceRecorder<S> {
                 }
             }
             RunEvent::RunFinished { .. } => {
+                trace_event.scores = self.scores.take();
                 trace_event.usage = self.usage;
                 if let Some(started) = self.started.take() {
                     trace_event.duration_ms = self.duration(started.elapsed());

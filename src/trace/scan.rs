@@ -136,7 +136,7 @@ const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 /// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
 /// check. The report keeps the first nine, `accepted`, `duration_ms` and the five from `budget` to
 /// `ts`; the rest are checked and dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
-const KNOWN: [(&str, Check); 53] = [
+const KNOWN: [(&str, Check); 54] = [
     ("run_id", Check::Text),
     ("step", Check::Count(u64::MAX, "a non-negative integer")),
     ("event_type", Check::Text),
@@ -229,6 +229,7 @@ const KNOWN: [(&str, Check); 53] = [
         "stream_chunks",
         Check::Typed(reads_as::<Vec<u64>>, "an array of non-negative integers"),
     ),
+    ("scorer", Check::Text),
 ];
 
 // The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
@@ -283,6 +284,7 @@ const MODEL: u128 = name(b"model");
 const TOOLS: u128 = name(b"tools");
 const SCORES: u128 = name(b"scores");
 const STREAM_CHUNKS: u128 = name(b"stream_chunks");
+const SCORER: u128 = name(b"scorer");
 
 /// The position of a field name in [`KNOWN`].
 #[inline]
@@ -339,6 +341,7 @@ fn known_field(key: &[u8]) -> Option<usize> {
         TOOLS => Some(50),
         SCORES => Some(51),
         STREAM_CHUNKS => Some(52),
+        SCORER => Some(53),
         // Longer than the 15 bytes a key number holds, so compared as bytes.
         u128::MAX if key == b"finish_gate_hash" => Some(25),
         u128::MAX if key == b"tool_errors_recorded" => Some(41),

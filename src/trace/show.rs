@@ -214,6 +214,11 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 parts.push(format!("wait_ms={wait}"));
             }
         }
+        EventType::ScorerCall => {
+            if let Some(scorer) = &event.scorer {
+                parts.push(format!("scorer={}", safe(scorer)));
+            }
+        }
         EventType::Other(_) => parts.push("(unknown event type)".to_owned()),
     }
     if let Some(ms) = event.duration_ms {

@@ -20,6 +20,7 @@ const MODEL_FEEDBACK: u128 = name(b"model_feedback");
 const RUN_FINISHED: u128 = name(b"run_finished");
 const FINISH_GATE: u128 = name(b"finish_gate");
 const MODEL_RETRY: u128 = name(b"model_retry");
+const SCORER_CALL: u128 = name(b"scorer_call");
 const INTERNAL_ERROR: u128 = name(b"internal_error");
 
 /// One trace line seen through the fields every reader needs, strings borrowed from the line
@@ -87,6 +88,8 @@ pub enum EventRefKind<'a> {
     },
     /// A `model_retry`: a failed model call that was tried again; it changes no outcome.
     ModelRetry,
+    /// A `scorer_call`: a scorer's model call after the run (a judge); not the run's own spend.
+    ScorerCall,
     /// `run_finished`, or a bare `internal_error` event of writers following the write-up.
     Ended {
         /// How the run ended (`internal_error` for the bare event).
@@ -155,6 +158,7 @@ pub fn parse_event(line: &[u8]) -> Result<EventRef<'_>, LineError> {
             accepted: fields.accepted.unwrap_or(false),
         },
         MODEL_RETRY => EventRefKind::ModelRetry,
+        SCORER_CALL => EventRefKind::ScorerCall,
         RUN_FINISHED => EventRefKind::Ended {
             exit_reason: ending.ok_or(LineError::MissingField("exit_reason"))?,
             error_kind: fields.error_kind,

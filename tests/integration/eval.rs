@@ -164,15 +164,15 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     let expected = format!(
         "error: suite `{}` has 16 problems:
   $.defaults.max_steps: must be at least 1, got 0
-  $.defaults.captrue: unknown key (expected one of: capture, finish_gate, max_seconds, max_steps, max_total_tokens)
+  $.defaults.captrue: unknown key (expected one of: capture, expect, finish_gate, max_seconds, max_steps, max_total_tokens, model, scorers)
   $.tasks[2].id: \"bad id!\" does not match the pattern `^[A-Za-z0-9._-]+$`
   $.tasks[3]: missing key `prompt`
-  $.tasks[4]: missing key `model`
+  $.tasks[4]: missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)
   $.tasks[5].model: give exactly one of `responses`, `actions`, `replay` or `chat`, not `responses` and `actions`
   $.tasks[6].model.actions[0]: missing key `answer`
   $.tasks[7].model.replay: cannot read \"nowhere.jsonl\": No such file or directory (os error 2)
   $.tasks[8].model.actions: expected at least 1 item, got an empty array
-  $.tasks[8].expect.anwser: unknown key (expected one of: answer, answer_contains, exit_reason, max_gate_rejections, max_steps_used)
+  $.tasks[8].expect.anwser: unknown key (expected one of: answer, answer_contains, answer_in, answer_json_schema, answer_number, answer_regex, exit_reason, ignore_case, max_cost_usd, max_duration_s, max_gate_rejections, max_steps_used, max_tool_errors, max_total_tokens, normalize_whitespace, tools_called, tools_not_called)
   $.tasks[8].expect.exit_reason: expected \"finished\", \"max_steps_exceeded\", \"invalid_model_output\" or \"internal_error\"; got \"done\"
   $.tasks[9].max_steps: expected an integer, got a string
   $.tasks[1].id: duplicate id \"ok\"

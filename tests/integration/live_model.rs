@@ -641,6 +641,7 @@ fn a_suite_chat_task_runs_against_the_server_and_results_name_its_model() {
         Reply::ok(openai::answer("84", "stop")),
     ]);
     let dir = tempfile::tempdir().unwrap();
+    let server_url = server.url.clone();
     let chat = json!({"api": "openai-chat", "base_url": format!("{}/v1", server.url),
                       "model": "test-model", "api_key_env": KEY_VAR, "temperature": 0});
     let output = eval_chat_suite(dir.path(), chat, json!({"expect": {"answer": "84"}}));
@@ -656,10 +657,12 @@ fn a_suite_chat_task_runs_against_the_server_and_results_name_its_model() {
     let results: Value = serde_json::from_str(&results).unwrap();
     let task = &results["tasks"][0];
     assert_eq!(task["model"], "chat");
+    let provider = server_url.trim_start_matches("http://");
     assert_eq!(
         task["chat"],
-        json!({"api": "openai-chat", "model": "test-model"})
+        json!({"api": "openai-chat", "model": "test-model", "provider": provider})
     );
+    assert_eq!(task["model_kind"], "chat");
     assert_eq!(task["tool_calls"], 1);
 }
 

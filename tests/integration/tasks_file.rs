@@ -124,7 +124,7 @@ fn every_bad_line_is_named_with_its_line_and_path_and_nothing_runs() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let expected = format!(
         "error: suite `{}` has 4 problems:
-  line 2: $.expect.anwser: unknown key (expected one of: answer, answer_contains, exit_reason, max_gate_rejections, max_steps_used)
+  line 2: $.expect.anwser: unknown key (expected one of: answer, answer_contains, answer_in, answer_json_schema, answer_number, answer_regex, exit_reason, ignore_case, max_cost_usd, max_duration_s, max_gate_rejections, max_steps_used, max_tool_errors, max_total_tokens, normalize_whitespace, tools_called, tools_not_called)
   line 3: $.model.actions: expected at least 1 item, got an empty array
   line 4: $ (column 27): invalid JSON: EOF while parsing a value
   line 5: $.id: duplicate id \"fine\"

@@ -281,11 +281,13 @@ impl EvalPlan {
             if kind != RunKind::Eval || collected.outcomes.is_empty() {
                 return compare(b, &results);
             }
-            let ran = entries
+            // Under a model matrix a task's rows are compared per model.
+            let keys: Vec<String> = entries.iter().map(|task| task.row_key()).collect();
+            let ran = keys
                 .iter()
                 .zip(&collected.outcomes)
                 .filter(|(_, counts)| counts.ran())
-                .map(|(task, counts)| (task.id.as_str(), counts));
+                .map(|(key, counts)| (key.as_str(), counts));
             compare_counted(b, ran)
         });
         if let Some(c) = &mut comparison {
@@ -503,7 +505,7 @@ impl Collected {
                 .filter(|(_, (_, runs))| *runs > 0)
                 .map(|(task, &(passed, runs))| PassCount {
                     id: task.id.to_string(),
-                    model: task.model_kind.to_string(),
+                    model: task.model_label().to_owned(),
                     passed,
                     runs,
                 })

@@ -20,8 +20,8 @@ use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resum
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
     Attempt, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult, TraceLayout,
-    corpus_suite, failed_ids, load_suite_with_text, lock_output, lock_read, lock_read_linked,
-    lock_rerun_in_place, select_tasks, still_owed, suite_info,
+    apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output, lock_read,
+    lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed, suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -525,8 +525,18 @@ fn load(
     let mut inputs = Vec::new();
     let mut suite = match &request.source {
         EvalSource::Suite(path) => {
-            let (suite, text) =
-                load_suite_with_text(path).map_err(|message| EvalError::input(path, message))?;
+            let (mut suite, text) = load_suite_with_text_for(path, !request.models.is_empty())
+                .map_err(|message| EvalError::input(path, message))?;
+            let models = resolve_models(&suite, &request.models, request.api_key_env.as_deref())
+                .map_err(EvalError::flags)?;
+            if models.len() > 1
+                && (request.resume || request.rerun_failed.is_some() || request.shard.is_some())
+            {
+                return Err(EvalError::flags(
+                    "several --model (a model matrix) cannot be combined with --resume, --rerun-failed or --shard yet",
+                ));
+            }
+            apply_models(&mut suite, &models).map_err(EvalError::flags)?;
             // Never freed, as the suite is not: freeing megabytes of pages would only delay the
             // exit.
             std::mem::forget(text);

@@ -69,6 +69,11 @@ pub struct EvalRequest {
     pub narrowing: Narrowing,
     /// `--retries N`.
     pub retries: u32,
+    /// `--model SPEC`s: every task runs against each (`API:MODEL@BASE_URL` or a name from the
+    /// suite's `models`).
+    pub models: Vec<String>,
+    /// `--api-key-env VAR`: the key of every model given as `API:MODEL@BASE_URL`.
+    pub api_key_env: Option<String>,
 }
 
 impl EvalRequest {
@@ -112,6 +117,8 @@ impl EvalRequest {
             log_dir: None,
             narrowing: Narrowing::default(),
             retries: 0,
+            models: Vec::new(),
+            api_key_env: None,
         }
     }
 }

@@ -45,8 +45,9 @@ impl Dataset {
             Value::String(spec.id.unwrap_or_else(|| DEFAULT_ID.to_owned())),
         );
         template.insert("prompt".to_owned(), Value::String(spec.prompt));
-        template.insert("model".to_owned(), spec.model);
         let numbers = [
+            ("model", spec.model),
+            ("scorers", spec.scorers),
             ("max_steps", spec.max_steps.map(Value::from)),
             ("max_total_tokens", spec.max_total_tokens.map(Value::from)),
             ("max_seconds", spec.max_seconds.map(Value::from)),

@@ -24,7 +24,7 @@ pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask,
             ),
         )]
     })?;
-    check_schema(&value, repeated, root)?;
+    check_schema(&value, repeated, root, context)?;
     // Read from the value it is (moving its strings); only a task that fails is read again,
     // from its text, to find where.
     let spec: TaskSpec = match serde_json::from_value(value) {
@@ -47,7 +47,7 @@ pub fn check_task(
     root: &str,
     context: &Context,
 ) -> Result<SuiteTask, Vec<Problem>> {
-    check_schema(&value, Vec::new(), root)?;
+    check_schema(&value, Vec::new(), root, context)?;
     let spec: TaskSpec = typed(value, root)?;
     context.task(spec, root)
 }
@@ -57,12 +57,18 @@ fn check_schema(
     value: &serde_json::Value,
     repeated: Vec<String>,
     root: &str,
+    context: &Context,
 ) -> Result<(), Vec<Problem>> {
     let mut problems: Vec<Problem> = repeated
         .into_iter()
         .map(|path| (path, REPEATED_KEY.to_owned()))
         .collect();
     problems.extend(task_problems(value, root));
+    // The schema lets a task go without a model (the suite's defaults or `eval --model` may
+    // give one); whether one is given is known here.
+    if value.is_object() && value.get("model").is_none() && !context.model_given() {
+        problems.push((root.to_owned(), super::resolve::MISSING_MODEL.to_owned()));
+    }
     if problems.is_empty() {
         Ok(())
     } else {

@@ -3,22 +3,30 @@
 //! full-capture recordings inside the suite's folder, finish-gate programs found there, and the
 //! variables live models read their keys from.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::spec::{
-    ActionKind, ActionSpec, ChatSpec, DefaultsSpec, FinishGateSpec, ModelSpec, TaskSpec,
+    ActionKind, ActionSpec, ChatSpec, DefaultsSpec, ExpectSpec, FinishGateSpec, ModelSpec, TaskSpec,
 };
 use crate::agent::Limits;
 use crate::eval::RunSource;
+use crate::eval::model_spec::{NamedModel, resolve_spec};
+use crate::eval::scorers::{CheckCache, Scorer, ScorerSpec};
 use crate::eval::scripted_action::ScriptedAction;
-use crate::eval::suite::{DEFAULT_MAX_STEPS, Expectations, SuiteTask, TaskId, TaskModel};
+use crate::eval::suite::{
+    DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel,
+};
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::replay::ReplayModel;
 use crate::run::{Action, Finish, ToolCall};
 use crate::trace::{Capture, ReadOptions, read_trace};
+
+/// The problem of a task with no model where nothing else gives one.
+pub const MISSING_MODEL: &str = "missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)";
 
 /// `(JSON path, what is wrong)`.
 pub type Problem = (String, String);
@@ -38,13 +46,70 @@ pub struct Context {
     pub finish_gate: Option<CommandGate>,
     /// `defaults.max_total_tokens` and `defaults.max_seconds`.
     pub limits: Limits,
+    /// The suite's `models` section.
+    pub models: Arc<BTreeMap<String, NamedModel>>,
+    /// `defaults.model`, resolved.
+    pub default_model: Option<NamedModel>,
+    /// Whether the evaluation gives every task its model (`eval --model`): a task may then have
+    /// none of its own.
+    pub models_given: bool,
+    /// `defaults.expect`, under every task's own.
+    pub expect: Arc<Expectations>,
+    /// `defaults.scorers`, built.
+    pub scorers: Vec<Arc<dyn Scorer>>,
+    /// Answer checks compiled so far, shared by the tasks.
+    pub check_cache: Arc<Mutex<CheckCache>>,
 }
 
 impl Context {
     /// The context of a suite in `base_dir` with `defaults`.
     pub fn new(base_dir: &Path, defaults: DefaultsSpec) -> Context {
+        Context::with_models(base_dir, defaults, BTreeMap::new(), false).0
+    }
+
+    /// The context of a suite in `base_dir` with `defaults` and a `models` section; `models_given`
+    /// when the evaluation gives every task its model. Also the problems of the defaults' model,
+    /// expectations and scorers.
+    pub fn with_models(
+        base_dir: &Path,
+        mut defaults: DefaultsSpec,
+        models: BTreeMap<String, NamedModel>,
+        models_given: bool,
+    ) -> (Context, Vec<Problem>) {
+        let mut problems = Vec::new();
+        let expect = defaults.expect.take();
+        let scorers = defaults.scorers.take();
+        let model = defaults.model.take();
+        let mut context = Context::plain(base_dir, defaults);
+        context.models = Arc::new(models);
+        context.models_given = models_given;
+        if let Some(spec) = model {
+            match resolve_spec(&spec, &context.models, None) {
+                Ok(model) => context.default_model = Some(model),
+                Err(message) => problems.push(("$.defaults.model".to_owned(), message)),
+            }
+        }
+        if let Some(expect) = expect {
+            context.expect = Arc::new(expectations(expect, &Expectations::default()));
+        }
+        if let Some(specs) = scorers {
+            match context.scorers(&specs, "$.defaults.scorers") {
+                Ok(built) => context.scorers = built,
+                Err(found) => problems.extend(found),
+            }
+        }
+        (context, problems)
+    }
+
+    fn plain(base_dir: &Path, defaults: DefaultsSpec) -> Context {
         let canonical_base = base_dir.canonicalize().ok();
         let mut context = Context {
+            models: Arc::default(),
+            default_model: None,
+            models_given: false,
+            expect: Arc::default(),
+            scorers: Vec::new(),
+            check_cache: Arc::default(),
             base_dir: base_dir.to_path_buf(),
             canonical_base,
             max_steps: defaults.max_steps,
@@ -59,6 +124,11 @@ impl Context {
             context.finish_gate = Some(context.gate(gate));
         }
         context
+    }
+
+    /// Whether a task without a `model` gets one: `defaults.model`, or `eval --model`.
+    pub fn model_given(&self) -> bool {
+        self.models_given || self.default_model.is_some()
     }
 
     /// The suite's folder, resolved where it can be.
@@ -105,6 +175,37 @@ impl Context {
         CommandGate::new(config).with_program(program).in_dir(base)
     }
 
+    /// `scorers`, each built (programs resolved against the suite's folder, judges' models
+    /// against `models`); names must be distinct.
+    fn scorers(
+        &self,
+        specs: &[ScorerSpec],
+        path: &str,
+    ) -> Result<Vec<Arc<dyn Scorer>>, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        let mut built = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let name = spec.name();
+            let scorer = if names.insert(name.clone()) {
+                spec.build(&self.base(), &self.models)
+            } else {
+                Err(format!(
+                    "another scorer is named {name:?}: give each a distinct `name`"
+                ))
+            };
+            match scorer {
+                Ok(scorer) => built.push(scorer),
+                Err(message) => problems.push((format!("{path}[{i}]"), message)),
+            }
+        }
+        if problems.is_empty() {
+            Ok(built)
+        } else {
+            Err(problems)
+        }
+    }
+
     /// The task to run from `spec`, or every problem the schema could not see, under `path`.
     pub fn task(&self, spec: TaskSpec, path: &str) -> Result<SuiteTask, Vec<Problem>> {
         let mut problems = Vec::new();
@@ -112,13 +213,55 @@ impl Context {
             .map_err(|message| problems.push((format!("{path}.id"), message)))
             .ok();
         let model_path = format!("{path}.model");
-        let model = self
-            .model(spec.model, &model_path)
-            .map_err(|problem| problems.push(problem))
-            .ok();
+        let (model, model_name) = match (spec.model, &self.default_model) {
+            (Some(model), _) => (
+                self.model(model, &model_path)
+                    .map_err(|problem| problems.push(problem))
+                    .ok(),
+                None,
+            ),
+            (None, Some(named)) => (
+                Some(TaskModel::named(named)),
+                Some(ModelName {
+                    given: named.name.clone(),
+                    slug: None,
+                }),
+            ),
+            (None, None) if self.models_given => (Some(TaskModel::Unset), None),
+            (None, None) => {
+                problems.push((path.to_owned(), MISSING_MODEL.to_owned()));
+                (None, None)
+            }
+        };
+        let expect_path = format!("{path}.expect");
+        let mut expect = expectations(spec.expect.unwrap_or_default(), &self.expect);
+        {
+            let mut cache = self
+                .check_cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match expect.checks.scorers(&mut cache) {
+                Ok(checks) => expect.scorers = checks,
+                Err(found) => problems.extend(
+                    found
+                        .into_iter()
+                        .map(|(key, message)| (format!("{expect_path}.{key}"), message)),
+                ),
+            }
+        }
+        match spec.scorers {
+            Some(specs) => match self.scorers(&specs, &format!("{path}.scorers")) {
+                Ok(built) => expect.scorers.extend(built),
+                Err(found) => problems.extend(found),
+            },
+            None => expect.scorers.extend(self.scorers.iter().cloned()),
+        }
         let (Some(id), Some(model)) = (id, model) else {
             return Err(problems);
         };
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         let (prompt, recorded_steps) = match &model {
             TaskModel::Replay { run, path: file } => {
                 let replay = run.model(file).ok();
@@ -131,7 +274,6 @@ impl Context {
             // The schema requires it of every task but replay ones.
             return Err(vec![(path.to_owned(), "missing key `prompt`".to_owned())]);
         };
-        let expect = spec.expect.unwrap_or_default();
         Ok(SuiteTask {
             id,
             prompt,
@@ -142,13 +284,7 @@ impl Context {
                 .or(self.max_steps)
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
-            expect: Expectations {
-                exit_reason: expect.exit_reason,
-                answer: expect.answer,
-                answer_contains: expect.answer_contains,
-                max_steps_used: expect.max_steps_used,
-                max_gate_rejections: expect.max_gate_rejections,
-            },
+            expect,
             finish_gate: match spec.finish_gate {
                 Some(gate) => Some(self.gate(gate)),
                 None => self.finish_gate.clone(),
@@ -157,6 +293,7 @@ impl Context {
                 max_total_tokens: spec.max_total_tokens.or(self.limits.max_total_tokens),
                 max_seconds: spec.max_seconds.or(self.limits.max_seconds),
             },
+            model_name,
         })
     }
 
@@ -270,5 +407,23 @@ fn chat_model(spec: ChatSpec, path: &str) -> Result<TaskModel, Problem> {
     Ok(TaskModel::Chat {
         config: Box::new(config),
         api_key_env: spec.api_key_env,
+        prices: None,
     })
+}
+
+/// A task's `expect` over the suite's `defaults.expect`: each key the task gives wins. The
+/// scorers are built after.
+fn expectations(spec: ExpectSpec, defaults: &Expectations) -> Expectations {
+    let basic = spec.basic;
+    Expectations {
+        exit_reason: basic.exit_reason.or(defaults.exit_reason),
+        answer: basic.answer.or_else(|| defaults.answer.clone()),
+        answer_contains: basic
+            .answer_contains
+            .or_else(|| defaults.answer_contains.clone()),
+        max_steps_used: basic.max_steps_used.or(defaults.max_steps_used),
+        max_gate_rejections: basic.max_gate_rejections.or(defaults.max_gate_rejections),
+        checks: spec.checks.over(&defaults.checks),
+        scorers: Vec::new(),
+    }
 }

@@ -264,7 +264,7 @@ mod tests {
             task_problems(&task, "$.tasks[8]"),
             [(
                 "$.tasks[8].expect.anwser".to_owned(),
-                "unknown key (expected one of: answer, answer_contains, exit_reason, max_gate_rejections, max_steps_used)".to_owned()
+                "unknown key (expected one of: answer, answer_contains, answer_in, answer_json_schema, answer_number, answer_regex, exit_reason, ignore_case, max_cost_usd, max_duration_s, max_gate_rejections, max_steps_used, max_tool_errors, max_total_tokens, normalize_whitespace, tools_called, tools_not_called)".to_owned()
             )]
         );
     }

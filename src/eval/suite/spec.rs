@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
+use crate::eval::scorers::{Checks, ScorerSpec};
 use crate::run::ExitReason;
 use crate::trace::Capture;
 
@@ -33,6 +34,9 @@ pub struct SuiteSpec {
     /// A tools file's path, or the same object inline (checked by the tools file's own schema).
     #[serde(default)]
     pub tools: Option<Value>,
+    /// Named live models (each entry read by `model_spec`, which says where it is wrong).
+    #[serde(default)]
+    pub models: Option<Value>,
 }
 
 /// `dataset`: a dataset file and the task template its rows fill. The template's keys are a
@@ -59,14 +63,18 @@ pub struct DatasetSpec {
     /// The time budget.
     #[serde(default)]
     pub max_seconds: Option<f64>,
-    /// The model's template.
-    pub model: Value,
+    /// The model's template; without one, `defaults.model` or `eval --model`.
+    #[serde(default)]
+    pub model: Option<Value>,
     /// The finish gate's template.
     #[serde(default)]
     pub finish_gate: Option<Value>,
     /// The expectations' template.
     #[serde(default)]
     pub expect: Option<Value>,
+    /// The scorers' template.
+    #[serde(default)]
+    pub scorers: Option<Value>,
 }
 
 /// A dataset file's format.
@@ -98,6 +106,15 @@ pub struct DefaultsSpec {
     /// The time budget.
     #[serde(default)]
     pub max_seconds: Option<f64>,
+    /// What every task's result must satisfy, under each task's own `expect`.
+    #[serde(default)]
+    pub expect: Option<ExpectSpec>,
+    /// Scorers for tasks without their own.
+    #[serde(default)]
+    pub scorers: Option<Vec<ScorerSpec>>,
+    /// A model SPEC for tasks without a `model`.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// One task.
@@ -118,8 +135,12 @@ pub struct TaskSpec {
     /// The time budget.
     #[serde(default)]
     pub max_seconds: Option<f64>,
-    /// What answers the task.
-    pub model: ModelSpec,
+    /// What answers the task; else `defaults.model` or `eval --model`.
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+    /// Scorers, replacing `defaults.scorers`.
+    #[serde(default)]
+    pub scorers: Option<Vec<ScorerSpec>>,
     /// The finish gate, replacing the default one.
     #[serde(default)]
     pub finish_gate: Option<FinishGateSpec>,
@@ -228,10 +249,34 @@ pub struct FinishGateSpec {
     pub max_output_bytes: Option<u64>,
 }
 
-/// `expect`.
+/// `expect`: the five keys it always had, and the answer and run checks ([`Checks`]), each read
+/// with unknown keys refused.
+#[derive(Debug, Default)]
+pub struct ExpectSpec {
+    /// `exit_reason`, `answer`, `answer_contains`, `max_steps_used`, `max_gate_rejections`.
+    pub basic: BasicExpectSpec,
+    /// The answer and run checks.
+    pub checks: Checks,
+}
+
+impl<'de> Deserialize<'de> for ExpectSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let map = Map::<String, Value>::deserialize(deserializer)?;
+        let (checks, basic): (Map<String, Value>, Map<String, Value>) = map
+            .into_iter()
+            .partition(|(key, _)| Checks::KEYS.contains(&key.as_str()));
+        Ok(ExpectSpec {
+            basic: BasicExpectSpec::deserialize(Value::Object(basic)).map_err(D::Error::custom)?,
+            checks: Checks::deserialize(Value::Object(checks)).map_err(D::Error::custom)?,
+        })
+    }
+}
+
+/// The five keys `expect` always had.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ExpectSpec {
+pub struct BasicExpectSpec {
     /// The exit reason.
     #[serde(default)]
     pub exit_reason: Option<ExitReason>,

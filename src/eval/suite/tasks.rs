@@ -16,6 +16,8 @@ pub struct TaskEntry {
     pub id: TaskId,
     /// Its model's kind (`responses`, `actions`, `replay`, `chat`).
     pub model_kind: &'static str,
+    /// The model as given, when it came from outside the task (`defaults.model`, `--model`).
+    pub model_name: Option<String>,
 }
 
 impl TaskEntry {
@@ -24,6 +26,21 @@ impl TaskEntry {
         TaskEntry {
             id: task.id.clone(),
             model_kind: task.model.kind(),
+            model_name: task.model_name.as_ref().map(|m| m.given.clone()),
+        }
+    }
+
+    /// The model as results name it: as given, else the kind.
+    pub fn model_label(&self) -> &str {
+        self.model_name.as_deref().unwrap_or(self.model_kind)
+    }
+
+    /// What tells the task's rows apart across models: `id`, or `id[model]` for a model given
+    /// from outside the task (as [`crate::eval::TaskResult::row_key`]).
+    pub fn row_key(&self) -> String {
+        match &self.model_name {
+            Some(model) => format!("{}[{model}]", self.id),
+            None => self.id.to_string(),
         }
     }
 }

@@ -429,7 +429,7 @@ impl Model for LiveModel {
 }
 
 /// The host and port of a URL: no scheme, credentials, path or query.
-fn provider_of(base_url: &str) -> String {
+pub fn provider_of(base_url: &str) -> String {
     let rest = base_url
         .split_once("://")
         .map_or(base_url, |(_, rest)| rest);
