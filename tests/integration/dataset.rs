@@ -1,25 +1,13 @@
 //! Datasets: a suite's `dataset` names a JSONL or CSV file whose rows fill a task template; the
 //! rows are checked before any task runs and read again as the tasks run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use looptrace::eval::{ResultsFile, load_suite};
 
-use crate::support::{fixture, looptrace, stderr};
+use crate::support::{fixture, stderr};
 
-fn eval(args: &[&str], out: &Path) -> std::process::Output {
-    looptrace()
-        .arg("eval")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap()
-}
-
-fn read_results(out: &Path) -> ResultsFile {
-    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
-}
+use crate::support::{eval_into as eval, results_in as read_results};
 
 fn dataset(name: &str) -> PathBuf {
     fixture(&format!("eval/dataset/{name}"))
@@ -157,4 +145,22 @@ fn a_dataset_outside_the_suite_folder_or_with_a_repeated_header_is_refused() {
         assert!(stderr(&output).contains(expected), "{}", stderr(&output));
         assert!(!out.exists());
     }
+}
+
+#[test]
+fn a_dataset_without_a_model_anywhere_is_told_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rows.jsonl"), "{\"q\": \"a\"}\n".repeat(3)).unwrap();
+    let suite = dir.path().join("suite.json");
+    let out = dir.path().join("out");
+    let text = serde_json::json!({"name": "s", "dataset": {"path": "rows.jsonl", "id": "r{row}", "prompt": "{q}"}});
+    std::fs::write(&suite, text.to_string()).unwrap();
+    let output = eval(&[suite.to_str().unwrap()], &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("has 1 problem:\n  $.dataset: missing key `model`"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }

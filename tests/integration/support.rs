@@ -311,3 +311,19 @@ pub fn hold_folder_lock(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// `looptrace eval ARGS --out OUT`.
+pub fn eval_into(args: &[&str], out: &Path) -> Output {
+    looptrace()
+        .arg("eval")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// The `results.json` in `out`.
+pub fn results_in(out: &Path) -> looptrace::eval::ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}

@@ -1,25 +1,13 @@
 //! Tasks files (`tasks.jsonl`): one task per line, referenced from a suite (`tasks_file`) or
 //! given to eval directly, checked whole before any task runs and then read as the tasks run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use looptrace::eval::{ResultsFile, load_suite};
 
 use crate::support::{fixture, looptrace, stderr};
 
-fn eval(args: &[&str], out: &Path) -> std::process::Output {
-    looptrace()
-        .arg("eval")
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .unwrap()
-}
-
-fn read_results(out: &Path) -> ResultsFile {
-    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
-}
+use crate::support::{eval_into as eval, results_in as read_results};
 
 fn streamed(name: &str) -> PathBuf {
     fixture(&format!("eval/tasks_file/{name}"))
