@@ -97,8 +97,9 @@ pub struct EvalArgs {
     /// `models`. Given several times, every task runs against each (a model matrix).
     #[arg(long = "model", value_name = "SPEC", conflicts_with = "traces")]
     pub models: Vec<String>,
-    /// The variable holding the API key of every `--model` given as `API:MODEL@BASE_URL`.
-    #[arg(long, value_name = "VAR", requires = "models")]
+    /// The variable holding the API key of every `--model` given as `API:MODEL@BASE_URL` (or
+    /// recorded by the evaluation `--resume` or `--rerun-failed` continues).
+    #[arg(long, value_name = "VAR", conflicts_with = "traces")]
     pub api_key_env: Option<String>,
 }
 

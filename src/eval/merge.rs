@@ -11,6 +11,7 @@ use std::collections::HashSet;
 pub use coverage::IncompleteShard;
 
 use super::results::{MissingShard, ResultsFile, Shard, TaskResult, Totals};
+use super::store::RowKey;
 
 /// Merged results, and the shards given that lack rows of their share.
 #[derive(Clone, Debug)]
@@ -62,6 +63,13 @@ pub fn merge_results_of(
         if results.selection != first.selection {
             return Err(format!(
                 "`{name}` selected other tasks (--only, --skip) than `{first_name}`: refusing to merge shards of different selections"
+            ));
+        }
+        if results.models != first.models {
+            return Err(format!(
+                "`{name}` ran the models [{}], `{first_name}` [{}]: refusing to merge different --model sets",
+                results.models.join(", "),
+                first.models.join(", ")
             ));
         }
         if results.repeats != first.repeats {
@@ -141,17 +149,17 @@ pub fn merge_results_of(
             .collect();
     }
 
-    // Every row once: `(id, repeat)` identifies it, across the shards too (without a selection
-    // the shards' task ids are not known, so only this tells two shards' tasks apart).
+    // Every row once: `(task, model, repeat)` identifies it, across the shards too (without a
+    // selection the shards' task ids are not known, so only this tells two shards' tasks apart).
     let expected = coverage::Expected::of(first, suite_ids);
-    let mut seen_rows: HashSet<(&str, u32)> = HashSet::new();
+    let mut seen_rows: HashSet<RowKey> = HashSet::new();
     let mut ordered: Vec<(usize, u32, &TaskResult)> = Vec::new();
     let mut incomplete = Vec::new();
     for (name, results) in inputs {
         let checked = coverage::check_shard(name, results, &expected)?;
         for (row, position) in results.tasks.iter().zip(checked.positions) {
             let repeat = row.repeat.unwrap_or(1);
-            if !seen_rows.insert((row.id.as_str(), repeat)) {
+            if !seen_rows.insert(RowKey::of(row)) {
                 return Err(format!(
                     "task {:?} appears in more than one input (again in `{name}`): shards overlap",
                     row.label()

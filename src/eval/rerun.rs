@@ -6,44 +6,58 @@ use std::collections::{HashMap, HashSet};
 
 use super::results::{ResultsFile, TaskResult};
 use super::store::{Owing, RowKey, RowState, owed};
-use super::suite::Suite;
+use super::suite::{Suite, TaskEntry};
 
-/// The ids of the suite's tasks that `previous` says need another run: rows that fail the
+/// A task under the model it was given (`None`: its own): what a row is of, but for its repeat.
+pub type Slot = (String, Option<String>);
+
+fn slot_of_row(row: &TaskResult) -> (&str, Option<&str>) {
+    (row.id.as_str(), row.given_model())
+}
+
+fn slot_of_entry(entry: &TaskEntry) -> (&str, Option<&str>) {
+    (entry.id.as_str(), entry.model_name.as_deref())
+}
+
+/// The (task, model)s of the suite that `previous` says need another run: rows that fail the
 /// evaluation (a failed expectation or an unexpected internal error); when `previous` was
 /// interrupted, the tasks it did not reach ([`unreached`]); and when it covered the whole suite (a
 /// row for each of its tasks), tasks added to the suite since. Which of those the rerun owes is
-/// [`owed`]'s rule (a task's repeats run again together), over the tasks `previous` speaks for.
-pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
-    let mut rows_of: HashMap<&str, usize> = HashMap::new();
+/// [`owed`]'s rule (a (task, model)'s repeats run again together), over the ones `previous`
+/// speaks for.
+pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
+    let mut rows_of: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     for row in &previous.tasks {
-        *rows_of.entry(row.id.as_str()).or_default() += 1;
+        *rows_of.entry(slot_of_row(row)).or_default() += 1;
     }
-    // The tasks `previous` speaks for: those it has rows of, and those it owed rows to.
-    let mut tasks: Vec<&str> = Vec::new();
+    // What `previous` speaks for: those it has rows of, and those it owed rows to.
+    let mut slots: Vec<(&str, Option<&str>)> = Vec::new();
     let mut seen = HashSet::new();
     for row in &previous.tasks {
-        if seen.insert(row.id.as_str()) {
-            tasks.push(row.id.as_str());
+        if seen.insert(slot_of_row(row)) {
+            slots.push(slot_of_row(row));
         }
     }
     // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
     // results (a rerun's too, whatever it narrowed its rerun to) hold them all, but for the tasks
     // they list as not reached yet.
+    let with_rows: HashSet<&str> = previous.tasks.iter().map(|row| row.id.as_str()).collect();
     let not_reached = previous
         .not_reached
         .iter()
-        .filter(|id| !rows_of.contains_key(id.as_str()))
+        .filter(|id| !with_rows.contains(id.as_str()))
         .collect::<HashSet<_>>()
         .len();
-    let mut owed_rows: Vec<&str> = Vec::new();
-    if rows_of.len() + not_reached >= previous.suite.tasks {
+    // Under a model matrix the suite counts each task once per model.
+    let models = previous.models.len().max(1);
+    let entries = suite.tasks.entries();
+    let mut owed_rows: Vec<(&str, Option<&str>)> = Vec::new();
+    if rows_of.len() + not_reached * models >= previous.suite.tasks {
         owed_rows.extend(
-            suite
-                .tasks
-                .entries()
+            entries
                 .iter()
-                .map(|t| t.id.as_str())
-                .filter(|id| !rows_of.contains_key(id)),
+                .map(slot_of_entry)
+                .filter(|slot| !rows_of.contains_key(slot)),
         );
     }
     let unreached = if previous.interrupted {
@@ -51,16 +65,26 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
     } else {
         Vec::new()
     };
-    owed_rows.extend(unreached.iter().map(String::as_str));
-    for id in owed_rows {
-        if seen.insert(id) {
-            tasks.push(id);
+    let unreached: HashSet<&str> = unreached.iter().map(String::as_str).collect();
+    let repeats = previous.repeats.unwrap_or(1) as usize;
+    owed_rows.extend(entries.iter().map(slot_of_entry).filter(|slot| {
+        unreached.contains(slot.0) && rows_of.get(slot).copied().unwrap_or(0) < repeats
+    }));
+    for slot in owed_rows {
+        if seen.insert(slot) {
+            slots.push(slot);
         }
     }
     let repeats = previous.repeats.unwrap_or(1);
-    let scope: Vec<RowKey> = tasks
+    let scope: Vec<RowKey> = slots
         .iter()
-        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::new(task, repeat)))
+        .flat_map(|(task, model)| {
+            (1..=repeats).map(move |repeat| RowKey {
+                task: (*task).to_owned(),
+                model: model.map(str::to_owned),
+                repeat,
+            })
+        })
         .collect();
     let states: Vec<RowState> = previous
         .tasks
@@ -73,7 +97,7 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
         .collect();
     owed(Owing::RerunFailed, &scope, &states)
         .into_iter()
-        .map(|key| key.task)
+        .map(|key| (key.task, key.model))
         .collect()
 }
 
@@ -81,7 +105,10 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<String> {
 /// added to the suite since) that `rows` still lack, in suite order: what a rerun narrowed by
 /// `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
 pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
-    let owed = failed_ids(previous, suite);
+    let owed: HashSet<String> = failed_ids(previous, suite)
+        .into_iter()
+        .map(|(task, _)| task)
+        .collect();
     lacking_rows(previous, rows, suite, |id| owed.contains(id))
 }
 
@@ -112,19 +139,21 @@ fn lacking_rows(
     scope: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     let repeats = previous.repeats.unwrap_or(1) as usize;
-    let mut rows_of: HashMap<&str, usize> = HashMap::new();
+    let mut rows_of: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     for row in rows {
-        *rows_of.entry(row.id.as_str()).or_default() += 1;
+        *rows_of.entry(slot_of_row(row)).or_default() += 1;
     }
-    suite
-        .tasks
-        .entries()
-        .iter()
-        .map(|t| t.id.as_str())
-        .filter(|id| scope(id))
-        .filter(|id| rows_of.get(id).copied().unwrap_or(0) < repeats)
-        .map(str::to_owned)
-        .collect()
+    let mut lacking: Vec<String> = Vec::new();
+    for slot in suite.tasks.entries().iter().map(slot_of_entry) {
+        // Under a model matrix a task lacks rows when any of its models does; it is named once.
+        if scope(slot.0)
+            && rows_of.get(&slot).copied().unwrap_or(0) < repeats
+            && lacking.last().is_none_or(|last| last != slot.0)
+        {
+            lacking.push(slot.0.to_owned());
+        }
+    }
+    lacking
 }
 
 /// The rows of the updated results: `rerun` rows, and every row of `previous` they do not
@@ -136,28 +165,26 @@ pub fn carry_over(
     rerun: Vec<TaskResult>,
     suite: &Suite,
 ) -> Vec<TaskResult> {
-    let rerun_runs: HashSet<(String, Option<u32>)> =
-        rerun.iter().map(|t| (t.id.clone(), t.repeat)).collect();
+    let rerun_runs: HashSet<RowKey> = rerun.iter().map(RowKey::of).collect();
     let mut rows: Vec<TaskResult> = previous
         .tasks
         .iter()
-        .filter(|t| !rerun_runs.contains(&(t.id.clone(), t.repeat)))
+        .filter(|t| !rerun_runs.contains(&RowKey::of(t)))
         .map(|t| TaskResult {
             carried_over: true,
             ..t.clone()
         })
         .chain(rerun)
         .collect();
-    let position: HashMap<&str, usize> = suite
-        .tasks
-        .entries()
+    let entries = suite.tasks.entries();
+    let position: HashMap<(&str, Option<&str>), usize> = entries
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
+        .map(|(i, t)| (slot_of_entry(t), i))
         .collect();
     rows.sort_by_key(|t| {
         (
-            position.get(t.id.as_str()).copied().unwrap_or(usize::MAX),
+            position.get(&slot_of_row(t)).copied().unwrap_or(usize::MAX),
             t.repeat,
         )
     });
@@ -203,7 +230,7 @@ mod tests {
             tasks: vec![row("a", 1, true)],
             ..previous
         };
-        assert!(failed_ids(&short, &suite).contains("a"));
+        assert!(failed_ids(&short, &suite).contains(&("a".to_owned(), None)));
     }
 
     #[test]

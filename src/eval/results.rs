@@ -43,6 +43,10 @@ pub struct ResultsFile<Tasks = Vec<TaskResult>> {
     /// The tasks `--only` and `--skip` selected; absent when the whole suite was selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<super::select::Selection>,
+    /// The `--model`s given, in order (several: a model matrix, whose rows are told apart by
+    /// (task, model, repeat)); absent when none were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// `--repeat N`: how many times each task ran; absent when once. With adaptive repeats,
     /// the most a task ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,6 +90,7 @@ impl<T> ResultsFile<T> {
             suite: self.suite,
             shard: self.shard,
             selection: self.selection,
+            models: self.models,
             repeats: self.repeats,
             adaptive: self.adaptive,
             capture: self.capture,

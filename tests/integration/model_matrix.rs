@@ -323,3 +323,214 @@ fn a_baseline_is_compared_per_model_under_a_matrix() {
     assert_eq!(report["models"][0]["model"], "alpha");
     assert_eq!(report["models"][1]["pass_rate"], 0.0);
 }
+
+/// A suite of two tasks whose expected answer is 84.
+fn two_tasks(dir: &Path) -> std::path::PathBuf {
+    write_suite(
+        dir,
+        &json!({
+            "name": "matrix",
+            "tasks": [
+                {"id": "multiply", "prompt": "compute 12 × 7", "expect": {"answer": "84"}},
+                {"id": "number", "prompt": "12 × 7?", "expect": {"answer": "84"}}
+            ]
+        }),
+    )
+}
+
+/// Runs `eval SUITE` with the test key, into `out`, with `args`.
+fn eval_matrix(suite: &Path, out: &Path, args: &[&str]) -> std::process::Output {
+    looptrace()
+        .arg("eval")
+        .arg(suite)
+        .args(["--api-key-env", KEY_VAR, "-q"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env(KEY_VAR, KEY)
+        .output()
+        .unwrap()
+}
+
+/// The rows of `results.json` in `out` as (task, model, repeat, expectation, carried over).
+fn matrix_rows(path: &Path) -> Vec<(String, String, u64, String, bool)> {
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    results["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["model"].as_str().unwrap().to_owned(),
+                r["repeat"].as_u64().unwrap_or(1),
+                r["expectation"].as_str().unwrap().to_owned(),
+                r["carried_over"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_matrix_resumes_with_the_models_it_recorded_and_refuses_others() {
+    // Both models on one server: 4 rows, then the 2 a crash lost.
+    let server = answering("84", 6);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = two_tasks(dir.path());
+    let a = format!("openai-chat:alpha@{}/v1", server.url);
+    let b = format!("openai-chat:beta@{}/v1", server.url);
+    let out = dir.path().join("out");
+    let output = eval_matrix(&suite, &out, &["--model", &a, "--model", &b]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let whole = matrix_rows(&out.join("results.json"));
+    assert_eq!(whole.len(), 4);
+
+    // A crash after two rows: the run ends without its seal.
+    let run = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let rows = std::fs::read_to_string(run.join("rows.jsonl")).unwrap();
+    let kept: String = rows.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(run.join("rows.jsonl"), kept).unwrap();
+
+    // Other models than the run's are refused, naming both.
+    let c = format!("openai-chat:gamma@{}/v1", server.url);
+    let refused = eval_matrix(&suite, &out, &["--resume", "--model", &a, "--model", &c]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(
+        message.contains(&format!("--model {a} --model {b}"))
+            && message.contains(&format!("--model {a} --model {c}")),
+        "{message}"
+    );
+
+    // Without --model, the resume runs the recorded models' two missing rows.
+    let resumed = eval_matrix(&suite, &out, &["--resume"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(server.finish().len(), 6, "only the lost rows ran again");
+    assert_eq!(matrix_rows(&out.join("results.json")), whole);
+}
+
+#[test]
+fn a_rerun_of_a_matrix_runs_only_its_failing_task_model_rows() {
+    let alpha = answering("84", 2);
+    // beta fails both tasks, then answers right when run again.
+    let beta = Server::start(vec![
+        Reply::ok(openai::answer("85", "stop")),
+        Reply::ok(openai::answer("85", "stop")),
+        Reply::ok(openai::answer("84", "stop")),
+        Reply::ok(openai::answer("84", "stop")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = two_tasks(dir.path());
+    let a = format!("openai-chat:alpha@{}/v1", alpha.url);
+    let b = format!("openai-chat:beta@{}/v1", beta.url);
+    let out = dir.path().join("out");
+    let output = eval_matrix(&suite, &out, &["--model", &a, "--model", &b]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let results = out.join("results.json");
+    let failing: Vec<(String, String)> = matrix_rows(&results)
+        .into_iter()
+        .filter(|r| r.3 == "failed")
+        .map(|r| (r.0, r.1))
+        .collect();
+    assert_eq!(
+        failing,
+        [
+            ("multiply".to_owned(), b.clone()),
+            ("number".to_owned(), b.clone())
+        ]
+    );
+
+    // The models come from the results; alpha's rows are carried over, not run.
+    let rerun = looptrace()
+        .arg("eval")
+        .arg(&suite)
+        .args(["--api-key-env", KEY_VAR, "-q", "--rerun-failed"])
+        .arg(&results)
+        .env(KEY_VAR, KEY)
+        .output()
+        .unwrap();
+    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+    assert_eq!(alpha.finish().len(), 2);
+    assert_eq!(beta.finish().len(), 4);
+    let rows = matrix_rows(&results);
+    let seen: Vec<(&str, &str, &str, bool)> = rows
+        .iter()
+        .map(|r| (r.0.as_str(), r.1.as_str(), r.3.as_str(), r.4))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("multiply", a.as_str(), "met", true),
+            ("multiply", b.as_str(), "met", false),
+            ("number", a.as_str(), "met", true),
+            ("number", b.as_str(), "met", false),
+        ]
+    );
+}
+
+#[test]
+fn shards_of_a_matrix_merge_into_the_unsharded_results() {
+    // Each model: two rows unsharded, two across the shards (shard 1/2 holds alpha's rows).
+    let alpha = answering("84", 4);
+    let beta = Server::start(vec![
+        Reply::ok(openai::answer("85", "stop")),
+        Reply::ok(openai::answer("84", "stop")),
+        Reply::ok(openai::answer("85", "stop")),
+        Reply::ok(openai::answer("84", "stop")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = two_tasks(dir.path());
+    let a = format!("openai-chat:alpha@{}/v1", alpha.url);
+    let b = format!("openai-chat:beta@{}/v1", beta.url);
+    let models = ["--model", a.as_str(), "--model", b.as_str(), "--jobs", "1"];
+    let whole = dir.path().join("whole");
+    let output = eval_matrix(&suite, &whole, &models);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("shard{k}"));
+        let shard = format!("{k}/2");
+        let mut args = models.to_vec();
+        args.extend(["--shard", shard.as_str()]);
+        let output = eval_matrix(&suite, &out, &args);
+        let code = output.status.code();
+        assert!(code == Some(0) || code == Some(1), "{}", stderr(&output));
+        let rows = matrix_rows(&out.join("results.json"));
+        let model = if k == 1 { &a } else { &b };
+        assert!(rows.iter().all(|r| &r.1 == model), "shard {k}: {rows:?}");
+        shards.push(out.join("results.json"));
+    }
+    assert_eq!(alpha.finish().len(), 4);
+    assert_eq!(beta.finish().len(), 4);
+
+    let merged = dir.path().join("merged.json");
+    let output = merge(&shards, &merged);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&merged).unwrap();
+    assert!(!text.contains("\"partial\""), "{text}");
+    assert_eq!(
+        matrix_rows(&merged),
+        matrix_rows(&whole.join("results.json"))
+    );
+
+    // One shard alone is refused as incomplete, naming what it lacks.
+    let output = merge(&shards[..1], &dir.path().join("half.json"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+/// `looptrace merge RESULTS... --out OUT -q`.
+fn merge(results: &[std::path::PathBuf], out: &Path) -> std::process::Output {
+    let mut command = looptrace();
+    command
+        .arg("merge")
+        .args(results)
+        .arg("--out")
+        .arg(out)
+        .arg("-q");
+    command.output().unwrap()
+}

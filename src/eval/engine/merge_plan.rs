@@ -13,6 +13,7 @@ use super::paths::{
     Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
     refuse_wrong_kind,
 };
+use crate::eval::store::RowKey;
 use crate::eval::{
     Comparison, FlakyTask, FolderLock, IncompleteShard, Merged, ResultsFile, Suite, compare,
     flaky_tasks, for_console, load_suite, lock_read, lock_read_linked, merge_results_of,
@@ -249,7 +250,7 @@ impl MergePlan {
             None => merged.clone(),
         };
         // Each row's trace lies beside the shard results it came from.
-        let folders: HashMap<(&str, Option<u32>), PathBuf> = self
+        let folders: HashMap<RowKey, PathBuf> = self
             .shards
             .iter()
             .zip(&self.request.results)
@@ -258,14 +259,11 @@ impl MergePlan {
                 shard
                     .tasks
                     .iter()
-                    .map(move |row| ((row.id.as_str(), row.repeat), folder.clone()))
+                    .map(move |row| (RowKey::of(row), folder.clone()))
             })
             .collect();
         let flaky = flaky_tasks(&merged, &|row| {
-            folders
-                .get(&(row.id.as_str(), row.repeat))
-                .cloned()
-                .unwrap_or_default()
+            folders.get(&RowKey::of(row)).cloned().unwrap_or_default()
         });
         let verdict = if merged.partial {
             closing.extend(

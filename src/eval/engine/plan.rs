@@ -15,6 +15,7 @@ use super::paths::{
     Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_own_folder_elsewhere,
     refuse_symlink, refuse_traces_as_outputs, refuse_wrong_kind,
 };
+use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
 use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
@@ -67,7 +68,7 @@ pub struct EvalPlan {
 
 impl EvalPlan {
     /// Checks `request` and prepares its evaluation; see the module's documentation.
-    pub fn new(request: EvalRequest) -> Result<EvalPlan, EvalError> {
+    pub fn new(mut request: EvalRequest) -> Result<EvalPlan, EvalError> {
         if request.jobs == Some(0) {
             return Err(EvalError::usage("--jobs", "--jobs must be at least 1"));
         }
@@ -89,16 +90,19 @@ impl EvalPlan {
             ));
         }
         let mut notices = Vec::new();
+        let mut models_used = Vec::new();
         // The registry (compiling its tools' schemas) is built on a thread of its own while the
         // suite is read, which leaves a core idle at its start and end.
         let (tools, loaded) = std::thread::scope(|scope| {
             let tools = std::thread::Builder::new()
                 .spawn_scoped(scope, ToolRegistry::builtin)
                 .ok();
-            let loaded = load(&request, &mut notices);
+            let loaded = load(&request, &mut notices, &mut models_used);
             (tools.and_then(|t| t.join().ok()), loaded)
         });
         let (suite, inputs) = loaded?;
+        // The header records the models run, which a resume of this run applies again.
+        request.models = models_used;
         let tools = tools.unwrap_or_else(ToolRegistry::builtin);
         let baseline = request
             .baseline
@@ -250,7 +254,9 @@ impl EvalPlan {
             }
             if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
                 let failed = failed_ids(previous, &self.suite);
-                tasks.retain(|&i| failed.contains(entries[i].id.as_str()));
+                tasks.retain(|&i| {
+                    failed.contains(&(entries[i].id.to_string(), entries[i].model_name.clone()))
+                });
                 selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
                 selection.rerun_failed = Some(path.display().to_string());
                 if tasks.is_empty() {
@@ -521,22 +527,30 @@ impl EvalPlan {
 fn load(
     request: &EvalRequest,
     notices: &mut Vec<Notice>,
+    models_used: &mut Vec<String>,
 ) -> Result<(Suite, Vec<PathBuf>), EvalError> {
     let mut inputs = Vec::new();
     let mut suite = match &request.source {
         EvalSource::Suite(path) => {
-            let (mut suite, text) = load_suite_with_text_for(path, !request.models.is_empty())
-                .map_err(|message| EvalError::input(path, message))?;
-            let models = resolve_models(&suite, &request.models, request.api_key_env.as_deref())
-                .map_err(EvalError::flags)?;
-            if models.len() > 1
-                && (request.resume || request.rerun_failed.is_some() || request.shard.is_some())
-            {
-                return Err(EvalError::flags(
-                    "several --model (a model matrix) cannot be combined with --resume, --rerun-failed or --shard yet",
+            let specs = models_to_run(request, path)?;
+            if specs.is_empty() && request.api_key_env.is_some() {
+                return Err(EvalError::usage(
+                    "--api-key-env",
+                    "--api-key-env needs --model (or a --resume or --rerun-failed of an evaluation that had them)",
                 ));
             }
+            let (mut suite, text) = load_suite_with_text_for(path, !specs.is_empty())
+                .map_err(|message| EvalError::input(path, message))?;
+            let models = resolve_models(&suite, &specs, request.api_key_env.as_deref())
+                .map_err(EvalError::flags)?;
             apply_models(&mut suite, &models).map_err(EvalError::flags)?;
+            if specs != request.models {
+                notices.push(Notice::info(format!(
+                    "running the models the evaluation it continues ran: {}",
+                    specs.join(", ")
+                )));
+            }
+            *models_used = specs;
             // Never freed, as the suite is not: freeing megabytes of pages would only delay the
             // exit.
             std::mem::forget(text);
@@ -583,6 +597,28 @@ fn load(
     );
     inputs.extend(suite.tasks.read_files().iter().cloned());
     Ok((suite, inputs))
+}
+
+/// The `--model`s to run: those given, or those the evaluation `--resume` or `--rerun-failed`
+/// continues ran (refusing others). A resume's folder without `--out` is named after the suite,
+/// which is read for its name first.
+fn models_to_run(request: &EvalRequest, path: &Path) -> Result<Vec<String>, EvalError> {
+    if let Some(results) = &request.rerun_failed {
+        let recorded = recorded_models::of_matrix_results(results);
+        return recorded_models::choose("--rerun-failed", &request.models, recorded);
+    }
+    if !request.resume {
+        return Ok(request.models.clone());
+    }
+    let out = match &request.out {
+        Some(out) => out.clone(),
+        None => match load_suite_with_text_for(path, true) {
+            Ok((suite, _)) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
+            Err(_) => return Ok(request.models.clone()),
+        },
+    };
+    let recorded = recorded_models::of_newest_run(&out);
+    recorded_models::choose("--resume", &request.models, recorded)
 }
 
 /// Hands memory freed so far back to the system. Reading a corpus frees the runs it parsed, but

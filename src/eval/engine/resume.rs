@@ -198,22 +198,19 @@ pub(super) fn kept_rows(
         });
     }
     let scope: Vec<RowKey> = (1..=repeats)
-        .flat_map(|repeat| {
-            selected
-                .iter()
-                .map(move |t| RowKey::new(t.id.as_str(), repeat))
-        })
+        .flat_map(|repeat| selected.iter().map(move |t| RowKey::of_entry(t, repeat)))
         .collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &states).into_iter().collect();
-    let index: HashMap<&str, usize> = selected
+    // A row's place is its (task, model): under a model matrix a task has one per model.
+    let index: HashMap<(&str, Option<&str>), usize> = selected
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
+        .map(|(i, t)| ((t.id.as_str(), t.model_name.as_deref()), i))
         .collect();
     let mut rows = vec![None; selected.len() * repeats as usize];
     for row in view.tasks {
         let key = RowKey::of(&row);
-        if let Some(&task) = index.get(row.id.as_str())
+        if let Some(&task) = index.get(&(key.task.as_str(), key.model.as_deref()))
             && !owed.contains(&key)
         {
             rows[task * repeats as usize + (key.repeat as usize - 1)] = Some(row);
@@ -297,13 +294,10 @@ pub(super) fn same_runs(
         return Err(format!("it was {difference}"));
     }
     let repeats = settings.repeats;
-    let runs = previous
-        .tasks
-        .iter()
-        .map(|row| (row.id.as_str(), row.repeat.unwrap_or(1)));
+    let runs = previous.tasks.iter().map(RowKey::of);
     let wanted = selected
         .iter()
-        .flat_map(|task| (1..=repeats).map(move |repeat| (task.id.as_str(), repeat)));
+        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)));
     if !runs.eq(wanted) {
         return Err("its rows are not the tasks this eval selects (--only, --skip)".to_owned());
     }

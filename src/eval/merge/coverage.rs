@@ -6,19 +6,20 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::eval::results::{ResultsFile, Shard};
+use crate::eval::results::{ResultsFile, Shard, TaskResult};
 use crate::eval::row_checks::check_rows;
 
 /// How many tasks a message names before it says how many more lack rows.
 const NAMED: usize = 10;
 
 /// The tasks the shards of one split were to run between them, as far as their results say.
-pub enum Expected<'a> {
+/// Under a model matrix each is a (task, model), named `id[model]`: a shard's share is of those.
+pub enum Expected {
     /// `--only`/`--skip` chose them, or the suite given lists them: their ids, in suite order,
     /// each id's position, and what lists them (for messages).
     Listed {
-        ids: &'a [String],
-        position: HashMap<&'a str, usize>,
+        ids: Vec<String>,
+        position: HashMap<String, usize>,
         list: &'static str,
     },
     /// The whole suite of this many tasks, whose ids the results do not list.
@@ -28,18 +29,21 @@ pub enum Expected<'a> {
     Unknown,
 }
 
-impl<'a> Expected<'a> {
-    /// What `results` (any shard of the split: they agree on suite and selection) say, and the
-    /// ids of their suite's tasks when the caller has them.
-    pub fn of(results: &'a ResultsFile, suite_ids: Option<&'a [String]>) -> Expected<'a> {
-        let listed = |ids: &'a [String], list| Expected::Listed {
-            ids,
-            position: ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.as_str(), i))
-                .collect(),
-            list,
+impl Expected {
+    /// What `results` (any shard of the split: they agree on suite, selection and models) say,
+    /// and the ids of their suite's tasks when the caller has them.
+    pub fn of(results: &ResultsFile, suite_ids: Option<&[String]>) -> Expected {
+        let listed = |ids: &[String], list| {
+            let ids = slots(ids, &results.models);
+            Expected::Listed {
+                position: ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (id.clone(), i))
+                    .collect(),
+                ids,
+                list,
+            }
         };
         match (&results.selection, suite_ids) {
             (None, Some(ids)) => listed(ids, "the suite"),
@@ -164,14 +168,20 @@ pub fn check_shard(
     } else {
         repeats
     };
+    let matrix = results.models.len() > 1;
+    let row_slots: Vec<std::borrow::Cow<'_, str>> = results
+        .tasks
+        .iter()
+        .map(|row| slot_of(row, matrix))
+        .collect();
     let mut seen: HashSet<(&str, u32)> = HashSet::with_capacity(results.tasks.len());
     // Each task's rank among the shard's tasks (first row first) and how many repeats it has.
     let mut runs: HashMap<&str, (usize, u32)> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut positions = Vec::with_capacity(results.tasks.len());
     check_rows(results).map_err(|problem| format!("`{name}` {problem}"))?;
-    for row in &results.tasks {
-        let id = row.id.as_str();
+    for (row, id) in results.tasks.iter().zip(&row_slots) {
+        let id: &str = id;
         seen.insert((id, row.repeat.unwrap_or(1)));
         let rank = {
             let next = order.len();
@@ -270,6 +280,29 @@ pub fn check_shard(
             unnamed_tasks,
         }),
     })
+}
+
+/// What a row of `results` is of, but for its repeat: its task id, and under a model matrix
+/// `id[model]`.
+pub fn slot_of(row: &TaskResult, matrix: bool) -> std::borrow::Cow<'_, str> {
+    if matrix {
+        row.row_key()
+    } else {
+        std::borrow::Cow::Borrowed(row.id.as_str())
+    }
+}
+
+/// The slots of the task `ids` (in suite order, each once per model under a matrix, as the
+/// selection lists them) under `models`: each task once per model, task by task.
+fn slots(ids: &[String], models: &[String]) -> Vec<String> {
+    if models.len() < 2 {
+        return ids.to_vec();
+    }
+    let mut seen = std::collections::HashSet::new();
+    ids.iter()
+        .filter(|id| seen.insert(id.as_str()))
+        .flat_map(|id| models.iter().map(move |m| format!("{id}[{m}]")))
+        .collect()
 }
 
 /// A task that lacks rows, for messages: `t3` (one run each), `t3 (all 3 repeats)`,

@@ -61,6 +61,7 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         adaptive: results.adaptive.clone(),
         trace_layout: layout.to_owned(),
         shard: results.shard,
+        models: Vec::new(),
         only: selection
             .as_ref()
             .map(|s| s.only.clone())

@@ -1,9 +1,10 @@
 //! Row identity: a results row is (task, model, repeat) as `RULES.md` defines it.
 
-use crate::eval::TaskResult;
+use crate::eval::{TaskEntry, TaskResult};
 
-/// The identity of a results row. `model` is the model as given on the command line or in a
-/// suite's `models` section; today's rows run each task's own model, so it is `None` for them.
+/// The identity of a results row. `model` is the model as given from outside the task (a
+/// `--model` SPEC, a name from the suite's `models`, `defaults.model`); `None` for a row of the
+/// task's own model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RowKey {
     /// The task's id.
@@ -19,8 +20,17 @@ impl RowKey {
     pub fn of(row: &TaskResult) -> RowKey {
         RowKey {
             task: row.id.clone(),
-            model: None,
+            model: row.given_model().map(str::to_owned),
             repeat: row.repeat.unwrap_or(1),
+        }
+    }
+
+    /// The identity of `entry`'s `repeat` run: its task under the model it was given.
+    pub fn of_entry(entry: &TaskEntry, repeat: u32) -> RowKey {
+        RowKey {
+            task: entry.id.to_string(),
+            model: entry.model_name.clone(),
+            repeat,
         }
     }
 

@@ -62,6 +62,9 @@ pub struct RunHeader {
     /// `--shard K/N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// The `--model`s given (several: a model matrix), which `--resume` applies again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// The `--only` patterns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub only: Vec<String>,
@@ -391,6 +394,7 @@ mod tests {
             adaptive: None,
             trace_layout: "per-task".to_owned(),
             shard: None,
+            models: Vec::new(),
             only: Vec::new(),
             skip: Vec::new(),
             selection: None,

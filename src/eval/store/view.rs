@@ -85,16 +85,23 @@ impl Store {
                         && row.repeat.is_some() == (repeats > 1))
             })
             .collect();
+        // Under a model matrix a task's rows for its models sit together, in the models' order.
+        let model_at = |row: &TaskResult| {
+            row.given_model()
+                .and_then(|m| run.header.models.iter().position(|given| given == m))
+        };
         rows.sort_by(|(_, a), (_, b)| {
             let at = |row: &TaskResult| position.get(row.id.as_str()).copied();
             (
                 at(a).unwrap_or(usize::MAX),
                 at(a).is_none().then(|| a.id.clone()),
+                model_at(a),
                 a.repeat,
             )
                 .cmp(&(
                     at(b).unwrap_or(usize::MAX),
                     at(b).is_none().then(|| b.id.clone()),
+                    model_at(b),
                     b.repeat,
                 ))
         });
@@ -126,6 +133,7 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
         suite: header.suite.clone(),
         shard: header.shard,
         selection: header.selection.clone(),
+        models: header.models.clone(),
         repeats: (header.repeats > 1).then_some(header.repeats),
         adaptive: header.adaptive.clone(),
         capture: header.capture,
