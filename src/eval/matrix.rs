@@ -40,7 +40,8 @@ pub fn apply_models(suite: &mut Suite, models: &[NamedModel]) -> Result<(), Stri
     }
     let Some(held) = suite.tasks.held_tasks() else {
         return Err(
-            "--model needs the suite's tasks inline: a suite with a tasks file cannot take one yet"
+            "--model needs the suite's tasks inline: a suite with a tasks file or a dataset takes its \
+             model from `defaults.model` or each task"
                 .to_owned(),
         );
     };

@@ -277,6 +277,36 @@ fn a_task_without_a_model_or_an_unknown_model_is_refused_before_anything_runs() 
 }
 
 #[test]
+fn a_dataset_takes_its_model_from_the_suite_not_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("q.csv"),
+        "question,answer\n\"2+2, please\",4\n",
+    )
+    .unwrap();
+    let suite = json!({"name": "ds", "dataset": {"path": "q.csv", "prompt": "{question}",
+        "expect": {"answer": "{answer}"}}});
+    let path = write_suite(dir.path(), &suite);
+    let output = looptrace()
+        .arg("eval")
+        .arg(&path)
+        .args(["--model", "openai-chat:m@http://127.0.0.1:9/v1"])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "a suite with a tasks file or a dataset takes its model from `defaults.model`"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
 fn a_baseline_is_compared_per_model_under_a_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let run = |alpha_says: &str, beta_says: &str, out: &str, baseline: Option<&str>| {
