@@ -18,6 +18,7 @@ use super::mcp::McpServers;
 use super::provider::{ToolContext, ToolFailure};
 use super::registry::ToolRegistry;
 use super::workdir;
+use crate::json_error::path_from_pointer;
 
 pub use crate::process::BASE_ENV;
 
@@ -205,7 +206,7 @@ impl ToolsFile {
                 .iter_errors(value)
                 .map(|err| {
                     (
-                        json_path(root, err.instance_path().as_str()),
+                        path_from_pointer(root, err.instance_path().as_str()),
                         err.to_string(),
                     )
                 })
@@ -405,7 +406,7 @@ enum Tool {
 
 impl Checker<'_> {
     fn at(&self, pointer: &str) -> String {
-        json_path(self.root, pointer)
+        path_from_pointer(self.root, pointer)
     }
 
     /// Whether the schema found nothing wrong at or under `path`.
@@ -556,21 +557,6 @@ fn schema() -> &'static jsonschema::Validator {
             serde_json::from_str(SCHEMA).expect("the shipped tools schema is valid JSON");
         jsonschema::validator_for(&schema).expect("the shipped tools schema compiles")
     })
-}
-
-/// `$.tools[0].name` from the JSON pointer `/tools/0/name` under `root`.
-fn json_path(root: &str, pointer: &str) -> String {
-    let mut path = root.to_owned();
-    for part in pointer.split('/').skip(1) {
-        let part = part.replace("~1", "/").replace("~0", "~");
-        if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
-            path.push_str(&format!("[{part}]"));
-        } else {
-            path.push('.');
-            path.push_str(&part);
-        }
-    }
-    path
 }
 
 /// The program `command[0]` names: a path with a `/` is relative to `folder` and must exist; a

@@ -9,6 +9,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
+use crate::json_error::path_from_pointer;
 use crate::model::json_type_name as type_name;
 
 const SCHEMA: &str = include_str!("../../../schemas/suite.schema.json");
@@ -75,7 +76,7 @@ fn problems(validator: &Validator, value: &Value, root: &str) -> Vec<(String, St
         {
             continue;
         }
-        let path = json_path(root, error.instance_path().as_str());
+        let path = path_from_pointer(root, error.instance_path().as_str());
         if let ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() {
             let expected = expected_keys(error);
             for key in unexpected {
@@ -235,21 +236,6 @@ fn items(value: &Value) -> String {
         Some(n) => format!("{n} items"),
         None => type_name(value).to_owned(),
     }
-}
-
-/// `$.tasks[0].name` from the JSON pointer `/tasks/0/name` under `root`.
-pub fn json_path(root: &str, pointer: &str) -> String {
-    let mut path = root.to_owned();
-    for part in pointer.split('/').skip(1) {
-        let part = part.replace("~1", "/").replace("~0", "~");
-        if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
-            path.push_str(&format!("[{part}]"));
-        } else {
-            path.push('.');
-            path.push_str(&part);
-        }
-    }
-    path
 }
 
 #[cfg(test)]
