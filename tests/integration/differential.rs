@@ -297,6 +297,7 @@ fn field_name() -> impl Strategy<Value = String> {
         "tools",
         "scores",
         "stream_chunks",
+        "scorer",
         "x",
         "run_id\\u0000",
         "step ",
@@ -316,6 +317,7 @@ fn field_value(name: &str) -> BoxedStrategy<String> {
             "\"model_feedback\"",
             "\"run_finished\"",
             "\"internal_error\"",
+            "\"scorer_call\"",
             "\"thought\"",
             "\"run_finished\\u0000\"",
         ],
@@ -330,6 +332,7 @@ fn field_value(name: &str) -> BoxedStrategy<String> {
         "\"replay_of\"" => vec!["{\"source\":\"a\",\"run_id\":\"b\"}", "[\"a\",\"b\"]"],
         "\"is_error\"" => vec!["true", "false"],
         "\"stream_chunks\"" => vec!["[12,3]", "[]", "[\"12\"]", "[-1]"],
+        "\"scorer\"" => vec!["\"judge\"", "\"\"", "3"],
         "\"scores\"" => vec![
             "[{\"name\":\"a\",\"kind\":\"k\",\"passed\":true,\"value\":1,\"explanation\":null}]",
             "[{\"name\":\"a\"}]",
