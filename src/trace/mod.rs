@@ -6,6 +6,8 @@
 
 mod clock;
 mod event;
+mod fields;
+mod json_string;
 mod line_error;
 mod reader;
 mod recorder;

@@ -7,8 +7,9 @@
 use std::borrow::Cow;
 
 use super::event::error_by_rule;
+use super::fields::{key_number, name};
 use super::line_error::LineError;
-use super::scan::{TokenCounts, key_number, name, scan_line};
+use super::scan::{TokenCounts, scan_line};
 use crate::run::ExitReason;
 use crate::time::unix_ms_from_rfc3339;
 
