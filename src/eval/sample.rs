@@ -1,13 +1,14 @@
 //! `--limit N` and `--sample N [--seed S]`: a smoke run of a few of the selected tasks. `--limit`
 //! takes the first N; `--sample` takes N chosen at random but reproducibly: the same seed over
 //! the same tasks always chooses the same ones, on any machine and in any later version, since the
-//! generator (SplitMix64) and the choice (selection sampling, Knuth's Algorithm S) are written
-//! here rather than borrowed from a crate whose output may change. The chosen tasks keep their
-//! suite order.
+//! generator (`stats::split_mix`) and the choice (selection sampling, Knuth's Algorithm S) are
+//! looptrace's own code rather than borrowed from a crate whose output may change. The chosen
+//! tasks keep their suite order.
 
 use std::fmt;
 
 use super::select::Selection;
+use crate::stats::split_mix::SplitMix64;
 
 /// The seed `--sample` uses when `--seed` is not given.
 pub const DEFAULT_SEED: u64 = 0;
@@ -78,27 +79,9 @@ impl fmt::Display for Narrowing {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): 64 bits of state, every seed a full-period stream.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (`n` > 0), without modulo bias worth speaking of (Lemire's product).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
 /// `count` of `items` (all of them when there are fewer), chosen by `seed`, in their order.
 pub fn sample<T>(items: Vec<T>, count: usize, seed: u64) -> Vec<T> {
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut left = items.len() as u64;
     let mut wanted = (count as u64).min(left);
     let mut chosen = Vec::with_capacity(wanted as usize);

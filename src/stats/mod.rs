@@ -9,6 +9,7 @@
 //! - [`paired`]: the paired comparison with a baseline (McNemar's exact test, the sign test,
 //!   the suite's difference with its interval, Fisher's exact test per task).
 //! - [`sequential`]: the sequential probability ratio test behind adaptive repeats.
+//! - [`split_mix`]: the small deterministic generator behind `--sample` and the simulations.
 //!
 //! `docs/report.md` ("Statistics") explains every number with its formula and a worked example.
 
@@ -17,6 +18,7 @@ pub mod normal;
 pub mod paired;
 pub mod pass_at;
 pub mod sequential;
+pub mod split_mix;
 pub mod summary;
 
 pub use binomial::{Interval, sign_test, wilson};

@@ -259,6 +259,7 @@ pub fn fisher_exact(before: (u32, u32), now: (u32, u32)) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::split_mix::SplitMix64;
     use super::*;
 
     fn pair(id: &str, before: (u32, u32), now: (u32, u32)) -> PairedCounts {
@@ -360,25 +361,9 @@ mod tests {
         assert_eq!(fisher_exact((0, 0), (0, 0)), 1.0);
     }
 
-    /// A small deterministic generator (SplitMix64), so the simulation is the same every run.
-    struct SplitMix(u64);
-
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn uniform(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
-        }
-
-        fn passes(&mut self, p: f64, runs: u32) -> u32 {
-            (0..runs).map(|_| u32::from(self.uniform() < p)).sum()
-        }
+    /// How many of `runs` runs pass, each with chance `p`.
+    fn passes(rng: &mut SplitMix64, p: f64, runs: u32) -> u32 {
+        (0..runs).map(|_| u32::from(rng.uniform() < p)).sum()
     }
 
     /// Under the null (each task passes with the same chance before and now), a test at level α
@@ -387,22 +372,22 @@ mod tests {
     #[test]
     fn p_values_under_the_null_are_not_too_small_too_often() {
         const SUITES: u32 = 4000;
-        let mut rng = SplitMix(0x5EED);
+        let mut rng = SplitMix64::new(0x5EED);
         for (test, max_runs) in [(RegressionTest::Mcnemar, 1), (RegressionTest::Sign, 8)] {
             for confidence in [0.95, 0.9] {
                 let alpha = 1.0 - confidence;
                 let mut rejected = 0u32;
                 for _ in 0..SUITES {
-                    let tasks = 5 + rng.next() % 36;
+                    let tasks = 5 + rng.next_u64() % 36;
                     let pairs: Vec<PairedCounts> = (0..tasks)
                         .map(|i| {
                             let p = rng.uniform();
-                            let runs_before = 1 + (rng.next() % max_runs) as u32;
-                            let runs_now = 1 + (rng.next() % max_runs) as u32;
+                            let runs_before = 1 + (rng.next_u64() % max_runs) as u32;
+                            let runs_now = 1 + (rng.next_u64() % max_runs) as u32;
                             pair(
                                 &format!("t{i}"),
-                                (rng.passes(p, runs_before), runs_before),
-                                (rng.passes(p, runs_now), runs_now),
+                                (passes(&mut rng, p, runs_before), runs_before),
+                                (passes(&mut rng, p, runs_now), runs_now),
                             )
                         })
                         .collect();
