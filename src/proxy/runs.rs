@@ -49,6 +49,8 @@ pub struct Ticket {
     started: Instant,
     canonical: String,
     target: String,
+    /// Whether the call already stopped counting as in flight ([`Runs::release`]).
+    released: std::cell::Cell<bool>,
 }
 
 /// How a call ended.
@@ -203,6 +205,20 @@ impl Runs {
             started: Instant::now(),
             canonical: call.canonical.to_owned(),
             target: call.target.to_owned(),
+            released: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Stops counting the ticket's call as in flight, before its answer reaches the client: a
+    /// client may send its retry as soon as it has read a 429, and that retry must find the run
+    /// with nothing in flight, or it would read as another client starting the same task.
+    pub fn release(&mut self, ticket: &Ticket) {
+        if ticket.released.replace(true) {
+            return;
+        }
+        if let Some(run) = self.open.iter_mut().find(|run| run.id == ticket.run_id) {
+            run.in_flight = run.in_flight.saturating_sub(1);
+            run.last_active = Instant::now();
         }
     }
 
@@ -331,7 +347,9 @@ impl Runs {
         let mut events = Vec::new();
         {
             let run = &mut self.open[index];
-            run.in_flight = run.in_flight.saturating_sub(1);
+            if !ticket.released.get() {
+                run.in_flight = run.in_flight.saturating_sub(1);
+            }
             run.last_active = Instant::now();
             let step = u64::from(run.turns) + 1;
             let mut first = TraceEvent::new(&run.id, step, EventType::ModelRetry);

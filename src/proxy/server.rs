@@ -386,7 +386,7 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
         (ticket, answer)
     };
     let outcome = match answer {
-        None => forward(shared, connection, &request, Some(api)),
+        None => forward(shared, connection, &request, Some(api), Some(&ticket)),
         Some(Ok((recorded, run_id))) => {
             lock(&shared.state).summary.replayed += 1;
             serve_recorded(connection.stream(), &recorded, &run_id)
@@ -404,7 +404,7 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
             );
             lock(&shared.state).summary.misses += 1;
             if shared.config.on_miss == OnMiss::Upstream && shared.config.upstream.is_some() {
-                forward(shared, connection, &request, Some(api))
+                forward(shared, connection, &request, Some(api), Some(&ticket))
             } else {
                 let body = api::error_body(Some(api), MISS_TYPE, &message);
                 let _ = respond_json(connection.stream(), 400, &body, &[]);
@@ -530,7 +530,7 @@ fn other_request(
     path: &str,
 ) -> bool {
     if shared.config.upstream.is_some() && !(shared.replaying && path.ends_with("/models")) {
-        let outcome = forward(shared, connection, request, None);
+        let outcome = forward(shared, connection, request, None, None);
         return !matches!(outcome, Outcome::Unanswered { .. });
     }
     let anthropic = request.header("anthropic-version").is_some();
@@ -590,6 +590,7 @@ fn forward(
     connection: &mut Connection,
     request: &Request,
     api: Option<Api>,
+    ticket: Option<&Ticket>,
 ) -> Outcome {
     let Some(upstream) = &shared.config.upstream else {
         return Outcome::Unanswered {
@@ -677,6 +678,9 @@ fn forward(
                 message,
                 partial,
             );
+        }
+        if let Some(ticket) = ticket {
+            lock(&shared.state).runs.release(ticket);
         }
         let client = http::write_response(connection.stream(), status, &headers, &body);
         // A whole answer the client did not take is still the upstream's answer: recorded.
