@@ -14,6 +14,7 @@ mod hash;
 mod histogram;
 mod input;
 mod list;
+mod mapped;
 mod model;
 mod render;
 mod rows;
