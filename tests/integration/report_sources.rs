@@ -31,6 +31,18 @@ fn run_with_tmp(tmp: &Path, args: &[&str], input: Option<&[u8]>) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Runs `args`, which must succeed and leave the temporary folder `tmp` empty.
+fn succeeds_leaving_tmp_empty(tmp: &Path, args: &[&str]) {
+    let output = run_with_tmp(tmp, args, None);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        stderr(&output)
+    );
+    assert_still_empty(tmp, &args.join(" "));
+}
+
 fn assert_still_empty(tmp: &Path, what: &str) {
     let left: Vec<PathBuf> = std::fs::read_dir(tmp)
         .unwrap()
@@ -68,14 +80,7 @@ fn foreign_files_are_read_without_a_temporary_file() {
         vec!["export", "--otlp", rollout],
     ];
     for args in commands {
-        let output = run_with_tmp(tmp.path(), &args, None);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert_still_empty(tmp.path(), &args.join(" "));
+        succeeds_leaving_tmp_empty(tmp.path(), &args);
     }
     let report = run_with_tmp(tmp.path(), &["report", rollout, "--format", "json"], None);
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
@@ -128,14 +133,7 @@ fn a_run_store_with_one_trace_file_is_read_without_a_temporary_file() {
         vec!["show", out_arg],
         vec!["export", "--otlp", out_arg],
     ] {
-        let output = run_with_tmp(tmp.path(), &args, None);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert_still_empty(tmp.path(), &args.join(" "));
+        succeeds_leaving_tmp_empty(tmp.path(), &args);
     }
     let report = run_with_tmp(tmp.path(), &["report", out_arg, "--format", "json"], None);
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
