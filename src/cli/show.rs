@@ -2,7 +2,7 @@
 //! as JSONL. Runs are streamed: each is printed as soon as it ends (runs that never end last), so
 //! memory does not grow with the file.
 
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 
@@ -49,6 +49,9 @@ pub enum ShowFormat {
     Json,
 }
 
+/// Bytes of output gathered before a write, whatever the runs' sizes.
+const OUT_BUFFER: usize = 64 * 1024;
+
 /// Runs `looptrace show`.
 pub fn run(args: ShowArgs) -> CliResult {
     let options = ReadOptions {
@@ -73,7 +76,9 @@ pub fn run(args: ShowArgs) -> CliResult {
         ids: RunIds::default(),
         printed: 0,
         header: None,
-        out: std::io::stdout().lock(),
+        // Stdout alone flushes at every newline: a write per event line. Runs are flushed as
+        // each ends instead (below), so a reader through a pipe still sees every run at once.
+        out: BufWriter::with_capacity(OUT_BUFFER, std::io::stdout().lock()),
     };
     let mut warnings: Vec<String> = folder_warnings.iter().map(ToString::to_string).collect();
     for input in &inputs {
@@ -127,7 +132,7 @@ struct Printer<'a> {
     printed: usize,
     /// Printed before the next run shown in text, then cleared.
     header: Option<String>,
-    out: std::io::StdoutLock<'static>,
+    out: BufWriter<std::io::StdoutLock<'static>>,
 }
 
 impl Printer<'_> {
@@ -154,9 +159,10 @@ impl Printer<'_> {
                     self.out.write_all(text.as_bytes())?;
                 }
                 ShowFormat::Json => {
+                    // Straight into the buffer: no string per event.
                     for (_, event) in &streamed.run.events {
-                        let line = serde_json::to_string(event).map_err(CliError::internal)?;
-                        writeln!(self.out, "{line}")?;
+                        serde_json::to_writer(&mut self.out, event).map_err(written)?;
+                        self.out.write_all(b"\n")?;
                     }
                 }
             }
@@ -165,5 +171,14 @@ impl Printer<'_> {
             self.printed += 1;
         }
         Ok(stream.into_stats())
+    }
+}
+
+/// A failed write of an event: a closed pipe stays a closed pipe, a serialization error is ours.
+fn written(err: serde_json::Error) -> CliError {
+    if err.is_io() {
+        CliError::from(std::io::Error::from(err))
+    } else {
+        CliError::internal(err)
     }
 }

@@ -64,7 +64,7 @@ impl RunSource {
 
 /// Bytes of open runs' lines kept parsed while a corpus is read (beyond them, runs are kept as
 /// line positions and read again when they end). Reading a corpus keeps every task until the
-/// evaluation ends, so its reading gets a smaller share than `show` and `replay`
+/// evaluation ends, so its reading gets no larger a share than `show` and `replay`
 /// ([`crate::trace::OPEN_BYTES_BUDGET`]); runs written eight at a time fit in it many times over.
 const CORPUS_OPEN_BYTES: u64 = 4 * 1024 * 1024;
 

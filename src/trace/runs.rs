@@ -55,8 +55,10 @@ impl RecordedRun {
 }
 
 /// Bytes of trace lines kept parsed for open runs before the oldest open runs are kept as line
-/// positions only (regular files; other inputs keep everything open in memory).
-pub const OPEN_BYTES_BUDGET: u64 = 16 * 1024 * 1024;
+/// positions only (regular files; other inputs keep everything open in memory). Runs written
+/// eight at a time hold a few hundred KB; beyond that the open runs are mostly runs that never end,
+/// so a small budget keeps the peak the same from a small file to a large one.
+pub const OPEN_BYTES_BUDGET: u64 = 4 * 1024 * 1024;
 
 /// Where one event's line is in its file: enough to read it again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

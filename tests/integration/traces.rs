@@ -825,3 +825,36 @@ fn replay_text_check_and_errors_escape_run_ids_from_the_trace() {
         "{replayed}"
     );
 }
+
+/// `show -f json` writes each run's events as serde_json writes them, one line each, runs in the
+/// order they end, every file after the one before: byte for byte, with no line lost at the end.
+#[test]
+fn show_json_is_each_event_as_serde_writes_it() {
+    let files = [
+        "multi_run.jsonl",
+        "finished.full.jsonl",
+        "incomplete.jsonl",
+        "writeup.jsonl",
+    ];
+    let mut expected = String::new();
+    for name in files {
+        let stream = looptrace::trace::RunStream::open(&sample(name), ReadOptions::default())
+            .unwrap();
+        for streamed in stream {
+            for (_, event) in &streamed.unwrap().run.events {
+                expected.push_str(&serde_json::to_string(event).unwrap());
+                expected.push('\n');
+            }
+        }
+    }
+    let paths: Vec<String> = files
+        .iter()
+        .map(|name| sample(name).display().to_string())
+        .collect();
+    let mut args = vec!["show", "-f", "json"];
+    args.extend(paths.iter().map(String::as_str));
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(expected.lines().count() > 20);
+    assert_eq!(stdout(&output), expected);
+}
