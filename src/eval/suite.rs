@@ -41,6 +41,7 @@ use crate::run::ExitReason;
 use crate::tools::ToolsFile;
 use crate::trace::Capture;
 
+pub use self::spec::AgentSpec;
 pub use self::tasks::{Selected, SuiteTasks, TaskEntry, TaskSource};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.
@@ -165,6 +166,8 @@ pub struct SuiteTask {
     /// The model as given (a `--model` SPEC, a name from `models`, or `defaults.model`), when the
     /// task's model came from outside the task.
     pub model_name: Option<ModelName>,
+    /// The agent command that does the task instead of looptrace's loop, if any.
+    pub agent: Option<Arc<super::agent::AgentCommand>>,
 }
 
 /// A model given from outside a task, as results name it.

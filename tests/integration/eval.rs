@@ -288,6 +288,7 @@ fn a_panicking_task_is_isolated() {
         on_done: &|_, _| {},
         task_tools: None,
         retries: 0,
+        agents: None,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())
         .map(|task| Attempt { task, repeat: 1 })

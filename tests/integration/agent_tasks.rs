@@ -1,0 +1,433 @@
+//! Agent tasks: a suite task whose `agent` command does the work, its model calls recorded
+//! through a proxy of its own and replayed offline with `eval --replay-models`. A tiny agent on
+//! the official `openai` SDK (`LOOPTRACE_TEST_PYTHON`) and the real mini-swe-agent
+//! (`LOOPTRACE_TEST_MINI`, its `mini` command; `.ci/run` installs it) run against a scripted
+//! upstream on 127.0.0.1; the key never reaches the agent; a hanging agent is killed with its
+//! process group at its timeout; an agent that exits non-zero before its run ended leaves an
+//! incomplete run with its status recorded.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::mcp::installed;
+use super::proxy_upstream::ScriptedUpstream;
+use super::support::{read_events, stderr, stdout};
+
+const KEY_VAR: &str = "AGENT_TASKS_TEST_KEY";
+const KEY: &str = "sk-agent-tasks-secret-0123456789";
+
+/// A suite of `tasks` in a fresh folder; returns the folder (kept while it lives) and the path.
+fn suite(tasks: Value) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("suite.json");
+    let text = json!({"name": "agents", "defaults": {"capture": "full"}, "tasks": tasks});
+    std::fs::write(&path, serde_json::to_string_pretty(&text).unwrap()).unwrap();
+    (dir, path)
+}
+
+fn chat_model(url: &str, model: &str) -> Value {
+    json!({"chat": {"api": "openai-chat", "base_url": format!("{url}/v1"), "model": model,
+        "api_key_env": KEY_VAR}})
+}
+
+/// `looptrace eval ARGS --out OUT` with the key in looptrace's environment.
+fn eval(args: &[&str], out: &Path) -> Output {
+    let mut command = super::support::looptrace();
+    command
+        .arg("eval")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env(KEY_VAR, KEY);
+    command.output().unwrap()
+}
+
+fn rows(out: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let results: Value = serde_json::from_str(&text).unwrap();
+    results["tasks"].as_array().unwrap().clone()
+}
+
+/// Every event of every trace under the newest run of `out`, run by run.
+fn run_events(out: &Path, row: &Value) -> Vec<Value> {
+    let trace = out.join(row["trace"].as_str().unwrap());
+    let id = row["run_id"].as_str().unwrap();
+    read_events(&trace)
+        .into_iter()
+        .filter(|e| e["run_id"] == id)
+        .collect()
+}
+
+/// What an agent's run did, without ids and times: each event's type, tool and arguments or
+/// answer.
+fn trajectory(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {} {}",
+                e["event_type"].as_str().unwrap(),
+                e["tool_name"].as_str().unwrap_or(""),
+                e.get("arguments").map_or(String::new(), Value::to_string),
+                e["exit_reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in walk(dir) {
+        if std::fs::read(&entry).is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle))
+        {
+            found.push(entry);
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn an_sdk_agent_is_recorded_then_replayed_offline_and_never_sees_the_key() {
+    let Some(python) = installed("LOOPTRACE_TEST_PYTHON", "agent task sdk test") else {
+        return;
+    };
+    let agent = super::support::fixture("agents/sdk_agent.py");
+    let upstream = ScriptedUpstream::start();
+    let url = upstream.url.clone();
+    let task = |prompt: &str| {
+        json!([{
+            "id": "sum",
+            "prompt": prompt,
+            "model": chat_model(&url, "m"),
+            "agent": {"command": [python, agent, "{prompt}", "{model}"], "timeout_s": 120},
+            "expect": {"exit_reason": "finished", "answer_contains": "The sum is 5"},
+            "scorers": [{"kind": "command", "command": ["sh", "-c", "grep -q 'The sum is 5' answer.txt"]}]
+        }])
+    };
+    let (dir, path) = suite(task("What is 2 + 3?"));
+    let recorded = dir.path().join("recorded");
+    let output = eval(
+        &[path.to_str().unwrap(), "--jobs", "2", "--repeat", "2"],
+        &recorded,
+    );
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let rows_recorded = rows(&recorded);
+    assert_eq!(rows_recorded.len(), 2);
+    for row in &rows_recorded {
+        assert_eq!(row["exit_reason"], "finished", "{row}");
+        assert_eq!(row["expectation"], "met", "{row}");
+        assert_eq!(row["answer"], "The sum is 5.", "{row}");
+        assert_eq!(row["tool_calls"], 1, "{row}");
+        assert_eq!(row["steps_used"], 2, "{row}");
+        assert_eq!(row["scores"][0]["passed"], true, "{row}");
+        let events = run_events(&recorded, row);
+        assert_eq!(events[0]["task_id"], "sum");
+        assert_eq!(events[0]["task"], "What is 2 + 3?");
+        assert_eq!(events[0]["capture"], "full");
+        assert_eq!(
+            trajectory(&events),
+            [
+                "run_started   ",
+                "model_action add {\"a\":2,\"b\":3} ",
+                "observation add  ",
+                "model_action   ",
+                "run_finished   finished",
+            ]
+        );
+    }
+    // Each attempt had its own proxy: the two repeats are two runs, each with two calls.
+    assert_eq!(upstream.seen().len(), 4);
+    for seen in upstream.seen() {
+        let auth = seen
+            .headers
+            .iter()
+            .find(|(name, _)| name == "authorization")
+            .map(|(_, value)| value.clone());
+        assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    }
+    // The agent had a placeholder key and the proxy's URL; the real key is nowhere on disk.
+    let envs: Vec<PathBuf> = walk(&recorded)
+        .into_iter()
+        .filter(|p| p.ends_with("env.json"))
+        .collect();
+    assert_eq!(envs.len(), 2, "{envs:?}");
+    for env in &envs {
+        let env: Value = serde_json::from_str(&std::fs::read_to_string(env).unwrap()).unwrap();
+        assert_eq!(env["OPENAI_API_KEY"], "looptrace-placeholder-key");
+        assert!(env[KEY_VAR].is_null(), "{env}");
+        assert!(
+            env["OPENAI_BASE_URL"]
+                .as_str()
+                .unwrap()
+                .starts_with("http://127.0.0.1:"),
+            "{env}"
+        );
+        assert!(!env.to_string().contains(KEY), "{env}");
+    }
+    assert_eq!(files_containing(&recorded, KEY), Vec::<PathBuf>::new());
+
+    // Offline: the upstream is gone; the key's variable is still named by the suite (so set,
+    // to anything), and nothing goes upstream.
+    drop(upstream);
+    let replayed = dir.path().join("replayed");
+    let output = super::support::looptrace()
+        .arg("eval")
+        .arg(&path)
+        .args(["--jobs", "2", "--repeat", "2", "--replay-models"])
+        .arg(&recorded)
+        .arg("--out")
+        .arg(&replayed)
+        .env(KEY_VAR, "unused-offline")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let rows_replayed = rows(&replayed);
+    for (before, after) in rows_recorded.iter().zip(&rows_replayed) {
+        assert_eq!(after["exit_reason"], "finished", "{after}");
+        assert_eq!(after["expectation"], "met", "{after}");
+        assert_eq!(after["answer"], before["answer"]);
+        assert_eq!(
+            trajectory(&run_events(&replayed, after)),
+            trajectory(&run_events(&recorded, before))
+        );
+        let started = &run_events(&replayed, after)[0];
+        assert_eq!(started["model"]["provider"], "replay");
+    }
+
+    // The agent now asks something it did not ask before: the run says where.
+    let text =
+        json!({"name": "agents", "defaults": {"capture": "full"}, "tasks": task("What is 2 + 4?")});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let changed = dir.path().join("changed");
+    let output = super::support::looptrace()
+        .arg("eval")
+        .arg(&path)
+        .args(["--repeat", "2", "--replay-models"])
+        .arg(&recorded)
+        .arg("--out")
+        .arg(&changed)
+        .env(KEY_VAR, "unused-offline")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    for row in rows(&changed) {
+        assert_eq!(row["exit_reason"], "internal_error", "{row}");
+        assert_eq!(row["error_kind"], "replay_miss", "{row}");
+        let error = row["error"].as_str().unwrap();
+        assert!(
+            error.contains("did not ask in the recorded run")
+                && error.contains("first differs at $.messages[0].content")
+                && error.contains("What is 2 + 4?"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_hanging_agent_is_killed_at_its_timeout_with_its_process_group() {
+    let (dir, path) = suite(json!([{
+        "id": "hang",
+        "prompt": "wait",
+        "model": chat_model("http://127.0.0.1:9", "m"),
+        "agent": {
+            "command": ["sh", "-c", "sleep 300 & echo $! > child.pid; wait"],
+            "timeout_s": 1
+        }
+    }]));
+    let out = dir.path().join("out");
+    let output = eval(&[path.to_str().unwrap()], &out);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let row = &rows(&out)[0];
+    assert_eq!(row["exit_reason"], "internal_error", "{row}");
+    assert_eq!(row["error_kind"], "agent_timeout", "{row}");
+    assert!(
+        row["error"].as_str().unwrap().contains("timeout_s (1 s)"),
+        "{row}"
+    );
+    let pid_file = walk(&out)
+        .into_iter()
+        .find(|p| p.ends_with("child.pid"))
+        .expect("the agent wrote its child's pid");
+    let pid: i32 = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Killed, it is gone, or a zombie until whoever inherited it reaps it.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = state
+        .rsplit_once(") ")
+        .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+    assert!(
+        !running,
+        "the agent's child {pid} outlived its timeout: {state}"
+    );
+    // No model call and no ending: the trace holds the run's start only, and reads incomplete.
+    let events = run_events(&out, row);
+    assert_eq!(trajectory(&events), ["run_started   "]);
+    let report = super::support::run(&[
+        "report",
+        out.join(row["trace"].as_str().unwrap()).to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&report).contains("incomplete"),
+        "{}",
+        stdout(&report)
+    );
+}
+
+#[test]
+fn an_agent_that_exits_non_zero_before_its_run_ended_is_incomplete_with_its_status() {
+    let Some(python) = installed("LOOPTRACE_TEST_PYTHON", "agent task exit test") else {
+        return;
+    };
+    let agent = super::support::fixture("agents/sdk_agent.py");
+    let upstream = ScriptedUpstream::start();
+    let (dir, path) = suite(json!([{
+        "id": "crash",
+        "prompt": "What is 2 + 3?",
+        "model": chat_model(&upstream.url, "m"),
+        "agent": {"command": [python, agent, "{prompt}", "{model}"], "env": {"AGENT_EXIT": "3"}}
+    }]));
+    let out = dir.path().join("out");
+    let output = eval(&[path.to_str().unwrap()], &out);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let row = &rows(&out)[0];
+    assert_eq!(row["error_kind"], "agent_exit", "{row}");
+    assert_eq!(
+        row["error"],
+        "the agent exited with status 3 before its run ended; the run is incomplete"
+    );
+    let events = run_events(&out, row);
+    assert_eq!(
+        trajectory(&events),
+        ["run_started   ", "model_action add {\"a\":2,\"b\":3} "]
+    );
+    let log = walk(&out)
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".agent.log"));
+    assert!(
+        log.is_some(),
+        "the agent's output is kept in the run's logs"
+    );
+}
+
+#[test]
+fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
+    let Some(mini) = installed("LOOPTRACE_TEST_MINI", "mini-swe-agent task test") else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start();
+    let url = upstream.url.clone();
+    let task = |prompt: &str| {
+        json!([{
+            "id": "hello",
+            "prompt": prompt,
+            "model": chat_model(&url, "gpt-4o-mini"),
+            "agent": {
+                "command": [mini, "-m", "openai/{model}", "-t", "{prompt}", "-y", "--exit-immediately",
+                    "-o", "{workdir}/../{run_id}.traj.json"],
+                "timeout_s": 300,
+                "env": {
+                    "MSWEA_CONFIGURED": "true",
+                    "MSWEA_COST_TRACKING": "ignore_errors",
+                    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+                    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                    "HOME": "{workdir}/.."
+                }
+            },
+            "expect": {"exit_reason": "finished"},
+            "scorers": [{"kind": "command", "command": ["sh", "-c", "grep -qx hello hello.txt"]}]
+        }])
+    };
+    let (dir, path) = suite(task("Write hello into hello.txt."));
+    let recorded = dir.path().join("recorded");
+    let output = eval(
+        &[path.to_str().unwrap(), "--jobs", "2", "--repeat", "2"],
+        &recorded,
+    );
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let rows_recorded = rows(&recorded);
+    let commands = |out: &Path, row: &Value| -> Vec<String> {
+        run_events(out, row)
+            .iter()
+            .filter(|e| e["event_type"] == "model_action")
+            .map(|e| e["arguments"]["command"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    for row in &rows_recorded {
+        assert_eq!(row["exit_reason"], "finished", "{row}");
+        assert_eq!(row["expectation"], "met", "{row}");
+        assert_eq!(
+            commands(&recorded, row),
+            [
+                "echo hello > hello.txt",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+            ]
+        );
+    }
+    assert_eq!(upstream.seen().len(), 4);
+    drop(upstream);
+
+    let replayed = dir.path().join("replayed");
+    let output = eval(
+        &[
+            path.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--repeat",
+            "2",
+            "--replay-models",
+            recorded.to_str().unwrap(),
+        ],
+        &replayed,
+    );
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    for (before, after) in rows_recorded.iter().zip(rows(&replayed)) {
+        assert_eq!(after["exit_reason"], "finished", "{after}");
+        assert_eq!(after["expectation"], "met", "{after}");
+        assert_eq!(commands(&replayed, &after), commands(&recorded, before));
+        assert_eq!(
+            trajectory(&run_events(&replayed, &after)),
+            trajectory(&run_events(&recorded, before))
+        );
+    }
+}
