@@ -791,11 +791,16 @@ fn finish(
     started: Instant,
 ) -> TaskResult {
     let task = run.task;
+    // An agent task's run is recorded whole (what a replay needs): its row shows it whole too.
+    let capture = match task.agent {
+        Some(_) => Capture::Full,
+        None => options.capture,
+    };
     let (mut expectation, mut failures) = check(
         &task.expect,
         &result,
         error_kind,
-        options.capture,
+        capture,
         &options.summarizer,
     );
     if let Some(limit) = task.expect.max_gate_rejections
@@ -816,7 +821,7 @@ fn finish(
     if expectation == Verdict::None && !scores.is_empty() {
         expectation = Verdict::Met;
     }
-    let shown = |text: &str| match options.capture {
+    let shown = |text: &str| match capture {
         Capture::Full => text.to_owned(),
         Capture::Summary => options.summarizer.summarize(text),
     };

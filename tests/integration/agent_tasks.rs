@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::mcp::installed;
 use super::proxy_upstream::ScriptedUpstream;
-use super::support::{read_events, stderr, stdout};
+use super::support::{closed_validator, read_events, schema_problems, stderr, stdout};
 
 const KEY_VAR: &str = "AGENT_TASKS_TEST_KEY";
 const KEY: &str = "sk-agent-tasks-secret-0123456789";
@@ -188,6 +188,20 @@ fn an_sdk_agent_is_recorded_then_replayed_offline_and_never_sees_the_key() {
         assert!(!env.to_string().contains(KEY), "{env}");
     }
     assert_eq!(files_containing(&recorded, KEY), Vec::<PathBuf>::new());
+    // What was written is what the schemas declare, closed.
+    let event_schema = closed_validator("trace-event.schema.json");
+    let results_schema = closed_validator("results.schema.json");
+    let mut problems = Vec::new();
+    for row in &rows_recorded {
+        for event in run_events(&recorded, row) {
+            problems.extend(schema_problems(&event_schema, &event, "trace"));
+        }
+    }
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(recorded.join("results.json")).unwrap())
+            .unwrap();
+    problems.extend(schema_problems(&results_schema, &results, "results.json"));
+    assert_eq!(problems, Vec::<String>::new());
 
     // Offline: the upstream is gone; the key's variable is still named by the suite (so set,
     // to anything), and nothing goes upstream.
@@ -263,11 +277,20 @@ fn a_hanging_agent_is_killed_at_its_timeout_with_its_process_group() {
         }
     }]));
     let out = dir.path().join("out");
-    let output = eval(&[path.to_str().unwrap()], &out);
+    let junit = dir.path().join("junit.xml");
+    let output = eval(
+        &[path.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+        &out,
+    );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let row = &rows(&out)[0];
     assert_eq!(row["exit_reason"], "internal_error", "{row}");
     assert_eq!(row["error_kind"], "agent_timeout", "{row}");
+    let junit = std::fs::read_to_string(junit).unwrap();
+    assert!(
+        junit.contains("<testcase") && junit.contains("agent_timeout"),
+        "{junit}"
+    );
     assert!(
         row["error"].as_str().unwrap().contains("timeout_s (1 s)"),
         "{row}"
@@ -340,40 +363,46 @@ fn an_agent_that_exits_non_zero_before_its_run_ended_is_incomplete_with_its_stat
     );
 }
 
+/// The suite of docs/proxy.md's replay-after-a-code-change workflow, as written, with the
+/// scripted upstream's URL for OpenAI's and the installed `mini` for the bare name.
+fn documented_suite(dir: &Path, url: &str, mini: &Path) -> PathBuf {
+    let block = super::support::doc_blocks("proxy.md", "json")
+        .into_iter()
+        .find(|block| block.contains("\"agent\""))
+        .expect("docs/proxy.md has the agent suite");
+    let mini = serde_json::to_string(mini.to_str().unwrap()).unwrap();
+    let text = block
+        .replace("https://api.openai.com/v1", &format!("{url}/v1"))
+        .replace("[\"mini\",", &format!("[{mini},"));
+    let path = dir.join("hello.json");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 #[test]
-fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
+fn mini_swe_agent_runs_the_documented_suite_recorded_then_replayed() {
     let Some(mini) = installed("LOOPTRACE_TEST_MINI", "mini-swe-agent task test") else {
         return;
     };
     let upstream = ScriptedUpstream::start();
-    let url = upstream.url.clone();
-    let task = |prompt: &str| {
-        json!([{
-            "id": "hello",
-            "prompt": prompt,
-            "model": chat_model(&url, "gpt-4o-mini"),
-            "agent": {
-                "command": [mini, "-m", "openai/{model}", "-t", "{prompt}", "-y", "--exit-immediately",
-                    "-o", "{workdir}/../{run_id}.traj.json"],
-                "timeout_s": 300,
-                "env": {
-                    "MSWEA_CONFIGURED": "true",
-                    "MSWEA_COST_TRACKING": "ignore_errors",
-                    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
-                    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                    "HOME": "{workdir}/.."
-                }
-            },
-            "expect": {"exit_reason": "finished"},
-            "scorers": [{"kind": "command", "command": ["sh", "-c", "grep -qx hello hello.txt"]}]
-        }])
+    let dir = tempfile::tempdir().unwrap();
+    let path = documented_suite(dir.path(), &upstream.url, &mini);
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let eval = |args: &[&str], out: &Path| {
+        super::support::looptrace()
+            .arg("eval")
+            .arg(&path)
+            .args(args)
+            .arg("--out")
+            .arg(out)
+            .env("OPENAI_API_KEY", KEY)
+            .env("HOME", &home)
+            .output()
+            .unwrap()
     };
-    let (dir, path) = suite(task("Write hello into hello.txt."));
     let recorded = dir.path().join("recorded");
-    let output = eval(
-        &[path.to_str().unwrap(), "--jobs", "2", "--repeat", "2"],
-        &recorded,
-    );
+    let output = eval(&["--jobs", "2", "--repeat", "2"], &recorded);
     assert!(
         output.status.success(),
         "{}{}",
@@ -381,6 +410,7 @@ fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
         stderr(&output)
     );
     let rows_recorded = rows(&recorded);
+    assert_eq!(rows_recorded.len(), 2);
     let commands = |out: &Path, row: &Value| -> Vec<String> {
         run_events(out, row)
             .iter()
@@ -389,6 +419,7 @@ fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
             .collect()
     };
     for row in &rows_recorded {
+        assert_eq!(row["model"], "small", "{row}");
         assert_eq!(row["exit_reason"], "finished", "{row}");
         assert_eq!(row["expectation"], "met", "{row}");
         assert_eq!(
@@ -399,22 +430,25 @@ fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
             ]
         );
     }
-    assert_eq!(upstream.seen().len(), 4);
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 4);
+    assert!(seen.iter().all(|s| {
+        s.headers
+            .contains(&("authorization".to_owned(), format!("Bearer {KEY}")))
+    }));
+    assert_eq!(files_containing(&recorded, KEY), Vec::<PathBuf>::new());
     drop(upstream);
 
     let replayed = dir.path().join("replayed");
-    let output = eval(
-        &[
-            path.to_str().unwrap(),
-            "--jobs",
-            "2",
-            "--repeat",
-            "2",
-            "--replay-models",
-            recorded.to_str().unwrap(),
-        ],
-        &replayed,
-    );
+    let replay = [
+        "--jobs",
+        "2",
+        "--repeat",
+        "2",
+        "--replay-models",
+        recorded.to_str().unwrap(),
+    ];
+    let output = eval(&replay, &replayed);
     assert!(
         output.status.success(),
         "{}{}",
@@ -430,4 +464,76 @@ fn mini_swe_agent_runs_as_a_suite_task_recorded_then_replayed() {
             trajectory(&run_events(&recorded, before))
         );
     }
+
+    // The agent now asks something new: the prompt changed.
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("Write hello into", "Write hello, world into"),
+    )
+    .unwrap();
+    let changed = dir.path().join("changed");
+    let output = eval(&replay, &changed);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    for row in rows(&changed) {
+        assert_eq!(row["error_kind"], "replay_miss", "{row}");
+        let error = row["error"].as_str().unwrap();
+        assert!(
+            error.contains("first differs at $.messages[1].content")
+                && error.contains("hello, world"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_suite_s_agent_mistakes_are_each_named_and_nothing_runs() {
+    let (dir, path) = suite(json!([
+        {"id": "a", "prompt": "p", "model": chat_model("http://127.0.0.1:9", "m"),
+         "agent": {"command": ["sh", "-c", "{promt}"], "env": {"OPENAI_API_KEY": "x"},
+                   "pass_env": ["LOOPTRACE_HASH_KEY"], "ignore": ["metadata"]}},
+        {"id": "b", "prompt": "p", "model": {"responses": ["{}"]},
+         "agent": {"command": ["true"]}},
+        {"id": "c", "prompt": "p", "model": chat_model("http://127.0.0.1:9", "m"),
+         "finish_gate": {"command": ["true"]}, "agent": {"command": ["true"]}},
+        {"id": "d", "prompt": "p", "model": chat_model("http://127.0.0.1:9", "m"),
+         "agent": {"command": [], "timeout_s": 0}}
+    ]));
+    let out = dir.path().join("out");
+    let output = eval(&[path.to_str().unwrap()], &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    for expected in [
+        "$.tasks[0].agent.command[2]: unknown placeholder `{promt}`",
+        "$.tasks[0].agent.env.OPENAI_API_KEY: `OPENAI_API_KEY` is set by looptrace",
+        "$.tasks[0].agent.pass_env[0]: `LOOPTRACE_HASH_KEY` holds a secret",
+        "$.tasks[0].agent.ignore[0]",
+        "$.tasks[1].model: an agent task's model is the live model its agent calls",
+        "$.tasks[2].finish_gate: an agent task takes no finish gate",
+        "$.tasks[3].agent.command",
+        "$.tasks[3].agent.timeout_s",
+    ] {
+        assert!(message.contains(expected), "{expected} not in:\n{message}");
+    }
+    assert!(!out.exists(), "nothing is written for a bad suite");
+
+    let (dir, path) = suite(json!([
+        {"id": "a", "prompt": "p", "model": chat_model("http://127.0.0.1:9", "m"),
+         "agent": {"command": ["true"]}}
+    ]));
+    let missing = dir.path().join("nowhere");
+    let output = eval(
+        &[
+            path.to_str().unwrap(),
+            "--replay-models",
+            missing.to_str().unwrap(),
+        ],
+        &dir.path().join("out"),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--replay-models"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -15,8 +15,7 @@ use crate::proxy::IgnoredPath;
 /// How long an agent may run when its task says not.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The key every agent is given in place of the real one, which only the proxy holds.
-pub const PLACEHOLDER_KEY: &str = "looptrace-placeholder-key";
+use crate::secrets::PLACEHOLDER_KEY;
 
 /// The variables looptrace sets for every agent: the base URLs the common SDKs and litellm read,
 /// their keys (the placeholder), and where the run is.

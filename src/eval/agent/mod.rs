@@ -17,7 +17,7 @@ mod recordings;
 mod trace;
 
 pub use attempt::{AttemptOutcome, AttemptSpec, run_attempt};
-pub use command::{AgentCommand, DEFAULT_TIMEOUT, PLACEHOLDER_KEY, SET_VARS};
+pub use command::{AgentCommand, DEFAULT_TIMEOUT, SET_VARS};
 pub use ending::{CommandEnd, Verdict, judge};
 pub use facts::RunFacts;
 pub use options::AgentOptions;
