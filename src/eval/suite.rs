@@ -6,6 +6,7 @@
 //! that stay inside the suite's folder and can be read) is checked by hand. Every problem is
 //! collected before any task runs. `docs/suite-format.md` is the reference.
 
+mod agent;
 mod dataset;
 mod read;
 mod resolve;
@@ -41,7 +42,6 @@ use crate::run::ExitReason;
 use crate::tools::ToolsFile;
 use crate::trace::Capture;
 
-pub use self::spec::AgentSpec;
 pub use self::tasks::{Selected, SuiteTasks, TaskEntry, TaskSource};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.

@@ -1,11 +1,11 @@
-//! An agent task's command, checked: its program and arguments (placeholders known), its
-//! timeout, the variables it is given, and the request parts a replay ignores. Also the
+//! An agent task's command, checked (by the suite's loader, `eval/suite/agent.rs`): its program
+//! and arguments, its timeout, the variables it is given, and the request parts a replay
+//! ignores. Also the
 //! environment it runs with: an allow-list read from looptrace's own (never a secret variable),
 //! the suite's fixed variables, and the proxy's base URLs with a placeholder key, so that the
 //! real key stays with the proxy.
 
 use std::ffi::OsString;
-use std::path::Path;
 use std::time::Duration;
 
 use super::placeholders::{self, Values};
@@ -45,70 +45,7 @@ pub struct AgentCommand {
     pub ignore: Vec<IgnoredPath>,
 }
 
-/// `(JSON path, what is wrong)`.
-type Problem = (String, String);
-
 impl AgentCommand {
-    /// Checks `spec` (at `path`, `$.tasks[3].agent`): placeholders known, no variable that
-    /// holds a secret or that looptrace sets itself, ignore paths that parse. A program named by
-    /// a relative path (`./agent.py`, `bin/agent`) is the suite folder's (`base`); a bare name is
-    /// looked up on `PATH`.
-    pub fn from_spec(
-        spec: crate::eval::suite::AgentSpec,
-        path: &str,
-        base: &Path,
-    ) -> Result<AgentCommand, Vec<Problem>> {
-        let mut problems = Vec::new();
-        for (i, arg) in spec.command.iter().enumerate() {
-            if let Err(message) = placeholders::check(arg) {
-                problems.push((format!("{path}.command[{i}]"), message));
-            }
-        }
-        let env: Vec<(String, String)> = spec.env.unwrap_or_default().into_iter().collect();
-        for (name, value) in &env {
-            let at = format!("{path}.env.{name}");
-            if let Err(message) = placeholders::check(value) {
-                problems.push((at.clone(), message));
-            }
-            if let Some(message) = refused_name(name) {
-                problems.push((at, message));
-            }
-        }
-        let pass_env = spec.pass_env.unwrap_or_default();
-        for (i, name) in pass_env.iter().enumerate() {
-            if let Some(message) = refused_name(name) {
-                problems.push((format!("{path}.pass_env[{i}]"), message));
-            }
-        }
-        let mut ignore = Vec::new();
-        for (i, text) in spec.ignore.unwrap_or_default().iter().enumerate() {
-            match IgnoredPath::parse(text) {
-                Ok(parsed) => ignore.push(parsed),
-                Err(message) => problems.push((format!("{path}.ignore[{i}]"), message)),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let mut command = spec.command;
-        if let Some(program) = command.first_mut()
-            && program.contains('/')
-            && !program.contains('{')
-            && Path::new(program.as_str()).is_relative()
-        {
-            *program = base.join(program.as_str()).display().to_string();
-        }
-        Ok(AgentCommand {
-            command,
-            timeout: spec
-                .timeout_s
-                .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs_f64(s.min(1e9))),
-            env,
-            pass_env,
-            ignore,
-        })
-    }
-
     /// The program and its arguments, filled.
     pub fn argv(&self, values: &Values) -> Vec<String> {
         self.command
@@ -144,8 +81,9 @@ impl AgentCommand {
     }
 }
 
-/// Why an agent may not be given the variable `name`, if it may not.
-fn refused_name(name: &str) -> Option<String> {
+/// Why an agent may not be given the variable `name`, if it may not: it holds a secret, or
+/// looptrace sets it.
+pub fn refused_name(name: &str) -> Option<String> {
     if name == crate::secrets::HASH_KEY_VAR || crate::secrets::is_forbidden_var(name) {
         return Some(format!(
             "`{name}` holds a secret: an agent gets a placeholder key, and the proxy sends the real one upstream"
@@ -159,20 +97,16 @@ fn refused_name(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::suite::AgentSpec;
-
-    fn spec(json: serde_json::Value) -> AgentSpec {
-        serde_json::from_value(json).unwrap()
-    }
 
     #[test]
     fn the_environment_points_at_the_proxy_with_a_placeholder_key() {
-        let command = AgentCommand::from_spec(
-            spec(serde_json::json!({"command": ["mini", "-t", "{prompt}"], "env": {"MODE": "{model}"}})),
-            "$.tasks[0].agent",
-            Path::new("."),
-        )
-        .unwrap();
+        let command = AgentCommand {
+            command: vec!["mini".to_owned(), "-t".to_owned(), "{prompt}".to_owned()],
+            timeout: DEFAULT_TIMEOUT,
+            env: vec![("MODE".to_owned(), "{model}".to_owned())],
+            pass_env: Vec::new(),
+            ignore: Vec::new(),
+        };
         let values = Values {
             prompt: "do it".to_owned(),
             model: "gpt-x".to_owned(),
@@ -197,31 +131,11 @@ mod tests {
         );
         assert_eq!(get("OPENAI_API_KEY").as_deref(), Some(PLACEHOLDER_KEY));
         assert_eq!(get("MODE").as_deref(), Some("gpt-x"));
-        assert_eq!(command.timeout, DEFAULT_TIMEOUT);
-    }
-
-    #[test]
-    fn secrets_and_looptrace_s_own_variables_are_refused_by_path() {
-        let problems = AgentCommand::from_spec(
-            spec(serde_json::json!({
-                "command": ["a", "{nope}"],
-                "env": {"OPENAI_API_KEY": "x"},
-                "pass_env": ["LOOPTRACE_HASH_KEY"],
-                "ignore": ["no-dollar"]
-            })),
-            "$.tasks[0].agent",
-            Path::new("."),
-        )
-        .unwrap_err();
-        let paths: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(
-            paths,
-            [
-                "$.tasks[0].agent.command[1]",
-                "$.tasks[0].agent.env.OPENAI_API_KEY",
-                "$.tasks[0].agent.pass_env[0]",
-                "$.tasks[0].agent.ignore[0]"
-            ]
+        let anthropic = command.environment(Api::AnthropicMessages, &values);
+        assert!(
+            anthropic
+                .iter()
+                .any(|(k, v)| k == "OPENAI_BASE_URL" && v == "http://127.0.0.1:9/v1")
         );
     }
 }

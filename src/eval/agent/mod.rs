@@ -17,10 +17,10 @@ mod recordings;
 mod trace;
 
 pub use attempt::{AttemptOutcome, AttemptSpec, run_attempt};
-pub use command::{AgentCommand, DEFAULT_TIMEOUT, SET_VARS};
+pub use command::{AgentCommand, DEFAULT_TIMEOUT, SET_VARS, refused_name};
 pub use ending::{CommandEnd, Verdict, judge};
 pub use facts::RunFacts;
 pub use options::AgentOptions;
-pub use placeholders::{NAMES as PLACEHOLDERS, Values};
+pub use placeholders::{NAMES as PLACEHOLDERS, Values, check as check_placeholders};
 pub use recordings::ModelRecordings;
 pub use trace::{RunLabel, write_ending};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use super::agent::agent_command;
 use super::spec::{
     ActionKind, ActionSpec, ChatSpec, DefaultsSpec, ExpectSpec, FinishGateSpec, ModelSpec, TaskSpec,
 };
@@ -86,7 +87,7 @@ impl Context {
         let agent = defaults.agent.take();
         let mut context = Context::plain(base_dir, defaults);
         if let Some(spec) = agent {
-            match AgentCommand::from_spec(spec, "$.defaults.agent", &context.base()) {
+            match agent_command(spec, "$.defaults.agent", &context.base()) {
                 Ok(agent) => context.agent = Some(Arc::new(agent)),
                 Err(found) => problems.extend(found),
             }
@@ -323,11 +324,7 @@ impl Context {
         gated: bool,
     ) -> Result<Option<Arc<AgentCommand>>, Vec<Problem>> {
         let agent = match spec {
-            Some(spec) => Arc::new(AgentCommand::from_spec(
-                spec,
-                &format!("{path}.agent"),
-                &self.base(),
-            )?),
+            Some(spec) => Arc::new(agent_command(spec, &format!("{path}.agent"), &self.base())?),
             None => match &self.agent {
                 Some(agent) => Arc::clone(agent),
                 None => return Ok(None),
