@@ -5,7 +5,7 @@
 //! agent's exit status, its timeout, the scores). No signal handler is installed: the caller
 //! owns the process's signals.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -108,6 +108,8 @@ impl RunProxy {
     /// Stops serving (calls in flight get up to [`super::DRAIN`]) and hands the run back.
     pub fn finish(self) -> RunRecord {
         self.stop.store(true, Ordering::SeqCst);
+        // The accept loop sees the flag with its next connection: this one.
+        let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
         let Ok(shared) = self.serving.join() else {
             return RunRecord {
                 run: None,

@@ -245,7 +245,9 @@ impl Proxy {
     pub fn serve(self) -> Result<ProxySummary, ProxyError> {
         let address = self.local_addr().map_err(ProxyError::Signals)?;
         watch_signals(Arc::clone(&self.shared.stop), address)?;
+        let waker = spawn_waker(Arc::clone(&self.shared.stop), address);
         let shared = self.accept_until_stopped();
+        let _ = waker.join();
         let mut state = lock(&shared.state);
         state.runs.end_all();
         if let Some(error) = state.runs.write_error() {
@@ -254,13 +256,10 @@ impl Proxy {
         Ok(state.summary)
     }
 
-    /// Serves until the stop flag is raised, then lets the calls in flight finish (up to
-    /// [`DRAIN`]); the runs are left open.
+    /// Serves until the stop flag is raised and the accept is woken (a connection to the
+    /// proxy's own address), then lets the calls in flight finish (up to [`DRAIN`]); the runs are
+    /// left open.
     pub(super) fn accept_until_stopped(self) -> Arc<Shared> {
-        let Ok(address) = self.local_addr() else {
-            return self.shared;
-        };
-        let waker = spawn_waker(Arc::clone(&self.shared.stop), address);
         let idle = self
             .shared
             .config
@@ -283,7 +282,6 @@ impl Proxy {
         while connections.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = waker.join();
         if let Some(idle) = idle {
             let _ = idle.join();
         }
