@@ -263,14 +263,23 @@ fn a_hanging_agent_is_killed_at_its_timeout_with_its_process_group() {
     }]));
     let out = dir.path().join("out");
     let junit = dir.path().join("junit.xml");
+    let html = dir.path().join("report.html");
     let output = eval(
-        &[path.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+        &[
+            path.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
         &out,
     );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let row = &rows(&out)[0];
     assert_eq!(row["exit_reason"], "internal_error", "{row}");
     assert_eq!(row["error_kind"], "agent_timeout", "{row}");
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("hang") && html.contains("internal_error"));
     let junit = std::fs::read_to_string(junit).unwrap();
     assert!(
         junit.contains("<testcase") && junit.contains("agent_timeout"),
