@@ -423,25 +423,10 @@ fn run_agent_task(
             return before_start(message, crate::tools::WORKDIR_FAILED);
         }
     };
-    let replay = match agents.replay {
-        Some(recordings) => {
-            match recordings.for_row(
-                task.id.as_str(),
-                task.model_label(),
-                run.repeat,
-                &agent.ignore,
-            ) {
-                Ok(found) => Some(found),
-                Err(message) => return before_start(message, "not_replayable"),
-            }
-        }
-        None => None,
-    };
-    // Offline, no key is needed: nothing goes upstream.
-    let api_key = match (&replay, api_key_from_env(api_key_env.as_deref())) {
-        (Some(_), _) => None,
-        (None, Ok(key)) => key,
-        (None, Err(message)) => return before_start(message, "auth_failed"),
+    let row = (task.id.as_str(), task.model_label(), run.repeat);
+    let (replay, api_key) = match agents.answers(row, &agent.ignore, api_key_env.as_deref()) {
+        Ok(answers) => answers,
+        Err((message, kind)) => return before_start(message, kind),
     };
     let sink = match &options.traces {
         Some(target) => match open_trace(target, run, options) {
