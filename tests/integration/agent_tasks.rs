@@ -335,7 +335,8 @@ fn an_agent_that_exits_non_zero_before_its_run_ended_is_incomplete_with_its_stat
         "agent": {"command": [python, agent, "{prompt}", "{model}"], "env": {"AGENT_EXIT": "3"}}
     }]));
     let out = dir.path().join("out");
-    let output = eval(&[path.to_str().unwrap()], &out);
+    // One trace file for every run: the proxy writes through the evaluation's shared writer.
+    let output = eval(&[path.to_str().unwrap(), "--trace-layout", "single"], &out);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let row = &rows(&out)[0];
     assert_eq!(row["error_kind"], "agent_exit", "{row}");
