@@ -838,8 +838,8 @@ fn show_json_is_each_event_as_serde_writes_it() {
     ];
     let mut expected = String::new();
     for name in files {
-        let stream = looptrace::trace::RunStream::open(&sample(name), ReadOptions::default())
-            .unwrap();
+        let stream =
+            looptrace::trace::RunStream::open(&sample(name), ReadOptions::default()).unwrap();
         for streamed in stream {
             for (_, event) in &streamed.unwrap().run.events {
                 expected.push_str(&serde_json::to_string(event).unwrap());
