@@ -169,7 +169,7 @@ impl EvalPlan {
         };
         observer.finished();
         ran.map_err(EvalError::Internal)?;
-        let collected = collected
+        let mut collected = collected
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
         let rows_written = collected.totals.tasks;
@@ -224,12 +224,9 @@ impl EvalPlan {
         // A plain evaluation's view is its own rows, copied from its log as they are; the others
         // fold their rows over their parents'.
         let results = if kind == RunKind::Eval {
-            let offsets: Vec<u64> = collected
-                .offsets
-                .iter()
-                .copied()
-                .filter(|&o| o != NO_OFFSET)
-                .collect();
+            // In place: a second list would hold every row's place twice.
+            let mut offsets = std::mem::take(&mut collected.offsets);
+            offsets.retain(|&o| o != NO_OFFSET);
             let streamed = ResultsFile {
                 format: RESULTS_FORMAT.to_owned(),
                 looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),

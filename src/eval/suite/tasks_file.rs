@@ -330,8 +330,9 @@ impl TasksFile {
         let mut problems = Vec::new();
         let mut marks = Vec::new();
         let mut entries = TaskEntries::default();
-        // Ids are checked for repeats by their hashes, which take 8 bytes a task until the
-        // check ends; a hash met twice is looked at again by its ids.
+        // Ids are checked for repeats by their hashes, which take 4 bytes a task until the
+        // check ends; a hash met twice (a repeated id, or now and then two ids alike in 32
+        // bits) is looked at again by its ids.
         let mut hashes = Vec::new();
         let mut key_vars: Vec<String> = Vec::new();
         let mut read_files = Vec::new();
@@ -393,9 +394,9 @@ impl TasksFile {
     }
 
     /// A problem for each task whose id an earlier task has (`hashes`: each task's id hashed).
-    fn repeated_ids(&self, entries: &TaskEntries, mut hashes: Vec<u64>) -> Vec<Problem> {
+    fn repeated_ids(&self, entries: &TaskEntries, mut hashes: Vec<u32>) -> Vec<Problem> {
         hashes.sort_unstable();
-        let twice: HashSet<u64> = hashes
+        let twice: HashSet<u32> = hashes
             .windows(2)
             .filter(|pair| pair[0] == pair[1])
             .map(|pair| pair[0])
@@ -590,10 +591,10 @@ impl TasksFile {
 }
 
 /// An id's hash, for finding ids given twice.
-fn hash_of(id: &str) -> u64 {
+fn hash_of(id: &str) -> u32 {
     let mut hasher = DefaultHasher::new();
     id.hash(&mut hasher);
-    hasher.finish()
+    (hasher.finish() >> 32) as u32
 }
 
 /// The records of `file` from its start (past a CSV file's header row). It moves the file's
