@@ -18,6 +18,7 @@ use super::paths::{
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
 use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
+use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
     Attempt, Attempts, Epochs, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult,
@@ -61,6 +62,8 @@ pub struct EvalPlan {
     pub(super) stop: Arc<AtomicBool>,
     /// Set when there is nothing to run: the results that stand, and their verdict.
     pub(super) nothing: Option<(ResultsFile, EvalVerdict)>,
+    /// `--replay-models`: the earlier runs agent tasks replay.
+    pub(super) agent_replay: Option<ModelRecordings>,
     /// The output folder's lock (an in-place rerun's since it began), and the read locks of the
     /// folders a rerun reads; the outcome holds them on, so no other evaluation or `gc` changes
     /// the folder while the caller still reads it.
@@ -102,6 +105,7 @@ impl EvalPlan {
             (tools.and_then(|t| t.join().ok()), loaded)
         });
         let (suite, inputs) = loaded?;
+        let agent_replay = agent_replay(&request)?;
         // The header records the models run, which a resume of this run applies again.
         request.models = models_used;
         let tools = tools.unwrap_or_else(ToolRegistry::builtin);
@@ -172,6 +176,7 @@ impl EvalPlan {
             notices,
             stop: Arc::new(AtomicBool::new(false)),
             nothing: None,
+            agent_replay,
             locks: (rerun_lock, reading),
         };
         if plan.choose_tasks()? {
@@ -560,6 +565,18 @@ impl Attempts for Planned {
 
 /// The suite (with `--capture` and `--tools-file` applied) and every file it reads (for the
 /// output-path checks).
+/// `--replay-models RESULTS`, read: the earlier results whose runs agent tasks replay.
+fn agent_replay(request: &EvalRequest) -> Result<Option<ModelRecordings>, EvalError> {
+    request
+        .replay_models
+        .as_deref()
+        .map(|path| {
+            ModelRecordings::read(path)
+                .map_err(|message| EvalError::usage("--replay-models", message))
+        })
+        .transpose()
+}
+
 fn load(
     request: &EvalRequest,
     notices: &mut Vec<Notice>,

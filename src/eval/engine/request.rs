@@ -77,6 +77,8 @@ pub struct EvalRequest {
     pub summary_only: bool,
     /// `--api-key-env VAR`: the key of every model given as `API:MODEL@BASE_URL`.
     pub api_key_env: Option<String>,
+    /// `--replay-models RESULTS`: agent tasks' model calls answered from these results' runs.
+    pub replay_models: Option<PathBuf>,
 }
 
 impl EvalRequest {
@@ -123,6 +125,7 @@ impl EvalRequest {
             models: Vec::new(),
             summary_only: false,
             api_key_env: None,
+            replay_models: None,
         }
     }
 }
