@@ -24,7 +24,7 @@ pub(crate) const RUN_FINISHED_WITHOUT_EXIT_REASON: &str = "run_finished without 
 pub(crate) struct Wire<'a> {
     pub(crate) run_id: Cow<'a, str>,
     pub(crate) step: u64,
-    pub(crate) event_type: Tag<'a>,
+    pub(crate) event_type: Cow<'a, str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     schema: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,98 +133,6 @@ pub(crate) struct Wire<'a> {
     stream_chunks: Option<Cow<'a, [u64]>>,
 }
 
-/// The `event_type` of a line; names this version does not know are kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Tag<'a> {
-    RunStarted,
-    ModelAction,
-    Observation,
-    ModelFeedback,
-    FinishGate,
-    ModelRetry,
-    ScorerCall,
-    RunFinished,
-    InternalError,
-    Other(Cow<'a, str>),
-}
-
-impl Tag<'_> {
-    fn from_name(name: Cow<'_, str>) -> Tag<'_> {
-        match &*name {
-            "run_started" => Tag::RunStarted,
-            "model_action" => Tag::ModelAction,
-            "observation" => Tag::Observation,
-            "model_feedback" => Tag::ModelFeedback,
-            "finish_gate" => Tag::FinishGate,
-            "model_retry" => Tag::ModelRetry,
-            "scorer_call" => Tag::ScorerCall,
-            "run_finished" => Tag::RunFinished,
-            "internal_error" => Tag::InternalError,
-            _ => Tag::Other(name),
-        }
-    }
-
-    fn of(kind: &EventKind) -> Tag<'_> {
-        match kind {
-            EventKind::RunStarted(_) => Tag::RunStarted,
-            EventKind::ModelAction(_) => Tag::ModelAction,
-            EventKind::Observation(_) => Tag::Observation,
-            EventKind::ModelFeedback(_) => Tag::ModelFeedback,
-            EventKind::FinishGate(_) => Tag::FinishGate,
-            EventKind::ModelRetry(_) => Tag::ModelRetry,
-            EventKind::ScorerCall(_) => Tag::ScorerCall,
-            EventKind::RunFinished(_) => Tag::RunFinished,
-            EventKind::InternalError(_) => Tag::InternalError,
-            EventKind::Unknown { event_type, .. } => Tag::Other(Cow::Borrowed(event_type)),
-        }
-    }
-}
-
-impl Serialize for Tag<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let name = match self {
-            Tag::Other(name) => name,
-            known => known.known_name(),
-        };
-        serializer.serialize_str(name)
-    }
-}
-
-impl Tag<'_> {
-    fn known_name(&self) -> &'static str {
-        match self {
-            Tag::RunStarted => "run_started",
-            Tag::ModelAction => "model_action",
-            Tag::Observation => "observation",
-            Tag::ModelFeedback => "model_feedback",
-            Tag::FinishGate => "finish_gate",
-            Tag::ModelRetry => "model_retry",
-            Tag::ScorerCall => "scorer_call",
-            Tag::RunFinished => "run_finished",
-            Tag::InternalError => "internal_error",
-            Tag::Other(_) => "",
-        }
-    }
-}
-
-impl<'de, 'a> Deserialize<'de> for Tag<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = Cow::<'de, str>::deserialize(deserializer)?;
-        Ok(match Tag::from_name(name) {
-            Tag::Other(name) => Tag::Other(Cow::Owned(name.into_owned())),
-            Tag::RunStarted => Tag::RunStarted,
-            Tag::ModelAction => Tag::ModelAction,
-            Tag::Observation => Tag::Observation,
-            Tag::ModelFeedback => Tag::ModelFeedback,
-            Tag::FinishGate => Tag::FinishGate,
-            Tag::ModelRetry => Tag::ModelRetry,
-            Tag::ScorerCall => Tag::ScorerCall,
-            Tag::RunFinished => Tag::RunFinished,
-            Tag::InternalError => Tag::InternalError,
-        })
-    }
-}
-
 /// Reads `arguments` from their own text, so that their nesting is counted from the arguments
 /// (not from the line) and a number too large for an `f64` leaves them absent instead of
 /// making the line malformed.
@@ -257,11 +165,11 @@ fn own<T: ToOwned + ?Sized>(value: Option<Cow<'_, T>>) -> Option<T::Owned> {
 
 impl<'a> Wire<'a> {
     /// A line with only the fields every line has.
-    fn bare(run_id: &'a str, step: u64, event_type: Tag<'a>) -> Wire<'a> {
+    fn bare(run_id: &'a str, step: u64, event_type: &'a str) -> Wire<'a> {
         Wire {
             run_id: Cow::Borrowed(run_id),
             step,
-            event_type,
+            event_type: Cow::Borrowed(event_type),
             schema: None,
             capture: None,
             hash: None,
@@ -318,7 +226,7 @@ impl<'a> Wire<'a> {
 
     /// The line of `event`, borrowing its values.
     pub(crate) fn of(event: &'a Event) -> Result<Wire<'a>, serde_json::Error> {
-        let mut w = Wire::bare(&event.run_id, event.step, Tag::of(&event.kind));
+        let mut w = Wire::bare(&event.run_id, event.step, event.kind.name());
         match &event.kind {
             EventKind::RunStarted(e) => {
                 w.schema = lend(&e.schema);
@@ -459,8 +367,8 @@ impl TryFrom<Wire<'_>> for Event {
 
     /// The event of a line; fields its type does not have are dropped.
     fn try_from(mut w: Wire<'_>) -> Result<Event, &'static str> {
-        let kind = match w.event_type {
-            Tag::RunStarted => EventKind::RunStarted(RunStarted {
+        let kind = match &*w.event_type {
+            "run_started" => EventKind::RunStarted(RunStarted {
                 schema: own(w.schema.take()),
                 capture: w.capture,
                 hash: w.hash,
@@ -478,7 +386,7 @@ impl TryFrom<Wire<'_>> for Event {
                 workdir_hash: own(w.workdir_hash.take()),
                 tool_errors_recorded: w.tool_errors_recorded,
             }),
-            Tag::ModelAction => EventKind::ModelAction(ModelAction {
+            "model_action" => EventKind::ModelAction(ModelAction {
                 action_type: own(w.action_type.take()),
                 tool_name: own(w.tool_name.take()),
                 argument_keys: own(w.argument_keys.take()),
@@ -490,7 +398,7 @@ impl TryFrom<Wire<'_>> for Event {
                 call_id: own(w.call_id.take()),
                 call: w.take_call(),
             }),
-            Tag::Observation => EventKind::Observation(Observation {
+            "observation" => EventKind::Observation(Observation {
                 tool_name: own(w.tool_name.take()),
                 output: own(w.output.take()),
                 is_error: w.is_error,
@@ -501,7 +409,7 @@ impl TryFrom<Wire<'_>> for Event {
                 duration_ms: w.duration_ms,
                 call_id: own(w.call_id.take()),
             }),
-            Tag::ModelFeedback => EventKind::ModelFeedback(ModelFeedback {
+            "model_feedback" => EventKind::ModelFeedback(ModelFeedback {
                 output: own(w.output.take()),
                 is_error: w.is_error,
                 error_kind: own(w.error_kind.take()),
@@ -511,13 +419,13 @@ impl TryFrom<Wire<'_>> for Event {
                 call_id: own(w.call_id.take()),
                 call: w.take_call(),
             }),
-            Tag::FinishGate => EventKind::FinishGate(FinishGate {
+            "finish_gate" => EventKind::FinishGate(FinishGate {
                 accepted: w.accepted,
                 output: own(w.output.take()),
                 content: own(w.content.take()),
                 duration_ms: w.duration_ms,
             }),
-            Tag::ModelRetry => EventKind::ModelRetry(ModelRetry {
+            "model_retry" => EventKind::ModelRetry(ModelRetry {
                 attempt: w.attempt,
                 error_kind: own(w.error_kind.take()),
                 http_status: w.http_status,
@@ -526,12 +434,12 @@ impl TryFrom<Wire<'_>> for Event {
                 duration_ms: w.duration_ms,
                 call: w.take_call(),
             }),
-            Tag::ScorerCall => EventKind::ScorerCall(ScorerCall {
+            "scorer_call" => EventKind::ScorerCall(ScorerCall {
                 scorer: own(w.scorer.take()),
                 call_id: own(w.call_id.take()),
                 call: w.take_call(),
             }),
-            Tag::RunFinished => EventKind::RunFinished(RunFinished {
+            "run_finished" => EventKind::RunFinished(RunFinished {
                 exit_reason: w.exit_reason.ok_or(RUN_FINISHED_WITHOUT_EXIT_REASON)?,
                 steps_used: w.steps_used,
                 error_kind: own(w.error_kind.take()),
@@ -545,14 +453,14 @@ impl TryFrom<Wire<'_>> for Event {
                 cost_usd: w.cost_usd,
                 duration_ms: w.duration_ms,
             }),
-            Tag::InternalError => EventKind::InternalError(InternalError {
+            "internal_error" => EventKind::InternalError(InternalError {
                 steps_used: w.steps_used,
                 error_kind: own(w.error_kind.take()),
                 error: own(w.error.take()),
                 duration_ms: w.duration_ms,
             }),
-            Tag::Other(ref name) => {
-                let event_type = name.clone().into_owned();
+            other => {
+                let event_type = other.to_owned();
                 let fields = match serde_json::to_value(&w) {
                     Ok(Value::Object(mut fields)) => {
                         for key in ["run_id", "step", "event_type", "ts"] {
