@@ -120,11 +120,15 @@ pub fn run(args: ExportArgs) -> CliResult {
                         .map_err(export_error)?;
                     stream.into_stats().warnings(&input.name)
                 }
-                Source::Stdin => {
-                    let stdin = std::io::stdin().lock();
-                    let reader = TraceReader::new(stdin, "<stdin>", read);
+                // Standard input, a foreign file's imported events, a run store's named runs.
+                other => {
+                    let lines = other.open().map_err(|err| {
+                        CliError::input(format!("failed to read `{}`: {err}", input.name))
+                    })?;
+                    let reader = TraceReader::new(lines, &input.name, read);
                     let mut stream = RunStream::new(reader);
-                    export_stream(&mut stream, "-", &mut ids, &options, out, &mut stats)
+                    let file = if *other == Source::Stdin { "-" } else { &file };
+                    export_stream(&mut stream, file, &mut ids, &options, out, &mut stats)
                         .map_err(export_error)?;
                     stream.into_stats().warnings(&input.name)
                 }

@@ -1,32 +1,27 @@
 //! What `report`, `show` and `export` read when given other agents' files: each input detected
-//! and converted to a temporary trace v1 file (removed when dropped), with the format it came
-//! from, so that every reader reads trace events only.
+//! and its events imported into memory as trace v1 lines, with the format it came from, so that
+//! every reader reads trace events only, and no file is written.
 
 use std::fs;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use looptrace::import::{self, EmitOptions, ImportError, RunIds};
+use looptrace::report::Source;
 use looptrace::trace::{Capture, Summarizer};
 
 use super::CliError;
 use super::import::{import_error, skipped_warning, walk};
 
-/// A foreign file imported to a temporary trace v1 file, removed when dropped.
+/// A foreign file's events, imported into memory as trace lines.
 #[derive(Debug)]
-pub struct TempTrace {
-    /// The temporary trace.
-    pub path: PathBuf,
+pub struct ImportedTrace {
+    /// The trace lines.
+    pub lines: Arc<[u8]>,
     /// The format it was imported from.
     pub format: &'static str,
     /// What its import tolerated.
     pub warnings: Vec<String>,
-}
-
-impl Drop for TempTrace {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
 }
 
 /// What a file given to `report` or `show` is.
@@ -37,7 +32,7 @@ pub enum Detected {
     /// Nothing a probe recognises and not JSON: left to the trace reader to judge.
     Unknown,
     /// A foreign trace, imported.
-    Foreign(TempTrace),
+    Foreign(ImportedTrace),
     /// A well-formed JSON file of no known trace format (a suite, predictions); `event_like`
     /// when its first line has an `event_type` (a trace event missing a field, say).
     NotATrace {
@@ -46,7 +41,7 @@ pub enum Detected {
     },
 }
 
-/// Detects `path` and imports it to a temporary trace when it is of a foreign format.
+/// Detects `path` and imports its events when it is of a foreign format.
 pub fn detect_and_import(
     path: &Path,
     capture: Capture,
@@ -83,39 +78,23 @@ pub fn detect_and_import(
             });
         }
     };
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp_path =
-        std::env::temp_dir().join(format!("looptrace-import-{}-{n}.jsonl", std::process::id()));
-    // The temporary folder is shared: only a file this process creates is written (and later
-    // removed), never one or a link that was already there.
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp_path)
-        .map_err(|err| {
-            CliError::internal(format!("failed to create `{}`: {err}", temp_path.display()))
-        })?;
-    let temp = TempTrace {
-        path: temp_path,
-        format: importer.name(),
-        warnings: Vec::new(),
-    };
-    let mut out = BufWriter::new(file);
     let options = EmitOptions {
         capture,
         summarizer: Summarizer::from_env(),
     };
+    let mut lines = Vec::new();
     let converted =
-        import::convert_leaving_out(path, Some(importer), &options, ids, covered, &mut out)
+        import::convert_leaving_out(path, Some(importer), &options, ids, covered, &mut lines)
             .map_err(import_error)?;
-    out.flush()?;
-    let mut temp = temp;
-    temp.warnings = converted.warnings;
-    Ok(Detected::Foreign(temp))
+    Ok(Detected::Foreign(ImportedTrace {
+        lines: lines.into(),
+        format: importer.name(),
+        warnings: converted.warnings,
+    }))
 }
 
-/// The paths `report` reads after foreign files were imported to temporary traces.
+/// The paths `report` reads, and the sources standing in for some of them: foreign files'
+/// imported events, and the named runs of a run store's trace files.
 #[derive(Debug, Default)]
 pub struct ReportInputs {
     /// What to hand to the report's input collection.
@@ -124,10 +103,16 @@ pub struct ReportInputs {
     pub skipped: Vec<PathBuf>,
     /// What was tolerated: files skipped under `--lenient`, last lines cut short.
     pub warnings: Vec<String>,
-    temps: Vec<(String, TempTrace)>,
+    /// Per path shown: what to read instead, and its format.
+    substitutes: Vec<(String, Source, &'static str)>,
 }
 
 impl ReportInputs {
+    fn import(&mut self, shown: String, imported: ImportedTrace) {
+        self.substitutes
+            .push((shown, Source::Lines(imported.lines), imported.format));
+    }
+
     /// Prints what was tolerated and skipped, as warnings on stderr.
     pub fn warn(&self) {
         for warning in self
@@ -139,9 +124,9 @@ impl ReportInputs {
         }
     }
 
-    /// Points the inputs of foreign files at their imported traces; returns each input's format.
+    /// Points the inputs of foreign files at their imported events (and those of a run store's
+    /// files at their named runs); returns each input's format.
     pub fn substitute(&self, inputs: &mut [looptrace::report::Input]) -> Vec<&'static str> {
-        use looptrace::report::Source;
         inputs
             .iter_mut()
             .map(|input| {
@@ -149,10 +134,10 @@ impl ReportInputs {
                     return "looptrace";
                 };
                 let shown = path.display().to_string();
-                match self.temps.iter().find(|(name, _)| *name == shown) {
-                    Some((_, temp)) => {
-                        input.source = Source::Path(temp.path.clone());
-                        temp.format
+                match self.substitutes.iter().find(|(name, _, _)| *name == shown) {
+                    Some((_, source, format)) => {
+                        input.source = source.clone();
+                        format
                     }
                     None => "looptrace",
                 }
@@ -187,7 +172,7 @@ pub fn inputs_with_capture(
     all_runs: bool,
 ) -> Result<ReportInputs, CliError> {
     // An eval output folder stands for the traces its view names.
-    let (paths, view_copies) = super::run_store_inputs::expand(paths, all_runs)?;
+    let (paths, view_runs) = super::run_store_inputs::expand(paths, all_runs)?;
     let paths = &paths;
     // Every file to detect: its path, the name shown, and whether a folder walk found it.
     let mut probed: Vec<(PathBuf, String, bool)> = Vec::new();
@@ -254,13 +239,13 @@ pub fn inputs_with_capture(
             }
             Err(err) => return Err(err),
         };
-        if let Detected::Foreign(temp) = &found {
-            inputs.warnings.extend(temp.warnings.iter().cloned());
+        if let Detected::Foreign(imported) = &found {
+            inputs.warnings.extend(imported.warnings.iter().cloned());
         }
         if !walked {
             // Named: read whatever it is, as the report's own reader would.
-            if let Detected::Foreign(temp) = found {
-                inputs.temps.push((shown.clone(), temp));
+            if let Detected::Foreign(imported) = found {
+                inputs.import(shown.clone(), imported);
             }
             inputs.paths.push(shown.clone());
             continue;
@@ -270,13 +255,17 @@ pub fn inputs_with_capture(
             Detected::Trace => inputs.paths.push(shown.clone()),
             Detected::Unknown if jsonl => inputs.paths.push(shown.clone()),
             Detected::Unknown | Detected::NotATrace { .. } => inputs.skipped.push(path.clone()),
-            Detected::Foreign(temp) => {
-                inputs.temps.push((shown.clone(), temp));
+            Detected::Foreign(imported) => {
+                inputs.import(shown.clone(), imported);
                 inputs.paths.push(shown.clone());
             }
         }
     }
-    inputs.temps.extend(view_copies);
+    inputs.substitutes.extend(
+        view_runs
+            .into_iter()
+            .map(|(shown, source)| (shown, source, "looptrace")),
+    );
     Ok(inputs)
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use looptrace::html::Page;
-use looptrace::report::{self, Format, Options, RenderOptions, Selector};
+use looptrace::report::{self, Format, Options, RenderOptions, RowMode, Selector};
 
 use super::{CliError, CliResult};
 
@@ -92,18 +92,22 @@ pub fn run(args: ReportArgs) -> CliResult {
         }
     }
     let formats = foreign.substitute(&mut inputs);
-    let rows_wanted = selector.is_some() || args.format == FormatArg::Html;
-    // Rows are read in a second pass: inputs that cannot be read twice are copied first.
-    let _spooled = if rows_wanted {
-        Some(super::html::spool_streams(&mut inputs)?)
+    // The views that name runs take their rows from the report's own fold, in the same pass.
+    let rows = if args.format == FormatArg::Html {
+        RowMode::Timelines
+    } else if selector.is_some() {
+        RowMode::Rows
     } else {
-        None
+        RowMode::Off
     };
     let options = Options {
         lenient: args.lenient,
+        rows,
         ..Options::default()
     };
-    let mut report = report::analyze(&inputs, &options, warnings).map_err(CliError::input)?;
+    let (mut report, runs) =
+        report::analyze_runs(&inputs, &options, warnings).map_err(CliError::input)?;
+    let runs = super::html::with_formats(runs, &formats);
     if args.by == Some(ByArg::Source) {
         report.by_file = super::foreign_inputs::group_by_source(&report.by_file, &formats);
     }
@@ -115,10 +119,9 @@ pub fn run(args: ReportArgs) -> CliResult {
         .map(Path::new)
         .collect();
     if let Some(selector) = &selector {
-        let rows = super::html::read_rows(&inputs, &formats, args.lenient, false)?;
         let bytes = match args.format {
-            FormatArg::Json => report::render_list_json(&rows, selector),
-            _ => report::render_list_text(&rows, selector),
+            FormatArg::Json => report::render_list_json(&runs, selector),
+            _ => report::render_list_text(&runs, selector),
         };
         return super::html::write_output(args.output.as_deref(), &bytes, &named);
     }
@@ -128,7 +131,6 @@ pub fn run(args: ReportArgs) -> CliResult {
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Csv => Format::Csv,
         FormatArg::Html => {
-            let rows = super::html::read_rows(&inputs, &formats, args.lenient, true)?;
             let context = vec![format!("report of {}", args.paths.join(" "))];
             let page = Page {
                 models: None,
@@ -136,7 +138,7 @@ pub fn run(args: ReportArgs) -> CliResult {
                 title: "looptrace report",
                 context: &context,
                 report: &report,
-                runs: &rows,
+                runs: &runs,
                 verdict: "gate",
                 baseline: None,
                 statistics: None,

@@ -55,8 +55,7 @@ pub fn run(args: ShowArgs) -> CliResult {
         lenient: args.lenient,
         ..ReadOptions::default()
     };
-    // Folders are walked and foreign trajectories imported to temporary traces, as `report`
-    // does; `foreign` holds those temporary files until the end.
+    // Folders are walked and foreign trajectories imported into memory, as `report` does.
     let foreign = super::foreign_inputs::inputs_with_capture(
         &args.paths,
         args.capture.into(),
@@ -84,8 +83,12 @@ pub fn run(args: ShowArgs) -> CliResult {
             Source::Path(path) => {
                 printer.print(RunStream::open(path, options).map_err(CliError::input)?)?
             }
-            Source::Stdin => {
-                let reader = TraceReader::new(std::io::stdin().lock(), &input.name, options);
+            // Standard input, a foreign file's imported events, a run store's named runs.
+            other => {
+                let lines = other.open().map_err(|err| {
+                    CliError::input(format!("failed to read `{}`: {err}", input.name))
+                })?;
+                let reader = TraceReader::new(lines, &input.name, options);
                 printer.print(RunStream::new(reader))?
             }
         };

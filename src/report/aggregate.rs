@@ -24,6 +24,8 @@ use super::histogram::Histogram;
 use super::model::{
     BUDGETS, BudgetExhaustion, EndingCounts, FinishGateTotals, SpendStats, Verdicts,
 };
+use super::row_fold::{RowMode, RowState};
+use super::rows::RunRow;
 use crate::run::{ExitReason, RunOutcome};
 use crate::trace::{EventRef, EventRefKind, EventSpend};
 
@@ -119,6 +121,8 @@ pub(crate) struct Totals<'a> {
     pub spend: [SpendStats; 5],
     /// Run durations per ending.
     pub durations: [DurationSketch; 5],
+    /// The rows of the runs counted, with where each run first appeared, when rows are wanted.
+    pub rows: Vec<((u64, u64), RunRow)>,
 }
 
 impl<'a> Totals<'a> {
@@ -162,8 +166,8 @@ impl<'a> Totals<'a> {
         }
     }
 
-    /// Adds a run that is over (ended, or known to be incomplete).
-    fn fold(&mut self, run: &RunState<'a>) {
+    /// Adds a run that is over (ended, or known to be incomplete), and its row if it has one.
+    fn fold(&mut self, run: &mut RunState<'a>) {
         let closing = run.closing.as_ref();
         let ending = closing.map_or(RunOutcome::Incomplete, |closing| closing.ending);
         let steps = closing
@@ -202,8 +206,15 @@ impl<'a> Totals<'a> {
             }
             RunOutcome::Ended(ExitReason::Finished) | RunOutcome::Incomplete => {}
         }
-        if let Some(ms) = run.spend.fold_into(&mut self.spend[ending.index()]) {
+        let duration = run.spend.fold_into(&mut self.spend[ending.index()]);
+        if let Some(ms) = duration {
             self.durations[ending.index()].record(ms);
+        }
+        if let Some(row) = run.row.take() {
+            let ending_kind = closing.and_then(|closing| closing.error_kind.as_deref());
+            let first = row.first;
+            self.rows
+                .push((first, row.finish(ending, steps, ending_kind, duration)));
         }
         if run.gate_checks > 0 {
             self.finish_gate.runs.add(ending, 1);
@@ -262,6 +273,7 @@ impl<'a> Totals<'a> {
             finish_gate: self.finish_gate,
             spend: self.spend,
             durations: self.durations,
+            rows: self.rows,
         }
     }
 }
@@ -297,6 +309,7 @@ impl Totals<'static> {
         self.recovered += other.recovered;
         self.verdicts.runs += other.verdicts.runs;
         self.verdicts.passed += other.verdicts.passed;
+        self.rows.extend(other.rows);
         self.finish_gate.runs.merge(&other.finish_gate.runs);
         self.finish_gate
             .rejections
@@ -486,6 +499,8 @@ pub(crate) struct RunState<'a> {
     pending: Pending<'a>,
     closing: Option<Closing<'a>>,
     spend: Spend,
+    /// Its row, when rows are wanted.
+    row: Option<Box<RowState>>,
 }
 
 impl<'a> RunState<'a> {
@@ -503,6 +518,7 @@ impl<'a> RunState<'a> {
             pending: Pending::default(),
             closing: None,
             spend: Spend::default(),
+            row: None,
         }
     }
 
@@ -533,6 +549,7 @@ impl<'a> RunState<'a> {
                 verdict: closing.verdict,
             }),
             spend: self.spend,
+            row: self.row,
         }
     }
 
@@ -648,6 +665,10 @@ pub(crate) struct ChunkState<'a> {
     /// The slot of the latest event: most events follow one of their own run.
     last: Option<usize>,
     totals: Totals<'a>,
+    /// Whether runs keep rows.
+    rows: RowMode,
+    /// Events applied so far.
+    seen: u64,
 }
 
 /// Bytes of trace per run, roughly, to size a chunk's map of runs up front (low, so that small
@@ -669,8 +690,9 @@ pub(crate) struct ChunkParts {
 }
 
 impl<'a> ChunkState<'a> {
-    /// An empty state for a chunk of `len` bytes of input number `file`.
-    pub(crate) fn new(file: u32, len: usize) -> Self {
+    /// An empty state for a chunk of `len` bytes of input number `file`, its runs keeping rows
+    /// as `rows` says.
+    pub(crate) fn new(file: u32, len: usize, rows: RowMode) -> Self {
         let runs = (len / BYTES_PER_RUN).clamp(4, 1 << 16);
         ChunkState {
             file,
@@ -679,11 +701,13 @@ impl<'a> ChunkState<'a> {
             heads: Vec::new(),
             last: None,
             totals: Totals::default(),
+            rows,
+            seen: 0,
         }
     }
 
-    /// Applies one event of the chunk, in order.
-    pub(crate) fn apply(&mut self, event: EventRef<'a>) {
+    /// Applies one event of the chunk, in order; `line` is the line it was read from.
+    pub(crate) fn apply(&mut self, event: EventRef<'a>, line: &[u8]) {
         let ChunkState {
             file,
             index,
@@ -691,8 +715,11 @@ impl<'a> ChunkState<'a> {
             heads,
             last,
             totals,
+            rows,
+            seen,
         } = self;
         totals.events += 1;
+        *seen += 1;
         let (at, first_in_chunk) = match *last {
             Some(at) if same_bytes(&slots[at].run_id, &event.run_id) => (at, false),
             _ => match index.entry(event.run_id) {
@@ -710,7 +737,7 @@ impl<'a> ChunkState<'a> {
             },
         };
         *last = Some(at);
-        let open = &mut slots[at].open;
+        let Slot { run_id, open, .. } = &mut slots[at];
         if event.kind == EventRefKind::RunStarted {
             if let Some(mut previous) = open.take() {
                 // Closed, as incomplete: a head piece must not be taken for an open run.
@@ -726,6 +753,11 @@ impl<'a> ChunkState<'a> {
             *open = Some(RunState::new(false, *file));
         }
         let run = open.get_or_insert_with(|| RunState::new(first_in_chunk, *file));
+        if *rows != RowMode::Off {
+            run.row
+                .get_or_insert_with(|| RowState::new(run_id, *file, *seen))
+                .add_line(line, *rows);
+        }
         if run.apply(event.step, event.kind, &event.spend, totals)
             && let Some(run) = open.take()
         {
@@ -792,20 +824,20 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 /// earlier input.
 fn close<'a>(
     at: usize,
-    run: RunState<'a>,
+    mut run: RunState<'a>,
     heads: &mut Vec<(usize, RunState<'a>)>,
     totals: &mut Totals<'a>,
 ) {
     if run.continues {
         heads.push((at, run));
     } else {
-        totals.fold(&run);
+        totals.fold(&mut run);
     }
 }
 
 /// A run left open between chunks, kept small: a run that never ends stays open until the end
 /// of the input, since only then is it known to be incomplete.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct OpenRun {
     file: u32,
     /// An index into [`Merger::tool_names`].
@@ -817,11 +849,13 @@ struct OpenRun {
     gate_checks: u64,
     gate_rejections: u64,
     spend: Spend,
+    /// Its row so far, when rows are wanted.
+    row: Option<Box<RowState>>,
 }
 
 impl OpenRun {
     /// The run as a state to fold (as incomplete).
-    fn state(&self) -> RunState<'static> {
+    fn into_state(self) -> RunState<'static> {
         RunState {
             max_step: self.max_step,
             successes: self.successes,
@@ -830,6 +864,7 @@ impl OpenRun {
             gate_checks: self.gate_checks,
             gate_rejections: self.gate_rejections,
             spend: self.spend,
+            row: self.row,
             ..RunState::new(false, self.file)
         }
     }
@@ -845,15 +880,27 @@ pub(crate) struct Merger {
     tool_names: Vec<Vec<u8>>,
     tool_index: FastMap<Vec<u8>, u32>,
     totals: Totals<'static>,
+    /// Chunks added so far: rows are placed by the chunk they first appeared in.
+    chunks: u64,
 }
 
 impl Merger {
     /// Adds the next chunk's results.
-    pub(crate) fn add(&mut self, parts: ChunkParts) {
+    pub(crate) fn add(&mut self, mut parts: ChunkParts) {
+        let chunk = self.chunks;
+        self.chunks += 1;
+        for (first, _) in &mut parts.totals.rows {
+            first.0 = chunk;
+        }
+        for piece in &mut parts.pieces {
+            if let Some(row) = &mut piece.state.row {
+                row.first.0 = chunk;
+            }
+        }
         self.totals.merge(parts.totals);
         for key in parts.barriers {
             if let Some(previous) = self.open.remove(&key) {
-                self.totals.fold(&previous.state());
+                self.totals.fold(&mut previous.into_state());
             }
         }
         for piece in parts.pieces {
@@ -865,7 +912,7 @@ impl Merger {
         let Piece { key, mut state } = piece;
         let previous = self.open.remove(&key);
         if state.continues {
-            let tool = match previous.and_then(|previous| previous.last_tool) {
+            let tool = match previous.as_ref().and_then(|previous| previous.last_tool) {
                 Some(at) => Cow::Owned(self.tool_names[at as usize].clone()),
                 None => Cow::Borrowed(UNKNOWN_TOOL),
             };
@@ -884,13 +931,20 @@ impl Merger {
                 if state.last_tool.is_none() && previous.last_tool.is_some() {
                     state.last_tool = Some(tool);
                 }
+                state.row = match (previous.row, state.row.take()) {
+                    (Some(mut earlier), Some(later)) => {
+                        earlier.absorb_later(*later);
+                        Some(earlier)
+                    }
+                    (earlier, later) => earlier.or(later),
+                };
             }
             state.continues = false;
         } else if let Some(previous) = previous {
-            self.totals.fold(&previous.state());
+            self.totals.fold(&mut previous.into_state());
         }
         if state.closing.is_some() {
-            self.totals.fold(&state);
+            self.totals.fold(&mut state);
             return;
         }
         let last_tool = state
@@ -914,6 +968,7 @@ impl Merger {
             gate_checks: state.gate_checks,
             gate_rejections: state.gate_rejections,
             spend: state.spend,
+            row: state.row,
         };
         self.open.insert(key, open);
     }
@@ -921,7 +976,7 @@ impl Merger {
     /// The totals, with every run still open counted as incomplete.
     pub(crate) fn finish(mut self) -> Totals<'static> {
         for (_, run) in std::mem::take(&mut self.open) {
-            self.totals.fold(&run.state());
+            self.totals.fold(&mut run.into_state());
         }
         self.totals
     }

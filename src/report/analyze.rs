@@ -23,6 +23,8 @@ use super::input::{Input, Source, for_each_stream_block, read_chunk};
 use super::model::{
     FileEndings, InputTotals, InvalidOutput, Report, StepStats, ToolReport, Warning,
 };
+use super::row_fold::RowMode;
+use super::rows::RunTable;
 use crate::run::RunOutcome;
 use crate::trace::LineError;
 
@@ -40,6 +42,8 @@ pub struct Options {
     pub max_line: usize,
     /// Worker threads.
     pub threads: usize,
+    /// Whether the fold keeps a row per run ([`analyze_runs`] returns them).
+    pub rows: RowMode,
 }
 
 impl Default for Options {
@@ -50,6 +54,7 @@ impl Default for Options {
             chunk_size: 8 << 20,
             max_line: 16 << 20,
             threads: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
+            rows: RowMode::Off,
         }
     }
 }
@@ -68,6 +73,21 @@ pub fn analyze(
     warnings: Vec<Warning>,
 ) -> Result<Report, ReportError> {
     let options = Options {
+        rows: RowMode::Off,
+        ..*options
+    };
+    analyze_runs(inputs, &options, warnings).map(|(report, _)| report)
+}
+
+/// [`analyze`], and the row of every run the report counts, by the same fold in the same pass
+/// (rows with timelines or without, as `options.rows` says; none when it is off). Rows come in
+/// the order their runs first appear; each names the input it first appeared in.
+pub fn analyze_runs(
+    inputs: &[Input],
+    options: &Options,
+    warnings: Vec<Warning>,
+) -> Result<(Report, RunTable), ReportError> {
+    let options = Options {
         chunk_size: options.chunk_size.max(1),
         max_line: options.max_line.max(1),
         threads: options.threads.max(1),
@@ -78,6 +98,7 @@ pub fn analyze(
         lenient: options.lenient,
         max_line: options.max_line,
         collect_ids: inputs.len() > 1,
+        rows: options.rows,
     };
     let mut merge = Merge::new(inputs, warnings, options.lenient);
     let next = AtomicUsize::new(0);
@@ -146,11 +167,12 @@ pub fn analyze_slice(data: &[u8], name: &str, lenient: bool) -> Result<Report, R
         lenient,
         max_line: Options::default().max_line,
         collect_ids: false,
+        rows: RowMode::Off,
     };
     let mut merge = Merge::new(&inputs, Vec::new(), lenient);
     merge.add(0, scan_chunk(data, 0, true, settings))?;
     merge.finish_inputs()?;
-    Ok(merge.into_report())
+    Ok(merge.into_report().0)
 }
 
 /// The units of work, in input order.
@@ -158,7 +180,11 @@ fn plan(inputs: &[Input], chunk_size: usize) -> Result<Vec<Unit>, ReportError> {
     let mut units = Vec::new();
     for (input, item) in (0u32..).zip(inputs) {
         match &item.source {
-            Source::Stdin => units.push(Unit::Stream { input }),
+            Source::Stdin | Source::Runs { .. } => units.push(Unit::Stream { input }),
+            Source::Lines(lines) => {
+                let chunks = lines.len().div_ceil(chunk_size).max(1) as u64;
+                units.extend((0..chunks).map(|index| Unit::Chunk { input, index }));
+            }
             Source::Path(path) => {
                 let metadata = std::fs::metadata(path).map_err(|source| ReportError::Read {
                     path: item.name.clone(),
@@ -188,8 +214,15 @@ fn scan_file_chunk(
         path: item.name.clone(),
         source,
     };
-    let Source::Path(path) = &item.source else {
-        return Err(read_error(io::Error::other("not a file")));
+    let path = match &item.source {
+        Source::Path(path) => path,
+        Source::Lines(lines) => {
+            let (chunk, at_eof) = memory_chunk(lines, index, options.chunk_size);
+            return Ok(scan_chunk(chunk, input, at_eof, settings));
+        }
+        Source::Stdin | Source::Runs { .. } => {
+            return Err(read_error(io::Error::other("not a file")));
+        }
     };
     let file = File::open(path).map_err(read_error)?;
     let block =
@@ -200,6 +233,29 @@ fn scan_file_chunk(
         block.at_eof,
         settings,
     ))
+}
+
+/// Chunk number `index` of lines held in memory (chunks of `chunk_size` bytes): the lines that
+/// start in it, as [`read_chunk`] gives them of a file, and whether it ends the input.
+fn memory_chunk(lines: &[u8], index: u64, chunk_size: usize) -> (&[u8], bool) {
+    let line_start = |nominal: u64| -> usize {
+        let Ok(nominal) = usize::try_from(nominal) else {
+            return lines.len();
+        };
+        if nominal == 0 {
+            return 0;
+        }
+        if nominal >= lines.len() {
+            return lines.len();
+        }
+        match memchr::memchr(b'\n', &lines[nominal - 1..]) {
+            Some(newline) => nominal + newline,
+            None => lines.len(),
+        }
+    };
+    let start = line_start(index * chunk_size as u64);
+    let end = line_start((index + 1) * chunk_size as u64);
+    (&lines[start..end.max(start)], end >= lines.len())
 }
 
 /// Merges the unit results in order, reading streams on this thread when their turn comes.
@@ -258,19 +314,9 @@ fn scan_stream(
         outcome = merge.add(input, scan_chunk(block, input, at_eof, settings));
         outcome.is_ok()
     };
-    match &item.source {
-        Source::Stdin => for_each_stream_block(
-            io::stdin().lock(),
-            options.chunk_size,
-            options.max_line,
-            &mut scan,
-        ),
-        Source::Path(path) => {
-            let file = File::open(path).map_err(read_error)?;
-            for_each_stream_block(file, options.chunk_size, options.max_line, &mut scan)
-        }
-    }
-    .map_err(read_error)?;
+    let reader = item.source.open().map_err(read_error)?;
+    for_each_stream_block(reader, options.chunk_size, options.max_line, &mut scan)
+        .map_err(read_error)?;
     outcome
 }
 
@@ -428,7 +474,7 @@ impl<'i> Merge<'i> {
         }
     }
 
-    fn into_report(self) -> Report {
+    fn into_report(self) -> (Report, RunTable) {
         let Merge {
             inputs,
             progress,
@@ -438,7 +484,13 @@ impl<'i> Merge<'i> {
             more_duplicates,
             ..
         } = self;
-        let totals = merger.finish();
+        let mut totals = merger.finish();
+        let mut rows = std::mem::take(&mut totals.rows);
+        rows.sort_by_key(|(first, _)| *first);
+        let table = RunTable {
+            files: inputs.iter().map(|item| item.name.clone()).collect(),
+            rows: rows.into_iter().map(|(_, row)| row).collect(),
+        };
         for (item, progress) in inputs.iter().zip(&progress) {
             if let Some((first_line, first_problem)) = &progress.first_skipped {
                 warnings.push(Warning::SkippedLines {
@@ -470,7 +522,7 @@ impl<'i> Merge<'i> {
                 count: more_duplicates,
             });
         }
-        build_report(inputs, &progress, totals, warnings)
+        (build_report(inputs, &progress, totals, warnings), table)
     }
 }
 
@@ -539,5 +591,31 @@ fn build_report(
         spend: totals.spend,
         durations: std::array::from_fn(|index| totals.durations[index].summary()),
         warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_in_memory_are_chunked_as_files_are() {
+        let content = b"aaaa\nbb\ncccccc\nd\n\neeeee";
+        for chunk_size in 1..=content.len() + 1 {
+            let count = content.len().div_ceil(chunk_size) as u64;
+            let chunks: Vec<(&[u8], bool)> = (0..count)
+                .map(|index| memory_chunk(content, index, chunk_size))
+                .collect();
+            let joined: Vec<u8> = chunks
+                .iter()
+                .flat_map(|(bytes, _)| bytes.to_vec())
+                .collect();
+            assert_eq!(joined, content, "chunk size {chunk_size}");
+            for (bytes, at_eof) in &chunks {
+                let whole = bytes.is_empty() || bytes.ends_with(b"\n");
+                assert!(whole || *at_eof, "chunk size {chunk_size}");
+            }
+            assert!(chunks.last().unwrap().1);
+        }
     }
 }

@@ -8,6 +8,7 @@
 use memchr::memchr;
 
 use super::aggregate::{ChunkParts, ChunkState};
+use super::row_fold::RowMode;
 use crate::trace::{EventRefKind, LineError, ends_early, is_run_started, parse_event};
 
 /// How to scan.
@@ -19,6 +20,8 @@ pub(crate) struct ScanSettings {
     pub max_line: usize,
     /// Collect the chunk's run ids to find ids appearing in two inputs.
     pub collect_ids: bool,
+    /// Whether runs keep rows (the views that name runs).
+    pub rows: RowMode,
 }
 
 /// What scanning one chunk found.
@@ -53,7 +56,7 @@ pub(crate) fn scan_chunk(
     settings: ScanSettings,
 ) -> ChunkReport {
     let mut report = ChunkReport::default();
-    let mut state = ChunkState::new(file, data.len());
+    let mut state = ChunkState::new(file, data.len(), settings.rows);
     let mut start = 0;
     while start < data.len() {
         let (end, terminated) = match memchr(b'\n', &data[start..]) {
@@ -74,7 +77,7 @@ pub(crate) fn scan_chunk(
             match parse_event(line) {
                 Ok(event) => {
                     report.starts_with_run |= first && event.kind == EventRefKind::RunStarted;
-                    state.apply(event);
+                    state.apply(event, line);
                     continue;
                 }
                 Err(problem) => problem,

@@ -5,15 +5,21 @@
 //! chunks of a fixed size read at their offsets, so several threads read one file at once; a
 //! chunk owns the lines that start in it, reading on past its end to finish its last line.
 //! Standard input and other streams are read front to back. Every file is opened read-only.
+//!
+//! Every source of events ends up as trace lines fed to the one fold: a file, standard input,
+//! the lines an importer wrote into memory, or the named runs of a run store's trace file
+//! (filtered as they are read, [`KeepRuns`]). Nothing is copied to a temporary file.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memchr::{memchr, memrchr};
 
 use super::error::ReportError;
+use super::keep_runs::KeepRuns;
 use super::model::Warning;
 
 /// How much a chunk reads at a time past its end to finish its last line.
@@ -26,6 +32,30 @@ pub enum Source {
     Path(PathBuf),
     /// Standard input.
     Stdin,
+    /// Trace lines held in memory: the events an importer made of another agent's file.
+    Lines(Arc<[u8]>),
+    /// The lines of some runs of a trace file (the runs a run store's view names): lines of
+    /// other runs, and a last line a crash cut short, are left out as the file is read.
+    Runs {
+        /// The trace file.
+        path: PathBuf,
+        /// The run ids whose lines are read.
+        keep: Arc<BTreeSet<String>>,
+    },
+}
+
+impl Source {
+    /// A reader of the source's lines, front to back (files too, without chunks).
+    pub fn open(&self) -> io::Result<Box<dyn Read + '_>> {
+        Ok(match self {
+            Source::Path(path) => Box::new(File::open(path)?),
+            Source::Stdin => Box::new(io::stdin().lock()),
+            Source::Lines(lines) => Box::new(&lines[..]),
+            Source::Runs { path, keep } => {
+                Box::new(KeepRuns::new(io::BufReader::new(File::open(path)?), keep))
+            }
+        })
+    }
 }
 
 /// One input of the report.

@@ -13,14 +13,17 @@ mod error;
 mod hash;
 mod histogram;
 mod input;
+mod keep_runs;
 mod list;
 mod model;
 mod render;
+mod row_fold;
 mod rows;
 
-pub use analyze::{Options, analyze, analyze_slice};
+pub use analyze::{Options, analyze, analyze_runs, analyze_slice};
 pub use error::{LineError, ReportError};
 pub use input::{Input, Source, collect_inputs};
+pub use keep_runs::KeepRuns;
 pub use list::{Selector, render_list_json, render_list_text};
 pub use model::{
     BUDGETS, BudgetExhaustion, DurationSummary, EndingCounts, FileEndings, FinishGateTotals,
@@ -28,4 +31,5 @@ pub use model::{
     Warning,
 };
 pub use render::{Format, RenderOptions, render, summary_line};
+pub use row_fold::RowMode;
 pub use rows::{RunRow, RunTable, TEXT_LIMIT, TimelineStep};

@@ -42,6 +42,7 @@ mod repeat;
 mod replay;
 mod report;
 mod report_durations;
+mod report_sources;
 mod resume;
 mod retries;
 mod run_cli;
