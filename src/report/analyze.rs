@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::aggregate::{Merger, Totals};
-use super::chunk::{ChunkReport, ScanSettings, scan_chunk};
+use super::chunk::{ChunkReport, ScanSettings, scan_chunk, scan_mapped_chunk};
 use super::error::ReportError;
 use super::hash::FastMap;
 use super::input::{Input, Source, for_each_stream_block, read_chunk};
@@ -225,6 +225,9 @@ fn scan_file_chunk(
         }
     };
     let file = File::open(path).map_err(read_error)?;
+    if let Some(report) = scan_mapped_chunk(&file, input, index, options.chunk_size, settings) {
+        return Ok(report);
+    }
     let block =
         read_chunk(&file, index, options.chunk_size, options.max_line, buf).map_err(read_error)?;
     Ok(scan_chunk(

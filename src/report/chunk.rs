@@ -5,9 +5,12 @@
 //! before it. A chunk ends at a newline except the last one of an input (which may hold a
 //! cut-off line) and one stopped inside a line longer than the limit.
 
+use std::fs::File;
+
 use memchr::memchr;
 
 use super::aggregate::{ChunkParts, ChunkState};
+use super::mapped::{Mapped, chunk_block};
 use super::row_fold::RowMode;
 use crate::trace::{EventRefKind, LineError, ends_early, is_run_started, parse_event};
 
@@ -103,6 +106,26 @@ pub(crate) fn scan_chunk(
     }
     report.parts = state.finish(settings.collect_ids);
     report
+}
+
+/// Scans chunk number `index` (of `chunk_size` bytes) of `file`, input number `input`, through a
+/// memory map; `None` where the file cannot be mapped (the caller reads the chunk instead).
+pub(crate) fn scan_mapped_chunk(
+    file: &File,
+    input: u32,
+    index: u64,
+    chunk_size: usize,
+    settings: ScanSettings,
+) -> Option<ChunkReport> {
+    let mapped = Mapped::new(file)?;
+    let bytes = mapped.bytes();
+    let block = chunk_block(bytes, index, chunk_size, settings.max_line);
+    Some(scan_chunk(
+        &bytes[block.start..block.end],
+        input,
+        block.at_eof,
+        settings,
+    ))
 }
 
 /// The line starting at `start` (without its `\n`).

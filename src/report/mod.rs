@@ -15,6 +15,7 @@ mod histogram;
 mod input;
 mod keep_runs;
 mod list;
+mod mapped;
 mod model;
 mod render;
 mod row_fold;

@@ -312,7 +312,15 @@ impl<'a> Cursor<'a> {
             return self.literal(b"null");
         }
         match check {
-            Check::Text => self.opt_string(field).map(drop),
+            // Checked, not decoded: `raw_string` already checks every escape, so decoding one
+            // (an allocation per escaped string) would only check it twice.
+            Check::Text => match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    self.raw_string().map(drop)
+                }
+                _ => self.wrong_type(field, "a string"),
+            },
             Check::OneOf(allowed, expected) => match self.opt_string(field)? {
                 Some(value) if !allowed.contains(&&*value) => {
                     Err(LineError::WrongType { field, expected })

@@ -429,3 +429,59 @@ proptest! {
         assert_readers_agree(joined(&trace).as_bytes());
     }
 }
+
+/// The raw text of a long JSON string value (quotes included, not always well-formed): runs of
+/// plain bytes of every length around the scanner's 16-byte blocks, escapes, non-ASCII
+/// characters, and text that looks like the fields the report reads.
+fn long_string() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => (0usize..40).prop_map(|n| "a".repeat(n)),
+        1 => prop::sample::select(vec![
+            "\\\"", "\\\\", "\\n", "\\u00e9", "\\ud83d\\ude00", "\\/", "é", "\u{1F600}", "\u{7f}",
+            "\"", "\\", "\u{1}", "\t", "\\x", "\\ud800",
+            "\\\"exit_reason\\\":\\\"finished\\\"", "\\\"run_id\\\":\\\"s\\\"", "}", "{", ",",
+        ])
+        .prop_map(str::to_owned),
+    ];
+    prop::collection::vec(piece, 0..12).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+}
+
+/// A `run_finished` line whose fields come in any order around long strings, with field names
+/// written plainly or with escapes, and the report's fields also inside a nested object.
+fn line_with_long_strings() -> impl Strategy<Value = String> {
+    let name = |plain: &'static str, escaped: &'static str| {
+        prop::sample::select(vec![plain, plain, escaped]).prop_map(|name| format!("\"{name}\""))
+    };
+    (
+        name("run_id", "run\\u005fid"),
+        name("exit_reason", "exit_reaso\\u006e"),
+        name("content", "cont\\u0065nt"),
+        long_string(),
+        long_string(),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(run_id, exit_reason, content, first, second, order)| {
+            let mut fields = [
+                format!("{run_id}:\"r\""),
+                "\"step\":1".to_owned(),
+                "\"event_type\":\"run_finished\"".to_owned(),
+                format!("{exit_reason}:\"max_steps_exceeded\""),
+                format!("{content}:{first}"),
+                format!("\"x\":{{\"run_id\":\"s\",\"exit_reason\":\"finished\",\"y\":[{second}]}}"),
+            ];
+            let at = order.index(fields.len());
+            fields.rotate_left(at);
+            format!("{{{}}}", fields.join(","))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Long strings with escapes, keys inside strings and nested objects: the fast string skip
+    /// and the key matching agree with the trace reader.
+    #[test]
+    fn long_strings_and_nested_keys_get_one_verdict(trace in trace(prop_oneof![line_with_long_strings(), grammar_line()])) {
+        assert_readers_agree(joined(&trace).as_bytes());
+    }
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Whether the streaming readers' memory stays flat as the input grows, and what they cost per
+# byte: `show -f json`, `replay --tools recorded`, `eval --traces` and `export --otlp` on
+# full-capture traces of several sizes (`examples/gen_full_traces.rs`, as bench/stream.sh), then
+# `replay` and `eval --traces` on many small runs (bench/gen_small_runs.py --full: the suite of
+# the write-up's Python loop recorded with full capture, 2,000 runs repeated 120 times). Prints
+# per command and size the median wall time, CPU time (user + system), MB of input per CPU
+# second and the peak memory, then per command whether the peak stayed within 10% (or 4 MB)
+# from the smallest size to the largest; and `eval --traces`'s CPU against `replay`'s.
+#
+#   bench/stream_flat.sh                       # 300M, 1G and 2G, median of 3
+#   SIZES="300M 1G" RUNS=1 bench/stream_flat.sh
+#
+# The traces go to bench/out/ (ignored by git) and are reused when present. Not part of CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SIZES=${SIZES:-"300M 1G 2G"}
+SEED=${SEED:-7}
+RUNS=${RUNS:-3}
+OUT=bench/out
+TARGET=${CARGO_TARGET_DIR:-target}
+LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
+mkdir -p "$OUT"
+[ -n "${LOOPTRACE_PREBUILT:-}" ] || cargo build --release --quiet --bin looptrace --example gen_full_traces
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# measure NAME SIZE BYTES COMMAND...: RUNS runs (exit 0 or 1 both count), one result line.
+measure() {
+    local name=$1 size=$2 bytes=$3
+    shift 3
+    : > "$OUT/flat.times"
+    for _ in $(seq "$RUNS"); do
+        rm -rf "$OUT/flat-eval"
+        local code=0
+        /usr/bin/time -f "%e %U %S %M" -o "$OUT/flat.time" "$@" > /dev/null 2> "$OUT/flat.err" || code=$?
+        if [ "$code" -gt 1 ]; then
+            echo "$name failed with exit code $code:" >&2
+            tail -n 5 "$OUT/flat.err" >&2
+            exit 1
+        fi
+        tail -n 1 "$OUT/flat.time" >> "$OUT/flat.times"
+    done
+    rm -rf "$OUT/flat-eval"
+    python3 - "$name" "$size" "$bytes" "$OUT/flat.times" <<'PY' | tee -a "$OUT/flat.results"
+import statistics, sys
+name, size, total, times = sys.argv[1:]
+rows = [line.split() for line in open(times)]
+wall = statistics.median(float(r[0]) for r in rows)
+cpu = statistics.median(float(r[1]) + float(r[2]) for r in rows)
+peak = max(int(r[3]) for r in rows) / 1024
+mb = int(total) / 1e6
+print(f"{name} {size} {wall:.3f} {cpu:.3f} {mb / cpu:.1f} {peak:.1f}")
+PY
+}
+
+: > "$OUT/flat.results"
+for SIZE in $SIZES; do
+    TRACE=$OUT/full-$SIZE-$SEED.jsonl
+    [ -s "$TRACE" ] || "$TARGET"/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
+    BYTES=$(stat -c %s "$TRACE")
+    cat "$TRACE" > /dev/null # into the page cache
+    measure show "$SIZE" "$BYTES" "$LOOPTRACE" show -f json "$TRACE"
+    measure replay "$SIZE" "$BYTES" "$LOOPTRACE" replay --tools recorded "$TRACE"
+    measure eval_traces "$SIZE" "$BYTES" "$LOOPTRACE" eval --traces "$TRACE" --out "$OUT/flat-eval" --format csv
+    measure export "$SIZE" "$BYTES" "$LOOPTRACE" export --otlp "$TRACE"
+done
+SMALL=$OUT/small-full-2000x120.jsonl
+[ -s "$SMALL" ] || python3 bench/gen_small_runs.py --full "$LOOPTRACE" "$SMALL"
+cat "$SMALL" > /dev/null
+SMALL_BYTES=$(stat -c %s "$SMALL")
+measure replay small "$SMALL_BYTES" "$LOOPTRACE" replay --tools recorded "$SMALL"
+measure eval_traces small "$SMALL_BYTES" "$LOOPTRACE" eval --traces "$SMALL" --out "$OUT/flat-eval" --format csv
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$OUT/flat.results" <<'PY'
+import sys
+rows = [line.split() for line in open(sys.argv[1])]
+print(f"{'command':<12}{'input':>7}{'wall s':>9}{'CPU s':>8}{'MB/CPU-s':>10}{'peak MB':>9}")
+for name, size, wall, cpu, rate, peak in rows:
+    print(f"{name:<12}{size:>7}{float(wall):>9.2f}{float(cpu):>8.2f}{float(rate):>10.1f}{float(peak):>9.1f}")
+by = {}
+for name, size, wall, cpu, rate, peak in rows:
+    if size != "small":
+        by.setdefault(name, []).append((float(peak), float(cpu)))
+for name, peaks in by.items():
+    low, high = peaks[0][0], peaks[-1][0]
+    allowed = max(low * 0.10, 4.0)
+    verdict = "flat" if high - low <= allowed else "grows"
+    print(f"{name}: peak {low:.1f} MB -> {high:.1f} MB ({high - low:+.1f} MB, allowed {allowed:.1f}): {verdict}")
+cpu = {(name, size): float(c) for name, size, _, c, _, _ in rows}
+for size in sorted({size for _, size in cpu}):
+    if ("replay", size) in cpu and ("eval_traces", size) in cpu:
+        print(f"eval --traces / replay CPU on {size}: {cpu[('eval_traces', size)] / cpu[('replay', size)]:.2f}x")
+PY
