@@ -27,7 +27,7 @@ enum Command {
     Show(show::ShowArgs),
     /// Run a suite of tasks (or replay a corpus of traces) and report how they ended.
     #[command(after_help = help::EVAL)]
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Combine shard results into one results file and report.
     #[command(after_help = help::MERGE)]
     Merge(merge::MergeArgs),
@@ -89,7 +89,7 @@ fn dispatch(command: Command) -> CliResult {
         Command::Run(args) => run::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Show(args) => show::run(args),
-        Command::Eval(args) => eval::run(args),
+        Command::Eval(args) => eval::run(*args),
         Command::Merge(args) => merge::merge(args),
         Command::Gc(args) => gc::run(args),
         Command::Report(args) => report::run(args),

@@ -101,6 +101,11 @@ pub struct EvalArgs {
     /// recorded by the evaluation `--resume` or `--rerun-failed` continues).
     #[arg(long, value_name = "VAR", conflicts_with = "traces")]
     pub api_key_env: Option<String>,
+    /// Answer every agent task's model calls from the run of the same row (task, model,
+    /// repeat) in these earlier results (a `results.json` or its folder), offline; a call the
+    /// agent did not make before ends its run with `replay_miss`.
+    #[arg(long, value_name = "RESULTS", conflicts_with = "traces")]
+    pub replay_models: Option<PathBuf>,
 }
 
 /// The JUnit and HTML files and the baseline comparison, which `eval` and `merge` give alike.
@@ -254,6 +259,7 @@ impl EvalArgs {
         request.retries = self.narrow.retries;
         request.models = self.models.clone();
         request.api_key_env = self.api_key_env.clone();
+        request.replay_models = self.replay_models.clone();
         Ok(request)
     }
 }

@@ -193,6 +193,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 finish_gate: None,
                 limits: crate::agent::Limits::default(),
                 model_name: None,
+                agent: None,
             });
         }
     }

@@ -1,6 +1,7 @@
 //! Batch evaluation: load a suite (or a corpus of recorded runs), run its tasks in parallel with
 //! isolation, check expectations, and write traces, `results.json`, reports and JUnit XML.
 
+pub mod agent;
 mod baseline;
 mod corpus;
 pub mod engine;

@@ -4,11 +4,12 @@
 
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use super::agent::{AgentCommand, AgentOptions, AttemptSpec, RunLabel, run_attempt, write_ending};
 use super::expect::{Verdict, check};
 use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
@@ -55,6 +56,8 @@ pub struct RunnerOptions<'a> {
     /// `--retries N`: a run that ends `internal_error` with a provider failure that may pass
     /// ([`RETRIED_KINDS`]) runs again, up to N more times.
     pub retries: u32,
+    /// Where agent tasks work and log, and what they replay; `None` runs no agent task.
+    pub agents: Option<AgentOptions<'a>>,
 }
 
 /// The `error_kind`s `--retries` runs a task again for: provider failures that another attempt
@@ -220,6 +223,9 @@ fn run_one(
     started: Instant,
 ) -> TaskResult {
     let task = run.task;
+    if let Some(agent) = &task.agent {
+        return run_agent_task(run, agent, options, started);
+    }
     let own_tools = match &options.task_tools {
         Some((task_tools, work_dir)) => {
             match task_tools.for_task(&run.folder(work_dir, options.repeats)) {
@@ -316,7 +322,7 @@ fn run_one(
     };
     let gated = gate.is_some();
     let scoring =
-        |result: &RunResult, counts: &Counts| scores(run, options, result, counts, started);
+        |result: &RunResult, counts: &Counts| scores(run, options, result, counts, started, None);
     let gate = gate
         .as_mut()
         .map(|gate| gate.as_mut() as &mut dyn FinishGate);
@@ -381,6 +387,150 @@ fn run_one(
     let kind = kind.clone();
     counts.gated = gated;
     finish(run, options, result, kind.as_deref(), counts, started)
+}
+
+/// An agent task's attempt: its fresh working folder, its trace, the agent run through a proxy
+/// of its own (recording, or replaying with `--replay-models`), then scored and its run ended.
+fn run_agent_task(
+    run: &Run<'_>,
+    agent: &AgentCommand,
+    options: &RunnerOptions<'_>,
+    started: Instant,
+) -> TaskResult {
+    let task = run.task;
+    let prompt = Task::new(task.prompt.clone());
+    let before_start = |message: String, kind: &str| {
+        failed_before_start(run, options, &prompt, internal(message), kind, started)
+    };
+    let TaskModel::Chat {
+        config,
+        api_key_env,
+        ..
+    } = &task.model
+    else {
+        return before_start(
+            "an agent task needs the live model its agent calls: give `model`, `defaults.model` or `eval --model`".to_owned(),
+            "no_model",
+        );
+    };
+    let Some(agents) = &options.agents else {
+        return before_start("this evaluation runs no agent task".to_owned(), "no_agents");
+    };
+    let workdir = match agent_workdir(run, options, agents) {
+        Ok(dir) => dir,
+        Err(err) => {
+            let message = format!("cannot make the agent's working folder: {err}");
+            return before_start(message, crate::tools::WORKDIR_FAILED);
+        }
+    };
+    let row = (task.id.as_str(), task.model_label(), run.repeat);
+    let (replay, api_key) = match agents.answers(row, &agent.ignore, api_key_env.as_deref()) {
+        Ok(answers) => answers,
+        Err((message, kind)) => return before_start(message, kind),
+    };
+    let sink = match &options.traces {
+        Some(target) => match open_trace(target, run, options) {
+            Ok(writer) => Some(writer),
+            Err(err) => {
+                let result = internal(format!("failed to create the task's trace: {err}"));
+                let kind = Some("trace_write_failed");
+                return finish(run, options, result, kind, Counts::default(), started);
+            }
+        },
+        None => None,
+    };
+    let run_id = run.id(options);
+    let spec = AttemptSpec {
+        command: agent,
+        run_id: run_id.clone(),
+        task_id: task.id.as_str(),
+        prompt: &task.prompt,
+        workdir: &workdir,
+        model: config,
+        api_key,
+        replay,
+        log: Some(agents.log_of(&run_id)),
+    };
+    let outcome = match run_attempt(spec, sink) {
+        Ok(outcome) => outcome,
+        Err(message) => {
+            return finish(
+                run,
+                options,
+                internal(message),
+                Some("proxy_failed"),
+                Counts::default(),
+                started,
+            );
+        }
+    };
+    let facts = outcome.facts;
+    let verdict = outcome.verdict;
+    let finished = verdict.exit_reason == ExitReason::Finished;
+    let mut result = RunResult {
+        exit_reason: verdict.exit_reason,
+        answer: facts.answer.clone().filter(|_| finished),
+        steps_used: outcome.run.as_ref().map_or(0, |r| r.turns),
+        error: verdict.error.clone(),
+    };
+    let mut counts = Counts {
+        tools: facts.tools,
+        tokens: facts.tokens,
+        tool_calls: facts.tool_calls,
+        tool_errors: facts.tool_errors,
+        feedback: facts.feedback,
+        ..Counts::default()
+    };
+    let (scores, calls) = scores(run, options, &result, &counts, started, Some(&workdir));
+    counts.scores = scores.clone();
+    let mut error_kind = verdict.error_kind.clone();
+    let label = RunLabel {
+        run_id: &run_id,
+        task_id: task.id.as_str(),
+        prompt: &task.prompt,
+    };
+    let written = match outcome.sink {
+        Some(sink) => write_ending(
+            sink,
+            &label,
+            outcome.run.as_ref(),
+            &verdict,
+            scores,
+            &calls,
+            options.capture,
+            &options.summarizer,
+        )
+        .map_err(|err| format!("failed to write the task's trace: {err}")),
+        None => Ok(()),
+    };
+    if let Some(error) = outcome.write_error.or(written.err()) {
+        result = internal(error);
+        error_kind = Some("trace_write_failed".to_owned());
+    }
+    finish(run, options, result, error_kind.as_deref(), counts, started)
+}
+
+/// An agent task's working folder, made fresh: a copy of the tools file's template when the
+/// suite has one, else an empty folder under the run's `work/`.
+fn agent_workdir(
+    run: &Run<'_>,
+    options: &RunnerOptions<'_>,
+    agents: &AgentOptions<'_>,
+) -> io::Result<PathBuf> {
+    if let Some((task_tools, work_dir)) = &options.task_tools
+        && task_tools.file().template_hash().is_some()
+    {
+        return task_tools
+            .file()
+            .prepare_workdir(&run.folder(work_dir, options.repeats));
+    }
+    let dir = run.folder(agents.work_dir, options.repeats);
+    // A retry's attempt starts from nothing again, as its first did.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    dir.canonicalize()
 }
 
 /// The trace recorder of `run`, writing to `writer`.
@@ -626,11 +776,16 @@ fn finish(
     started: Instant,
 ) -> TaskResult {
     let task = run.task;
+    // An agent task's run is recorded whole (what a replay needs): its row shows it whole too.
+    let capture = match task.agent {
+        Some(_) => Capture::Full,
+        None => options.capture,
+    };
     let (mut expectation, mut failures) = check(
         &task.expect,
         &result,
         error_kind,
-        options.capture,
+        capture,
         &options.summarizer,
     );
     if let Some(limit) = task.expect.max_gate_rejections
@@ -651,7 +806,7 @@ fn finish(
     if expectation == Verdict::None && !scores.is_empty() {
         expectation = Verdict::Met;
     }
-    let shown = |text: &str| match options.capture {
+    let shown = |text: &str| match capture {
         Capture::Full => text.to_owned(),
         Capture::Summary => options.summarizer.summarize(text),
     };
@@ -701,15 +856,17 @@ fn finish(
     }
 }
 
-/// The run's scores: every scorer of the task, after the run, in its working folder (else the
-/// suite's folder). A run that ended in an internal error is not scored: it fails already, and
-/// a judge or a program would only read the wreck.
+/// The run's scores: every scorer of the task, after the run, in its working folder (`workdir`
+/// for an agent task's, else the tools file's; else the suite's folder). A run that ended in an
+/// internal error is not scored: it fails already, and a judge or a program would only read the
+/// wreck.
 fn scores(
     run: &Run<'_>,
     options: &RunnerOptions<'_>,
     result: &RunResult,
     counts: &Counts,
     started: Instant,
+    workdir: Option<&Path>,
 ) -> (Vec<Score>, Vec<(String, CallRecord)>) {
     let task = run.task;
     if task.expect.scorers.is_empty() || result.exit_reason == ExitReason::InternalError {
@@ -742,6 +899,7 @@ fn scores(
         ),
         None => (None, &[][..]),
     };
+    let work_dir = workdir.map(Path::to_path_buf).or(work_dir);
     let mut env = ScoreEnv {
         work_dir,
         env_names,

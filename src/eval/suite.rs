@@ -6,6 +6,7 @@
 //! that stay inside the suite's folder and can be read) is checked by hand. Every problem is
 //! collected before any task runs. `docs/suite-format.md` is the reference.
 
+mod agent;
 mod dataset;
 mod read;
 mod resolve;
@@ -165,6 +166,8 @@ pub struct SuiteTask {
     /// The model as given (a `--model` SPEC, a name from `models`, or `defaults.model`), when the
     /// task's model came from outside the task.
     pub model_name: Option<ModelName>,
+    /// The agent command that does the task instead of looptrace's loop, if any.
+    pub agent: Option<Arc<super::agent::AgentCommand>>,
 }
 
 /// A model given from outside a task, as results name it.

@@ -112,38 +112,33 @@ impl Recordings {
         for path in paths {
             let before = runs.len();
             let contents = read_trace(path, ReadOptions::default())?;
-            for run in contents.runs {
-                let file = path.display().to_string();
-                let refuse = |reason: String| RecordingError::NotReplayable {
-                    file: file.clone(),
-                    run_id: run.run_id.clone(),
-                    reason,
-                };
-                let started = run.started();
-                if started.is_none_or(|s| s.api.is_none()) {
-                    continue;
-                }
-                if started.is_some_and(|s| s.capture != Some(Capture::Full)) {
-                    return Err(refuse(
-                        "it was recorded with summary capture, which keeps hashes of the \
-                         requests and responses but not the bodies a replay answers with; \
-                         record with full capture (`looptrace proxy` always does)"
-                            .to_owned(),
-                    ));
-                }
-                let calls = calls_of(&run, ignored).map_err(refuse)?;
-                if !calls.is_empty() {
-                    runs.push(RecordedRun {
-                        file: path.clone(),
-                        run_id: run.run_id.clone(),
-                        calls,
-                    });
-                }
+            for run in &contents.runs {
+                runs.extend(replayable(path, run, ignored)?);
             }
             if runs.len() == before {
                 return Err(RecordingError::Empty(format!("`{}`", path.display())));
             }
         }
+        let used = vec![false; runs.len()];
+        Ok(Recordings { runs, used })
+    }
+
+    /// Reads the one run `run_id` of the trace at `path` (the last of that id). A run with no
+    /// model call gives recordings that answer nothing.
+    pub fn load_run(
+        path: &Path,
+        run_id: &str,
+        ignored: &[IgnoredPath],
+    ) -> Result<Recordings, RecordingError> {
+        let contents = read_trace(path, ReadOptions::default())?;
+        let Some(run) = contents.runs.iter().rev().find(|run| run.run_id == run_id) else {
+            return Err(RecordingError::NotReplayable {
+                file: path.display().to_string(),
+                run_id: run_id.to_owned(),
+                reason: "the trace has no such run".to_owned(),
+            });
+        };
+        let runs: Vec<RecordedRun> = replayable(path, run, ignored)?.into_iter().collect();
         let used = vec![false; runs.len()];
         Ok(Recordings { runs, used })
     }
@@ -244,6 +239,38 @@ impl Recordings {
             actual: around(&difference.actual, &difference.recorded),
         })
     }
+}
+
+/// A run's recorded calls, if it made any: a run recorded with summary capture, or a call
+/// without its request body or response, is refused.
+fn replayable(
+    path: &Path,
+    run: &crate::trace::RecordedRun,
+    ignored: &[IgnoredPath],
+) -> Result<Option<RecordedRun>, RecordingError> {
+    let refuse = |reason: String| RecordingError::NotReplayable {
+        file: path.display().to_string(),
+        run_id: run.run_id.clone(),
+        reason,
+    };
+    let started = run.started();
+    if started.is_none_or(|s| s.api.is_none()) {
+        return Ok(None);
+    }
+    if started.is_some_and(|s| s.capture != Some(Capture::Full)) {
+        return Err(refuse(
+            "it was recorded with summary capture, which keeps hashes of the requests and \
+             responses but not the bodies a replay answers with; record with full capture \
+             (`looptrace proxy` always does)"
+                .to_owned(),
+        ));
+    }
+    let calls = calls_of(run, ignored).map_err(refuse)?;
+    Ok((!calls.is_empty()).then(|| RecordedRun {
+        file: path.to_path_buf(),
+        run_id: run.run_id.clone(),
+        calls,
+    }))
 }
 
 /// The calls of one run: the first event of each turn and each failed call, in order.

@@ -126,6 +126,50 @@ struct OpenRun {
     cursor: Option<Cursor>,
 }
 
+/// Every call of a proxy started for one run (an evaluation's agent task) goes to that run,
+/// whatever its conversation; its `run_started` names the task.
+#[derive(Clone, Debug)]
+pub struct FixedRun {
+    /// The run's id.
+    pub run_id: String,
+    /// The task's prompt, recorded as the run's `task`.
+    pub task: String,
+    /// The suite task the run is an attempt at.
+    pub task_id: Option<String>,
+}
+
+/// Sees every event as it is written (keys already redacted).
+pub type EventTap = Box<dyn FnMut(&Event) + Send>;
+
+/// How a run ends by the rule of [`Runs`], judged without writing it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ending {
+    /// Its last call was answered with no tool call.
+    Finished,
+    /// Its last call failed: the failure's kind and message.
+    Failed {
+        /// The failure kind (`replay_miss`, `rate_limited`, ...).
+        kind: String,
+        /// Said for people.
+        message: String,
+    },
+    /// Neither: tool calls left unanswered, a client gone mid-answer, or no call at all.
+    Open,
+}
+
+/// A run taken out of the tracker unended, for its owner to end ([`Runs::detach`]).
+#[derive(Clone, Debug)]
+pub struct Detached {
+    /// How the proxy's rule would end it.
+    pub ending: Ending,
+    /// Answered turns.
+    pub turns: u32,
+    /// Its calls' usage, summed.
+    pub usage: Option<Usage>,
+    /// From its first request to its last answer.
+    pub duration_ms: f64,
+}
+
 /// The open runs and the trace they are written to.
 pub struct Runs {
     open: Vec<OpenRun>,
@@ -134,6 +178,8 @@ pub struct Runs {
     /// Keys to keep out of the trace.
     pub secrets: Secrets,
     write_error: Option<String>,
+    fixed: Option<FixedRun>,
+    tap: Option<EventTap>,
 }
 
 impl Runs {
@@ -145,7 +191,45 @@ impl Runs {
             summarizer,
             secrets,
             write_error: None,
+            fixed: None,
+            tap: None,
         }
+    }
+
+    /// Puts every call in `fixed`'s run, and shows each written event to `tap`.
+    pub fn for_one_run(mut self, fixed: FixedRun, tap: Option<EventTap>) -> Self {
+        self.fixed = Some(fixed);
+        self.tap = tap;
+        self
+    }
+
+    /// The id every call goes to, for a proxy started for one run.
+    pub fn fixed_run(&self) -> Option<&str> {
+        self.fixed.as_ref().map(|fixed| fixed.run_id.as_str())
+    }
+
+    /// Takes the fixed run out unended (its calls in flight count as cut), and the trace writer
+    /// back, for the owner to write the ending. `None` for the run when it had no call.
+    pub fn detach(&mut self) -> (Option<Detached>, Option<TraceWriter>) {
+        let id = self.fixed.as_ref().map(|fixed| fixed.run_id.clone());
+        let position = self
+            .open
+            .iter()
+            .position(|run| Some(&run.id) == id.as_ref());
+        let detached = position.map(|index| {
+            let mut run = self.open.remove(index);
+            if run.in_flight > 0 {
+                run.failure = None;
+                run.client_gone = true;
+            }
+            Detached {
+                ending: ending(&run),
+                turns: run.turns,
+                usage: run.usage,
+                duration_ms: millis(run.last_active.duration_since(run.started)),
+            }
+        });
+        (detached, self.sink.take())
     }
 
     /// The first failed trace write, if any.
@@ -283,8 +367,12 @@ impl Runs {
         let id = call
             .run_header
             .map_or_else(|| format!("proxy-{}", unique_token()), str::to_owned);
-        let task = api::task_text(call.api, call.body);
+        let task = match &self.fixed {
+            Some(fixed) => fixed.task.clone(),
+            None => api::task_text(call.api, call.body),
+        };
         let started = RunStarted {
+            task_id: self.fixed.as_ref().and_then(|fixed| fixed.task_id.clone()),
             schema: Some(SCHEMA.to_owned()),
             capture: Some(Capture::Full),
             hash: Some(self.summarizer.algorithm()),
@@ -463,16 +551,14 @@ impl Runs {
     }
 
     fn end(&mut self, run: OpenRun) {
-        let mut e = if let Some((kind, message)) = run.failure {
-            RunFinished {
+        let mut e = match ending(&run) {
+            Ending::Failed { kind, message } => RunFinished {
                 error_kind: Some(kind),
                 error: Some(message),
                 ..RunFinished::new(ExitReason::InternalError)
-            }
-        } else if !run.client_gone && run.turns > 0 && !run.called_tools {
-            RunFinished::new(ExitReason::Finished)
-        } else {
-            return;
+            },
+            Ending::Finished => RunFinished::new(ExitReason::Finished),
+            Ending::Open => return,
         };
         e.steps_used = Some(run.turns);
         e.usage = run.usage;
@@ -483,15 +569,33 @@ impl Runs {
     /// Writes one event with `ts`, keys redacted.
     fn write(&mut self, mut event: Event) {
         event.ts = Some(crate::time::now_ts());
+        if self.sink.is_none() && self.tap.is_none() {
+            return;
+        }
+        let event = redacted(&self.secrets, event);
+        if let Some(tap) = self.tap.as_mut() {
+            tap(&event);
+        }
         let Some(sink) = self.sink.as_mut() else {
             return;
         };
-        let event = redacted(&self.secrets, event);
         if let Err(err) = sink.write_event(&event)
             && self.write_error.is_none()
         {
             self.write_error = Some(format!("failed to write the trace: {err}"));
         }
+    }
+}
+
+/// How `run` ends by the rule: its last call failed, or was answered with no tool call.
+fn ending(run: &OpenRun) -> Ending {
+    match &run.failure {
+        Some((kind, message)) => Ending::Failed {
+            kind: kind.clone(),
+            message: message.clone(),
+        },
+        None if !run.client_gone && run.turns > 0 && !run.called_tools => Ending::Finished,
+        None => Ending::Open,
     }
 }
 

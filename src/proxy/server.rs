@@ -152,17 +152,17 @@ pub struct ProxySummary {
     pub misses: u64,
 }
 
-struct State {
-    runs: Runs,
+pub(super) struct State {
+    pub(super) runs: Runs,
     recordings: Option<Recordings>,
-    summary: ProxySummary,
+    pub(super) summary: ProxySummary,
 }
 
-struct Shared {
+pub(super) struct Shared {
     config: ProxyConfig,
-    state: Mutex<State>,
+    pub(super) state: Mutex<State>,
     agent: ureq::Agent,
-    stop: Arc<AtomicBool>,
+    pub(super) stop: Arc<AtomicBool>,
     /// Whether calls are answered from recordings.
     replaying: bool,
 }
@@ -175,11 +175,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Binds the address and opens the output trace; nothing is served yet.
-    pub fn bind(mut config: ProxyConfig) -> Result<Proxy, ProxyError> {
-        let listener = TcpListener::bind(config.listen).map_err(|source| ProxyError::Listen {
-            address: config.listen,
-            source,
-        })?;
+    pub fn bind(config: ProxyConfig) -> Result<Proxy, ProxyError> {
         let sink = match &config.record {
             Some(path) => {
                 Some(
@@ -191,6 +187,19 @@ impl Proxy {
             }
             None => None,
         };
+        Proxy::bind_with(config, sink, |runs| runs)
+    }
+
+    /// Binds the address, to write to `sink` with the run tracker `setup` makes of the plain one.
+    pub(super) fn bind_with(
+        mut config: ProxyConfig,
+        sink: Option<TraceWriter>,
+        setup: impl FnOnce(Runs) -> Runs,
+    ) -> Result<Proxy, ProxyError> {
+        let listener = TcpListener::bind(config.listen).map_err(|source| ProxyError::Listen {
+            address: config.listen,
+            source,
+        })?;
         let mut secrets = Secrets::default();
         if let Some(key) = &config.api_key {
             secrets.add(key);
@@ -206,7 +215,7 @@ impl Proxy {
         let recordings = config.replay.take();
         let replaying = recordings.is_some();
         let state = State {
-            runs: Runs::new(sink, Summarizer::from_env(), secrets),
+            runs: setup(Runs::new(sink, Summarizer::from_env(), secrets)),
             recordings,
             summary: ProxySummary::default(),
         };
@@ -237,6 +246,20 @@ impl Proxy {
         let address = self.local_addr().map_err(ProxyError::Signals)?;
         watch_signals(Arc::clone(&self.shared.stop), address)?;
         let waker = spawn_waker(Arc::clone(&self.shared.stop), address);
+        let shared = self.accept_until_stopped();
+        let _ = waker.join();
+        let mut state = lock(&shared.state);
+        state.runs.end_all();
+        if let Some(error) = state.runs.write_error() {
+            return Err(ProxyError::TraceWrite(error.to_owned()));
+        }
+        Ok(state.summary)
+    }
+
+    /// Serves until the stop flag is raised and the accept is woken (a connection to the
+    /// proxy's own address), then lets the calls in flight finish (up to [`DRAIN`]); the runs are
+    /// left open.
+    pub(super) fn accept_until_stopped(self) -> Arc<Shared> {
         let idle = self
             .shared
             .config
@@ -259,16 +282,10 @@ impl Proxy {
         while connections.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = waker.join();
         if let Some(idle) = idle {
             let _ = idle.join();
         }
-        let mut state = lock(&self.shared.state);
-        state.runs.end_all();
-        if let Some(error) = state.runs.write_error() {
-            return Err(ProxyError::TraceWrite(error.to_owned()));
-        }
-        Ok(state.summary)
+        self.shared
     }
 }
 
@@ -300,7 +317,7 @@ fn spawn_idle_ender(shared: Arc<Shared>, idle: Duration) -> JoinHandle<()> {
     })
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -333,14 +350,15 @@ fn serve_connection(shared: &Shared, stream: TcpStream) {
 fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> bool {
     let path = request.path().to_owned();
     let api = shared.config.api.or_else(|| api_of_path(&path));
-    {
+    let fixed_run = {
         let mut state = lock(&shared.state);
         for name in CREDENTIAL_HEADERS {
             if let Some(value) = request.header(name) {
                 state.runs.secrets.add(value);
             }
         }
-    }
+        state.runs.fixed_run().map(str::to_owned)
+    };
     let Some(api) = api.filter(|_| request.method == "POST") else {
         return other_request(shared, connection, &request, &path);
     };
@@ -364,7 +382,7 @@ fn handle(shared: &Shared, connection: &mut Connection, request: Request) -> boo
         api,
         body: &body,
         canonical: &canonical,
-        run_header: request.header(RUN_HEADER),
+        run_header: fixed_run.as_deref().or(request.header(RUN_HEADER)),
         agent: request.header("user-agent"),
         provider: &provider,
         target: &request.target,

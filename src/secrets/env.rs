@@ -29,10 +29,16 @@ pub fn is_forbidden_var(name: &str) -> bool {
             .contains(name)
 }
 
-/// `env` without the secret variables.
+/// The key an agent task's agent is given in place of the real one, which only its proxy holds
+/// (`docs/suite-format.md`, `agent`): no secret, so it may stand under a key's variable name.
+pub const PLACEHOLDER_KEY: &str = "looptrace-placeholder-key";
+
+/// `env` without the secret variables (a variable holding [`PLACEHOLDER_KEY`] holds none).
 pub fn without_forbidden(env: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
     env.into_iter()
-        .filter(|(name, _)| !name.to_str().is_some_and(is_forbidden_var))
+        .filter(|(name, value)| {
+            !name.to_str().is_some_and(is_forbidden_var) || value == PLACEHOLDER_KEY
+        })
         .collect()
 }
 
@@ -76,6 +82,8 @@ mod tests {
             without_forbidden(env),
             vec![(OsString::from("PATH"), OsString::from("/bin"))]
         );
+        let placeholder = vec![("SECRETS_TEST_KEY_VAR".into(), PLACEHOLDER_KEY.into())];
+        assert_eq!(without_forbidden(placeholder.clone()), placeholder);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod env;
 mod redact;
 
 pub use env::{
-    HASH_KEY_VAR, forbid_var, is_forbidden_var, refuse_forbidden_names, without_forbidden,
+    HASH_KEY_VAR, PLACEHOLDER_KEY, forbid_var, is_forbidden_var, refuse_forbidden_names,
+    without_forbidden,
 };
 pub use redact::{REDACTED, Redactor};

@@ -164,7 +164,7 @@ fn every_problem_in_a_suite_is_reported_together_with_its_path() {
     let expected = format!(
         "error: suite `{}` has 16 problems:
   $.defaults.max_steps: must be at least 1, got 0
-  $.defaults.captrue: unknown key (expected one of: capture, expect, finish_gate, max_seconds, max_steps, max_total_tokens, model, scorers)
+  $.defaults.captrue: unknown key (expected one of: agent, capture, expect, finish_gate, max_seconds, max_steps, max_total_tokens, model, scorers)
   $.tasks[2].id: \"bad id!\" does not match the pattern `^[A-Za-z0-9._-]+$`
   $.tasks[3]: missing key `prompt`
   $.tasks[4]: missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)
@@ -288,6 +288,7 @@ fn a_panicking_task_is_isolated() {
         on_done: &|_, _| {},
         task_tools: None,
         retries: 0,
+        agents: None,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())
         .map(|task| Attempt { task, repeat: 1 })

@@ -1,6 +1,7 @@
 //! Integration tests: the library's public API and the built `looptrace` binary.
 
 mod agent_loop;
+mod agent_tasks;
 mod bad_inputs;
 mod content_safety;
 mod dataset;

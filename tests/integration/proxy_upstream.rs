@@ -5,7 +5,9 @@
 //! that returns the recorded ids cannot have made them up. The model name picks a failure:
 //! `rate-limited-once` (429 the first time a body is seen), `always-500`, `cut` (the answer
 //! stops midway), `slow` (a second before answering), `hold` (a stream's first event, then the
-//! rest only once [`ScriptedUpstream::release`] is called).
+//! rest only once [`ScriptedUpstream::release`] is called). A chat request that offers a `bash`
+//! tool (mini-swe-agent's) is answered with `echo hello > hello.txt`, then with mini-swe-agent's
+//! submit command once a tool result came back.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -244,7 +246,43 @@ fn data(value: &Value) -> String {
     format!("data: {value}\n\n")
 }
 
+/// A `bash` tool call, for agents that offer one (mini-swe-agent): write a file, then submit.
+fn bash_turn(body: &Value, n: u64) -> Option<Reply> {
+    let offers_bash = body["tools"]
+        .as_array()?
+        .iter()
+        .any(|tool| tool["function"]["name"] == "bash");
+    if !offers_bash {
+        return None;
+    }
+    let results = body["messages"]
+        .as_array()?
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    let (thought, command) = match results {
+        0 => ("I will write the file.", "echo hello > hello.txt"),
+        _ => (
+            "The file is written; submitting.",
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+        ),
+    };
+    let arguments = json!({"command": command}).to_string();
+    Some(Reply::Whole(json!({
+        "id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1_700_000_000,
+        "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": thought,
+            "tool_calls": [{"id": format!("call_{n}"), "type": "function",
+                "function": {"name": "bash", "arguments": arguments}}]}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    })))
+}
+
 fn chat(body: &Value, n: u64, streamed: bool) -> Reply {
+    if let Some(reply) = bash_turn(body, n) {
+        return reply;
+    }
     let model = body["model"].clone();
     let id = format!("chatcmpl-{n}");
     let usage = json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25});

@@ -12,6 +12,7 @@ use super::EvalError;
 use super::observer::EvalObserver;
 use super::outcome::{EvalOutcome, EvalVerdict, Notice, PassCount, adaptive_verdict, verdict};
 use super::plan::EvalPlan;
+use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
     RESULTS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, Seal, copy_runs,
     rebuild_view as fold_view,
@@ -91,6 +92,7 @@ impl EvalPlan {
             let logs = self.request.log_dir.clone();
             TaskTools::new(file, Some(logs.unwrap_or_else(|| run_dir.join("logs"))))
         });
+        let (agent_work, agent_logs) = (run_dir.join("work"), run_dir.join("logs"));
         let total = selected.len() * repeats as usize;
         let mut collected = Collected::new(
             total,
@@ -128,6 +130,11 @@ impl EvalPlan {
                 .as_ref()
                 .map(|tools| (tools, run_dir.join("work"))),
             retries: self.request.retries,
+            agents: Some(AgentOptions {
+                work_dir: &agent_work,
+                log_dir: &agent_logs,
+                replay: self.agent_replay.as_ref(),
+            }),
         };
         let collected = Mutex::new(collected);
         let mut attempts = std::mem::take(&mut self.attempts);

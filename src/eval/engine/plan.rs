@@ -18,6 +18,7 @@ use super::paths::{
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
 use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
+use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
     Attempt, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult, TraceLayout,
@@ -60,6 +61,8 @@ pub struct EvalPlan {
     pub(super) stop: Arc<AtomicBool>,
     /// Set when there is nothing to run: the results that stand, and their verdict.
     pub(super) nothing: Option<(ResultsFile, EvalVerdict)>,
+    /// `--replay-models`: the earlier runs agent tasks replay.
+    pub(super) agent_replay: Option<ModelRecordings>,
     /// The output folder's lock (an in-place rerun's since it began), and the read locks of the
     /// folders a rerun reads; the outcome holds them on, so no other evaluation or `gc` changes
     /// the folder while the caller still reads it.
@@ -101,6 +104,7 @@ impl EvalPlan {
             (tools.and_then(|t| t.join().ok()), loaded)
         });
         let (suite, inputs) = loaded?;
+        let agent_replay = agent_replay(&request)?;
         // The header records the models run, which a resume of this run applies again.
         request.models = models_used;
         let tools = tools.unwrap_or_else(ToolRegistry::builtin);
@@ -171,6 +175,7 @@ impl EvalPlan {
             notices,
             stop: Arc::new(AtomicBool::new(false)),
             nothing: None,
+            agent_replay,
             locks: (rerun_lock, reading),
         };
         if plan.choose_tasks()? {
@@ -524,6 +529,18 @@ impl EvalPlan {
 
 /// The suite (with `--capture` and `--tools-file` applied) and every file it reads (for the
 /// output-path checks).
+/// `--replay-models RESULTS`, read: the earlier results whose runs agent tasks replay.
+fn agent_replay(request: &EvalRequest) -> Result<Option<ModelRecordings>, EvalError> {
+    request
+        .replay_models
+        .as_deref()
+        .map(|path| {
+            ModelRecordings::read(path)
+                .map_err(|message| EvalError::usage("--replay-models", message))
+        })
+        .transpose()
+}
+
 fn load(
     request: &EvalRequest,
     notices: &mut Vec<Notice>,

@@ -74,6 +74,8 @@ pub struct EvalRequest {
     pub models: Vec<String>,
     /// `--api-key-env VAR`: the key of every model given as `API:MODEL@BASE_URL`.
     pub api_key_env: Option<String>,
+    /// `--replay-models RESULTS`: agent tasks' model calls answered from these results' runs.
+    pub replay_models: Option<PathBuf>,
 }
 
 impl EvalRequest {
@@ -119,6 +121,7 @@ impl EvalRequest {
             retries: 0,
             models: Vec::new(),
             api_key_env: None,
+            replay_models: None,
         }
     }
 }

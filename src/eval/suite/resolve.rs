@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use super::agent::agent_command;
 use super::spec::{
     ActionKind, ActionSpec, ChatSpec, DefaultsSpec, ExpectSpec, FinishGateSpec, ModelSpec, TaskSpec,
 };
 use crate::agent::Limits;
 use crate::eval::RunSource;
+use crate::eval::agent::AgentCommand;
 use crate::eval::model_spec::{NamedModel, resolve_spec};
 use crate::eval::scorers::{CheckCache, Scorer, ScorerSpec};
 use crate::eval::scripted_action::ScriptedAction;
@@ -59,6 +61,8 @@ pub struct Context {
     pub scorers: Vec<Arc<dyn Scorer>>,
     /// Answer checks compiled so far, shared by the tasks.
     pub check_cache: Arc<Mutex<CheckCache>>,
+    /// `defaults.agent`, checked.
+    pub agent: Option<Arc<AgentCommand>>,
 }
 
 impl Context {
@@ -80,7 +84,14 @@ impl Context {
         let expect = defaults.expect.take();
         let scorers = defaults.scorers.take();
         let model = defaults.model.take();
+        let agent = defaults.agent.take();
         let mut context = Context::plain(base_dir, defaults);
+        if let Some(spec) = agent {
+            match agent_command(spec, "$.defaults.agent", &context.base()) {
+                Ok(agent) => context.agent = Some(Arc::new(agent)),
+                Err(found) => problems.extend(found),
+            }
+        }
         context.models = Arc::new(models);
         context.models_given = models_given;
         if let Some(spec) = model {
@@ -110,6 +121,7 @@ impl Context {
             expect: Arc::default(),
             scorers: Vec::new(),
             check_cache: Arc::default(),
+            agent: None,
             base_dir: base_dir.to_path_buf(),
             canonical_base,
             max_steps: defaults.max_steps,
@@ -256,6 +268,8 @@ impl Context {
             },
             None => expect.scorers.extend(self.scorers.iter().cloned()),
         }
+        let agent = self.agent_of(spec.agent, path, model.as_ref(), spec.finish_gate.is_some());
+        let agent = agent.map_err(|found| problems.extend(found)).ok().flatten();
         let (Some(id), Some(model)) = (id, model) else {
             return Err(problems);
         };
@@ -285,7 +299,9 @@ impl Context {
                 .unwrap_or(DEFAULT_MAX_STEPS),
             model,
             expect,
+            // An agent's finishes are its own: no finish gate checks them.
             finish_gate: match spec.finish_gate {
+                _ if agent.is_some() => None,
                 Some(gate) => Some(self.gate(gate)),
                 None => self.finish_gate.clone(),
             },
@@ -294,7 +310,49 @@ impl Context {
                 max_seconds: spec.max_seconds.or(self.limits.max_seconds),
             },
             model_name,
+            agent,
         })
+    }
+
+    /// The task's agent command (its own, else `defaults.agent`): its model must be a live one,
+    /// which names the server the agent's calls go to, and it takes no finish gate.
+    fn agent_of(
+        &self,
+        spec: Option<super::spec::AgentSpec>,
+        path: &str,
+        model: Option<&TaskModel>,
+        gated: bool,
+    ) -> Result<Option<Arc<AgentCommand>>, Vec<Problem>> {
+        let agent = match spec {
+            Some(spec) => Arc::new(agent_command(spec, &format!("{path}.agent"), &self.base())?),
+            None => match &self.agent {
+                Some(agent) => Arc::clone(agent),
+                None => return Ok(None),
+            },
+        };
+        let mut problems = Vec::new();
+        if let Some(model) =
+            model.filter(|m| !matches!(m, TaskModel::Chat { .. } | TaskModel::Unset))
+        {
+            problems.push((
+                format!("{path}.model"),
+                format!(
+                    "an agent task's model is the live model its agent calls (`chat`, a name from `models`, or eval --model), not `{}`",
+                    model.kind()
+                ),
+            ));
+        }
+        if gated {
+            problems.push((
+                format!("{path}.finish_gate"),
+                "an agent task takes no finish gate: its agent decides when it is done; check its work with a `command` scorer".to_owned(),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(Some(agent))
+        } else {
+            Err(problems)
+        }
     }
 
     fn model(&self, spec: ModelSpec, path: &str) -> Result<TaskModel, Problem> {

@@ -115,6 +115,9 @@ pub struct DefaultsSpec {
     /// A model SPEC for tasks without a `model`.
     #[serde(default)]
     pub model: Option<String>,
+    /// The agent command of tasks without their own.
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
 }
 
 /// One task.
@@ -147,6 +150,29 @@ pub struct TaskSpec {
     /// What the result must satisfy.
     #[serde(default)]
     pub expect: Option<ExpectSpec>,
+    /// An agent command that does the task instead of looptrace's loop.
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
+}
+
+/// `agent`: an agent command run through a proxy of its own (`docs/suite-format.md`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// The program and its arguments; strings may hold placeholders.
+    pub command: Vec<String>,
+    /// Seconds before its process group is killed.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Variables set for it.
+    #[serde(default)]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// Variables passed on from looptrace's environment.
+    #[serde(default)]
+    pub pass_env: Option<Vec<String>>,
+    /// Request parts a replay leaves out of the match.
+    #[serde(default)]
+    pub ignore: Option<Vec<String>>,
 }
 
 /// `model`: exactly one kind is given (the schema says so).
