@@ -259,6 +259,8 @@ impl EvalArgs {
         request.retries = self.narrow.retries;
         request.models = self.models.clone();
         request.api_key_env = self.api_key_env.clone();
+        // `-q` prints the totals only: no row need be held for the report.
+        request.summary_only = self.quiet;
         request.replay_models = self.replay_models.clone();
         Ok(request)
     }

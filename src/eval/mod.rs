@@ -66,7 +66,7 @@ pub use results::{
 pub use row_checks::RowProblem;
 pub(crate) use row_checks::check_rows;
 pub use rows_on_disk::RowsOnDisk;
-pub use runner::{Attempt, RunnerOptions, run_tasks};
+pub use runner::{Attempt, Attempts, Epochs, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
@@ -75,7 +75,7 @@ pub use select::{Selection, glob_match};
 pub use shard::SHARD_ENV_VARS;
 pub(crate) use shard::{list_shards, missing_sentence};
 pub use suite::{
-    DEFAULT_MAX_STEPS, Expectations, ModelName, Selected, Suite, SuiteErrors, SuiteTask,
-    SuiteTasks, TaskEntry, TaskId, TaskModel, TaskSource, load_suite, load_suite_from_str,
-    load_suite_with_text_for,
+    DEFAULT_MAX_STEPS, Expectations, IdRef, ModelName, Selected, Suite, SuiteErrors, SuiteTask,
+    SuiteTasks, TaskEntries, TaskEntry, TaskId, TaskModel, TaskSource, load_suite,
+    load_suite_from_str, load_suite_with_text_for,
 };

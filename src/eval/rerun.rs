@@ -15,8 +15,8 @@ fn slot_of_row(row: &TaskResult) -> (&str, Option<&str>) {
     (row.id.as_str(), row.given_model())
 }
 
-fn slot_of_entry(entry: &TaskEntry) -> (&str, Option<&str>) {
-    (entry.id.as_str(), entry.model_name.as_deref())
+fn slot_of_entry(entry: TaskEntry<'_>) -> (&str, Option<&str>) {
+    (entry.id.as_str(), entry.model_name)
 }
 
 /// The (task, model)s of the suite that `previous` says need another run: rows that fail the

@@ -416,7 +416,7 @@ pub fn suite_info(suite: &super::suite::Suite) -> SuiteInfo {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(suite.name.as_bytes());
-    for task in suite.tasks.entries() {
+    for task in suite.tasks.entries().iter() {
         hasher.update([0]);
         hasher.update(task.id.as_str().as_bytes());
     }

@@ -79,6 +79,61 @@ pub struct Attempt {
     pub repeat: u32,
 }
 
+/// The runs a batch makes, by position: a list, or every task once per repeat, which takes no
+/// memory however many tasks there are.
+pub trait Attempts: Sync {
+    /// How many runs.
+    fn len(&self) -> usize;
+    /// Run `i`.
+    fn get(&self, i: usize) -> Option<Attempt>;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Attempts for [Attempt] {
+    fn len(&self) -> usize {
+        <[Attempt]>::len(self)
+    }
+    fn get(&self, i: usize) -> Option<Attempt> {
+        <[Attempt]>::get(self, i).copied()
+    }
+}
+
+impl Attempts for Vec<Attempt> {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+    fn get(&self, i: usize) -> Option<Attempt> {
+        self.as_slice().get(i).copied()
+    }
+}
+
+/// Tasks `0..tasks`, each once per repeat from `first` to `last`: every task's first repeat,
+/// then every task's second, so an early stop leaves whole epochs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Epochs {
+    /// How many tasks.
+    pub tasks: usize,
+    /// The first repeat, from 1.
+    pub first: u32,
+    /// The last repeat.
+    pub last: u32,
+}
+
+impl Attempts for Epochs {
+    fn len(&self) -> usize {
+        self.tasks * (self.last + 1).saturating_sub(self.first) as usize
+    }
+    fn get(&self, i: usize) -> Option<Attempt> {
+        (i < Attempts::len(self)).then(|| Attempt {
+            task: i % self.tasks,
+            repeat: self.first + (i / self.tasks) as u32,
+        })
+    }
+}
+
 /// The task being run, which repeat, and which attempt of it (from 1; more with `--retries`).
 struct Run<'t> {
     task: &'t SuiteTask,
@@ -114,7 +169,7 @@ impl Run<'_> {
 /// or a task that can no longer be read, stops scheduling and is returned.
 pub fn run_tasks(
     tasks: &(impl TaskSource + ?Sized),
-    attempts: &[Attempt],
+    attempts: &(impl Attempts + ?Sized),
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
     on_row: &(dyn Fn(usize, TaskResult) -> Result<(), String> + Sync),
@@ -123,7 +178,7 @@ pub fn run_tasks(
     let done = AtomicUsize::new(0);
     let failed: Mutex<Option<String>> = Mutex::new(None);
     let halt = AtomicBool::new(false);
-    let jobs = options.jobs.clamp(1, attempts.len().max(1));
+    let jobs = options.jobs.clamp(1, Attempts::len(attempts).max(1));
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
@@ -132,7 +187,7 @@ pub fn run_tasks(
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(attempt) = attempts.get(i) else {
+                    let Some(attempt) = Attempts::get(attempts, i) else {
                         break;
                     };
                     let result = tasks

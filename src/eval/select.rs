@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::suite::TaskEntry;
+use super::suite::TaskEntries;
 
 /// What `results.json` records of a selection (`selection`): the patterns given and the tasks
 /// they chose, in suite order, before any `--shard` split them.
@@ -56,7 +56,7 @@ pub fn glob_match(pattern: &str, id: &str) -> bool {
 /// selection; or the first pattern that matches no task of the suite. Only ids are read: a
 /// streamed suite's tasks are not.
 pub fn select_tasks(
-    tasks: &[TaskEntry],
+    tasks: &TaskEntries,
     only: &[String],
     skip: &[String],
 ) -> Result<(Vec<usize>, Selection), String> {
@@ -86,7 +86,7 @@ pub fn select_tasks(
         seed: None,
         tasks: selected
             .iter()
-            .map(|&i| tasks[i].id.as_str().to_owned())
+            .filter_map(|&i| tasks.get(i).map(|t| t.id.to_string()))
             .collect(),
     };
     Ok((selected, selection))

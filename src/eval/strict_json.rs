@@ -2,7 +2,7 @@
 //! a mistake the user must hear about (one of the two values would be dropped silently), so the
 //! reader here builds a `serde_json::Value` and notes the JSON path of every repeated key.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::Deserializer;
@@ -47,19 +47,37 @@ pub fn parse_noting_repeats(
     text: &str,
     root: &str,
 ) -> Result<(Value, Vec<String>), serde_json::Error> {
+    // Keys are rarely repeated: the value is read without following its path, and only a text
+    // with a repeated key is read again to say where.
+    let repeated = Cell::new(false);
+    let value = parse(text, None, &repeated)?;
+    if !repeated.get() {
+        return Ok((value, Vec::new()));
+    }
     let walk = RefCell::new(Walk {
         root: root.to_owned(),
         ..Walk::default()
     });
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = Seed { walk: &walk }.deserialize(&mut de)?;
-    de.end()?;
+    let value = parse(text, Some(&walk), &repeated)?;
     Ok((value, walk.into_inner().repeated))
 }
 
+fn parse(
+    text: &str,
+    walk: Option<&RefCell<Walk>>,
+    repeated: &Cell<bool>,
+) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Seed { walk, repeated }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Reads a value, noting whether a key repeats and, when `walk` is given, where.
 #[derive(Clone, Copy)]
 struct Seed<'w> {
-    walk: &'w RefCell<Walk>,
+    walk: Option<&'w RefCell<Walk>>,
+    repeated: &'w Cell<bool>,
 }
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
@@ -115,10 +133,16 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
+        let Some(walk) = self.walk else {
+            while let Some(item) = seq.next_element_seed(self)? {
+                items.push(item);
+            }
+            return Ok(Value::Array(items));
+        };
         loop {
-            self.walk.borrow_mut().path.push(Step::Index(items.len()));
+            walk.borrow_mut().path.push(Step::Index(items.len()));
             let item = seq.next_element_seed(self);
-            self.walk.borrow_mut().path.pop();
+            walk.borrow_mut().path.pop();
             match item? {
                 Some(item) => items.push(item),
                 None => return Ok(Value::Array(items)),
@@ -129,8 +153,21 @@ impl<'de> Visitor<'de> for Seed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
+            let Some(walk) = self.walk else {
+                // One look-up a key: the entry is found before its value is read.
+                let entry = map.entry(key);
+                let value = access.next_value_seed(self)?;
+                match entry {
+                    serde_json::map::Entry::Vacant(vacant) => _ = vacant.insert(value),
+                    serde_json::map::Entry::Occupied(mut occupied) => {
+                        self.repeated.set(true);
+                        occupied.insert(value);
+                    }
+                }
+                continue;
+            };
             let repeated = map.contains_key(&key);
-            let mut walk = self.walk.borrow_mut();
+            let mut walk = walk.borrow_mut();
             walk.path.push(Step::Key(key));
             if repeated {
                 let path = walk.path();
@@ -138,7 +175,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             }
             drop(walk);
             let value = access.next_value_seed(self);
-            let Some(Step::Key(key)) = self.walk.borrow_mut().path.pop() else {
+            let Some(Step::Key(key)) = self.walk.and_then(|w| w.borrow_mut().path.pop()) else {
                 return Err(de::Error::custom("the JSON path lost its step"));
             };
             map.insert(key, value?);

@@ -42,7 +42,7 @@ use crate::run::ExitReason;
 use crate::tools::ToolsFile;
 use crate::trace::Capture;
 
-pub use self::tasks::{Selected, SuiteTasks, TaskEntry, TaskSource};
+pub use self::tasks::{IdRef, Selected, SuiteTasks, TaskEntries, TaskEntry, TaskSource};
 
 /// The step budget when neither the task, the suite defaults nor a recording give one.
 pub const DEFAULT_MAX_STEPS: u32 = 5;

@@ -170,3 +170,30 @@ fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
         other => panic!("{:?}", other.err()),
     }
 }
+
+#[test]
+fn a_summary_only_evaluation_keeps_no_rows_but_the_same_totals_view_and_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::support::fixture("eval/expectations.json");
+    let outcomes: Vec<_> = [false, true]
+        .into_iter()
+        .map(|summary_only| {
+            let mut request = EvalRequest::suite(&suite);
+            request.out = Some(dir.path().join(format!("summary-{summary_only}")));
+            request.summary_only = summary_only;
+            EvalPlan::new(request).unwrap().execute(&Quiet).unwrap()
+        })
+        .collect();
+    let (listed, summed) = (&outcomes[0], &outcomes[1]);
+    // Four expectations fail: the report lists their rows; a summary holds none.
+    assert_eq!(listed.results.tasks.len(), 4);
+    assert!(summed.results.tasks.is_empty());
+    assert!(summed.pass_counts.is_none());
+    assert_eq!(summed.verdict, EvalVerdict::Failed);
+    assert_eq!(listed.verdict, summed.verdict);
+    assert_eq!(listed.results.totals, summed.results.totals);
+    // What was written does not depend on what the caller keeps.
+    let (a, b) = (read_results(&listed.out), read_results(&summed.out));
+    assert_eq!(stable(&a.tasks), stable(&b.tasks));
+    assert_eq!(a.totals, b.totals);
+}

@@ -11,17 +11,17 @@ use std::sync::{Mutex, PoisonError};
 use super::EvalError;
 use super::observer::EvalObserver;
 use super::outcome::{EvalOutcome, EvalVerdict, Notice, PassCount, adaptive_verdict, verdict};
-use super::plan::EvalPlan;
+use super::plan::{EvalPlan, Planned};
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
     RESULTS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, Seal, copy_runs,
     rebuild_view as fold_view,
 };
 use crate::eval::{
-    Attempt, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk, RunnerOptions,
-    SINGLE_TRACE, Suite, TaskEntry, TaskResult, TraceLayout, TraceTarget, carry_over, compare,
-    compare_counted, for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit,
-    write_results,
+    Attempt, Attempts, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk,
+    RunnerOptions, SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout,
+    TraceTarget, carry_over, compare, compare_counted, for_console, now_rfc3339, run_tasks,
+    still_owed, suite_info, write_junit, write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -37,7 +37,6 @@ impl EvalPlan {
         }
         let suite: &Suite = &self.suite;
         let selected = suite.tasks.select(self.positions.clone());
-        let entries = selected.entries();
         let repeats = self.repeats;
         let position = |task: usize, repeat: u32| task * repeats as usize + (repeat as usize - 1);
         let out = self.out.clone();
@@ -57,14 +56,9 @@ impl EvalPlan {
         let eval_id = crate::run::unique_token();
         let info = suite_info(suite);
         // The view lists an evaluation's rows in suite order; a rerun's, every task of the suite.
-        let order: Vec<String> = match kind {
-            RunKind::Rerun => suite
-                .tasks
-                .entries()
-                .iter()
-                .map(|t| t.id.to_string())
-                .collect(),
-            _ => entries.iter().map(|t| t.id.to_string()).collect(),
+        let order = match kind {
+            RunKind::Rerun => TaskIds::Suite(suite.tasks.entries()),
+            _ => TaskIds::Selected(&selected),
         };
         let header = RunHeader {
             format: RUN_FORMAT.to_owned(),
@@ -94,12 +88,18 @@ impl EvalPlan {
         });
         let (agent_work, agent_logs) = (run_dir.join("work"), run_dir.join("logs"));
         let total = selected.len() * repeats as usize;
+        let all = self.request.html.is_some() || kind != RunKind::Eval;
+        // Rows the report lists, and each task's counts; a summary of totals needs neither
+        // (but the repeats' title counts tasks, and adaptive repeats decide from the counts).
+        let report_rows = all || !self.request.summary_only || self.baseline.is_some();
+        let counted = report_rows || repeats > 1 || self.adaptive.is_some();
         let mut collected = Collected::new(
             total,
-            selected.len(),
+            if counted { selected.len() } else { 0 },
             repeats as usize,
             self.baseline.is_some() || kind != RunKind::Eval,
-            self.request.html.is_some() || kind != RunKind::Eval,
+            all,
+            report_rows,
         );
         for (pos, row) in self.kept.iter().enumerate() {
             if let Some(row) = row {
@@ -137,13 +137,15 @@ impl EvalPlan {
             }),
         };
         let collected = Mutex::new(collected);
-        let mut attempts = std::mem::take(&mut self.attempts);
+        let mut attempts = std::mem::replace(&mut self.attempts, Planned::Listed(Vec::new()));
         let mut planned = attempts.len();
         let mut decisions = None;
         let ran = loop {
             let batch = &attempts;
             let on_row = |i: usize, row: TaskResult| {
-                let attempt = batch[i];
+                let attempt = batch
+                    .get(i)
+                    .ok_or_else(|| format!("no attempt {i} in the batch"))?;
                 let offset = run.append(&row).map_err(|err| {
                     format!("failed to write `{}`: {err}", run.rows_path().display())
                 })?;
@@ -166,7 +168,7 @@ impl EvalPlan {
                 .clone();
             let next = next_epoch(rule, &counts);
             decisions = Some(next.0);
-            attempts = next.1;
+            attempts = Planned::Listed(next.1);
             if attempts.is_empty() {
                 break ran;
             }
@@ -174,7 +176,7 @@ impl EvalPlan {
         };
         observer.finished();
         ran.map_err(EvalError::Internal)?;
-        let collected = collected
+        let mut collected = collected
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
         let rows_written = collected.totals.tasks;
@@ -229,7 +231,9 @@ impl EvalPlan {
         // A plain evaluation's view is its own rows, copied from its log as they are; the others
         // fold their rows over their parents'.
         let results = if kind == RunKind::Eval {
-            let offsets: Vec<u64> = collected.offsets.iter().flatten().copied().collect();
+            // In place: a second list would hold every row's place twice.
+            let mut offsets = std::mem::take(&mut collected.offsets);
+            offsets.retain(|&o| o != NO_OFFSET);
             let streamed = ResultsFile {
                 format: RESULTS_FORMAT.to_owned(),
                 looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -275,14 +279,14 @@ impl EvalPlan {
         };
         // A rerun's or resume's report counts its pass rates from the rows of its view.
         let pass_counts = match kind {
-            RunKind::Eval => collected.pass_counts(entries),
+            RunKind::Eval => collected.pass_counts(&selected),
             _ => None,
         };
         // A rerun's results hold the tasks it carried over too: the baseline covers them too.
         let scoped = self.baseline.as_ref().map(|b| {
             let compared: HashSet<&str> = match &self.previous {
                 Some(_) => results.tasks.iter().map(|t| t.id.as_str()).collect(),
-                None => entries.iter().map(|t| t.id.as_str()).collect(),
+                None => selected.entries().map(|t| t.id.as_str()).collect(),
             };
             in_scope(b, suite, &compared)
         });
@@ -291,7 +295,7 @@ impl EvalPlan {
                 return compare(b, &results);
             }
             // Under a model matrix a task's rows are compared per model.
-            let keys: Vec<String> = entries.iter().map(|task| task.row_key()).collect();
+            let keys: Vec<String> = selected.entries().map(|task| task.row_key()).collect();
             let ran = keys
                 .iter()
                 .zip(&collected.outcomes)
@@ -332,7 +336,12 @@ impl EvalPlan {
         } else {
             adaptive_passed
                 .and_then(|passed| adaptive_verdict(&results, passed, comparison.as_ref()))
-                .unwrap_or_else(|| verdict(&results, comparison.as_ref()))
+                .unwrap_or_else(|| match (report_rows, collected.failing_rows) {
+                    (true, _) => verdict(&results, comparison.as_ref()),
+                    // Counted, not kept (and no baseline): a failing row fails.
+                    (false, 0) => EvalVerdict::Passed,
+                    (false, _) => EvalVerdict::Failed,
+                })
         };
         // The console shows the suite's expected values in full; the files keep their summaries.
         let shown = for_console(&results, suite, &options.summarizer);
@@ -439,43 +448,63 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// What the evaluation keeps of its rows while they are written to its run's log.
+/// Where a row is in the log when it is not (a resume's kept rows).
+const NO_OFFSET: u64 = u64::MAX;
+
+/// What the evaluation keeps of its rows while they are written to its run's log: a few bytes a
+/// row unless the caller wants the rows themselves.
 struct Collected {
-    /// Where each row starts in the log, by output position (`None` for a resume's kept rows).
-    offsets: Vec<Option<u64>>,
+    /// Where each row starts in the log, by output position ([`NO_OFFSET`] for a resume's kept
+    /// rows and rows not written).
+    offsets: Vec<u64>,
     /// Every row, by output position, when they are all wanted (a resume, a rerun, the HTML
     /// page); empty otherwise.
     rows: Vec<Option<TaskResult>>,
     /// Counts over the rows.
     totals: crate::eval::Totals,
-    /// The rows that fail the evaluation, with their output positions, for the report.
+    /// The rows that fail the evaluation, with their output positions, for the report (when
+    /// it lists rows).
     failing: Vec<(usize, TaskResult)>,
-    /// Each task's repeats that passed and repeats that ran, for the report's pass rates.
+    /// How many rows fail the evaluation.
+    failing_rows: usize,
+    /// Each task's repeats that passed and repeats that ran, for the report's pass rates (empty
+    /// when not wanted).
     passes: Vec<(u32, u32)>,
     /// With `--baseline`: each task's runs counted for the comparison.
     outcomes: Vec<OutcomeCounts>,
     repeats: usize,
     /// Whether every row is held.
     all: bool,
+    /// Whether the failing rows are held.
+    listed: bool,
 }
 
 impl Collected {
-    fn new(total: usize, tasks: usize, repeats: usize, baseline: bool, all: bool) -> Self {
+    fn new(
+        total: usize,
+        tasks: usize,
+        repeats: usize,
+        baseline: bool,
+        all: bool,
+        listed: bool,
+    ) -> Self {
         let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
-            offsets: vec![None; total],
+            offsets: vec![NO_OFFSET; total],
             rows: if all { vec![None; total] } else { Vec::new() },
             totals: crate::eval::Totals::zero(),
             failing: Vec::new(),
+            failing_rows: 0,
             passes: vec![(0, 0); tasks],
             outcomes: vec![OutcomeCounts::default(); per_task(baseline)],
             repeats,
             all,
+            listed,
         }
     }
 
     fn add(&mut self, position: usize, offset: Option<u64>, row: &TaskResult) {
-        self.offsets[position] = offset;
+        self.offsets[position] = offset.unwrap_or(NO_OFFSET);
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;
@@ -484,9 +513,10 @@ impl Collected {
         if let Some(counts) = self.outcomes.get_mut(position / self.repeats) {
             counts.add(row, position);
         }
+        self.failing_rows += usize::from(row.fails());
         if self.all {
             self.rows[position] = Some(row.clone());
-        } else if row.fails() {
+        } else if row.fails() && self.listed {
             self.failing.push((position, row.clone()));
         }
     }
@@ -503,13 +533,13 @@ impl Collected {
 
     /// The pass counts of the tasks that ran, in suite order, when the report cannot count them
     /// from the rows it holds.
-    fn pass_counts(&self, tasks: &[TaskEntry]) -> Option<Vec<PassCount>> {
+    fn pass_counts(&self, tasks: &Selected<'_>) -> Option<Vec<PassCount>> {
         if self.all || self.passes.is_empty() {
             return None;
         }
         Some(
             tasks
-                .iter()
+                .entries()
                 .zip(&self.passes)
                 .filter(|(_, (_, runs))| *runs > 0)
                 .map(|(task, &(passed, runs))| PassCount {
@@ -520,6 +550,25 @@ impl Collected {
                 })
                 .collect(),
         )
+    }
+}
+
+/// Task ids written as a JSON list from where they are held, never gathered into one.
+enum TaskIds<'a> {
+    Suite(&'a TaskEntries),
+    Selected(&'a Selected<'a>),
+}
+
+impl serde::Serialize for TaskIds<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TaskIds::Suite(entries) => {
+                serializer.collect_seq(entries.iter().map(|e| e.id.as_str()))
+            }
+            TaskIds::Selected(selected) => {
+                serializer.collect_seq(selected.entries().map(|e| e.id.as_str()))
+            }
+        }
     }
 }
 

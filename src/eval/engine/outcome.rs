@@ -90,7 +90,8 @@ pub struct PassCount {
 #[derive(Debug)]
 pub struct EvalOutcome {
     /// The results as written to `results.json` (with every row when the caller asked for the
-    /// HTML page or the evaluation built on earlier runs; otherwise its failing rows only).
+    /// HTML page or the evaluation built on earlier runs; otherwise its failing rows only, or
+    /// none when the request is [`super::EvalRequest::summary_only`] without a baseline).
     pub results: ResultsFile,
     /// The same results with the suite's expected values in full, for a console.
     pub shown: ResultsFile,

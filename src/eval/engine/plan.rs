@@ -21,9 +21,10 @@ use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resum
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
-    Attempt, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult, TraceLayout,
-    apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output, lock_read,
-    lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed, suite_info,
+    Attempt, Attempts, Epochs, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult,
+    TraceLayout, apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output,
+    lock_read, lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed,
+    suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -56,7 +57,7 @@ pub struct EvalPlan {
     /// The runs this one continues.
     pub(super) parents: Vec<String>,
     /// The runs to make in the first (or only) epoch.
-    pub(super) attempts: Vec<Attempt>,
+    pub(super) attempts: Planned,
     pub(super) notices: Vec<Notice>,
     pub(super) stop: Arc<AtomicBool>,
     /// Set when there is nothing to run: the results that stand, and their verdict.
@@ -171,7 +172,7 @@ impl EvalPlan {
             adaptive,
             kept: Vec::new(),
             parents: Vec::new(),
-            attempts: Vec::new(),
+            attempts: Planned::Listed(Vec::new()),
             notices,
             stop: Arc::new(AtomicBool::new(false)),
             nothing: None,
@@ -250,7 +251,7 @@ impl EvalPlan {
             if !narrowing.is_none() {
                 tasks = narrowing.apply(tasks);
                 narrowing.record(&mut selection);
-                selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
+                selection.tasks = ids_at(entries, &tasks);
             }
             if tasks.is_empty() {
                 return Err(EvalError::flags(
@@ -260,9 +261,11 @@ impl EvalPlan {
             if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
                 let failed = failed_ids(previous, &self.suite);
                 tasks.retain(|&i| {
-                    failed.contains(&(entries[i].id.to_string(), entries[i].model_name.clone()))
+                    entries.get(i).is_some_and(|e| {
+                        failed.contains(&(e.id.to_string(), e.model_name.map(str::to_owned)))
+                    })
                 });
-                selection.tasks = tasks.iter().map(|&i| entries[i].id.to_string()).collect();
+                selection.tasks = ids_at(entries, &tasks);
                 selection.rerun_failed = Some(path.display().to_string());
                 if tasks.is_empty() {
                     self.nothing_to_rerun(path.clone());
@@ -469,11 +472,11 @@ impl EvalPlan {
         )? {
             Resumable::Run(parent) => {
                 let selected = self.selected();
-                self.kept = kept_rows(&self.out, &parent, selected.entries(), self.repeats)?;
+                self.kept = kept_rows(&self.out, &parent, &selected, self.repeats)?;
                 self.parents.push(parent.header.eval_id);
             }
             Resumable::Complete(previous) => {
-                if let Err(why) = same_runs(&previous, &settings, self.selected().entries()) {
+                if let Err(why) = same_runs(&previous, &settings, &self.selected()) {
                     return Err(EvalError::store(
                         &results_path,
                         format!(
@@ -508,13 +511,23 @@ impl EvalPlan {
         let tasks = self.task_count();
         let repeats = self.repeats as usize;
         let kept = &self.kept;
-        self.attempts = (1..=epochs)
-            .flat_map(|repeat| (0..tasks).map(move |task| Attempt { task, repeat }))
-            .filter(|a| {
-                kept.get(a.task * repeats + (a.repeat as usize - 1))
-                    .is_none_or(Option::is_none)
-            })
-            .collect();
+        if kept.iter().all(Option::is_none) {
+            self.attempts = Planned::Epochs(Epochs {
+                tasks,
+                first: 1,
+                last: epochs,
+            });
+            return;
+        }
+        self.attempts = Planned::Listed(
+            (1..=epochs)
+                .flat_map(|repeat| (0..tasks).map(move |task| Attempt { task, repeat }))
+                .filter(|a| {
+                    kept.get(a.task * repeats + (a.repeat as usize - 1))
+                        .is_none_or(Option::is_none)
+                })
+                .collect(),
+        );
     }
 
     /// What kind of run this evaluation writes.
@@ -523,6 +536,29 @@ impl EvalPlan {
             (Some(_), _) => RunKind::Rerun,
             (None, false) => RunKind::Resume,
             (None, true) => RunKind::Eval,
+        }
+    }
+}
+
+/// The runs an epoch makes: every task once per repeat (nothing held however many there are),
+/// or the ones a resume still owes.
+pub(super) enum Planned {
+    Epochs(Epochs),
+    Listed(Vec<Attempt>),
+}
+
+impl Attempts for Planned {
+    fn len(&self) -> usize {
+        match self {
+            Planned::Epochs(epochs) => epochs.len(),
+            Planned::Listed(list) => list.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<Attempt> {
+        match self {
+            Planned::Epochs(epochs) => epochs.get(i),
+            Planned::Listed(list) => Attempts::get(list, i),
         }
     }
 }
@@ -647,6 +683,14 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// The ids of the tasks at `positions`.
+fn ids_at(entries: &crate::eval::TaskEntries, positions: &[usize]) -> Vec<String> {
+    positions
+        .iter()
+        .filter_map(|&i| entries.get(i).map(|e| e.id.to_string()))
+        .collect()
 }
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.

@@ -72,6 +72,9 @@ pub struct EvalRequest {
     /// `--model SPEC`s: every task runs against each (`API:MODEL@BASE_URL` or a name from the
     /// suite's `models`).
     pub models: Vec<String>,
+    /// The caller shows only the totals (`eval -q`): the outcome then holds no rows (unless
+    /// for `html` or a baseline) and no per-task pass counts, so memory stays flat in the rows.
+    pub summary_only: bool,
     /// `--api-key-env VAR`: the key of every model given as `API:MODEL@BASE_URL`.
     pub api_key_env: Option<String>,
     /// `--replay-models RESULTS`: agent tasks' model calls answered from these results' runs.
@@ -120,6 +123,7 @@ impl EvalRequest {
             narrowing: Narrowing::default(),
             retries: 0,
             models: Vec::new(),
+            summary_only: false,
             api_key_env: None,
             replay_models: None,
         }

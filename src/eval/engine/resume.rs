@@ -13,7 +13,7 @@ use crate::eval::store::{
     list_runs, owed, read_run, rebuild_view,
 };
 use crate::eval::{
-    RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Shard, Suite, SuiteInfo, TaskEntry, TaskResult,
+    RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Shard, Suite, SuiteInfo, TaskResult,
     TraceLayout, ends_with_finished_run, finished_runs, read_results,
 };
 
@@ -168,7 +168,7 @@ pub(super) fn resumable(
 pub(super) fn kept_rows(
     out: &Path,
     parent: &RunRead,
-    selected: &[TaskEntry],
+    selected: &Selected<'_>,
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
     let view = rebuild_view(out, &parent.header.eval_id)
@@ -198,14 +198,14 @@ pub(super) fn kept_rows(
         });
     }
     let scope: Vec<RowKey> = (1..=repeats)
-        .flat_map(|repeat| selected.iter().map(move |t| RowKey::of_entry(t, repeat)))
+        .flat_map(|repeat| selected.entries().map(move |t| RowKey::of_entry(t, repeat)))
         .collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &states).into_iter().collect();
     // A row's place is its (task, model): under a model matrix a task has one per model.
     let index: HashMap<(&str, Option<&str>), usize> = selected
-        .iter()
+        .entries()
         .enumerate()
-        .map(|(i, t)| ((t.id.as_str(), t.model_name.as_deref()), i))
+        .map(|(i, t)| ((t.id.as_str(), t.model_name), i))
         .collect();
     let mut rows = vec![None; selected.len() * repeats as usize];
     for row in view.tasks {
@@ -282,7 +282,7 @@ impl Settings<'_> {
 pub(super) fn same_runs(
     previous: &ResultsFile,
     settings: &Settings<'_>,
-    selected: &[TaskEntry],
+    selected: &Selected<'_>,
 ) -> Result<(), String> {
     let written = Settings {
         shard: previous.shard,
@@ -296,7 +296,7 @@ pub(super) fn same_runs(
     let repeats = settings.repeats;
     let runs = previous.tasks.iter().map(RowKey::of);
     let wanted = selected
-        .iter()
+        .entries()
         .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)));
     if !runs.eq(wanted) {
         return Err("its rows are not the tasks this eval selects (--only, --skip)".to_owned());

@@ -26,10 +26,10 @@ impl RowKey {
     }
 
     /// The identity of `entry`'s `repeat` run: its task under the model it was given.
-    pub fn of_entry(entry: &TaskEntry, repeat: u32) -> RowKey {
+    pub fn of_entry(entry: TaskEntry<'_>, repeat: u32) -> RowKey {
         RowKey {
             task: entry.id.to_string(),
-            model: entry.model_name.clone(),
+            model: entry.model_name.map(str::to_owned),
             repeat,
         }
     }

@@ -33,8 +33,9 @@ pub enum RunKind {
 }
 
 /// `header.json`: what a run set out to do, written before its first task.
+/// `Tasks` is the list as held: read back, or (when written) wherever the ids are.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunHeader {
+pub struct RunHeader<Tasks = Vec<String>> {
     /// `looptrace.run/1`.
     pub format: String,
     /// The run's id (its folder's name), part of every run id its traces hold.
@@ -77,7 +78,7 @@ pub struct RunHeader {
     /// The task ids whose rows the view lists, in the view's order: for `eval` and `--resume` the
     /// tasks the run covers (after `--shard`), whose rows alone it keeps; for `--rerun-failed`
     /// the suite's tasks (rows of tasks no longer in it are kept, last).
-    pub tasks: Vec<String>,
+    pub tasks: Tasks,
 }
 
 /// The last line of `rows.jsonl`: the invocation ended (a crash leaves none).
@@ -152,7 +153,10 @@ impl RunFolder {
     /// empty `rows.jsonl`. They are made in a staging folder (`runs/.<eval-id>.new/`, which no
     /// reader takes for a run) renamed into place whole: a crash never leaves a run without its
     /// header, only a staging folder that `gc` removes.
-    pub fn create(out: &Path, header: &RunHeader) -> Result<RunFolder, StoreError> {
+    pub fn create<T: Serialize>(
+        out: &Path,
+        header: &RunHeader<T>,
+    ) -> Result<RunFolder, StoreError> {
         let runs = out.join(RUNS_DIR);
         fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
         let dir = runs.join(&header.eval_id);
@@ -164,14 +168,17 @@ impl RunFolder {
         let staging = runs.join(staging_name(&header.eval_id));
         fs::create_dir(&staging).map_err(io_error("create", &staging))?;
         let header_path = staging.join(HEADER_NAME);
-        let mut file = create_new(&header_path).map_err(io_error("write", &header_path))?;
-        let mut text = serde_json::to_vec_pretty(header).map_err(|err| StoreError::Io {
+        let file = create_new(&header_path).map_err(io_error("write", &header_path))?;
+        // Written as it is serialized: a header lists every task, which may be a million.
+        let mut writer = io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut writer, header).map_err(|err| StoreError::Io {
             action: "write",
             path: header_path.clone(),
             source: err.into(),
         })?;
-        text.push(b'\n');
-        file.write_all(&text)
+        writer
+            .write_all(b"\n")
+            .and_then(|()| writer.flush())
             .map_err(io_error("write", &header_path))?;
         let rows = create_new(&staging.join(ROWS_NAME))
             .map_err(io_error("write", &staging.join(ROWS_NAME)))?;

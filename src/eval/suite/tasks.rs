@@ -1,54 +1,157 @@
 //! A suite's tasks, held or streamed, and the seam the runner pulls tasks through. A suite's
 //! `tasks` array is held as loaded; a tasks file is checked once and then read task by task as
 //! the runner reaches them. Either way every task's id and model kind are known up front, so
-//! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task.
+//! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task. The ids
+//! are packed in one block of text (a few bytes a task beside the id itself), so a dataset of a
+//! million rows costs megabytes, not a hundred.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::tasks_file::{Indexed, TasksFile, note};
-use crate::eval::suite::{SuiteTask, TaskId};
+use crate::eval::suite::SuiteTask;
 
-/// What is known of a task without reading it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskEntry {
+/// A task id borrowed from the suite's [`TaskEntries`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdRef<'a>(&'a str);
+
+impl<'a> IdRef<'a> {
+    /// The id as text.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl fmt::Display for IdRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// What is known of a task without reading it, borrowed from the suite's [`TaskEntries`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskEntry<'a> {
     /// The task's id.
-    pub id: TaskId,
+    pub id: IdRef<'a>,
     /// Its model's kind (`responses`, `actions`, `replay`, `chat`).
     pub model_kind: &'static str,
     /// The model as given, when it came from outside the task (`defaults.model`, `--model`).
-    pub model_name: Option<String>,
+    pub model_name: Option<&'a str>,
 }
 
-impl TaskEntry {
-    /// The entry of `task`.
-    pub fn of(task: &SuiteTask) -> TaskEntry {
-        TaskEntry {
-            id: task.id.clone(),
-            model_kind: task.model.kind(),
-            model_name: task.model_name.as_ref().map(|m| m.given.clone()),
-        }
-    }
-
+impl TaskEntry<'_> {
     /// The model as results name it: as given, else the kind.
     pub fn model_label(&self) -> &str {
-        self.model_name.as_deref().unwrap_or(self.model_kind)
+        self.model_name.unwrap_or(self.model_kind)
     }
 
     /// What tells the task's rows apart across models: `id`, or `id[model]` for a model given
     /// from outside the task (as [`crate::eval::TaskResult::row_key`]).
     pub fn row_key(&self) -> String {
-        match &self.model_name {
+        match self.model_name {
             Some(model) => format!("{}[{model}]", self.id),
             None => self.id.to_string(),
         }
     }
 }
 
+/// Every 64th entry's start in the block of ids: an entry is found from the nearest by adding
+/// at most 63 lengths.
+const STRIDE: usize = 64;
+
+/// Every task's id and model, in suite order: the ids in one block of text with a byte of
+/// length each (ids are at most 200 characters), the models as runs of equal ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskEntries {
+    ids: String,
+    lens: Vec<u8>,
+    /// Where every [`STRIDE`]th id starts.
+    starts: Vec<usize>,
+    /// `(first entry, kind, model name)`: each run of entries with the same model.
+    models: Vec<(usize, &'static str, Option<Box<str>>)>,
+}
+
+impl TaskEntries {
+    /// Adds the entry of `task`.
+    pub fn push_task(&mut self, task: &SuiteTask) {
+        let name = task.model_name.as_ref().map(|m| m.given.as_str());
+        self.push(task.id.as_str(), task.model.kind(), name);
+    }
+
+    /// Adds an entry; `id` is a checked task id (at most 200 characters).
+    pub fn push(&mut self, id: &str, model_kind: &'static str, model_name: Option<&str>) {
+        let i = self.lens.len();
+        if i.is_multiple_of(STRIDE) {
+            self.starts.push(self.ids.len());
+        }
+        self.ids.push_str(id);
+        self.lens.push(u8::try_from(id.len()).unwrap_or(u8::MAX));
+        let same = self
+            .models
+            .last()
+            .is_some_and(|(_, kind, name)| *kind == model_kind && name.as_deref() == model_name);
+        if !same {
+            self.models.push((i, model_kind, model_name.map(Box::from)));
+        }
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lens.is_empty()
+    }
+
+    /// Entry `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<TaskEntry<'_>> {
+        let len = *self.lens.get(i)? as usize;
+        let first = i - i % STRIDE;
+        let start = self.starts[i / STRIDE]
+            + self.lens[first..i]
+                .iter()
+                .map(|&l| l as usize)
+                .sum::<usize>();
+        let run = self.models.partition_point(|(from, _, _)| *from <= i) - 1;
+        let (_, model_kind, name) = &self.models[run];
+        Some(TaskEntry {
+            id: IdRef(&self.ids[start..start + len]),
+            model_kind,
+            model_name: name.as_deref(),
+        })
+    }
+
+    /// Every entry, in order.
+    pub fn iter(&self) -> impl Iterator<Item = TaskEntry<'_>> + '_ {
+        let mut start = 0;
+        let mut run = 0;
+        self.lens.iter().enumerate().map(move |(i, &len)| {
+            while self
+                .models
+                .get(run + 1)
+                .is_some_and(|(from, _, _)| *from <= i)
+            {
+                run += 1;
+            }
+            let (_, model_kind, name) = &self.models[run];
+            let id = &self.ids[start..start + len as usize];
+            start += len as usize;
+            TaskEntry {
+                id: IdRef(id),
+                model_kind,
+                model_name: name.as_deref(),
+            }
+        })
+    }
+}
+
 /// A suite's tasks, in suite order.
 #[derive(Clone, Debug)]
 pub struct SuiteTasks {
-    entries: Vec<TaskEntry>,
+    entries: TaskEntries,
     store: Store,
     key_vars: Vec<String>,
     read_files: Vec<PathBuf>,
@@ -65,11 +168,13 @@ impl SuiteTasks {
     pub fn held(tasks: Vec<SuiteTask>) -> SuiteTasks {
         let mut key_vars = Vec::new();
         let mut read_files = Vec::new();
+        let mut entries = TaskEntries::default();
         for task in &tasks {
             note(task, &mut key_vars, &mut read_files);
+            entries.push_task(task);
         }
         SuiteTasks {
-            entries: tasks.iter().map(TaskEntry::of).collect(),
+            entries,
             store: Store::Held(tasks),
             key_vars,
             read_files,
@@ -99,7 +204,7 @@ impl SuiteTasks {
     }
 
     /// Every task's id and model kind, in suite order.
-    pub fn entries(&self) -> &[TaskEntry] {
+    pub fn entries(&self) -> &TaskEntries {
         &self.entries
     }
 
@@ -126,7 +231,18 @@ impl SuiteTasks {
                 .get(i)
                 .map(Cow::Borrowed)
                 .ok_or_else(|| format!("no task {i} in the suite")),
-            Store::Streamed(file) => file.task(i).map(Cow::Owned),
+            Store::Streamed(file) => {
+                let task = file.task(i)?;
+                match self.entries.get(i) {
+                    Some(entry) if entry.id.as_str() == task.id.as_str() => Ok(Cow::Owned(task)),
+                    _ => Err(format!(
+                        "`{}` changed since eval checked it: task {} is now {:?}",
+                        file.path().display(),
+                        i + 1,
+                        task.id.as_str()
+                    )),
+                }
+            }
         }
     }
 
@@ -142,19 +258,9 @@ impl SuiteTasks {
 
     /// The tasks at `positions` (suite order), or all of them.
     pub fn select(&self, positions: Option<Vec<usize>>) -> Selected<'_> {
-        let entries = match &positions {
-            None => Cow::Borrowed(self.entries.as_slice()),
-            Some(positions) => Cow::Owned(
-                positions
-                    .iter()
-                    .filter_map(|&i| self.entries.get(i).cloned())
-                    .collect(),
-            ),
-        };
         Selected {
             tasks: self,
             positions,
-            entries,
         }
     }
 }
@@ -184,34 +290,91 @@ impl TaskSource for SuiteTasks {
 pub struct Selected<'s> {
     tasks: &'s SuiteTasks,
     positions: Option<Vec<usize>>,
-    entries: Cow<'s, [TaskEntry]>,
 }
 
-impl Selected<'_> {
+impl<'s> Selected<'s> {
     /// How many tasks are selected.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.positions.as_ref().map_or(self.tasks.len(), Vec::len)
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
-    /// The selected tasks' ids and model kinds.
-    pub fn entries(&self) -> &[TaskEntry] {
-        &self.entries
+    /// The selected tasks' ids and model kinds, in order.
+    pub fn entries(&self) -> Box<dyn Iterator<Item = TaskEntry<'s>> + '_> {
+        let entries = &self.tasks.entries;
+        match &self.positions {
+            None => Box::new(entries.iter()),
+            Some(positions) => Box::new(positions.iter().filter_map(|&i| entries.get(i))),
+        }
+    }
+
+    fn position(&self, i: usize) -> Option<usize> {
+        match &self.positions {
+            None => (i < self.tasks.len()).then_some(i),
+            Some(positions) => positions.get(i).copied(),
+        }
+    }
+
+    /// Selected task `i`'s id and model kind.
+    pub fn entry(&self, i: usize) -> Option<TaskEntry<'s>> {
+        self.position(i).and_then(|p| self.tasks.entries.get(p))
     }
 }
 
 impl TaskSource for Selected<'_> {
     fn task(&self, i: usize) -> Result<Cow<'_, SuiteTask>, String> {
-        let position = match &self.positions {
-            None => i,
-            Some(positions) => *positions
-                .get(i)
-                .ok_or_else(|| format!("no selected task {i}"))?,
-        };
+        let position = self
+            .position(i)
+            .ok_or_else(|| format!("no selected task {i}"))?;
         self.tasks.get(position)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_entries_read_back_as_pushed_one_by_one_and_in_order() {
+        let mut entries = TaskEntries::default();
+        let mut pushed = Vec::new();
+        for i in 0..500 {
+            let id = "x".repeat(i % 200 + 1) + &i.to_string();
+            let id = id[id.len().saturating_sub(200)..].to_owned();
+            let (kind, name) = match i / 100 {
+                0 | 3 => ("actions", None),
+                1 => ("chat", Some("gpt")),
+                _ => ("chat", Some("claude")),
+            };
+            entries.push(&id, kind, name);
+            pushed.push((id, kind, name));
+        }
+        assert_eq!(entries.len(), 500);
+        assert!(entries.get(500).is_none());
+        let read: Vec<(String, &str, Option<&str>)> = entries
+            .iter()
+            .map(|e| (e.id.to_string(), e.model_kind, e.model_name))
+            .collect();
+        let expected: Vec<(String, &str, Option<&str>)> = pushed
+            .iter()
+            .map(|(id, kind, name)| (id.clone(), *kind, *name))
+            .collect();
+        assert_eq!(read, expected);
+        for (i, (id, kind, name)) in pushed.iter().enumerate() {
+            let entry = entries.get(i).unwrap();
+            assert_eq!(
+                (entry.id.as_str(), entry.model_kind, entry.model_name),
+                (id.as_str(), *kind, *name)
+            );
+        }
+        assert_eq!(
+            entries.get(150).unwrap().row_key(),
+            format!("{}[gpt]", pushed[150].0)
+        );
+        assert_eq!(entries.get(350).unwrap().model_label(), "actions");
     }
 }

@@ -1,20 +1,23 @@
 //! Files of tasks read as the tasks run: a tasks file (`tasks.jsonl`, one task per line, each as
 //! a suite's `tasks` array holds it) or a dataset (JSONL or CSV rows that fill a task template,
 //! `dataset.rs`). Such a file is read twice, never held: once when the suite loads, to check every
-//! record and note where each starts, and again record by record as the runner reaches each task.
-//! Memory grows with the tasks in flight and a few words per task, not with the file.
+//! record and note where every 64th starts, and again record by record as the runner reaches each
+//! task (mostly in order: a cursor carries on from the last one read). Memory grows with the
+//! tasks in flight and a few bytes per task beside its id, not with the file.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::dataset::Dataset;
 use super::read::read_task;
 use super::resolve::{Context, Problem};
 use super::spec::DatasetFormat;
-use super::tasks::TaskEntry;
+use super::tasks::TaskEntries;
 use crate::eval::suite::{SuiteTask, TaskModel};
 
 /// The most problems a file's check lists: past them, the file is plainly not what it should be.
@@ -22,6 +25,10 @@ const MAX_PROBLEMS: usize = 100;
 
 /// Records checked together, on one thread per core.
 const BATCH_RECORDS: usize = 4096;
+
+/// Every this many tasks, where the next one's record starts is kept: reading a task skips at
+/// most this many records less one from the nearest.
+const MARK_STRIDE: usize = 64;
 
 /// What the records of a file are.
 #[derive(Clone, Debug)]
@@ -42,6 +49,39 @@ struct Span {
     len: u32,
     line: u32,
     row: u64,
+}
+
+/// Where reading starts: the byte, and the lines and rows before it.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    offset: u64,
+    lines: u32,
+    rows: u64,
+}
+
+impl Mark {
+    /// Where the record of `span` starts.
+    fn before(span: &Span) -> Mark {
+        Mark {
+            offset: span.offset,
+            lines: span.line.saturating_sub(1),
+            rows: span.row.saturating_sub(1),
+        }
+    }
+}
+
+/// A file read from a byte on, without moving the file's shared position.
+struct ReadAt<'f> {
+    file: &'f File,
+    offset: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.file.read_at(buf, self.offset)?;
+        self.offset += read as u64;
+        Ok(read)
+    }
 }
 
 /// A record read for checking.
@@ -219,7 +259,10 @@ pub struct TasksFile {
     file: Arc<File>,
     context: Context,
     kind: Kind,
-    spans: Vec<Span>,
+    /// Where every [`MARK_STRIDE`]th task's record starts.
+    marks: Vec<Mark>,
+    /// The task after the last one read, and where its record starts.
+    cursor: Arc<Mutex<Option<(usize, Mark)>>>,
 }
 
 /// What the check of a file of tasks found besides its tasks' places.
@@ -227,7 +270,7 @@ pub struct Indexed {
     /// The file, ready to read tasks from.
     pub file: TasksFile,
     /// Each task's id and model kind, in file order.
-    pub entries: Vec<TaskEntry>,
+    pub entries: TaskEntries,
     /// Every variable a live model reads its key from.
     pub key_vars: Vec<String>,
     /// Every recording a replay task reads.
@@ -285,8 +328,12 @@ impl TasksFile {
             }
         };
         let mut problems = Vec::new();
-        let mut spans = Vec::new();
-        let mut entries = Vec::new();
+        let mut marks = Vec::new();
+        let mut entries = TaskEntries::default();
+        // Ids are checked for repeats by their hashes, which take 4 bytes a task until the
+        // check ends; a hash met twice (a repeated id, or now and then two ids alike in 32
+        // bits) is looked at again by its ids.
+        let mut hashes = Vec::new();
         let mut key_vars: Vec<String> = Vec::new();
         let mut read_files = Vec::new();
         let mut row = 0;
@@ -301,8 +348,11 @@ impl TasksFile {
                     Checked::Blank => {}
                     Checked::Task(task) => {
                         note(&task, &mut key_vars, &mut read_files);
-                        entries.push(TaskEntry::of(&task));
-                        spans.push(record.span);
+                        if entries.len().is_multiple_of(MARK_STRIDE) {
+                            marks.push(Mark::before(&record.span));
+                        }
+                        hashes.push(hash_of(task.id.as_str()));
+                        entries.push_task(&task);
                     }
                     Checked::Problems(found) => problems.extend(
                         found
@@ -323,30 +373,82 @@ impl TasksFile {
         if entries.is_empty() && problems.is_empty() {
             problems.push(("$".to_owned(), "the file holds no task".to_owned()));
         }
-        let mut seen = std::collections::HashSet::with_capacity(entries.len());
-        for (entry, span) in entries.iter().zip(&spans) {
-            if !seen.insert(entry.id.as_str()) {
-                problems.push((
-                    format!("line {}: $.id", span.line),
-                    format!("duplicate id {:?}", entry.id.as_str()),
-                ));
-            }
-        }
+        let file = TasksFile {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            context,
+            kind,
+            marks,
+            cursor: Arc::new(Mutex::new(None)),
+        };
+        problems.extend(file.repeated_ids(&entries, hashes));
         if !problems.is_empty() {
             return Err(problems);
         }
         Ok(Indexed {
-            file: TasksFile {
-                path: path.to_path_buf(),
-                file: Arc::new(file),
-                context,
-                kind,
-                spans,
-            },
+            file,
             entries,
             key_vars,
             read_files,
         })
+    }
+
+    /// A problem for each task whose id an earlier task has (`hashes`: each task's id hashed).
+    fn repeated_ids(&self, entries: &TaskEntries, mut hashes: Vec<u32>) -> Vec<Problem> {
+        hashes.sort_unstable();
+        let twice: HashSet<u32> = hashes
+            .windows(2)
+            .filter(|pair| pair[0] == pair[1])
+            .map(|pair| pair[0])
+            .collect();
+        drop(hashes);
+        if twice.is_empty() {
+            return Vec::new();
+        }
+        let mut seen: HashSet<&str> = HashSet::new();
+        let repeats: Vec<(usize, &str)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| twice.contains(&hash_of(entry.id.as_str())))
+            .filter(|(_, entry)| !seen.insert(entry.id.as_str()))
+            .map(|(i, entry)| (i, entry.id.as_str()))
+            .collect();
+        let lines = self.task_lines(repeats.iter().map(|(i, _)| *i).collect());
+        repeats
+            .into_iter()
+            .map(|(i, id)| {
+                let line = lines.get(&i).copied().unwrap_or(0);
+                (format!("line {line}: $.id"), format!("duplicate id {id:?}"))
+            })
+            .collect()
+    }
+
+    /// The lines of the tasks at `wanted` (task positions), found by checking the file again:
+    /// only for messages, when a file's lines are not all tasks.
+    fn task_lines(&self, wanted: HashSet<usize>) -> HashMap<usize, u32> {
+        let mut lines = HashMap::new();
+        let Ok(mut records) = open_records(&self.file, &self.kind) else {
+            return lines;
+        };
+        let (mut row, mut task) = (0, 0);
+        while lines.len() < wanted.len() {
+            let Ok(batch) = records.batch(&mut row) else {
+                break;
+            };
+            if batch.is_empty() {
+                break;
+            }
+            let checked = check_batch(&batch, &self.kind, &self.context);
+            for (record, checked) in batch.iter().zip(checked) {
+                if let Checked::Task(_) = checked {
+                    if wanted.contains(&task) {
+                        lines.insert(task, record.span.line);
+                    }
+                    task += 1;
+                }
+            }
+        }
+        lines
     }
 
     /// The file as the user named it.
@@ -356,33 +458,13 @@ impl TasksFile {
 
     /// Task `i` (file order), read again from its record.
     pub fn task(&self, i: usize) -> Result<SuiteTask, String> {
-        let span = self
-            .spans
-            .get(i)
-            .ok_or_else(|| format!("no task {i} in `{}`", self.path.display()))?;
+        let (span, body) = self.record(i)?;
         let changed = |why: String| {
             format!(
                 "line {} of `{}` changed since eval checked it: {why}",
                 span.line,
                 self.path.display()
             )
-        };
-        let mut bytes = vec![0; span.len as usize];
-        self.file
-            .read_exact_at(&mut bytes, span.offset)
-            .map_err(|err| changed(err.to_string()))?;
-        let body = if self.kind.is_csv() {
-            let mut reader = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .from_reader(bytes.as_slice());
-            let mut fields = csv::StringRecord::new();
-            match reader.read_record(&mut fields) {
-                Ok(true) => Body::Csv(Ok(fields)),
-                Ok(false) => return Err(changed("no record".to_owned())),
-                Err(err) => Body::Csv(Err(csv_problem(&err))),
-            }
-        } else {
-            Body::Line(String::from_utf8(bytes).ok())
         };
         match self.kind.task(&body, span.row, &self.context) {
             Checked::Task(task) => Ok(*task),
@@ -396,6 +478,137 @@ impl TasksFile {
             }
         }
     }
+
+    /// Task `i`'s record: from the cursor when it is fewer than [`MARK_STRIDE`] records on,
+    /// else from the nearest mark.
+    fn record(&self, i: usize) -> Result<(Span, Body), String> {
+        let changed = |why: &str| {
+            format!(
+                "`{}` changed since eval checked it: {why}",
+                self.path.display()
+            )
+        };
+        let failed = |err: &dyn std::fmt::Display| changed(&err.to_string());
+        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut index, at) = match *cursor {
+            Some((index, at)) if index <= i && i - index < MARK_STRIDE => (index, at),
+            _ => {
+                let k = i / MARK_STRIDE;
+                let mark = self
+                    .marks
+                    .get(k)
+                    .ok_or_else(|| format!("no task {i} in `{}`", self.path.display()))?;
+                (k * MARK_STRIDE, *mark)
+            }
+        };
+        let source = ReadAt {
+            file: &self.file,
+            offset: at.offset,
+        };
+        if self.kind.is_csv() {
+            let mut reader = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(source);
+            let mut fields = csv::StringRecord::new();
+            let mut rows = at.rows;
+            loop {
+                let start = reader.position().clone();
+                let read = reader.read_record(&mut fields);
+                match &read {
+                    Ok(false) => return Err(changed("it ends early")),
+                    Err(err) if matches!(err.kind(), csv::ErrorKind::Io(_)) => {
+                        return Err(failed(err));
+                    }
+                    _ => {}
+                }
+                rows += 1;
+                if index < i {
+                    index += 1;
+                    continue;
+                }
+                let body = match read {
+                    Ok(_) => Ok(std::mem::take(&mut fields)),
+                    Err(err) => Err(csv_problem(&err)),
+                };
+                let next = reader.position();
+                let line = |at_line: u64| at.lines + u32::try_from(at_line).unwrap_or(u32::MAX);
+                let span = Span {
+                    offset: at.offset + start.byte(),
+                    len: u32::try_from(next.byte() - start.byte()).unwrap_or(u32::MAX),
+                    line: line(start.line()),
+                    row: rows,
+                };
+                *cursor = Some((
+                    i + 1,
+                    Mark {
+                        offset: at.offset + next.byte(),
+                        lines: line(next.line()).saturating_sub(1),
+                        rows,
+                    },
+                ));
+                return Ok((span, Body::Csv(body)));
+            }
+        }
+        let mut reader = BufReader::with_capacity(1 << 13, source);
+        let (mut offset, mut lines, mut rows) = (at.offset, at.lines, at.rows);
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            let read = reader
+                .read_until(b'\n', &mut bytes)
+                .map_err(|err| failed(&err))?;
+            if read == 0 {
+                return Err(changed("it ends early"));
+            }
+            let start = offset;
+            offset += read as u64;
+            lines += 1;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            rows += 1;
+            if index < i {
+                index += 1;
+                continue;
+            }
+            *cursor = Some((
+                i + 1,
+                Mark {
+                    offset,
+                    lines,
+                    rows,
+                },
+            ));
+            let span = Span {
+                offset: start,
+                len: u32::try_from(read).unwrap_or(u32::MAX),
+                line: lines,
+                row: rows,
+            };
+            return Ok((span, Body::Line(String::from_utf8(bytes).ok())));
+        }
+    }
+}
+
+/// An id's hash, for finding ids given twice.
+fn hash_of(id: &str) -> u32 {
+    let mut hasher = DefaultHasher::new();
+    id.hash(&mut hasher);
+    (hasher.finish() >> 32) as u32
+}
+
+/// The records of `file` from its start (past a CSV file's header row). It moves the file's
+/// position: only while no task is read from it.
+fn open_records<'f>(mut file: &'f File, kind: &Kind) -> Result<Records<'f>, String> {
+    file.seek(io::SeekFrom::Start(0))
+        .map_err(|err| format!("failed to read the file: {err}"))?;
+    let buffered = BufReader::with_capacity(1 << 16, file);
+    if !kind.is_csv() {
+        return Ok(lines(buffered));
+    }
+    let mut reader = csv::ReaderBuilder::new().from_reader(buffered);
+    csv_header(&mut reader)?;
+    Ok(Records::Csv(Box::new(reader)))
 }
 
 /// Records that are lines.
@@ -441,5 +654,116 @@ pub fn note(task: &SuiteTask, key_vars: &mut Vec<String>, read_files: &mut Vec<P
         } if !key_vars.contains(var) => key_vars.push(var.clone()),
         TaskModel::Replay { path, .. } => read_files.push(path.clone()),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::suite::spec::DefaultsSpec;
+
+    fn task_line(id: &str) -> String {
+        format!(
+            r#"{{"id": "{id}", "prompt": "p", "model": {{"actions": [{{"type": "finish", "answer": "a"}}]}}}}"#
+        )
+    }
+
+    /// Reads every task in `order` and says each one's id and line.
+    fn read_in(file: &TasksFile, order: &[usize]) -> Vec<(usize, String, u32)> {
+        order
+            .iter()
+            .map(|&i| {
+                let (span, _) = file.record(i).unwrap();
+                (i, file.task(i).unwrap().id.to_string(), span.line)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tasks_read_in_any_order_are_the_ones_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.jsonl");
+        // Blank lines here and there: they are lines, not tasks.
+        let mut text = String::new();
+        let mut lines = Vec::new();
+        let mut line = 0;
+        for i in 0..300 {
+            if i % 7 == 0 {
+                text.push_str("\n  \n");
+                line += 2;
+            }
+            text.push_str(&task_line(&format!("t{i}")));
+            text.push('\n');
+            line += 1;
+            lines.push(line);
+        }
+        std::fs::write(&path, text).unwrap();
+        let indexed = TasksFile::index(&path, Context::new(dir.path(), DefaultsSpec::default()))
+            .unwrap_or_else(|p| panic!("{p:?}"));
+        assert_eq!(indexed.entries.len(), 300);
+        let file = indexed.file;
+        let forward: Vec<usize> = (0..300).collect();
+        let mut shuffled = forward.clone();
+        let mut rng = crate::stats::split_mix::SplitMix64::new(7);
+        for i in (1..shuffled.len()).rev() {
+            shuffled.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        for order in [forward, shuffled, (0..300).rev().collect()] {
+            for (i, id, line) in read_in(&file, &order) {
+                assert_eq!(id, format!("t{i}"));
+                assert_eq!(line, lines[i], "task {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn csv_rows_with_line_breaks_are_read_from_any_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.csv");
+        let mut text = String::from("id,question\r\n");
+        for i in 0..200 {
+            text.push_str(&format!("q{i},\"two\nlines, {i}\"\r\n"));
+        }
+        std::fs::write(&path, text).unwrap();
+        let spec: super::super::spec::DatasetSpec = serde_json::from_value(serde_json::json!({
+            "path": "rows.csv", "id": "{id}", "prompt": "{question}",
+            "model": {"actions": [{"type": "finish", "answer": "a"}]}
+        }))
+        .unwrap();
+        let context = Context::new(dir.path(), DefaultsSpec::default());
+        let dataset = Dataset::new(spec, &path);
+        let indexed =
+            TasksFile::index_dataset(&path, context, dataset).unwrap_or_else(|p| panic!("{p:?}"));
+        let file = indexed.file;
+        let order = [150, 3, 4, 199, 0, 64, 63, 65];
+        // The lines the check itself gives, reading the whole file from its start.
+        let checked = file.task_lines(order.iter().copied().collect());
+        for (i, id, line) in read_in(&file, &order) {
+            assert_eq!(id, format!("q{i}"));
+            assert_eq!(line, checked[&i], "task {i}");
+            let task = file.task(i).unwrap();
+            assert_eq!(task.prompt, format!("two\nlines, {i}"));
+        }
+    }
+
+    #[test]
+    fn an_id_given_twice_is_named_at_its_second_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.jsonl");
+        let ids = ["a", "b", "c", "b", "d", "a"];
+        let text: String = ids.iter().map(|id| task_line(id) + "\n").collect();
+        std::fs::write(&path, text).unwrap();
+        let Err(problems) =
+            TasksFile::index(&path, Context::new(dir.path(), DefaultsSpec::default()))
+        else {
+            panic!("repeated ids were accepted");
+        };
+        assert_eq!(
+            problems,
+            [
+                ("line 4: $.id".to_owned(), "duplicate id \"b\"".to_owned()),
+                ("line 6: $.id".to_owned(), "duplicate id \"a\"".to_owned()),
+            ]
+        );
     }
 }
