@@ -11,7 +11,7 @@
 //! `write` per file. The median of the repetitions is printed as tasks (files) per second.
 //!
 //! With `--results` (that evaluation's `results.json`), the floor writes the evaluation's other
-//! files too: after each trace file, the task's row appended to `results.partial.jsonl` with one
+//! files too: after each trace file, the task's row appended to `rows.jsonl` with one
 //! `write` (the file shared by the threads and opened for appending, as the evaluation does), and
 //! at the end `results.json` in one `write`.
 //!
@@ -34,7 +34,7 @@ struct TraceFile {
     row: Option<Vec<u8>>,
 }
 
-/// What `--results` adds: the rows go to the partial file, the whole file is written at the end.
+/// What `--results` adds: the rows go to `rows.jsonl`, the whole view is written at the end.
 struct Results {
     bytes: Vec<u8>,
 }
@@ -144,20 +144,22 @@ fn load(dir: &Path) -> Result<Vec<TraceFile>, String> {
 }
 
 /// Reads `results.json` and gives each trace file its row: the compact line of `tasks` whose
-/// `trace` names it.
+/// `trace` ends in its name.
 fn load_results(path: &Path, files: &mut [TraceFile]) -> Result<Results, String> {
     let text = fs::read_to_string(path)
         .map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
     let index: std::collections::HashMap<String, usize> = files
         .iter()
         .enumerate()
-        .map(|(i, f)| (format!("traces/{}", f.name), i))
+        .map(|(i, f)| (f.name.clone(), i))
         .collect();
     for line in text.lines().filter(|l| l.starts_with("    {")) {
         let row = line.trim().trim_end_matches(',');
         let value: serde_json::Value = serde_json::from_str(row)
             .map_err(|err| format!("`{}`: a row is not JSON: {err}", path.display()))?;
-        if let Some(&i) = value["trace"].as_str().and_then(|t| index.get(t)) {
+        // A row's `trace` is `runs/<eval-id>/traces/<file>`: the file name is what the folder holds.
+        let file_name = value["trace"].as_str().and_then(|t| t.rsplit('/').next());
+        if let Some(&i) = file_name.and_then(|t| index.get(t)) {
             files[i].row = Some(format!("{row}\n").into_bytes());
         }
     }
@@ -221,7 +223,7 @@ fn time_once(
             fs::OpenOptions::new()
                 .append(true)
                 .create(true)
-                .open(dir.join("results.partial.jsonl"))
+                .open(dir.join("rows.jsonl"))
                 .map_err(|err| format!("failed to create under `{}`: {err}", dir.display()))?,
         ),
         None => None,
@@ -265,7 +267,7 @@ fn run(args: &Args) -> Result<(), String> {
         files.len(),
         match &results {
             Some(r) => format!(
-                ", with results.partial.jsonl and results.json ({} bytes)",
+                ", with rows.jsonl and results.json ({} bytes)",
                 r.bytes.len()
             ),
             None => String::new(),

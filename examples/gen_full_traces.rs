@@ -18,7 +18,7 @@ use looptrace::agent::{RunOptions, run_agent_result};
 use looptrace::model::ScriptPlayer;
 use looptrace::run::{Action, Finish, Observation, Task, ToolCall};
 use looptrace::tools::{ToolOutcome, ToolPanic, ToolRegistry, ToolRuntime};
-use looptrace::trace::{Capture, RecorderOptions, Summarizer, TraceEvent, TraceRecorder};
+use looptrace::trace::{Capture, Event, RecorderOptions, Summarizer, TraceRecorder};
 use serde_json::{Map, Value, json};
 
 /// How many runs are open (interleaved) at any time.
@@ -122,7 +122,7 @@ fn one_run(rng: &mut Rng, tools: &Tools, run_id: &str) -> Vec<String> {
         durations: false,
         replay_of: None,
     };
-    let mut events: Vec<TraceEvent> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
     let mut recorder = TraceRecorder::new(run_id, options, &mut events);
     let mut model = ScriptPlayer::new(actions.as_slice());
     let _ = run_agent_result(

@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use looptrace::run::ExitReason;
 use looptrace::trace::{
-    Capture, EventType, HashAlgorithm, SCHEMA, Summarizer, TraceEvent, TraceWriter,
+    Capture, Event, HashAlgorithm, ModelAction, Observation, RunFinished, RunStarted, SCHEMA,
+    Summarizer, TraceWriter,
 };
 
 fn main() -> std::io::Result<()> {
@@ -54,33 +55,49 @@ fn main() -> std::io::Result<()> {
 }
 
 /// The five events of a finished run with summary capture.
-fn sample_run() -> Vec<TraceEvent> {
+fn sample_run() -> Vec<Event> {
     let s = Summarizer::sha256();
-    let mut started = TraceEvent::new("run-bench-0001", 0, EventType::RunStarted);
-    started.schema = Some(SCHEMA.to_owned());
-    started.capture = Some(Capture::Summary);
-    started.hash = Some(HashAlgorithm::Sha256);
-    started.max_steps = Some(5);
-    started.input_summary = Some(s.summarize("compute 12 × 7 and say whether it exceeds 80"));
-    let mut call = TraceEvent::new("run-bench-0001", 1, EventType::ModelAction);
-    call.action_type = Some("tool_call".to_owned());
-    call.tool_name = Some("calculator".to_owned());
-    call.argument_keys = Some(vec![
-        "left".to_owned(),
-        "operation".to_owned(),
-        "right".to_owned(),
-    ]);
-    call.duration_ms = Some(0.012);
-    let mut observation = TraceEvent::new("run-bench-0001", 1, EventType::Observation);
-    observation.tool_name = Some("calculator".to_owned());
-    observation.output = Some(s.summarize("84"));
-    observation.is_error = Some(false);
-    observation.duration_ms = Some(0.004);
-    let mut finish = TraceEvent::new("run-bench-0001", 2, EventType::ModelAction);
-    finish.action_type = Some("finish".to_owned());
-    finish.output = Some(s.summarize("12 * 7 = 84, and 84 is greater than 80."));
-    let mut finished = TraceEvent::new("run-bench-0001", 2, EventType::RunFinished);
-    finished.exit_reason = Some(ExitReason::Finished);
-    finished.steps_used = Some(2);
-    vec![started, call, observation, finish, finished]
+    let started = RunStarted {
+        schema: Some(SCHEMA.to_owned()),
+        capture: Some(Capture::Summary),
+        hash: Some(HashAlgorithm::Sha256),
+        max_steps: Some(5),
+        input_summary: Some(s.summarize("compute 12 × 7 and say whether it exceeds 80")),
+        ..RunStarted::default()
+    };
+    let call = ModelAction {
+        action_type: Some("tool_call".to_owned()),
+        tool_name: Some("calculator".to_owned()),
+        argument_keys: Some(vec![
+            "left".to_owned(),
+            "operation".to_owned(),
+            "right".to_owned(),
+        ]),
+        duration_ms: Some(0.012),
+        ..ModelAction::default()
+    };
+    let observation = Observation {
+        tool_name: Some("calculator".to_owned()),
+        output: Some(s.summarize("84")),
+        is_error: Some(false),
+        duration_ms: Some(0.004),
+        ..Observation::default()
+    };
+    let finish = ModelAction {
+        action_type: Some("finish".to_owned()),
+        output: Some(s.summarize("12 * 7 = 84, and 84 is greater than 80.")),
+        ..ModelAction::default()
+    };
+    let finished = RunFinished {
+        steps_used: Some(2),
+        ..RunFinished::new(ExitReason::Finished)
+    };
+    let id = "run-bench-0001";
+    vec![
+        Event::new(id, 0, started),
+        Event::new(id, 1, call),
+        Event::new(id, 1, observation),
+        Event::new(id, 2, finish),
+        Event::new(id, 2, finished),
+    ]
 }

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
                 .expect("a written event is not blank");
             assert_eq!(event.run_id, again.run_id);
             assert_eq!(event.step, again.step);
-            assert_eq!(event.event_type, again.event_type);
+            assert_eq!(event.event_type(), again.event_type());
         }
     }
     for lenient in [false, true] {

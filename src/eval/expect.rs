@@ -1,37 +1,13 @@
 //! Checking a task's result against its expectations. With summary capture, failure reasons show
 //! summaries instead of answers, so nothing the user did not opt in to is written.
 
-use serde::{Deserialize, Serialize};
-
 use std::collections::{HashMap, HashSet};
 
 use super::results::ResultsFile;
+pub use super::results::Verdict;
 use super::suite::{Expectations, Suite};
 use crate::run::{ExitReason, RunResult};
 use crate::trace::{Capture, Summarizer};
-
-/// How a task fared against its expectations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every expectation held.
-    Met,
-    /// At least one did not.
-    Failed,
-    /// The task had none.
-    None,
-}
-
-impl Verdict {
-    /// The name in results and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Met => "met",
-            Verdict::Failed => "failed",
-            Verdict::None => "none",
-        }
-    }
-}
 
 /// Checks `result`, which ended with `error_kind` when it did not finish; returns the verdict and
 /// one reason per failed expectation.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::results::{ResultsFile, TaskResult};
-use crate::trace::{Capture, EventType, ReadOptions, RecordedRun, TraceContents, TraceEvent};
+use crate::trace::{Capture, Event, EventKind, ReadOptions, RecordedRun, TraceContents};
 
 /// Where two runs of a task first differ.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -67,53 +67,92 @@ pub struct FlakyTask {
     pub divergence: Divergence,
 }
 
-/// The event's parts that say what happened (not when, nor how long it took).
-fn compared(event: &TraceEvent) -> impl PartialEq + '_ {
-    (
-        &event.event_type,
-        &event.action_type,
-        &event.tool_name,
-        &event.arguments,
-        &event.answer,
-        &event.content,
-        &event.raw_output,
-        (
-            &event.output,
-            event.is_error,
-            &event.error_kind,
-            event.exit_status,
-            event.accepted,
-        ),
-    )
+/// The event's parts that say what happened (not when, nor how long it took, nor what the model
+/// call cost).
+#[derive(PartialEq, Default)]
+struct Compared<'a> {
+    event_type: &'a str,
+    action_type: Option<&'a str>,
+    tool_name: Option<&'a str>,
+    arguments: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    answer: Option<&'a str>,
+    content: Option<&'a str>,
+    raw_output: Option<&'a str>,
+    output: Option<&'a str>,
+    is_error: Option<bool>,
+    error_kind: Option<&'a str>,
+    exit_status: Option<i32>,
+    accepted: Option<bool>,
+}
+
+fn compared(event: &Event) -> Compared<'_> {
+    let base = Compared {
+        event_type: event.event_type(),
+        error_kind: event.error_kind(),
+        ..Compared::default()
+    };
+    match &event.kind {
+        EventKind::ModelAction(e) => Compared {
+            action_type: e.action_type.as_deref(),
+            tool_name: e.tool_name.as_deref(),
+            arguments: e.arguments.as_ref(),
+            answer: e.answer.as_deref(),
+            raw_output: e.raw_output.as_deref(),
+            output: e.output.as_deref(),
+            ..base
+        },
+        EventKind::Observation(e) => Compared {
+            tool_name: e.tool_name.as_deref(),
+            content: e.content.as_deref(),
+            output: e.output.as_deref(),
+            is_error: e.is_error,
+            exit_status: e.exit_status,
+            ..base
+        },
+        EventKind::ModelFeedback(e) => Compared {
+            content: e.content.as_deref(),
+            raw_output: e.raw_output.as_deref(),
+            output: e.output.as_deref(),
+            is_error: e.is_error,
+            ..base
+        },
+        EventKind::FinishGate(e) => Compared {
+            content: e.content.as_deref(),
+            output: e.output.as_deref(),
+            accepted: e.accepted,
+            ..base
+        },
+        _ => base,
+    }
 }
 
 /// The events of a run that its model and tools produced, in order.
-fn steps(run: &RecordedRun) -> Vec<&TraceEvent> {
+fn steps(run: &RecordedRun) -> Vec<&Event> {
     run.events
         .iter()
         .map(|(_, e)| e)
         .filter(|e| {
             matches!(
-                e.event_type,
-                EventType::ModelAction
-                    | EventType::ModelFeedback
-                    | EventType::Observation
-                    | EventType::FinishGate
+                e.kind,
+                EventKind::ModelAction(_)
+                    | EventKind::ModelFeedback(_)
+                    | EventKind::Observation(_)
+                    | EventKind::FinishGate(_)
             )
         })
         .collect()
 }
 
-fn at(event: &TraceEvent) -> Divergence {
-    match event.event_type {
-        EventType::Observation => Divergence::Tool {
+fn at(event: &Event) -> Divergence {
+    match &event.kind {
+        EventKind::Observation(observation) => Divergence::Tool {
             step: event.step,
             tool: format!(
                 "the tool `{}`",
-                event.tool_name.as_deref().unwrap_or("(unknown)")
+                observation.tool_name.as_deref().unwrap_or("(unknown)")
             ),
         },
-        EventType::FinishGate => Divergence::Tool {
+        EventKind::FinishGate(_) => Divergence::Tool {
             step: event.step,
             tool: "the finish gate".to_owned(),
         },
@@ -128,7 +167,7 @@ pub fn first_divergence(a: &RecordedRun, b: &RecordedRun) -> Divergence {
         if compared(x) != compared(y) {
             // The same history so far: whichever event differs first is where they parted; a
             // model step against a tool answer means the model moved first.
-            return if x.event_type == y.event_type {
+            return if x.event_type() == y.event_type() {
                 at(x)
             } else {
                 Divergence::Model {
@@ -208,7 +247,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn event(step: u64, value: serde_json::Value) -> (u64, TraceEvent) {
+    fn event(step: u64, value: serde_json::Value) -> (u64, Event) {
         let mut line = json!({"run_id": "r", "step": step});
         for (k, v) in value.as_object().cloned().unwrap_or_default() {
             line[k] = v;
@@ -219,28 +258,28 @@ mod tests {
         )
     }
 
-    fn run(events: Vec<(u64, TraceEvent)>) -> RecordedRun {
+    fn run(events: Vec<(u64, Event)>) -> RecordedRun {
         RecordedRun {
             run_id: "r".to_owned(),
             events,
         }
     }
 
-    fn call(step: u64) -> (u64, TraceEvent) {
+    fn call(step: u64) -> (u64, Event) {
         event(
             step,
             json!({"event_type": "model_action", "action_type": "tool_call", "tool_name": "calc", "arguments": {"x": 1}}),
         )
     }
 
-    fn observed(step: u64, output: &str) -> (u64, TraceEvent) {
+    fn observed(step: u64, output: &str) -> (u64, Event) {
         event(
             step,
             json!({"event_type": "observation", "tool_name": "calc", "output": output, "is_error": false, "ts": format!("t{output}")}),
         )
     }
 
-    fn finish(step: u64, answer: &str) -> (u64, TraceEvent) {
+    fn finish(step: u64, answer: &str) -> (u64, Event) {
         event(
             step,
             json!({"event_type": "model_action", "action_type": "finish", "answer": answer}),

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::trace::{EventType, parse_line};
+use crate::trace::{EventKind, parse_line};
 
 /// The one trace file of `--trace-layout single`, in the output folder.
 pub const SINGLE_TRACE: &str = "traces.jsonl";
@@ -98,7 +98,7 @@ pub fn ends_with_finished_run(path: &Path, run_id: &str) -> bool {
         .next()
         .unwrap_or_default();
     matches!(parse_line(last), Ok(Some(event))
-        if event.event_type == EventType::RunFinished && event.run_id == run_id)
+        if matches!(event.kind, EventKind::RunFinished(_)) && event.run_id == run_id)
 }
 
 /// Only what the single-file checks read of each line.

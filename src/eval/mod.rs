@@ -15,6 +15,7 @@ mod merge;
 pub mod model_spec;
 mod render;
 mod render_models;
+mod render_shared;
 mod render_stats;
 mod rerun;
 mod results;
@@ -50,10 +51,11 @@ pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
 pub use render::{
-    FAILED_SHOWN, PassRate, ReportFormat, pass_rates_of, reason_label, render_report,
-    render_report_full, render_report_styled, render_report_with, summary_line,
+    ReportFormat, reason_label, render_report, render_report_full, render_report_styled,
+    render_report_with, summary_line,
 };
 pub use render_models::ModelMatrix;
+pub use render_shared::{FAILED_SHOWN, PassRate, pass_rates_of};
 pub(crate) use rerun::{carry_over, failed_ids, still_owed};
 pub(crate) use results::now_rfc3339;
 pub use results::{

@@ -9,6 +9,7 @@ use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
 use super::flaky::FlakyTask;
 use super::render_models::ModelMatrix;
+use super::render_shared::{FAILED_SHOWN, PassRate, pass_rates, percent, share};
 use super::render_stats::{StatsView, marked, paired_lines};
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
@@ -152,9 +153,6 @@ pub fn reason_label(reason: ExitReason) -> &'static str {
 pub const SUMMARY_NOTE: &str =
     "Answers are shown as summaries (chars=N;sha256=...): run with --capture full to see them.";
 
-/// Failed tasks listed in a table fitted to a terminal; the rest are counted.
-pub const FAILED_SHOWN: usize = 20;
-
 struct Report<'a> {
     style: Style,
     results: &'a ResultsFile,
@@ -172,64 +170,9 @@ struct Report<'a> {
     flaky: &'a [FlakyTask],
 }
 
-/// How often one task passed over its repeats.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PassRate<'a> {
-    /// The task id.
-    pub id: &'a str,
-    /// The model its rows name.
-    pub model: &'a str,
-    /// Repeats that passed ([`TaskResult::passes`]).
-    pub passed: u32,
-    /// Repeats that ran.
-    pub runs: u32,
-}
-
-impl PassRate<'_> {
-    /// Repeats that disagree on the verdict.
-    fn flaky(&self) -> bool {
-        self.passed > 0 && self.passed < self.runs
-    }
-
-    fn rate(&self) -> f64 {
-        share(self.passed as usize, self.runs as usize)
-    }
-}
-
 /// Whether the rows are repeats.
 fn repeated(results: &ResultsFile) -> bool {
     results.repeats.unwrap_or(1) > 1 || results.tasks.iter().any(|t| t.repeat.is_some())
-}
-
-/// Each task's passing runs and runs, counted from `results`' rows, in the order the tasks first
-/// appear: what the statistics are computed from.
-pub fn pass_rates_of(results: &ResultsFile) -> Vec<PassRate<'_>> {
-    pass_rates(results).unwrap_or_default()
-}
-
-/// Per-task pass rates ([`TaskResult::passes`]), counted from the rows.
-fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
-    let mut rates: Vec<PassRate<'_>> = Vec::new();
-    // A task's rows are counted per model: under a matrix each (task, model) has its own rate.
-    let mut index: std::collections::HashMap<(&str, &str), usize> =
-        std::collections::HashMap::new();
-    for task in &results.tasks {
-        let key = (task.id.as_str(), task.model.as_str());
-        let i = *index.entry(key).or_insert_with(|| {
-            rates.push(PassRate {
-                id: task.id.as_str(),
-                model: task.model.as_str(),
-                passed: 0,
-                runs: 0,
-            });
-            rates.len() - 1
-        });
-        rates[i].runs += 1;
-        if task.passes() {
-            rates[i].passed += 1;
-        }
-    }
-    Some(rates)
 }
 
 impl<'a> Report<'a> {
@@ -771,18 +714,6 @@ impl<'a> Report<'a> {
         }
         out
     }
-}
-
-fn share(count: usize, total: usize) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        count as f64 / total as f64
-    }
-}
-
-pub(super) fn percent(share: f64) -> String {
-    format!("{:.1}%", share * 100.0)
 }
 
 fn align_right(table: &mut Table, columns: &[usize]) {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::render::PassRate;
+use super::render_shared::PassRate;
 
 /// `(passed, runs)` of one task under one model; `None` when it did not run there.
 pub type Cell = Option<(u32, u32)>;

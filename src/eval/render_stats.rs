@@ -6,7 +6,7 @@
 use comfy_table::CellAlignment;
 use serde_json::{Value, json};
 
-use super::render::{FAILED_SHOWN, PassRate, percent};
+use super::render_shared::{FAILED_SHOWN, PassRate, percent};
 use crate::stats::{
     PairedVerdict, RegressionTest, StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats,
     statistics,

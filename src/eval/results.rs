@@ -9,7 +9,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::expect::Verdict;
 use super::results_formatter::RowsPerLine;
 use crate::run::ExitReason;
 use crate::trace::Capture;
@@ -426,5 +425,28 @@ pub fn suite_info(suite: &super::suite::Suite) -> SuiteInfo {
         name: suite.name.clone(),
         tasks: suite.tasks.len(),
         fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+/// How a task fared against its expectations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every expectation held.
+    Met,
+    /// At least one did not.
+    Failed,
+    /// The task had none.
+    None,
+}
+
+impl Verdict {
+    /// The name in results and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Failed => "failed",
+            Verdict::None => "none",
+        }
     }
 }

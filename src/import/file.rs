@@ -9,7 +9,7 @@ use super::IMPORTERS;
 use super::error::ImportError;
 use super::importer::{Context, Imported, Importer, Sink};
 use super::run::{EmitOptions, to_events};
-use crate::trace::{EventType, TraceEvent};
+use crate::trace::Event;
 
 /// How many bytes of a file the probes see.
 pub const HEAD_BYTES: usize = 64 * 1024;
@@ -273,7 +273,7 @@ pub fn convert_leaving_out(
     } = open(path, from)?;
     let mut runs = 0u64;
     let mut line = Vec::with_capacity(512);
-    let mut write = |event: &TraceEvent| -> Result<(), ImportError> {
+    let mut write = |event: &Event| -> Result<(), ImportError> {
         line.clear();
         serde_json::to_writer(&mut line, event)
             .map_err(|err| ImportError::Write(std::io::Error::other(err)))?;
@@ -282,7 +282,7 @@ pub fn convert_leaving_out(
     };
     importer.import(&mut input, &context, &mut |imported| match imported {
         Imported::Event(event) => {
-            if event.event_type == EventType::RunStarted {
+            if event.is_run_started() {
                 runs += 1;
             }
             write(&event)

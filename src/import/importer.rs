@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::error::ImportError;
 use super::run::ImportedRun;
-use crate::trace::TraceEvent;
+use crate::trace::Event;
 
 /// The largest document (or `.eval` archive, or archive member) read into memory.
 pub const MAX_DOCUMENT_BYTES: u64 = 512 * 1024 * 1024;
@@ -20,7 +20,7 @@ pub enum Imported {
     /// A run read from a foreign format.
     Run(ImportedRun),
     /// A looptrace event, passed through as it is.
-    Event(Box<TraceEvent>),
+    Event(Box<Event>),
     /// Something the user should know that is not worth failing for (a duplicate entry).
     Warning(String),
 }

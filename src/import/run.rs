@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::run::ExitReason;
 use crate::trace::{
-    Capture, EventType, ModelRef, RunSource, SCHEMA, Score, Summarizer, TraceEvent, Usage,
+    Capture, Event, ModelAction, ModelFeedback, ModelRef, Observation, RunFinished, RunSource,
+    RunStarted, SCHEMA, Score, Summarizer, Usage,
 };
 
 /// What happened in one model turn or right after it.
@@ -248,32 +249,30 @@ fn native_value(format: &str, text: &str, options: &EmitOptions) -> String {
 }
 
 /// The trace v1 events of `run`, in order.
-pub fn to_events(
-    run: &ImportedRun,
-    format: &str,
-    file: &str,
-    options: &EmitOptions,
-) -> Vec<TraceEvent> {
+pub fn to_events(run: &ImportedRun, format: &str, file: &str, options: &EmitOptions) -> Vec<Event> {
     let full = options.capture == Capture::Full;
     let summarize = |text: &str| options.summarizer.summarize(text);
     let task = run.task.as_deref().unwrap_or("");
-    let mut started = TraceEvent::new(&run.run_id, 0, EventType::RunStarted);
-    started.schema = Some(SCHEMA.to_owned());
-    started.capture = Some(options.capture);
-    started.hash = Some(options.summarizer.algorithm());
-    started.input_summary = Some(summarize(task));
-    started.task = full.then(|| task.to_owned());
-    started.source = Some(RunSource {
-        format: format.to_owned(),
-        file: file.to_owned(),
-        native_id: run.native_id.clone(),
-    });
-    started.agent = run.agent.clone();
-    started.model = run.model.as_ref().map(|name| ModelRef {
-        provider: None,
-        name: name.clone(),
-    });
-    started.tool_errors_recorded = Some(run.tool_errors_recorded);
+    let started = RunStarted {
+        schema: Some(SCHEMA.to_owned()),
+        capture: Some(options.capture),
+        hash: Some(options.summarizer.algorithm()),
+        input_summary: Some(summarize(task)),
+        task: full.then(|| task.to_owned()),
+        source: Some(RunSource {
+            format: format.to_owned(),
+            file: file.to_owned(),
+            native_id: run.native_id.clone(),
+        }),
+        agent: run.agent.clone(),
+        model: run.model.as_ref().map(|name| ModelRef {
+            provider: None,
+            name: name.clone(),
+        }),
+        tool_errors_recorded: Some(run.tool_errors_recorded),
+        ..RunStarted::default()
+    };
+    let mut started = Event::new(&run.run_id, 0, started);
     started.ts = run.started_ts.clone();
     let mut events = vec![started];
     for (index, (step, item)) in run.items.iter().enumerate() {
@@ -283,22 +282,26 @@ pub fn to_events(
                 arguments,
                 call_id,
             } => {
-                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelAction);
-                event.action_type = Some("tool_call".to_owned());
-                event.tool_name = Some(name.clone());
                 let mut keys: Vec<String> = arguments.keys().cloned().collect();
                 keys.sort();
-                event.argument_keys = Some(keys);
-                event.arguments = full.then(|| arguments.clone());
-                event.call_id = call_id.clone();
-                event
+                let action = ModelAction {
+                    action_type: Some("tool_call".to_owned()),
+                    tool_name: Some(name.clone()),
+                    argument_keys: Some(keys),
+                    arguments: full.then(|| arguments.clone()),
+                    call_id: call_id.clone(),
+                    ..ModelAction::default()
+                };
+                Event::new(&run.run_id, *step, action)
             }
             Item::Finish { answer } => {
-                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelAction);
-                event.action_type = Some("finish".to_owned());
-                event.output = Some(summarize(answer));
-                event.answer = full.then(|| answer.clone());
-                event
+                let action = ModelAction {
+                    action_type: Some("finish".to_owned()),
+                    output: Some(summarize(answer)),
+                    answer: full.then(|| answer.clone()),
+                    ..ModelAction::default()
+                };
+                Event::new(&run.run_id, *step, action)
             }
             Item::Observation {
                 tool_name,
@@ -306,49 +309,52 @@ pub fn to_events(
                 is_error,
                 error_kind,
             } => {
-                let mut event = TraceEvent::new(&run.run_id, *step, EventType::Observation);
-                event.tool_name = Some(tool_name.clone());
-                event.output = Some(summarize(content));
-                event.is_error = *is_error;
-                event.error_kind = error_kind.clone();
-                event.content = full.then(|| content.clone());
-                event
+                let observation = Observation {
+                    tool_name: Some(tool_name.clone()),
+                    output: Some(summarize(content)),
+                    is_error: *is_error,
+                    error_kind: error_kind.clone(),
+                    content: full.then(|| content.clone()),
+                    ..Observation::default()
+                };
+                Event::new(&run.run_id, *step, observation)
             }
             Item::Feedback {
                 content,
                 error_kind,
             } => {
-                let mut event = TraceEvent::new(&run.run_id, *step, EventType::ModelFeedback);
-                event.output = Some(summarize(content));
-                event.is_error = Some(true);
-                event.error_kind = Some(error_kind.clone());
-                event.content = full.then(|| content.clone());
-                event
+                let feedback = ModelFeedback {
+                    output: Some(summarize(content)),
+                    is_error: Some(true),
+                    error_kind: Some(error_kind.clone()),
+                    content: full.then(|| content.clone()),
+                    ..ModelFeedback::default()
+                };
+                Event::new(&run.run_id, *step, feedback)
             }
         };
         event.ts = run.item_ts.get(&index).cloned();
         events.push(event);
     }
     if let Some(ending) = &run.ending {
-        let mut event = TraceEvent::new(&run.run_id, run.steps, EventType::RunFinished);
-        event.exit_reason = Some(ending.exit_reason);
-        event.steps_used = Some(u32::try_from(run.steps).unwrap_or(u32::MAX));
-        event.error_kind = ending.error_kind.clone();
+        let mut finished = RunFinished::new(ending.exit_reason);
+        finished.steps_used = Some(u32::try_from(run.steps).unwrap_or(u32::MAX));
+        finished.error_kind = ending.error_kind.clone();
         // Every budget stop names its budget; `steps` is what an absent one has always meant.
         let budget = match ending.exit_reason {
             ExitReason::MaxStepsExceeded => ending.budget.or(Some("steps")),
             _ => ending.budget,
         };
-        event.budget = budget.map(str::to_owned);
-        event.native_ending = ending
+        finished.budget = budget.map(str::to_owned);
+        finished.native_ending = ending
             .native
             .as_deref()
             .map(|text| native_value(format, text, options));
-        event.autosubmitted = ending.autosubmitted.then_some(true);
-        event.ending_inferred = ending.inferred.then_some(true);
-        event.usage = run.usage;
-        event.cost_usd = run.cost_usd;
-        event.scores = (!run.scores.is_empty()).then(|| {
+        finished.autosubmitted = ending.autosubmitted.then_some(true);
+        finished.ending_inferred = ending.inferred.then_some(true);
+        finished.usage = run.usage;
+        finished.cost_usd = run.cost_usd;
+        finished.scores = (!run.scores.is_empty()).then(|| {
             run.scores
                 .iter()
                 .map(|score| Score {
@@ -363,6 +369,7 @@ pub fn to_events(
                 })
                 .collect()
         });
+        let mut event = Event::new(&run.run_id, run.steps, finished);
         event.ts = run.finished_ts.clone();
         events.push(event);
     }
@@ -381,13 +388,17 @@ mod tests {
         };
         let mut run = ImportedRun::new("r");
         run.ending = Some(Ending::new(ExitReason::MaxStepsExceeded));
-        let events = to_events(&run, "f", "file", &options);
-        assert_eq!(events.last().unwrap().budget.as_deref(), Some("steps"));
+        let budget = |run: &ImportedRun| match to_events(run, "f", "file", &options).pop() {
+            Some(Event {
+                kind: crate::trace::EventKind::RunFinished(finished),
+                ..
+            }) => finished.budget,
+            other => panic!("not an ending: {other:?}"),
+        };
+        assert_eq!(budget(&run).as_deref(), Some("steps"));
         run.ending = Some(Ending::budget("context"));
-        let events = to_events(&run, "f", "file", &options);
-        assert_eq!(events.last().unwrap().budget.as_deref(), Some("context"));
+        assert_eq!(budget(&run).as_deref(), Some("context"));
         run.ending = Some(Ending::new(ExitReason::Finished));
-        let events = to_events(&run, "f", "file", &options);
-        assert_eq!(events.last().unwrap().budget, None);
+        assert_eq!(budget(&run), None);
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::ignore::{IgnoredPath, matching_text};
 use super::runs::Cursor;
 use crate::replay::first_difference;
-use crate::trace::{Capture, EventType, ReadOptions, TraceError, read_trace, sha256_tagged};
+use crate::trace::{Capture, EventKind, ReadOptions, TraceError, read_trace, sha256_tagged};
 
 /// One recorded model call.
 #[derive(Clone, Debug)]
@@ -281,40 +281,40 @@ fn calls_of(
     let mut calls: Vec<RecordedCall> = Vec::new();
     let mut last_turn: Option<u64> = None;
     for (line, event) in &run.events {
-        let is_turn = matches!(
-            event.event_type,
-            EventType::ModelAction | EventType::ModelFeedback
-        );
-        let is_failure = event.event_type == EventType::ModelRetry;
-        if is_turn && last_turn == Some(event.step) {
+        let (is_failure, http_status) = match &event.kind {
+            EventKind::ModelAction(_) | EventKind::ModelFeedback(_) => (false, None),
+            EventKind::ModelRetry(retry) => (true, retry.http_status),
+            _ => continue,
+        };
+        let Some(call) = event.model_call() else {
+            continue;
+        };
+        if !is_failure && last_turn == Some(event.step) {
             continue;
         }
-        if !is_turn && !is_failure {
-            continue;
-        }
-        if is_turn {
+        if !is_failure {
             last_turn = Some(event.step);
         }
-        if is_failure && event.request_body.is_none() {
+        if is_failure && call.request_body.is_none() {
             // A retry recorded by looptrace's own loop: no call to answer with.
             continue;
         }
-        let (Some(body), Some(response)) = (&event.request_body, &event.raw_response) else {
+        let (Some(body), Some(response)) = (&call.request_body, &call.raw_response) else {
             return Err(format!(
                 "the {} at line {line} has no {}; only full-capture recordings of live calls \
                  can be replayed",
-                event.event_type,
-                if event.request_body.is_none() {
+                event.event_type(),
+                if call.request_body.is_none() {
                     "request_body"
                 } else {
                     "raw_response"
                 }
             ));
         };
-        if event.error_kind.as_deref() == Some("replay_miss") {
+        if event.error_kind() == Some("replay_miss") {
             continue;
         }
-        let unanswered = is_failure && event.http_status.is_none();
+        let unanswered = is_failure && http_status.is_none();
         if unanswered {
             // A call that got no whole answer is not replayed: the client's retry follows it.
             continue;
@@ -327,9 +327,9 @@ fn calls_of(
             hash: sha256_tagged(matching.as_deref().unwrap_or(body).as_bytes()),
             matching,
             body: body.clone(),
-            status: event.http_status.unwrap_or(200),
+            status: http_status.unwrap_or(200),
             response: response.clone(),
-            chunks: event.stream_chunks.clone(),
+            chunks: call.stream_chunks.clone(),
             line: *line,
         });
     }

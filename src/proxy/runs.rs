@@ -19,7 +19,10 @@ use crate::model::live::http::{HttpReply, classify_reply};
 use crate::model::live::{Api, ParsedTurn};
 use crate::model::{ProviderError, ProviderErrorKind, TurnItem, Usage};
 use crate::run::{Action, ExitReason, unique_token};
-use crate::trace::{Capture, EventType, ModelRef, SCHEMA, Summarizer, TraceEvent, TraceWriter};
+use crate::trace::{
+    Capture, Event, ModelAction, ModelCall, ModelFeedback, ModelRef, ModelRetry, Observation,
+    RunFinished, RunStarted, SCHEMA, Summarizer, TraceWriter,
+};
 
 /// A request, as the run tracker needs it.
 pub struct Call<'a> {
@@ -136,7 +139,7 @@ pub struct FixedRun {
 }
 
 /// Sees every event as it is written (keys already redacted).
-pub type EventTap = Box<dyn FnMut(&TraceEvent) + Send>;
+pub type EventTap = Box<dyn FnMut(&Event) + Send>;
 
 /// How a run ends by the rule of [`Runs`], judged without writing it.
 #[derive(Clone, Debug, PartialEq)]
@@ -267,13 +270,15 @@ impl Runs {
                 continue;
             };
             let (call_id, tool_name) = run.pending.remove(position);
-            let mut e = TraceEvent::new(&run.id, run.turns.into(), EventType::Observation);
-            e.tool_name = Some(tool_name);
-            e.output = Some(self.summarizer.summarize(&result.content));
-            e.is_error = result.is_error;
-            e.content = Some(result.content);
-            e.call_id = Some(call_id);
-            events.push(e);
+            let observation = Observation {
+                tool_name: Some(tool_name),
+                output: Some(self.summarizer.summarize(&result.content)),
+                is_error: result.is_error,
+                content: Some(result.content),
+                call_id: Some(call_id),
+                ..Observation::default()
+            };
+            events.push(Event::new(&run.id, run.turns.into(), observation));
         }
         run.conversation = elements;
         run.last_hash = request_hash.clone();
@@ -366,28 +371,28 @@ impl Runs {
             Some(fixed) => fixed.task.clone(),
             None => api::task_text(call.api, call.body),
         };
-        let mut e = TraceEvent::new(&id, 0, EventType::RunStarted);
-        e.task_id = self.fixed.as_ref().and_then(|fixed| fixed.task_id.clone());
-        e.schema = Some(SCHEMA.to_owned());
-        e.capture = Some(Capture::Full);
-        e.hash = Some(self.summarizer.algorithm());
-        e.input_summary = Some(self.summarizer.summarize(&task));
-        e.task = Some(task);
-        e.agent = call.agent.map(|agent| agent.chars().take(200).collect());
-        e.api = Some(call.api.as_str().to_owned());
-        e.model = Some(ModelRef {
-            provider: Some(call.provider.to_owned()),
-            name: call
-                .body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown")
-                .to_owned(),
-        });
-        if !api::records_tool_errors(call.api) {
-            e.tool_errors_recorded = Some(false);
-        }
-        self.write(e);
+        let started = RunStarted {
+            task_id: self.fixed.as_ref().and_then(|fixed| fixed.task_id.clone()),
+            schema: Some(SCHEMA.to_owned()),
+            capture: Some(Capture::Full),
+            hash: Some(self.summarizer.algorithm()),
+            input_summary: Some(self.summarizer.summarize(&task)),
+            task: Some(task),
+            agent: call.agent.map(|agent| agent.chars().take(200).collect()),
+            api: Some(call.api.as_str().to_owned()),
+            model: Some(ModelRef {
+                provider: Some(call.provider.to_owned()),
+                name: call
+                    .body
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+                    .to_owned(),
+            }),
+            tool_errors_recorded: (!api::records_tool_errors(call.api)).then_some(false),
+            ..RunStarted::default()
+        };
+        self.write(Event::new(&id, 0, started));
         let now = Instant::now();
         self.open.push(OpenRun {
             id,
@@ -440,10 +445,15 @@ impl Runs {
             }
             run.last_active = Instant::now();
             let step = u64::from(run.turns) + 1;
-            let mut first = TraceEvent::new(&run.id, step, EventType::ModelRetry);
-            first.request_hash = Some(ticket.request_hash.clone());
-            first.request_body = Some(ticket.canonical);
-            first.duration_ms = Some(millis(duration));
+            let mut first = ModelRetry {
+                duration_ms: Some(millis(duration)),
+                call: ModelCall {
+                    request_hash: Some(ticket.request_hash.clone()),
+                    request_body: Some(ticket.canonical),
+                    ..ModelCall::default()
+                },
+                ..ModelRetry::default()
+            };
             match outcome {
                 Outcome::Answered {
                     status,
@@ -451,8 +461,8 @@ impl Runs {
                     chunks,
                 } if (200..300).contains(&status) => {
                     let parsed = parse_answer(run.api, &body, chunks.is_some());
-                    first.raw_response = Some(body);
-                    first.stream_chunks = chunks;
+                    first.call.raw_response = Some(body);
+                    first.call.stream_chunks = chunks;
                     match parsed {
                         Ok((turn, response_id)) => {
                             run.response_ids.extend(response_id);
@@ -461,7 +471,7 @@ impl Runs {
                         Err(error) => {
                             first.http_status = Some(status);
                             let kind = error.kind.as_str();
-                            events.push(failed(run, first, kind, kind, error.message));
+                            events.push(failed(run, step, first, kind, kind, error.message));
                         }
                     }
                 }
@@ -479,9 +489,10 @@ impl Runs {
                     let (kind, error) =
                         classify_reply(&reply, &ticket.target, self.secrets.redactor());
                     first.http_status = Some(status);
-                    first.raw_response = Some(body);
-                    first.stream_chunks = chunks;
-                    events.push(failed(run, first, kind, error.kind.as_str(), error.message));
+                    first.call.raw_response = Some(body);
+                    first.call.stream_chunks = chunks;
+                    let final_kind = error.kind.as_str();
+                    events.push(failed(run, step, first, kind, final_kind, error.message));
                 }
                 Outcome::Unanswered {
                     kind,
@@ -490,11 +501,11 @@ impl Runs {
                     chunks,
                     client_gone,
                 } => {
-                    first.raw_response = Some(partial);
-                    first.stream_chunks = chunks;
+                    first.call.raw_response = Some(partial);
+                    first.call.stream_chunks = chunks;
                     first.error = Some(message.clone());
                     let final_kind = ProviderErrorKind::ProviderUnavailable.as_str();
-                    events.push(failed(run, first, kind, final_kind, message));
+                    events.push(failed(run, step, first, kind, final_kind, message));
                     if client_gone {
                         run.failure = None;
                         run.client_gone = true;
@@ -503,7 +514,8 @@ impl Runs {
                 Outcome::Miss { message } => {
                     first.http_status = Some(400);
                     first.error = Some(message.clone());
-                    events.push(failed(run, first, "replay_miss", "replay_miss", message));
+                    let miss = "replay_miss";
+                    events.push(failed(run, step, first, miss, miss, message));
                 }
             }
         }
@@ -539,24 +551,23 @@ impl Runs {
     }
 
     fn end(&mut self, run: OpenRun) {
-        let mut e = TraceEvent::new(&run.id, run.turns.into(), EventType::RunFinished);
-        match ending(&run) {
-            Ending::Failed { kind, message } => {
-                e.exit_reason = Some(ExitReason::InternalError);
-                e.error_kind = Some(kind);
-                e.error = Some(message);
-            }
-            Ending::Finished => e.exit_reason = Some(ExitReason::Finished),
+        let mut e = match ending(&run) {
+            Ending::Failed { kind, message } => RunFinished {
+                error_kind: Some(kind),
+                error: Some(message),
+                ..RunFinished::new(ExitReason::InternalError)
+            },
+            Ending::Finished => RunFinished::new(ExitReason::Finished),
             Ending::Open => return,
-        }
+        };
         e.steps_used = Some(run.turns);
         e.usage = run.usage;
         e.duration_ms = Some(millis(run.last_active.duration_since(run.started)));
-        self.write(e);
+        self.write(Event::new(&run.id, run.turns.into(), e));
     }
 
     /// Writes one event with `ts`, keys redacted.
-    fn write(&mut self, mut event: TraceEvent) {
+    fn write(&mut self, mut event: Event) {
         event.ts = Some(crate::time::now_ts());
         if self.sink.is_none() && self.tap.is_none() {
             return;
@@ -589,7 +600,7 @@ fn ending(run: &OpenRun) -> Ending {
 }
 
 /// The event with every known key replaced, in any field.
-fn redacted(secrets: &Secrets, event: TraceEvent) -> TraceEvent {
+fn redacted(secrets: &Secrets, event: Event) -> Event {
     let Ok(line) = serde_json::to_string(&event) else {
         return event;
     };
@@ -621,11 +632,12 @@ fn parse_answer(
 /// remembers the failure (`final_kind`, `message`) for its ending.
 fn failed(
     run: &mut OpenRun,
-    mut e: TraceEvent,
+    step: u64,
+    mut e: ModelRetry,
     kind: &str,
     final_kind: &str,
     message: String,
-) -> TraceEvent {
+) -> Event {
     run.attempts += 1;
     e.attempt = Some(run.attempts);
     // The client, not the proxy, chooses how long to wait before its retry.
@@ -636,16 +648,16 @@ fn failed(
     }
     run.client_gone = false;
     run.failure = Some((final_kind.to_owned(), message));
-    e
+    Event::new(&run.id, step, e)
 }
 
 /// A model turn's events: one per proposed action, the first carrying the call's record.
 fn turn_events(
     run: &mut OpenRun,
-    first: TraceEvent,
+    first: ModelRetry,
     turn: ParsedTurn,
     summarizer: &Summarizer,
-) -> Vec<TraceEvent> {
+) -> Vec<Event> {
     run.turns += 1;
     run.attempts = 0;
     run.failure = None;
@@ -669,19 +681,35 @@ fn turn_events(
         });
     }
     for item in items {
-        let mut e = match item {
+        // The first event of the turn carries what the call left behind.
+        let (call, duration_ms) = match record.take() {
+            Some(record) => (
+                ModelCall {
+                    usage: turn.usage,
+                    finish_reason: turn.finish_reason.clone(),
+                    ..record.call
+                },
+                record.duration_ms,
+            ),
+            None => (ModelCall::default(), None),
+        };
+        let e = match item {
             TurnItem::Action { call_id, action } => {
-                let mut e = TraceEvent::new(&run.id, step, EventType::ModelAction);
-                e.action_type = Some(action.kind().to_owned());
+                let mut e = ModelAction {
+                    action_type: Some(action.kind().to_owned()),
+                    duration_ms,
+                    call,
+                    ..ModelAction::default()
+                };
                 match action {
-                    Action::ToolCall(call) => {
+                    Action::ToolCall(tool_call) => {
                         run.called_tools = true;
                         if let Some(id) = &call_id {
-                            run.pending.push((id.clone(), call.tool_name.clone()));
+                            run.pending.push((id.clone(), tool_call.tool_name.clone()));
                         }
-                        e.tool_name = Some(call.tool_name);
-                        e.argument_keys = Some(call.arguments.keys().cloned().collect());
-                        e.arguments = Some(call.arguments);
+                        e.tool_name = Some(tool_call.tool_name);
+                        e.argument_keys = Some(tool_call.arguments.keys().cloned().collect());
+                        e.arguments = Some(tool_call.arguments);
                     }
                     Action::Finish(finish) => {
                         e.output = Some(summarizer.summarize(&finish.answer));
@@ -689,28 +717,23 @@ fn turn_events(
                     }
                 }
                 e.call_id = call_id;
-                e
+                Event::new(&run.id, step, e)
             }
             TurnItem::Invalid { call_id, error } => {
                 run.called_tools |= call_id.is_some();
-                let mut e = TraceEvent::new(&run.id, step, EventType::ModelFeedback);
-                e.output = Some(summarizer.summarize(&error.message));
-                e.is_error = Some(true);
-                e.error_kind = Some(error.kind.as_str().to_owned());
-                e.content = Some(error.message);
-                e.call_id = call_id;
-                e
+                let e = ModelFeedback {
+                    output: Some(summarizer.summarize(&error.message)),
+                    is_error: Some(true),
+                    error_kind: Some(error.kind.as_str().to_owned()),
+                    content: Some(error.message),
+                    duration_ms,
+                    call_id,
+                    call,
+                    ..ModelFeedback::default()
+                };
+                Event::new(&run.id, step, e)
             }
         };
-        if let Some(record) = record.take() {
-            e.request_hash = record.request_hash;
-            e.request_body = record.request_body;
-            e.raw_response = record.raw_response;
-            e.stream_chunks = record.stream_chunks;
-            e.duration_ms = record.duration_ms;
-            e.usage = turn.usage;
-            e.finish_reason = turn.finish_reason.clone();
-        }
         events.push(e);
     }
     events

@@ -8,7 +8,7 @@ use crate::model::{
     InvalidOutput, InvalidOutputKind, JsonModelAdapter, Model, ModelError, RawModel, TurnItem,
 };
 use crate::run::{Action, Finish, HistoryItem, Task, ToolCall};
-use crate::trace::{EventType, RecordedRun, TraceEvent};
+use crate::trace::{Event, EventKind, ModelAction, ModelFeedback, RecordedRun};
 
 /// One recorded model turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,13 +69,17 @@ impl ReplayModel {
         let mut turns = Vec::new();
         let mut call_ids = Vec::new();
         for (line, event) in &run.events {
-            let turn = match event.event_type {
-                EventType::ModelAction => RecordedTurn::Action(action_of(run, *line, event)?),
-                EventType::ModelFeedback => RecordedTurn::Invalid(feedback_of(run, *line, event)?),
+            let turn = match &event.kind {
+                EventKind::ModelAction(action) => {
+                    RecordedTurn::Action(action_of(run, *line, event, action)?)
+                }
+                EventKind::ModelFeedback(feedback) => {
+                    RecordedTurn::Invalid(feedback_of(run, *line, event, feedback)?)
+                }
                 _ => continue,
             };
             turns.push((event.step, turn));
-            call_ids.push(event.call_id.clone());
+            call_ids.push(event.call_id().map(str::to_owned));
         }
         Ok(ReplayModel {
             max_steps: run.started().and_then(|e| e.max_steps),
@@ -96,16 +100,15 @@ impl ReplayModel {
         let task = recorded_task(run)?;
         let mut responses = Vec::new();
         for (line, event) in &run.events {
-            if matches!(
-                event.event_type,
-                EventType::ModelAction | EventType::ModelFeedback
-            ) {
-                let raw = event
-                    .raw_output
-                    .clone()
-                    .ok_or_else(|| missing(run, *line, event, "raw_output"))?;
-                responses.push((event.step, raw));
-            }
+            let raw_output = match &event.kind {
+                EventKind::ModelAction(action) => &action.raw_output,
+                EventKind::ModelFeedback(feedback) => &feedback.raw_output,
+                _ => continue,
+            };
+            let raw = raw_output
+                .clone()
+                .ok_or_else(|| missing(run, *line, event, "raw_output"))?;
+            responses.push((event.step, raw));
         }
         Ok((
             task,
@@ -223,11 +226,10 @@ pub fn end_of_recording(turns: usize) -> String {
 }
 
 fn recorded_task(run: &RecordedRun) -> Result<Task, ReplayError> {
-    let Some((line, started)) = run
-        .events
-        .iter()
-        .find(|(_, e)| e.event_type == EventType::RunStarted)
-    else {
+    let Some((line, event, started)) = run.events.iter().find_map(|(line, e)| match &e.kind {
+        EventKind::RunStarted(started) => Some((line, e, started)),
+        _ => None,
+    }) else {
         return Err(ReplayError::Malformed {
             run_id: run.run_id.clone(),
             line: run.events.first().map_or(0, |(line, _)| *line),
@@ -237,25 +239,30 @@ fn recorded_task(run: &RecordedRun) -> Result<Task, ReplayError> {
     let prompt = started
         .task
         .clone()
-        .ok_or_else(|| missing(run, *line, started, "task"))?;
+        .ok_or_else(|| missing(run, *line, event, "task"))?;
     Ok(Task::new(prompt))
 }
 
-fn action_of(run: &RecordedRun, line: u64, event: &TraceEvent) -> Result<Action, ReplayError> {
-    match event.action_type.as_deref() {
+fn action_of(
+    run: &RecordedRun,
+    line: u64,
+    event: &Event,
+    action: &ModelAction,
+) -> Result<Action, ReplayError> {
+    match action.action_type.as_deref() {
         Some("tool_call") => {
-            let tool_name = event
+            let tool_name = action
                 .tool_name
                 .clone()
                 .ok_or_else(|| missing(run, line, event, "tool_name"))?;
-            let arguments = event
+            let arguments = action
                 .arguments
                 .clone()
                 .ok_or_else(|| missing(run, line, event, "arguments"))?;
             Ok(Action::ToolCall(ToolCall::new(tool_name, arguments)))
         }
         Some("finish") => {
-            let answer = event
+            let answer = action
                 .answer
                 .clone()
                 .ok_or_else(|| missing(run, line, event, "answer"))?;
@@ -273,9 +280,10 @@ fn action_of(run: &RecordedRun, line: u64, event: &TraceEvent) -> Result<Action,
 fn feedback_of(
     run: &RecordedRun,
     line: u64,
-    event: &TraceEvent,
+    event: &Event,
+    feedback: &ModelFeedback,
 ) -> Result<InvalidOutput, ReplayError> {
-    let kind_name = event
+    let kind_name = feedback
         .error_kind
         .as_deref()
         .ok_or_else(|| missing(run, line, event, "error_kind"))?;
@@ -284,18 +292,18 @@ fn feedback_of(
         line,
         problem: format!("unknown model_feedback error_kind {kind_name:?}"),
     })?;
-    let message = event
+    let message = feedback
         .content
         .clone()
         .ok_or_else(|| missing(run, line, event, "content"))?;
     Ok(InvalidOutput::new(kind, message))
 }
 
-fn missing(run: &RecordedRun, line: u64, event: &TraceEvent, field: &'static str) -> ReplayError {
+fn missing(run: &RecordedRun, line: u64, event: &Event, field: &'static str) -> ReplayError {
     ReplayError::MissingContent {
         run_id: run.run_id.clone(),
         line,
-        event_type: event.event_type.to_string(),
+        event_type: event.event_type().to_owned(),
         step: event.step,
         field,
     }

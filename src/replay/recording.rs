@@ -9,7 +9,7 @@ use super::model::{RecordedTurn, ReplayError, ReplayModel};
 use crate::gate::{GateVerdict, RecordedGate, RecordedVerdict};
 use crate::run::{Action, ExitReason, Task};
 use crate::trace::{
-    Capture, EventType, HashAlgorithm, RecordedRun, Summarizer, ToolRef, TraceEvent,
+    Capture, Event, EventKind, HashAlgorithm, Observation, RecordedRun, Summarizer, ToolRef,
 };
 
 /// Why a recorded run cannot be replayed.
@@ -125,10 +125,10 @@ impl Recording {
         summarizer: Summarizer,
     ) -> Result<Recording, ReplaySetupError> {
         let model = ReplayModel::from_run(run)?;
-        let started = run
-            .events
-            .iter()
-            .find(|(_, e)| e.event_type == EventType::RunStarted);
+        let started = run.events.iter().find_map(|(line, e)| match &e.kind {
+            EventKind::RunStarted(started) => Some((line, started)),
+            _ => None,
+        });
         let algorithm = started
             .and_then(|(_, e)| e.hash)
             .unwrap_or(HashAlgorithm::Sha256);
@@ -153,11 +153,16 @@ impl Recording {
         }
         let steps = arrange_steps(run, &model)?;
         let ending = run.events.iter().find_map(|(_, e)| {
+            let error = match &e.kind {
+                EventKind::RunFinished(finished) => finished.error.clone(),
+                EventKind::InternalError(internal) => internal.error.clone(),
+                _ => None,
+            };
             e.ending().map(|exit_reason| RecordedEnding {
                 exit_reason,
-                steps_used: e.steps_used,
-                error_kind: e.error_kind.clone(),
-                error: e.error.clone(),
+                steps_used: e.steps_used(),
+                error_kind: e.error_kind().map(str::to_owned),
+                error,
             })
         });
         let gate_verdicts = recorded_verdicts(run)?;
@@ -337,8 +342,8 @@ fn arrange_steps(
     let mut turns = model.turns().iter();
     let mut steps: Vec<RecordedStep> = Vec::new();
     for (line, event) in &run.events {
-        match event.event_type {
-            EventType::ModelAction | EventType::ModelFeedback => {
+        match &event.kind {
+            EventKind::ModelAction(_) | EventKind::ModelFeedback(_) => {
                 // `ReplayModel::from_run` made one turn per such event, in this order.
                 let Some((step, turn)) = turns.next() else {
                     return Err(malformed(run, *line, "a model turn the replay model lacks"));
@@ -350,8 +355,8 @@ fn arrange_steps(
                     observation: None,
                 });
             }
-            EventType::Observation => {
-                let observation = observation_of(run, *line, event)?;
+            EventKind::Observation(observation) => {
+                let observation = observation_of(run, *line, event, observation)?;
                 let Some(last) = steps.last_mut() else {
                     return Err(malformed(
                         run,
@@ -389,17 +394,17 @@ fn arrange_steps(
 
 /// The `finish_gate` events of a run, which need `accepted` and, for the text, full capture.
 fn recorded_verdicts(run: &RecordedRun) -> Result<Vec<RecordedVerdict>, ReplaySetupError> {
-    let gate_events = run
-        .events
-        .iter()
-        .filter(|(_, e)| e.event_type == EventType::FinishGate);
+    let gate_events = run.events.iter().filter_map(|(line, e)| match &e.kind {
+        EventKind::FinishGate(gate) => Some((line, e, gate)),
+        _ => None,
+    });
     gate_events
-        .map(|(line, event)| {
+        .map(|(line, event, gate)| {
             let missing = |field: &'static str| {
                 ReplaySetupError::Recording(ReplayError::MissingContent {
                     run_id: run.run_id.clone(),
                     line: *line,
-                    event_type: event.event_type.to_string(),
+                    event_type: event.event_type().to_owned(),
                     step: event.step,
                     field,
                 })
@@ -407,8 +412,8 @@ fn recorded_verdicts(run: &RecordedRun) -> Result<Vec<RecordedVerdict>, ReplaySe
             Ok(RecordedVerdict {
                 step: event.step,
                 verdict: GateVerdict {
-                    accepted: event.accepted.ok_or_else(|| missing("accepted"))?,
-                    output: event.content.clone().ok_or_else(|| missing("content"))?,
+                    accepted: gate.accepted.ok_or_else(|| missing("accepted"))?,
+                    output: gate.content.clone().ok_or_else(|| missing("content"))?,
                 },
             })
         })
@@ -418,13 +423,14 @@ fn recorded_verdicts(run: &RecordedRun) -> Result<Vec<RecordedVerdict>, ReplaySe
 fn observation_of(
     run: &RecordedRun,
     line: u64,
-    event: &TraceEvent,
+    event: &Event,
+    observation: &Observation,
 ) -> Result<RecordedObservation, ReplaySetupError> {
     let missing = |field: &'static str| {
         ReplaySetupError::Recording(ReplayError::MissingContent {
             run_id: run.run_id.clone(),
             line,
-            event_type: event.event_type.to_string(),
+            event_type: event.event_type().to_owned(),
             step: event.step,
             field,
         })
@@ -432,17 +438,23 @@ fn observation_of(
     Ok(RecordedObservation {
         line,
         step: event.step,
-        tool_name: event
+        tool_name: observation
             .tool_name
             .clone()
             .ok_or_else(|| missing("tool_name"))?,
-        output: event.output.clone().ok_or_else(|| missing("output"))?,
-        is_error: event.is_error_by_rule(),
-        is_error_recorded: event.is_error.is_some(),
-        error_kind: event.error_kind.clone(),
-        exit_status: event.exit_status,
-        lossy: event.lossy.unwrap_or(false),
-        content: event.content.clone().ok_or_else(|| missing("content"))?,
+        output: observation
+            .output
+            .clone()
+            .ok_or_else(|| missing("output"))?,
+        is_error: observation.is_error_by_rule(),
+        is_error_recorded: observation.is_error.is_some(),
+        error_kind: observation.error_kind.clone(),
+        exit_status: observation.exit_status,
+        lossy: observation.lossy.unwrap_or(false),
+        content: observation
+            .content
+            .clone()
+            .ok_or_else(|| missing("content"))?,
     })
 }
 

@@ -22,7 +22,7 @@ use crate::model::{
 };
 use crate::run::{Action, HistoryItem, Task};
 use crate::tools::{ToolRegistry, ToolSpec};
-use crate::trace::{EventType, RecordedRun, Summarizer};
+use crate::trace::{EventKind, RecordedRun, Summarizer};
 
 /// The request divergences a replayed wire found, waiting for the comparator to report them.
 pub(crate) type RequestLog = Arc<Mutex<Vec<Divergence>>>;
@@ -249,26 +249,30 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn recorded_calls(run: &RecordedRun) -> Result<Vec<RecordedCall>, ReplaySetupError> {
     let mut calls: Vec<RecordedCall> = Vec::new();
     for (line, event) in &run.events {
-        let is_turn = matches!(
-            event.event_type,
-            EventType::ModelAction | EventType::ModelFeedback
-        );
-        if !is_turn || calls.last().is_some_and(|call| call.step == event.step) {
+        let call = match &event.kind {
+            EventKind::ModelAction(action) => &action.call,
+            EventKind::ModelFeedback(feedback) => &feedback.call,
+            _ => continue,
+        };
+        if calls
+            .last()
+            .is_some_and(|recorded| recorded.step == event.step)
+        {
             continue;
         }
-        let Some(response) = event.raw_response.clone() else {
+        let Some(response) = call.raw_response.clone() else {
             return Err(ReplaySetupError::Recording(ReplayError::MissingContent {
                 run_id: run.run_id.clone(),
                 line: *line,
-                event_type: event.event_type.to_string(),
+                event_type: event.event_type().to_owned(),
                 step: event.step,
                 field: "raw_response",
             }));
         };
         calls.push(RecordedCall {
             step: event.step,
-            request_hash: event.request_hash.clone(),
-            request_body: event.request_body.clone(),
+            request_hash: call.request_hash.clone(),
+            request_body: call.request_body.clone(),
             response,
         });
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use super::rows::{RunRow, TimelineStep};
 use crate::run::RunOutcome;
-use crate::trace::{EventType, TraceEvent};
+use crate::trace::{Event, EventKind};
 
 /// Whether the fold keeps a row per run, and with its events' timeline or not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,26 +54,29 @@ impl RowState {
     /// Adds one event of the run, read from its line. A line the scanner accepted and serde
     /// does not (the differential tests hold that to never happen) adds nothing to the row.
     pub(crate) fn add_line(&mut self, line: &[u8], mode: RowMode) {
-        let Ok(event) = serde_json::from_slice::<TraceEvent>(line) else {
+        let Ok(event) = serde_json::from_slice::<Event>(line) else {
             return;
         };
-        if event.event_type == EventType::RunStarted && self.task_id.is_none() {
-            self.task_id.clone_from(&event.task_id);
-        }
-        if let Some(kind) = &event.error_kind
-            && !self.error_kinds.contains(kind)
+        if let Some(kind) = event.error_kind()
+            && !self.error_kinds.iter().any(|known| known == kind)
         {
-            self.error_kinds.push(kind.clone());
+            self.error_kinds.push(kind.to_owned());
         }
-        if event.event_type == EventType::ModelAction
-            && let Some(tool) = &event.tool_name
-        {
-            self.tools.insert(tool.clone());
-        }
-        if event.event_type == EventType::FinishGate
-            && let Some(accepted) = event.accepted
-        {
-            self.verdict = Some(if accepted { "accepted" } else { "rejected" });
+        match &event.kind {
+            EventKind::RunStarted(started) if self.task_id.is_none() => {
+                self.task_id.clone_from(&started.task_id);
+            }
+            EventKind::ModelAction(action) => {
+                if let Some(tool) = &action.tool_name {
+                    self.tools.insert(tool.clone());
+                }
+            }
+            EventKind::FinishGate(gate) => {
+                if let Some(accepted) = gate.accepted {
+                    self.verdict = Some(if accepted { "accepted" } else { "rejected" });
+                }
+            }
+            _ => {}
         }
         if mode == RowMode::Timelines {
             self.timeline.push(TimelineStep::of(&event));

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::run::{ExitReason, RunOutcome};
 use crate::time::unix_ms_from_rfc3339;
-use crate::trace::{EventType, ReadOptions, RecordedRun, RunStream, TraceError, TraceEvent};
+use crate::trace::{Event, EventKind, ReadOptions, RecordedRun, RunStream, TraceError};
 
 /// Characters of one trace text a timeline keeps; longer texts are cut and say their length.
 pub const TEXT_LIMIT: usize = 2_000;
@@ -122,31 +122,34 @@ impl RunRow {
             RunOutcome::Ended(reason) => ending_of(reason),
             RunOutcome::Incomplete => RunOutcome::Incomplete,
         };
-        let steps = finished.and_then(|e| e.steps_used).unwrap_or_else(|| {
+        let steps = finished.and_then(Event::steps_used).unwrap_or_else(|| {
             let max = run.events.iter().map(|(_, e)| e.step).max().unwrap_or(0);
             u32::try_from(max).unwrap_or(u32::MAX)
         });
         let mut error_kinds: Vec<String> = Vec::new();
-        if let Some(kind) = finished.and_then(|e| e.error_kind.as_ref()) {
-            error_kinds.push(kind.clone());
+        if let Some(kind) = finished.and_then(Event::error_kind) {
+            error_kinds.push(kind.to_owned());
         }
         let mut tools = BTreeSet::new();
         let mut verdict = None;
         for (_, event) in &run.events {
-            if let Some(kind) = &event.error_kind
-                && !error_kinds.contains(kind)
+            if let Some(kind) = event.error_kind()
+                && !error_kinds.iter().any(|known| known == kind)
             {
-                error_kinds.push(kind.clone());
+                error_kinds.push(kind.to_owned());
             }
-            if event.event_type == EventType::ModelAction
-                && let Some(tool) = &event.tool_name
-            {
-                tools.insert(tool.clone());
-            }
-            if event.event_type == EventType::FinishGate
-                && let Some(accepted) = event.accepted
-            {
-                verdict = Some(if accepted { "accepted" } else { "rejected" }.to_owned());
+            match &event.kind {
+                EventKind::ModelAction(action) => {
+                    if let Some(tool) = &action.tool_name {
+                        tools.insert(tool.clone());
+                    }
+                }
+                EventKind::FinishGate(gate) => {
+                    if let Some(accepted) = gate.accepted {
+                        verdict = Some(if accepted { "accepted" } else { "rejected" }.to_owned());
+                    }
+                }
+                _ => {}
             }
         }
         RunRow {
@@ -175,45 +178,90 @@ impl RunRow {
 
 impl TimelineStep {
     /// The timeline entry of one event.
-    pub fn of(event: &TraceEvent) -> TimelineStep {
-        let arguments = event
-            .arguments
-            .as_ref()
-            .map(|a| serde_json::Value::Object(a.clone()).to_string());
-        let full = event
-            .content
+    pub fn of(event: &Event) -> TimelineStep {
+        let none = None;
+        // The text captured in full, its summary, and the argument names.
+        let (content, answer, arguments, task, error, output, input_summary, argument_keys) =
+            match &event.kind {
+                EventKind::RunStarted(e) => (
+                    &none,
+                    &none,
+                    None,
+                    &e.task,
+                    &none,
+                    &none,
+                    &e.input_summary,
+                    None,
+                ),
+                EventKind::ModelAction(e) => (
+                    &none,
+                    &e.answer,
+                    e.arguments.as_ref(),
+                    &none,
+                    &none,
+                    &e.output,
+                    &none,
+                    e.argument_keys.as_ref(),
+                ),
+                EventKind::Observation(e) => (
+                    &e.content, &none, None, &none, &none, &e.output, &none, None,
+                ),
+                EventKind::ModelFeedback(e) => (
+                    &e.content, &none, None, &none, &none, &e.output, &none, None,
+                ),
+                EventKind::FinishGate(e) => (
+                    &e.content, &none, None, &none, &none, &e.output, &none, None,
+                ),
+                EventKind::ModelRetry(e) => {
+                    (&none, &none, None, &none, &e.error, &none, &none, None)
+                }
+                EventKind::RunFinished(e) => {
+                    (&none, &none, None, &none, &e.error, &none, &none, None)
+                }
+                EventKind::InternalError(e) => {
+                    (&none, &none, None, &none, &e.error, &none, &none, None)
+                }
+                EventKind::ScorerCall(_) | EventKind::Unknown { .. } => {
+                    (&none, &none, None, &none, &none, &none, &none, None)
+                }
+            };
+        let arguments = arguments.map(|a| serde_json::Value::Object(a.clone()).to_string());
+        let full = content
             .clone()
-            .or_else(|| event.answer.clone())
+            .or_else(|| answer.clone())
             .or(arguments)
-            .or_else(|| event.task.clone())
-            .or_else(|| event.error.clone());
-        let summary = event
-            .output
+            .or_else(|| task.clone())
+            .or_else(|| error.clone());
+        let summary = output
             .as_ref()
-            .or(event.input_summary.as_ref())
+            .or(input_summary.as_ref())
             .map(|s| short_summary(s));
-        let text = full.map(|t| cut(&t)).or(summary).or_else(|| {
-            event
-                .argument_keys
-                .as_ref()
-                .map(|keys| format!("arguments: {}", keys.join(", ")))
-        });
-        let is_error = match event.event_type {
-            EventType::ModelFeedback | EventType::InternalError => true,
-            EventType::Observation => event.is_error_by_rule(),
-            EventType::RunFinished => event.exit_reason.is_some_and(|r| r != ExitReason::Finished),
+        let text = full
+            .map(|t| cut(&t))
+            .or(summary)
+            .or_else(|| argument_keys.map(|keys| format!("arguments: {}", keys.join(", "))));
+        let (action, tool, accepted) = match &event.kind {
+            EventKind::ModelAction(e) => (e.action_type.clone(), e.tool_name.clone(), None),
+            EventKind::Observation(e) => (None, e.tool_name.clone(), None),
+            EventKind::FinishGate(e) => (None, None, e.accepted),
+            _ => (None, None, None),
+        };
+        let is_error = match &event.kind {
+            EventKind::ModelFeedback(_) | EventKind::InternalError(_) => true,
+            EventKind::Observation(e) => e.is_error_by_rule(),
+            EventKind::RunFinished(e) => e.exit_reason != ExitReason::Finished,
             _ => false,
         };
         TimelineStep {
             step: event.step,
-            event: event.event_type.as_str().to_owned(),
-            action: event.action_type.clone(),
-            tool: event.tool_name.clone(),
+            event: event.event_type().to_owned(),
+            action,
+            tool,
             text,
             is_error,
-            error_kind: event.error_kind.clone(),
-            accepted: event.accepted,
-            duration_ms: event.duration_ms.filter(|d| d.is_finite()),
+            error_kind: event.error_kind().map(str::to_owned),
+            accepted,
+            duration_ms: event.duration_ms().filter(|d| d.is_finite()),
         }
     }
 }
@@ -232,7 +280,7 @@ fn ending_of(reason: ExitReason) -> RunOutcome {
 fn duration(run: &RecordedRun) -> Option<f64> {
     if let Some(ms) = run
         .finished()
-        .and_then(|e| e.duration_ms)
+        .and_then(Event::duration_ms)
         .filter(|d| d.is_finite())
     {
         return Some(ms);
@@ -253,7 +301,7 @@ fn duration(run: &RecordedRun) -> Option<f64> {
     let durations: Vec<f64> = run
         .events
         .iter()
-        .filter_map(|(_, e)| e.duration_ms.filter(|d| d.is_finite()))
+        .filter_map(|(_, e)| e.duration_ms().filter(|d| d.is_finite()))
         .collect();
     (!durations.is_empty()).then(|| durations.iter().sum())
 }

@@ -584,9 +584,3 @@ fn find_program(name: &Path, search_path: &OsString) -> Option<PathBuf> {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
-
-/// `sha256:HEX` of `value` in canonical JSON (keys sorted at every level, no spaces), so the
-/// order keys were written in does not change it.
-pub fn spec_hash(value: &Value) -> String {
-    crate::digest::sha256_tagged(crate::digest::canonical_json(value).as_bytes())
-}

@@ -29,7 +29,7 @@ pub trait ToolProvider: Send + Sync {
     /// spec in canonical JSON; a tool defined in a tools file hashes its entry as written, so a
     /// changed command or timeout shows too.
     fn spec_hash(&self, spec: &ToolSpec) -> String {
-        super::file::spec_hash(&serde_json::to_value(spec).unwrap_or_default())
+        super::spec::spec_hash(&serde_json::to_value(spec).unwrap_or_default())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The runtime boundary the loop calls: anything that turns a tool call into an observation. The
 //! registry is the real one; replay serves recorded observations through the same door.
 
-use super::registry::{ToolOutcome, ToolPanic};
+use super::outcome::{ToolOutcome, ToolPanic};
 use crate::run::ToolCall;
 
 /// Runs tool calls for the loop.

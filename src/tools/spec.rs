@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+/// `sha256:HEX` of `value` in canonical JSON (keys sorted at every level, no spaces), so the
+/// order keys were written in does not change it.
+pub fn spec_hash(value: &Value) -> String {
+    crate::digest::sha256_tagged(crate::digest::canonical_json(value).as_bytes())
+}
+
 /// The serializable contract of a tool: everything a model is shown, nothing it could call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {

@@ -45,7 +45,7 @@ fn reads_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> bool {
 
 const U32: (u64, &str) = (u32::MAX as u64, "an integer from 0 to 4294967295");
 
-/// Every field of the trace format (`trace::TraceEvent`) the report reads or checks, with its
+/// Every field of the trace format (`trace::Event`, on disk `trace::wire`) the report reads or checks, with its
 /// check. The report keeps the first nine, `accepted`, `duration_ms` and the five from `budget` to
 /// `ts`; the rest are checked and dropped, so that a line the trace reader refuses is refused here too. Other fields are ignored.
 pub(super) const KNOWN: [(&str, Check); 54] = [
@@ -292,4 +292,38 @@ pub(crate) fn key_number(key: &[u8]) -> u128 {
         },
     };
     u128::from(low) | u128::from(high) << 64 | (len as u128) << 120
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::KNOWN;
+    use crate::trace::{ENVELOPE_FIELDS, fields_by_event_type};
+
+    #[test]
+    fn the_table_holds_exactly_the_fields_of_the_event_type() {
+        // From the type itself (every variant of `EventKind` with every field set, as written):
+        // a field added to a variant and not to the table fails here, and the other way round.
+        let mut of_the_type: BTreeSet<String> = ENVELOPE_FIELDS
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect();
+        for (_, fields) in fields_by_event_type() {
+            of_the_type.extend(fields);
+        }
+        let in_the_table: BTreeSet<String> =
+            KNOWN.iter().map(|(name, _)| (*name).to_owned()).collect();
+        let missing: Vec<&String> = of_the_type.difference(&in_the_table).collect();
+        let extra: Vec<&String> = in_the_table.difference(&of_the_type).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "fields of the type the table lacks: {missing:?}; fields in the table no variant has: {extra:?}"
+        );
+        assert_eq!(
+            in_the_table.len(),
+            KNOWN.len(),
+            "a field is in the table twice"
+        );
+    }
 }

@@ -1,11 +1,13 @@
 //! JSONL traces, format `looptrace.trace/1`: one complete event per line, written by an observer
 //! of the loop and read back by `show`, replay, evaluation and reports. `docs/trace-format.md` is
-//! the reference. Two readers share one definition of a well-formed line: [`TraceEvent`] (serde,
-//! owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
+//! the reference. One event type, [`Event`] (an envelope around an [`EventKind`] per event
+//! type), is read and written through the flat line shape of `wire.rs`. Two readers share one
+//! definition of a well-formed line: [`Event`] (serde, owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
 //! corpora with and the serde reader checks every line with.
 
 mod clock;
 mod event;
+mod event_fields;
 mod fields;
 mod json_string;
 mod line_error;
@@ -14,15 +16,20 @@ mod recorder;
 mod runs;
 mod scan;
 mod show;
+mod values;
 mod view;
+mod wire;
 mod writer;
 
 pub use crate::digest::{HashAlgorithm, Summarizer, sha256_tagged};
 pub use crate::json_error::describe_plain as describe_json_error_plain;
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use event::{
-    Capture, EventType, ModelRef, ReplayOf, RunSource, SCHEMA, Score, ToolRef, TraceEvent, Usage,
+    Capture, Event, EventKind, FinishGate, InternalError, ModelAction, ModelCall, ModelFeedback,
+    ModelRef, ModelRetry, Observation, ReplayOf, RunFinished, RunSource, RunStarted, SCHEMA, Score,
+    ScorerCall, ToolRef, Usage,
 };
+pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
 pub use line_error::LineError;
 pub use reader::parse_line;
 pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};

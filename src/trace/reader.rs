@@ -8,7 +8,8 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use thiserror::Error;
 
-use super::event::{EventType, TraceEvent};
+use super::event::{Event, EventKind};
+use super::wire::Wire;
 
 /// Lines longer than this are errors, so a corrupt file cannot exhaust memory.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -244,7 +245,7 @@ impl<R: Read> TraceReader<R> {
         })
     }
 
-    fn line_error(&mut self, line: u64, message: String) -> Option<Result<TraceEvent, TraceError>> {
+    fn line_error(&mut self, line: u64, message: String) -> Option<Result<Event, TraceError>> {
         if self.options.lenient {
             self.stats.skipped_count += 1;
             if self.stats.skipped.len() < KEPT_SKIPS {
@@ -263,7 +264,7 @@ impl<R: Read> TraceReader<R> {
 }
 
 impl<R: Read> Iterator for TraceReader<R> {
-    type Item = Result<(u64, TraceEvent), TraceError>;
+    type Item = Result<(u64, Event), TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.failed {
@@ -294,11 +295,11 @@ impl<R: Read> Iterator for TraceReader<R> {
             match parsed {
                 Ok(None) => continue,
                 Ok(Some(event)) => {
-                    if let EventType::Other(name) = &event.event_type {
+                    if let EventKind::Unknown { event_type, .. } = &event.kind {
                         *self
                             .stats
                             .unknown_event_types
-                            .entry(name.clone())
+                            .entry(event_type.clone())
                             .or_default() += 1;
                     }
                     self.stats.events += 1;
@@ -343,7 +344,7 @@ impl<R: Read> Iterator for TraceReader<R> {
 /// A line is well-formed by the rules `report` follows too (`docs/report.md`, "Malformed
 /// means"): after serde reads the event, the line is checked by the report's scanner, the one
 /// definition of a well-formed line. Only JSON's whitespace may surround the object.
-pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
+pub fn parse_line(bytes: &[u8]) -> Result<Option<Event>, String> {
     if bytes
         .iter()
         .all(|byte| matches!(byte, b' ' | b'\t' | b'\r'))
@@ -360,11 +361,8 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<TraceEvent>, String> {
     if !trimmed.starts_with('{') {
         return Err("expected a JSON object".to_owned());
     }
-    let event =
-        serde_json::from_str::<TraceEvent>(trimmed).map_err(|err| describe_json_error(&err))?;
-    if event.event_type == EventType::RunFinished && event.exit_reason.is_none() {
-        return Err("run_finished without `exit_reason`".to_owned());
-    }
+    let wire = serde_json::from_str::<Wire>(trimmed).map_err(|err| describe_json_error(&err))?;
+    let event = Event::try_from(wire).map_err(str::to_owned)?;
     super::view::check_line(bytes).map_err(|err| err.to_string())?;
     Ok(Some(event))
 }

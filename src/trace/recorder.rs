@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::clock::{Clock, SystemClock};
-use super::event::{Capture, EventType, ModelRef, ReplayOf, SCHEMA, Score, ToolRef, TraceEvent};
+use super::event::{
+    Capture, Event, EventKind, FinishGate, ModelAction, ModelCall, ModelFeedback, ModelRef,
+    ModelRetry, Observation, ReplayOf, RunFinished, RunStarted, SCHEMA, Score, ScorerCall, ToolRef,
+};
 use super::writer::EventSink;
 use crate::agent::{CONTEXT_EXHAUSTED, RunEvent, RunObserver, TIME_EXHAUSTED, TOKENS_EXHAUSTED};
 use crate::digest::Summarizer;
@@ -82,9 +85,12 @@ impl<S: EventSink> TraceRecorder<S> {
         calls: &[(String, CallRecord)],
     ) -> io::Result<()> {
         for (scorer, record) in calls {
-            let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ScorerCall);
-            e.scorer = Some(scorer.clone());
-            self.call(&mut e, None, Some(record));
+            let scorer_call = ScorerCall {
+                scorer: Some(scorer.clone()),
+                call_id: None,
+                call: self.call(Some(record)),
+            };
+            let mut e = Event::new(&self.run_id, step.into(), scorer_call);
             if self.options.durations {
                 e.ts = Some(crate::time::ts_from_unix_ms(self.clock.now_unix_ms()));
             }
@@ -128,7 +134,7 @@ impl<S: EventSink> TraceRecorder<S> {
     }
 
     /// Builds the trace event for a loop event.
-    pub fn trace_event(&self, event: &RunEvent<'_>) -> TraceEvent {
+    pub fn trace_event(&self, event: &RunEvent<'_>) -> Event {
         let full = self.full();
         match *event {
             RunEvent::RunStarted {
@@ -138,56 +144,58 @@ impl<S: EventSink> TraceRecorder<S> {
                 live,
                 tools,
             } => {
-                let mut e = TraceEvent::new(&self.run_id, 0, EventType::RunStarted);
-                e.schema = Some(SCHEMA.to_owned());
-                e.capture = Some(self.options.capture);
-                e.hash = Some(self.options.summarizer.algorithm());
-                e.max_steps = Some(max_steps);
-                e.task_id = self.task_id.clone();
-                e.input_summary = Some(self.summary(&task.prompt));
-                e.task = full.then(|| task.prompt.clone());
-                e.replay_of = self.options.replay_of.clone();
-                e.finish_gate_hash = finish_gate_hash.map(str::to_owned);
-                if !tools.is_empty() {
-                    e.tools = Some(
-                        tools
-                            .iter()
-                            .map(|(name, hash)| ToolRef {
-                                name: name.clone(),
-                                spec_hash: Some(hash.clone()),
-                            })
-                            .collect(),
-                    );
-                }
-                e.workdir_hash = self.workdir_hash.clone();
-                if let Some(live) = live {
-                    e.api = Some(live.api.clone());
-                    e.model = Some(ModelRef {
+                let tools = (!tools.is_empty()).then(|| {
+                    tools
+                        .iter()
+                        .map(|(name, hash)| ToolRef {
+                            name: name.clone(),
+                            spec_hash: Some(hash.clone()),
+                        })
+                        .collect()
+                });
+                let started = RunStarted {
+                    schema: Some(SCHEMA.to_owned()),
+                    capture: Some(self.options.capture),
+                    hash: Some(self.options.summarizer.algorithm()),
+                    max_steps: Some(max_steps),
+                    task_id: self.task_id.clone(),
+                    input_summary: Some(self.summary(&task.prompt)),
+                    task: full.then(|| task.prompt.clone()),
+                    replay_of: self.options.replay_of.clone(),
+                    finish_gate_hash: finish_gate_hash.map(str::to_owned),
+                    tools,
+                    workdir_hash: self.workdir_hash.clone(),
+                    api: live.map(|live| live.api.clone()),
+                    model: live.map(|live| ModelRef {
                         provider: Some(live.provider.clone()),
                         name: live.model.clone(),
-                    });
-                }
-                e
+                    }),
+                    ..RunStarted::default()
+                };
+                Event::new(&self.run_id, 0, started)
             }
             RunEvent::ModelRetry { step, attempt } => {
-                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelRetry);
-                e.attempt = Some(attempt.attempt);
-                e.error_kind = Some(attempt.error_kind.clone());
-                e.http_status = attempt.http_status;
-                e.wait_ms = Some(attempt.wait_ms);
-                e
+                let retry = ModelRetry {
+                    attempt: Some(attempt.attempt),
+                    error_kind: Some(attempt.error_kind.clone()),
+                    http_status: attempt.http_status,
+                    wait_ms: Some(attempt.wait_ms),
+                    ..ModelRetry::default()
+                };
+                Event::new(&self.run_id, step.into(), retry)
             }
             RunEvent::FinishGate {
                 step,
                 verdict,
                 duration,
             } => {
-                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::FinishGate);
-                e.accepted = Some(verdict.accepted);
-                e.output = Some(self.summary(&verdict.output));
-                e.content = full.then(|| verdict.output.clone());
-                e.duration_ms = self.duration(duration);
-                e
+                let gate = FinishGate {
+                    accepted: Some(verdict.accepted),
+                    output: Some(self.summary(&verdict.output)),
+                    content: full.then(|| verdict.output.clone()),
+                    duration_ms: self.duration(duration),
+                };
+                Event::new(&self.run_id, step.into(), gate)
             }
             RunEvent::ModelAction {
                 step,
@@ -197,8 +205,14 @@ impl<S: EventSink> TraceRecorder<S> {
                 call_id,
                 record,
             } => {
-                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelAction);
-                e.action_type = Some(action.kind().to_owned());
+                let mut e = ModelAction {
+                    action_type: Some(action.kind().to_owned()),
+                    raw_output: raw_output.filter(|_| full).map(str::to_owned),
+                    duration_ms: self.duration(duration),
+                    call_id: call_id.map(str::to_owned),
+                    call: self.call(record),
+                    ..ModelAction::default()
+                };
                 match action {
                     Action::ToolCall(call) => {
                         e.tool_name = Some(call.tool_name.clone());
@@ -210,10 +224,7 @@ impl<S: EventSink> TraceRecorder<S> {
                         e.answer = full.then(|| finish.answer.clone());
                     }
                 }
-                e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
-                e.duration_ms = self.duration(duration);
-                self.call(&mut e, call_id, record);
-                e
+                Event::new(&self.run_id, step.into(), e)
             }
             RunEvent::Observation {
                 step,
@@ -222,17 +233,18 @@ impl<S: EventSink> TraceRecorder<S> {
                 call_id,
             } => {
                 let observation = &outcome.observation;
-                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::Observation);
-                e.tool_name = Some(observation.tool_name.clone());
-                e.output = Some(self.summary(&observation.content));
-                e.is_error = Some(observation.is_error);
-                e.error_kind = outcome.error_kind.clone();
-                e.exit_status = outcome.exit_status;
-                e.lossy = outcome.lossy.then_some(true);
-                e.content = full.then(|| observation.content.clone());
-                e.duration_ms = self.duration(duration);
-                e.call_id = call_id.map(str::to_owned);
-                e
+                let e = Observation {
+                    tool_name: Some(observation.tool_name.clone()),
+                    output: Some(self.summary(&observation.content)),
+                    is_error: Some(observation.is_error),
+                    error_kind: outcome.error_kind.clone(),
+                    exit_status: outcome.exit_status,
+                    lossy: outcome.lossy.then_some(true),
+                    content: full.then(|| observation.content.clone()),
+                    duration_ms: self.duration(duration),
+                    call_id: call_id.map(str::to_owned),
+                };
+                Event::new(&self.run_id, step.into(), e)
             }
             RunEvent::ModelFeedback {
                 step,
@@ -243,23 +255,20 @@ impl<S: EventSink> TraceRecorder<S> {
                 call_id,
                 record,
             } => {
-                let mut e = TraceEvent::new(&self.run_id, step.into(), EventType::ModelFeedback);
-                e.output = Some(self.summary(&feedback.content));
-                e.is_error = Some(true);
-                e.error_kind = Some(error.kind.as_str().to_owned());
-                e.content = full.then(|| feedback.content.clone());
-                e.raw_output = raw_output.filter(|_| full).map(str::to_owned);
-                e.duration_ms = self.duration(duration);
-                self.call(&mut e, call_id, record);
-                e
+                let e = ModelFeedback {
+                    output: Some(self.summary(&feedback.content)),
+                    is_error: Some(true),
+                    error_kind: Some(error.kind.as_str().to_owned()),
+                    content: full.then(|| feedback.content.clone()),
+                    raw_output: raw_output.filter(|_| full).map(str::to_owned),
+                    duration_ms: self.duration(duration),
+                    call_id: call_id.map(str::to_owned),
+                    call: self.call(record),
+                };
+                Event::new(&self.run_id, step.into(), e)
             }
             RunEvent::RunFinished { result, error_kind } => {
-                let mut e = TraceEvent::new(
-                    &self.run_id,
-                    result.steps_used.into(),
-                    EventType::RunFinished,
-                );
-                e.exit_reason = Some(result.exit_reason);
+                let mut e = RunFinished::new(result.exit_reason);
                 e.steps_used = Some(result.steps_used);
                 if result.exit_reason != ExitReason::Finished {
                     e.budget = error_kind.and_then(budget_of).map(str::to_owned);
@@ -272,22 +281,23 @@ impl<S: EventSink> TraceRecorder<S> {
                         }
                     });
                 }
-                e
+                Event::new(&self.run_id, result.steps_used.into(), e)
             }
         }
     }
 
-    /// The call id and, on a turn's first event, what the model call left behind.
-    fn call(&self, e: &mut TraceEvent, call_id: Option<&str>, record: Option<&CallRecord>) {
-        e.call_id = call_id.map(str::to_owned);
-        if let Some(record) = record {
-            e.usage = record.usage;
-            e.request_hash = record.request_hash.clone();
-            e.finish_reason = record.finish_reason.clone();
-            if self.full() {
-                e.request_body = record.request_body.clone();
-                e.raw_response = record.raw_response.clone();
-            }
+    /// What the model call left behind, on a turn's first event.
+    fn call(&self, record: Option<&CallRecord>) -> ModelCall {
+        let Some(record) = record else {
+            return ModelCall::default();
+        };
+        ModelCall {
+            usage: record.usage,
+            request_hash: record.request_hash.clone(),
+            finish_reason: record.finish_reason.clone(),
+            request_body: self.full().then(|| record.request_body.clone()).flatten(),
+            raw_response: self.full().then(|| record.raw_response.clone()).flatten(),
+            ..ModelCall::default()
         }
     }
 
@@ -335,10 +345,12 @@ impl<S: EventSink> RunObserver for TraceRecorder<S> {
                 }
             }
             RunEvent::RunFinished { .. } => {
-                trace_event.scores = self.scores.take();
-                trace_event.usage = self.usage;
-                if let Some(started) = self.started.take() {
-                    trace_event.duration_ms = self.duration(started.elapsed());
+                if let EventKind::RunFinished(finished) = &mut trace_event.kind {
+                    finished.scores = self.scores.take();
+                    finished.usage = self.usage;
+                    if let Some(started) = self.started.take() {
+                        finished.duration_ms = self.duration(started.elapsed());
+                    }
                 }
             }
             _ => {}

@@ -15,7 +15,7 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::event::{EventType, TraceEvent};
+use super::event::{Event, EventKind, RunStarted};
 use super::reader::{ReadOptions, ReadStats, TraceError, TraceReader, parse_line};
 use crate::run::RunOutcome;
 
@@ -25,7 +25,7 @@ pub struct RecordedRun {
     /// The run id.
     pub run_id: String,
     /// The events and their 1-based line numbers.
-    pub events: Vec<(u64, TraceEvent)>,
+    pub events: Vec<(u64, Event)>,
 }
 
 impl RecordedRun {
@@ -38,15 +38,23 @@ impl RecordedRun {
     }
 
     /// The `run_started` event, if it was recorded.
-    pub fn started(&self) -> Option<&TraceEvent> {
+    pub fn started_event(&self) -> Option<&Event> {
         self.events
             .iter()
             .map(|(_, e)| e)
-            .find(|e| e.event_type == EventType::RunStarted)
+            .find(|e| e.is_run_started())
+    }
+
+    /// The fields of the `run_started` event, if it was recorded.
+    pub fn started(&self) -> Option<&RunStarted> {
+        self.events.iter().find_map(|(_, e)| match &e.kind {
+            EventKind::RunStarted(started) => Some(started),
+            _ => None,
+        })
     }
 
     /// The ending event, if any.
-    pub fn finished(&self) -> Option<&TraceEvent> {
+    pub fn finished(&self) -> Option<&Event> {
         self.events
             .iter()
             .map(|(_, e)| e)
@@ -87,7 +95,7 @@ pub struct StreamedRun {
 struct Held {
     span: LineSpan,
     /// `None` once the run was put aside to keep memory bounded.
-    event: Option<Box<TraceEvent>>,
+    event: Option<Box<Event>>,
 }
 
 struct OpenRun {
@@ -182,8 +190,8 @@ impl<R: Read> RunStream<R> {
         self.reader.path()
     }
 
-    fn add(&mut self, line: u64, event: TraceEvent) -> Result<(), TraceError> {
-        let starts = event.event_type == EventType::RunStarted;
+    fn add(&mut self, line: u64, event: Event) -> Result<(), TraceError> {
+        let starts = event.is_run_started();
         let ends = event.ending().is_some();
         let (offset, len) = self.reader.last_line_span();
         let span = LineSpan {
@@ -283,7 +291,7 @@ impl<R: Read> RunStream<R> {
         Ok(())
     }
 
-    fn read_again(&self, span: LineSpan) -> Result<TraceEvent, TraceError> {
+    fn read_again(&self, span: LineSpan) -> Result<Event, TraceError> {
         let changed = |message: String| TraceError::Line {
             path: self.reader.path().to_owned(),
             line: span.line,
@@ -297,7 +305,7 @@ impl<R: Read> RunStream<R> {
 }
 
 /// Reads one event again from its place in a file.
-pub fn read_event_at(file: &File, span: LineSpan) -> Result<TraceEvent, String> {
+pub fn read_event_at(file: &File, span: LineSpan) -> Result<Event, String> {
     let mut bytes = vec![0; span.len as usize];
     file.read_exact_at(&mut bytes, span.offset)
         .map_err(|err| format!("failed to read the line again: {err}"))?;

@@ -7,7 +7,7 @@
 //! fields the report reads are borrowed from the line as bytes unless they contain escapes. Every
 //! byte outside strings must be ASCII JSON syntax, so a line that scans is valid UTF-8.
 //!
-//! The fields of the trace format are checked as the serde reader ([`super::TraceEvent`]) checks
+//! The fields of the trace format are checked as the serde reader ([`super::Event`]) checks
 //! them, types, enum values and duplicates included, so that `report` refuses the lines `show`
 //! refuses; fields outside the format are skipped (their syntax still checked).
 

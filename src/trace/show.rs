@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::event::{EventType, TraceEvent};
+use super::event::{Event, EventKind};
 use super::runs::RecordedRun;
 use crate::run::{ExitReason, RunOutcome};
 
@@ -42,14 +42,14 @@ pub fn render_run(run: &RecordedRun, occurrence: u32, color: bool) -> String {
             "  {:>4}  step {:<3} {:<15} {}",
             format!("L{line}"),
             event.step,
-            safe(event.event_type.as_str()),
+            safe(event.event_type()),
             describe(event, color)
         );
     }
     let outcome = run.outcome();
     let steps = run
         .finished()
-        .and_then(|e| e.steps_used.map(u64::from).or(Some(e.step)))
+        .and_then(|e| e.steps_used().map(u64::from).or(Some(e.step)))
         .map(|s| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
         .unwrap_or_default();
     let _ = writeln!(
@@ -93,38 +93,38 @@ fn paint(text: &str, code: &str, color: bool) -> String {
 }
 
 /// The fields that matter for one event, content preferred over its summary when captured.
-fn describe(event: &TraceEvent, color: bool) -> String {
+fn describe(event: &Event, color: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     let text_or_summary = |text: &Option<String>, summary: &Option<String>| -> Option<String> {
         text.as_deref()
             .map(|t| safe(&format!("{:?}", shorten(t))))
             .or_else(|| summary.as_deref().map(safe))
     };
-    match &event.event_type {
-        EventType::RunStarted => {
-            if let Some(capture) = event.capture {
+    match &event.kind {
+        EventKind::RunStarted(e) => {
+            if let Some(capture) = e.capture {
                 parts.push(format!("capture={}", capture.as_str()));
             }
-            if let Some(max) = event.max_steps {
+            if let Some(max) = e.max_steps {
                 parts.push(format!("max_steps={max}"));
             }
-            if let Some(replay) = &event.replay_of {
+            if let Some(replay) = &e.replay_of {
                 parts.push(format!(
                     "replay_of={}#{}",
                     safe(&replay.source),
                     safe(&replay.run_id)
                 ));
             }
-            if let Some(task) = text_or_summary(&event.task, &event.input_summary) {
+            if let Some(task) = text_or_summary(&e.task, &e.input_summary) {
                 parts.push(format!("task={task}"));
             }
         }
-        EventType::ModelAction => {
-            let action = event.action_type.as_deref().unwrap_or("?");
+        EventKind::ModelAction(e) => {
+            let action = e.action_type.as_deref().unwrap_or("?");
             match action {
                 "tool_call" => {
-                    let tool = event.tool_name.as_deref().unwrap_or("?");
-                    let args = match (&event.arguments, &event.argument_keys) {
+                    let tool = e.tool_name.as_deref().unwrap_or("?");
+                    let args = match (&e.arguments, &e.argument_keys) {
                         (Some(arguments), _) => {
                             serde_json::Value::Object(arguments.clone()).to_string()
                         }
@@ -135,21 +135,21 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 }
                 other => {
                     parts.push(safe(other));
-                    if let Some(answer) = text_or_summary(&event.answer, &event.output) {
+                    if let Some(answer) = text_or_summary(&e.answer, &e.output) {
                         parts.push(format!("answer={answer}"));
                     }
                 }
             }
         }
-        EventType::Observation => {
-            if let Some(tool) = &event.tool_name {
+        EventKind::Observation(e) => {
+            if let Some(tool) = &e.tool_name {
                 parts.push(safe(tool));
             }
-            let status = if event.is_error_by_rule() {
+            let status = if e.is_error_by_rule() {
                 paint(
                     &format!(
                         "error {}",
-                        safe(event.error_kind.as_deref().unwrap_or("unclassified"))
+                        safe(e.error_kind.as_deref().unwrap_or("unclassified"))
                     ),
                     RED,
                     color,
@@ -158,70 +158,75 @@ fn describe(event: &TraceEvent, color: bool) -> String {
                 "ok".to_owned()
             };
             parts.push(status);
-            if let Some(code) = event.exit_status {
+            if let Some(code) = e.exit_status {
                 parts.push(format!("exit_status={code}"));
             }
-            if event.lossy == Some(true) {
+            if e.lossy == Some(true) {
                 parts.push("lossy".to_owned());
             }
-            if let Some(output) = text_or_summary(&event.content, &event.output) {
+            if let Some(output) = text_or_summary(&e.content, &e.output) {
                 parts.push(format!("output={output}"));
             }
         }
-        EventType::ModelFeedback => {
+        EventKind::ModelFeedback(e) => {
             parts.push(paint(
-                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                &safe(e.error_kind.as_deref().unwrap_or("unclassified")),
                 YELLOW,
                 color,
             ));
-            if let Some(text) = text_or_summary(&event.content, &event.output) {
+            if let Some(text) = text_or_summary(&e.content, &e.output) {
                 parts.push(format!("feedback={text}"));
             }
         }
-        EventType::FinishGate => {
-            parts.push(match event.accepted {
+        EventKind::FinishGate(e) => {
+            parts.push(match e.accepted {
                 Some(true) => "accepted".to_owned(),
                 _ => paint("rejected", YELLOW, color),
             });
-            if let Some(text) = text_or_summary(&event.content, &event.output) {
+            if let Some(text) = text_or_summary(&e.content, &e.output) {
                 parts.push(format!("output={text}"));
             }
         }
-        EventType::RunFinished | EventType::InternalError => {
+        EventKind::RunFinished(_) | EventKind::InternalError(_) => {
             if let Some(reason) = event.ending() {
                 parts.push(reason.as_str().to_owned());
             }
-            if let Some(steps) = event.steps_used {
+            if let Some(steps) = event.steps_used() {
                 parts.push(format!("steps_used={steps}"));
             }
-            if let Some(kind) = &event.error_kind {
+            if let Some(kind) = event.error_kind() {
                 parts.push(format!("error_kind={}", safe(kind)));
             }
-            if let Some(error) = &event.error {
+            let error = match &event.kind {
+                EventKind::RunFinished(e) => e.error.as_deref(),
+                EventKind::InternalError(e) => e.error.as_deref(),
+                _ => None,
+            };
+            if let Some(error) = error {
                 parts.push(format!("error={}", safe(&shorten(error))));
             }
         }
-        EventType::ModelRetry => {
+        EventKind::ModelRetry(e) => {
             parts.push(paint(
-                &safe(event.error_kind.as_deref().unwrap_or("unclassified")),
+                &safe(e.error_kind.as_deref().unwrap_or("unclassified")),
                 YELLOW,
                 color,
             ));
-            if let Some(status) = event.http_status {
+            if let Some(status) = e.http_status {
                 parts.push(format!("http_status={status}"));
             }
-            if let Some(wait) = event.wait_ms {
+            if let Some(wait) = e.wait_ms {
                 parts.push(format!("wait_ms={wait}"));
             }
         }
-        EventType::ScorerCall => {
-            if let Some(scorer) = &event.scorer {
+        EventKind::ScorerCall(e) => {
+            if let Some(scorer) = &e.scorer {
                 parts.push(format!("scorer={}", safe(scorer)));
             }
         }
-        EventType::Other(_) => parts.push("(unknown event type)".to_owned()),
+        EventKind::Unknown { .. } => parts.push("(unknown event type)".to_owned()),
     }
-    if let Some(ms) = event.duration_ms {
+    if let Some(ms) = event.duration_ms() {
         parts.push(format!("{ms}ms"));
     }
     parts.join(" ")

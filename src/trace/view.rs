@@ -1,7 +1,7 @@
 //! A borrowed view of one trace line, for readers that need speed (`report`, the reader's own
 //! line check): the scanned fields sorted into the event kinds of the trace format, with the
 //! fallbacks for older writers, borrowing strings from the line. The serde reader
-//! ([`super::TraceEvent`]) and this view refuse the same lines: the reader runs [`check_line`]
+//! ([`super::Event`]) and this view refuse the same lines: the reader runs [`check_line`]
 //! on every line, and the differential tests and fuzz target hold the two together.
 
 use std::borrow::Cow;

@@ -8,25 +8,25 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::event::{EventType, TraceEvent};
+use super::event::{Event, EventKind};
 use crate::fault;
 
 /// Where a recorder sends its events.
 pub trait EventSink {
     /// Records one event.
-    fn record(&mut self, event: &TraceEvent) -> io::Result<()>;
+    fn record(&mut self, event: &Event) -> io::Result<()>;
 }
 
 /// Tests and in-memory users collect events in a vector.
-impl EventSink for Vec<TraceEvent> {
-    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+impl EventSink for Vec<Event> {
+    fn record(&mut self, event: &Event) -> io::Result<()> {
         self.push(event.clone());
         Ok(())
     }
 }
 
 impl<S: EventSink + ?Sized> EventSink for &mut S {
-    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+    fn record(&mut self, event: &Event) -> io::Result<()> {
         (**self).record(event)
     }
 }
@@ -93,7 +93,7 @@ impl TraceWriter {
     }
 
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
-    pub fn write_event(&mut self, event: &TraceEvent) -> io::Result<()> {
+    pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
         if !self.hold || self.held == 0 {
             self.line.clear();
             if self.repair {
@@ -104,7 +104,7 @@ impl TraceWriter {
         self.line.push(b'\n');
         if self.hold {
             self.held += 1;
-            if event.event_type != EventType::RunFinished {
+            if !matches!(event.kind, EventKind::RunFinished(_)) {
                 return Ok(());
             }
         }
@@ -181,7 +181,7 @@ fn read_last_byte(file: &File, at: u64, byte: &mut [u8; 1]) -> io::Result<()> {
 }
 
 impl EventSink for TraceWriter {
-    fn record(&mut self, event: &TraceEvent) -> io::Result<()> {
+    fn record(&mut self, event: &Event) -> io::Result<()> {
         self.write_event(event)
     }
 }

@@ -258,8 +258,8 @@ fn a_panicking_handler_is_an_internal_error_not_an_observation() {
     }
     assert_eq!(model.calls().len(), 1);
     let last = events.last().unwrap();
-    assert_eq!(last.exit_reason, Some(ExitReason::InternalError));
-    assert_eq!(last.error_kind.as_deref(), Some("tool_panic"));
+    assert_eq!(last.ending(), Some(ExitReason::InternalError));
+    assert_eq!(last.error_kind(), Some("tool_panic"));
 }
 
 #[test]

@@ -871,8 +871,8 @@ fn evals_of_one_suite_never_share_a_run_id() {
             assert!(run_ids.insert(run_id.clone()), "{run_id} reused");
             let trace = out.join(task.trace.as_ref().unwrap());
             let contents = looptrace::trace::read_trace(&trace, Default::default()).unwrap();
+            assert_eq!(contents.runs[0].started_event().unwrap().run_id, run_id);
             let started = contents.runs[0].started().unwrap();
-            assert_eq!(started.run_id, run_id);
             assert_eq!(started.task_id.as_deref(), Some(task.id.as_str()));
         }
     }
@@ -1118,8 +1118,11 @@ fn the_calculator_reads_a_json_minus_zero_as_python_does() {
         let observation = contents.runs[0]
             .events
             .iter()
-            .find(|(_, e)| e.event_type == looptrace::trace::EventType::Observation)
-            .and_then(|(_, e)| e.content.clone())
+            .find_map(|(_, e)| match &e.kind {
+                looptrace::trace::EventKind::Observation(observation) => Some(observation),
+                _ => None,
+            })
+            .and_then(|observation| observation.content.clone())
             .unwrap();
         let i: usize = task
             .id

@@ -8,7 +8,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Output;
 
-use looptrace::trace::{TraceEvent, parse_line};
+use looptrace::trace::{Event, parse_line};
 
 use crate::support::{leftovers, looptrace, stderr, stdout};
 
@@ -57,7 +57,7 @@ fn run_task(dir: &Path, trace: &Path, run_id: &str, fault: Option<&str>) -> Outp
 }
 
 /// Every line of the file, each of which must end with `\n` and parse.
-fn whole_lines(trace: &Path) -> Vec<TraceEvent> {
+fn whole_lines(trace: &Path) -> Vec<Event> {
     let bytes = std::fs::read(trace).unwrap();
     assert!(
         bytes.is_empty() || bytes.ends_with(b"\n"),
@@ -74,34 +74,30 @@ fn whole_lines(trace: &Path) -> Vec<TraceEvent> {
         .collect()
 }
 
-fn shape(events: &[TraceEvent]) -> Vec<String> {
+fn shape(events: &[Event]) -> Vec<String> {
     events
         .iter()
-        .map(|e| format!("{}:{}", e.step, e.event_type))
+        .map(|e| format!("{}:{}", e.step, e.event_type()))
         .collect()
 }
 
 /// An event without its timing, which differs from run to run.
-fn untimed(event: &TraceEvent) -> TraceEvent {
-    TraceEvent {
-        duration_ms: None,
-        ts: None,
-        ..event.clone()
-    }
+fn untimed(event: &Event) -> Event {
+    event.untimed()
 }
 
 /// An eval's event without what differs between evaluations: times and the eval id in the
 /// run id (`<task-id>.<eval-id>`).
-fn comparable(event: &TraceEvent) -> TraceEvent {
+fn comparable(event: &Event) -> Event {
     let task = event.run_id.split_once('.').map_or("", |(task, _)| task);
-    TraceEvent {
+    Event {
         run_id: task.to_owned(),
         ..untimed(event)
     }
 }
 
 /// `looptrace show FILE --format json`: exit 0, the parsed events.
-fn show_json(trace: &Path) -> Vec<TraceEvent> {
+fn show_json(trace: &Path) -> Vec<Event> {
     let output = looptrace()
         .args(["show", "--format", "json"])
         .arg(trace)
@@ -174,7 +170,7 @@ fn a_run_killed_after_any_event_leaves_whole_readable_lines() {
             .code(),
         Some(0)
     );
-    let healthy: Vec<TraceEvent> = whole_lines(&healthy_trace).iter().map(untimed).collect();
+    let healthy: Vec<Event> = whole_lines(&healthy_trace).iter().map(untimed).collect();
 
     for n in 1..=EVENTS.len() {
         let trace = dir.path().join(format!("killed-{n}.jsonl"));
@@ -185,10 +181,10 @@ fn a_run_killed_after_any_event_leaves_whole_readable_lines() {
             Some(&format!("abort_after_events:{n}")),
         );
         assert_aborted(&output);
-        let written: Vec<TraceEvent> = whole_lines(&trace).iter().map(untimed).collect();
+        let written: Vec<Event> = whole_lines(&trace).iter().map(untimed).collect();
         assert_eq!(written, healthy[..n], "after {n} events");
 
-        let shown: Vec<TraceEvent> = show_json(&trace).iter().map(untimed).collect();
+        let shown: Vec<Event> = show_json(&trace).iter().map(untimed).collect();
         assert_eq!(shown, written, "after {n} events");
         let expected = if n == EVENTS.len() {
             // The abort came after `run_finished` reached the file: the evidence is complete.
@@ -295,7 +291,7 @@ fn eval(suite: &Path, out: &Path, fault: Option<&str>) -> Output {
 }
 
 /// The task traces in `out/traces`, by file name, each checked whole and readable by `show`.
-fn task_traces(out: &Path) -> Vec<(String, Vec<TraceEvent>)> {
+fn task_traces(out: &Path) -> Vec<(String, Vec<Event>)> {
     let mut traces: Vec<_> = std::fs::read_dir(crate::support::traces_of(out))
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -326,7 +322,7 @@ fn an_eval_killed_after_any_event_leaves_no_partial_results() {
         names,
         ["a-finish.jsonl", "b-tool.jsonl", "c-feedback.jsonl"]
     );
-    let all: Vec<TraceEvent> = traces.into_iter().flat_map(|(_, e)| e).collect();
+    let all: Vec<Event> = traces.into_iter().flat_map(|(_, e)| e).collect();
     assert_eq!(all.len(), SUITE_EVENTS);
 
     for n in 1..=SUITE_EVENTS {
@@ -337,12 +333,12 @@ fn an_eval_killed_after_any_event_leaves_no_partial_results() {
         assert_aborted(&eval(&suite, &fresh, Some(&fault)));
         assert!(!fresh.join("results.json").exists(), "after {n} events");
         assert!(leftovers(&fresh).is_empty(), "after {n} events");
-        let written: Vec<TraceEvent> = task_traces(&fresh)
+        let written: Vec<Event> = task_traces(&fresh)
             .into_iter()
             .flat_map(|(_, events)| events)
             .map(|e| comparable(&e))
             .collect();
-        let expected: Vec<TraceEvent> = all[..n].iter().map(comparable).collect();
+        let expected: Vec<Event> = all[..n].iter().map(comparable).collect();
         assert_eq!(written, expected, "after {n} events");
 
         // An eval killed over a complete one: the earlier results stay as they were, naming

@@ -1,6 +1,7 @@
 //! The library's modules form layers (`docs/architecture.md`): every `crate::` path in every file
 //! under `src/`, test modules included, names a module of the same layer or one below, the modules
-//! import each other in no cycle, and no two files name each other.
+//! import each other in no cycle, and no two files name each other. `super::` and `self::` paths
+//! count as the `crate::` paths they stand for (inline modules such as `mod tests` included).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -138,6 +139,81 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// The module path of a file under `src/`: `a/b.rs` and `a/b/mod.rs` are `a::b`, the crate roots
+/// are the crate.
+fn module_path(file: &str) -> Vec<String> {
+    let file = file.strip_suffix(".rs").unwrap_or(file);
+    let mut path: Vec<String> = file.split('/').map(str::to_owned).collect();
+    if path.last().is_some_and(|last| last == "mod")
+        || (path.len() == 1 && (path[0] == "lib" || path[0] == "main"))
+    {
+        path.pop();
+    }
+    path
+}
+
+/// Every path in the code of `file` as the `crate::` path it names: `crate::` paths as they are,
+/// `super::` and `self::` paths resolved from the module they are written in (the file's, or an
+/// inline `mod name { ... }` in it).
+fn paths_of(file: &str, code: &str) -> Vec<Vec<String>> {
+    let mut out = crate_paths(code);
+    let base = module_path(file);
+    // The inline modules open at each point: (name, the brace depth inside it).
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let bytes = code.as_bytes();
+    let mut at = 0;
+    let starts_word =
+        |at: usize| at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+    while at < bytes.len() {
+        match bytes[at] {
+            // A char literal such as `'{'` opens no block.
+            b'\'' if bytes.get(at + 2) == Some(&b'\'') => {
+                at += 3;
+                continue;
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                if inline.last().is_some_and(|(_, open)| *open == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b'm' if starts_word(at) && code[at..].starts_with("mod ") => {
+                let rest = &code[at + 4..];
+                let name_len = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                if rest[name_len..].trim_start().starts_with('{') {
+                    inline.push((rest[..name_len].to_owned(), depth + 1));
+                }
+            }
+            b's' if starts_word(at)
+                && (code[at..].starts_with("super::") || code[at..].starts_with("self::")) =>
+            {
+                let mut module: Vec<String> = base.clone();
+                module.extend(inline.iter().map(|(name, _)| name.clone()));
+                let mut rest = &code[at..];
+                if let Some(after) = rest.strip_prefix("self::") {
+                    rest = after;
+                } else {
+                    while let Some(after) = rest.strip_prefix("super::") {
+                        module.pop();
+                        rest = after;
+                    }
+                }
+                let skipped = code.len() - at - rest.len();
+                expand(rest, module, &mut out);
+                at += skipped;
+                continue;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    out
+}
+
 /// Reads one path (or a `{...}` group of paths) at the start of `text`, under `prefix`.
 fn expand(text: &str, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
     let text = text.trim_start();
@@ -214,8 +290,10 @@ fn no_module_imports_a_layer_above_its_own() {
             unplaced.insert(module.to_owned());
             continue;
         };
-        for path in crate_paths(&code_of(text)) {
-            let target = path[0].as_str();
+        for path in paths_of(file, &code_of(text)) {
+            let Some(target) = path.first().map(String::as_str) else {
+                continue;
+            };
             if target == module {
                 continue;
             }
@@ -255,8 +333,8 @@ fn modules_import_each_other_in_no_cycle() {
             continue;
         };
         let targets = graph.entry(module.to_owned()).or_default();
-        for path in crate_paths(&code_of(text)) {
-            if path[0] != module && file_of(&path[..1], &files).is_some() {
+        for path in paths_of(file, &code_of(text)) {
+            if !path.is_empty() && path[0] != module && file_of(&path[..1], &files).is_some() {
                 targets.insert(path[0].clone());
             }
         }
@@ -292,13 +370,26 @@ fn modules_import_each_other_in_no_cycle() {
     }
 }
 
+/// Pairs of files that still import each other, each to be untied: the suite loader's folder
+/// (the types in `suite.rs` its files use, which `suite.rs` builds from them). The list may only
+/// shrink: a new pair fails, and so does a pair listed here that no longer imports each other.
+const STILL_MUTUAL: [&str; 7] = [
+    "eval/suite/agent.rs <-> eval/suite/resolve.rs",
+    "eval/suite.rs <-> eval/suite/dataset.rs",
+    "eval/suite.rs <-> eval/suite/read.rs",
+    "eval/suite.rs <-> eval/suite/resolve.rs",
+    "eval/suite.rs <-> eval/suite/tasks.rs",
+    "eval/suite.rs <-> eval/suite/tasks_file.rs",
+    "eval/suite/tasks.rs <-> eval/suite/tasks_file.rs",
+];
+
 #[test]
 fn no_two_files_import_each_other() {
     let files = sources();
     let mut uses: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (file, text) in &files {
         let targets = uses.entry(file.as_str()).or_default();
-        for path in crate_paths(&code_of(text)) {
+        for path in paths_of(file, &code_of(text)) {
             if let Some(target) = file_of(&path, &files).filter(|target| target != file) {
                 targets.insert(target);
             }
@@ -316,10 +407,25 @@ fn no_two_files_import_each_other() {
                 .map(move |target| format!("{file} <-> {target}"))
         })
         .collect();
+    let new: Vec<&String> = mutual
+        .iter()
+        .filter(|pair| !STILL_MUTUAL.contains(&pair.as_str()))
+        .collect();
     assert!(
-        mutual.is_empty(),
+        new.is_empty(),
         "files that import each other:\n{}",
-        mutual.join("\n")
+        new.iter()
+            .map(|pair| pair.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let untied: Vec<&&str> = STILL_MUTUAL
+        .iter()
+        .filter(|pair| !mutual.iter().any(|found| found == *pair))
+        .collect();
+    assert!(
+        untied.is_empty(),
+        "these files no longer import each other: take them off STILL_MUTUAL: {untied:?}"
     );
 }
 
@@ -330,4 +436,29 @@ fn the_reader_finds_paths_in_groups_and_skips_comments_and_strings() {
     );
     let paths: Vec<String> = crate_paths(&code).iter().map(|p| p.join("::")).collect();
     assert_eq!(paths, ["a::b", "c::d", "c::e::F", "g::h"]);
+}
+
+#[test]
+fn the_reader_resolves_super_and_self_paths_from_their_module() {
+    let code = code_of(
+        "use super::a::B;\nuse self::c::{d, e};\nfn f() { super::super::g(); }\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::h;\n}\nuse super::i;",
+    );
+    let paths: Vec<String> = paths_of("x/y/z.rs", &code)
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "x::y::a::B",
+            "x::y::z::c::d",
+            "x::y::z::c::e",
+            "x::g",
+            "x::y::z",
+            "x::y::h",
+            "x::y::i"
+        ]
+    );
+    assert_eq!(module_path("x/mod.rs"), ["x"]);
+    assert_eq!(module_path("lib.rs"), Vec::<String>::new());
 }

@@ -13,8 +13,9 @@ use looptrace::model::parse_json_action;
 use looptrace::replay::{RecordedTurn, ReplayModel};
 use looptrace::run::{Action, ExitReason, Finish, Task, ToolCall};
 use looptrace::trace::{
-    Capture, EventType, HashAlgorithm, ReadOptions, RecorderOptions, ReplayOf, Summarizer,
-    TraceEvent, TraceReader, TraceRecorder, TraceWriter, parse_line, read_trace,
+    Capture, Event, EventKind, HashAlgorithm, InternalError, ModelAction, ModelFeedback,
+    Observation, ReadOptions, RecorderOptions, ReplayOf, RunFinished, RunStarted, Summarizer,
+    TraceReader, TraceRecorder, TraceWriter, parse_line, read_trace,
 };
 
 /// Few enough cases to keep the suite quick on two cores, enough to explore; no regression
@@ -72,31 +73,29 @@ fn action() -> impl Strategy<Value = Action> {
     ]
 }
 
-fn event_type() -> impl Strategy<Value = EventType> {
-    prop_oneof![
-        Just(EventType::RunStarted),
-        Just(EventType::ModelAction),
-        Just(EventType::Observation),
-        Just(EventType::ModelFeedback),
-        Just(EventType::RunFinished),
-        Just(EventType::InternalError),
-        // A name a newer writer might use; a known name would read back as its own variant.
-        text()
-            .prop_filter("unknown names only", |name| {
-                matches!(EventType::from_name(name), EventType::Other(_))
-            })
-            .prop_map(EventType::Other),
-    ]
+/// A name a newer writer might use; a known name would read back as its own variant.
+fn unknown_event_type() -> impl Strategy<Value = String> {
+    text().prop_filter("unknown names only", |name| {
+        let line = serde_json::json!({"run_id": "r", "step": 0, "event_type": name});
+        matches!(
+            serde_json::from_value::<Event>(line).map(|e| e.kind),
+            Ok(EventKind::Unknown { .. })
+        )
+    })
 }
 
 fn exit_reason() -> impl Strategy<Value = ExitReason> {
     prop::sample::select(ExitReason::ALL.to_vec())
 }
 
-/// Any event, every optional field present or not (a run_finished always has its exit reason). `duration_ms` is finite: the writer only
-/// records measured durations.
-fn trace_event() -> impl Strategy<Value = TraceEvent> {
-    let head = (text(), any::<u64>(), event_type());
+/// `duration_ms` is finite: the writer only records measured durations.
+fn duration_ms() -> impl Strategy<Value = Option<f64>> {
+    prop::option::of(any::<f64>().prop_filter("finite", |d| d.is_finite()))
+}
+
+/// Any event kind, every optional field present or not. Boxed: the value trees of seven kinds
+/// of eight fields each would not fit a test thread's stack unboxed in a debug build.
+fn event_kind() -> BoxedStrategy<EventKind> {
     let started = (
         prop::option::of(text()),
         prop::option::of(prop::sample::select(vec![Capture::Summary, Capture::Full])),
@@ -108,7 +107,21 @@ fn trace_event() -> impl Strategy<Value = TraceEvent> {
         prop::option::of(text()),
         prop::option::of(text()),
         prop::option::of((text(), text()).prop_map(|(source, run_id)| ReplayOf { source, run_id })),
-    );
+    )
+        .prop_map(
+            |(schema, capture, hash, max_steps, input_summary, task, replay_of)| {
+                EventKind::RunStarted(RunStarted {
+                    schema,
+                    capture,
+                    hash,
+                    max_steps,
+                    input_summary,
+                    task,
+                    replay_of,
+                    ..RunStarted::default()
+                })
+            },
+        );
     let action = (
         prop::option::of(text()),
         prop::option::of(text()),
@@ -116,56 +129,147 @@ fn trace_event() -> impl Strategy<Value = TraceEvent> {
         prop::option::of(json_object()),
         prop::option::of(text()),
         prop::option::of(text()),
-    );
-    let rest = (
+        prop::option::of(text()),
+        duration_ms(),
+    )
+        .prop_map(
+            |(
+                action_type,
+                tool_name,
+                argument_keys,
+                arguments,
+                output,
+                answer,
+                raw_output,
+                duration_ms,
+            )| {
+                EventKind::ModelAction(ModelAction {
+                    action_type,
+                    tool_name,
+                    argument_keys,
+                    arguments,
+                    output,
+                    answer,
+                    raw_output,
+                    duration_ms,
+                    ..ModelAction::default()
+                })
+            },
+        );
+    let observation = (
+        prop::option::of(text()),
+        prop::option::of(text()),
+        prop::option::of(any::<bool>()),
+        prop::option::of(text()),
+        prop::option::of(text()),
+        duration_ms(),
+    )
+        .prop_map(
+            |(tool_name, output, is_error, error_kind, content, duration_ms)| {
+                EventKind::Observation(Observation {
+                    tool_name,
+                    output,
+                    is_error,
+                    error_kind,
+                    content,
+                    duration_ms,
+                    ..Observation::default()
+                })
+            },
+        );
+    let feedback = (
+        prop::option::of(text()),
         prop::option::of(any::<bool>()),
         prop::option::of(text()),
         prop::option::of(text()),
         prop::option::of(text()),
-        prop::option::of(exit_reason()),
+        duration_ms(),
+    )
+        .prop_map(
+            |(output, is_error, error_kind, content, raw_output, duration_ms)| {
+                EventKind::ModelFeedback(ModelFeedback {
+                    output,
+                    is_error,
+                    error_kind,
+                    content,
+                    raw_output,
+                    duration_ms,
+                    ..ModelFeedback::default()
+                })
+            },
+        );
+    let finished = (
+        exit_reason(),
         prop::option::of(any::<u32>()),
         prop::option::of(text()),
-        prop::option::of(any::<f64>().prop_filter("finite", |d| d.is_finite())),
-    );
-    (head, started, action, rest).prop_map(|(head, started, action, rest)| {
-        let mut e = TraceEvent::new(head.0, head.1, head.2);
-        (
-            e.schema,
-            e.capture,
-            e.hash,
-            e.max_steps,
-            e.input_summary,
-            e.task,
-            e.replay_of,
-        ) = started;
-        (
-            e.action_type,
-            e.tool_name,
-            e.argument_keys,
-            e.arguments,
-            e.output,
-            e.answer,
-        ) = action;
-        (
-            e.is_error,
-            e.error_kind,
-            e.content,
-            e.raw_output,
-            e.exit_reason,
-            e.steps_used,
-            e.error,
-            e.duration_ms,
-        ) = rest;
-        // Readers refuse a run_finished without its exit reason, so written ones always have one.
-        if e.event_type == EventType::RunFinished && e.exit_reason.is_none() {
-            e.exit_reason = Some(ExitReason::Finished);
-        }
-        e
-    })
+        prop::option::of(text()),
+        duration_ms(),
+    )
+        .prop_map(
+            |(exit_reason, steps_used, error_kind, error, duration_ms)| {
+                EventKind::RunFinished(RunFinished {
+                    steps_used,
+                    error_kind,
+                    error,
+                    duration_ms,
+                    ..RunFinished::new(exit_reason)
+                })
+            },
+        );
+    let internal = (
+        prop::option::of(text()),
+        prop::option::of(text()),
+        duration_ms(),
+    )
+        .prop_map(|(error_kind, error, duration_ms)| {
+            EventKind::InternalError(InternalError {
+                error_kind,
+                error,
+                duration_ms,
+                steps_used: None,
+            })
+        });
+    let unknown = (
+        unknown_event_type(),
+        prop::option::of(text()),
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(event_type, output, is_error)| {
+            let mut fields = Map::new();
+            if let Some(output) = output {
+                fields.insert("output".to_owned(), Value::String(output));
+            }
+            if let Some(is_error) = is_error {
+                fields.insert("is_error".to_owned(), Value::Bool(is_error));
+            }
+            EventKind::Unknown { event_type, fields }
+        });
+    prop_oneof![
+        started.boxed(),
+        action.boxed(),
+        observation.boxed(),
+        feedback.boxed(),
+        finished.boxed(),
+        internal.boxed(),
+        unknown.boxed(),
+    ]
+    .boxed()
+}
+
+/// Any event.
+fn trace_event() -> impl Strategy<Value = Event> {
+    (text(), any::<u64>(), prop::option::of(text()), event_kind()).prop_map(
+        |(run_id, step, ts, kind)| Event {
+            run_id,
+            step,
+            ts,
+            kind,
+        },
+    )
 }
 
 /// Writes events with the real writer to a fresh file and returns its bytes.
-fn write_events(events: &[TraceEvent]) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+fn write_events(events: &[Event]) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
     let mut writer = TraceWriter::append(&path, false).unwrap();
@@ -178,7 +282,7 @@ fn write_events(events: &[TraceEvent]) -> (tempfile::TempDir, std::path::PathBuf
 }
 
 /// Reads every event strictly; panics on any error.
-fn read_all(bytes: &[u8]) -> Vec<(u64, TraceEvent)> {
+fn read_all(bytes: &[u8]) -> Vec<(u64, Event)> {
     TraceReader::new(bytes, "t.jsonl", ReadOptions::default())
         .collect::<Result<_, _>>()
         .unwrap()
@@ -224,7 +328,7 @@ proptest! {
         let contents = read_trace(&path, ReadOptions::default()).unwrap();
         prop_assert_eq!(contents.runs.len(), 1);
         let run = &contents.runs[0];
-        let events: Vec<TraceEvent> = run.events.iter().map(|(_, e)| e.clone()).collect();
+        let events: Vec<Event> = run.events.iter().map(|(_, e)| e.clone()).collect();
         prop_assert_eq!(events, expected);
         let model = ReplayModel::from_run(run).unwrap();
         prop_assert_eq!(model.task(), &task);
@@ -242,7 +346,7 @@ proptest! {
         let read = read_all(&bytes);
         let lines: Vec<u64> = read.iter().map(|(line, _)| *line).collect();
         prop_assert_eq!(lines, (1..=events.len() as u64).collect::<Vec<_>>());
-        let read: Vec<TraceEvent> = read.into_iter().map(|(_, e)| e).collect();
+        let read: Vec<Event> = read.into_iter().map(|(_, e)| e).collect();
         prop_assert_eq!(&read, &events);
         let (_dir, _path, again) = write_events(&read);
         prop_assert_eq!(again, bytes);
@@ -260,7 +364,7 @@ proptest! {
         let prefix = &bytes[..cut];
         let complete = prefix.iter().filter(|b| **b == b'\n').count();
         let mut reader = TraceReader::new(prefix, "t.jsonl", ReadOptions::default());
-        let read: Vec<TraceEvent> = reader
+        let read: Vec<Event> = reader
             .by_ref()
             .map(|item| item.map(|(_, e)| e))
             .collect::<Result<_, _>>()
@@ -415,11 +519,16 @@ proptest! {
             .unwrap();
         let events = recorder.into_sink();
         let (_dir, _path, bytes) = write_events(&events);
-        let read: Vec<TraceEvent> = read_all(&bytes).into_iter().map(|(_, e)| e).collect();
-        prop_assert_eq!(&read[0].input_summary, &Some(summarizer.summarize(&task.prompt)));
-        prop_assert_eq!(&read[1].output, &Some(summarizer.summarize(&answer)));
-        prop_assert_eq!(read[0].task.as_ref(), None);
-        prop_assert_eq!(read[1].answer.as_ref(), None);
+        let read: Vec<Event> = read_all(&bytes).into_iter().map(|(_, e)| e).collect();
+        let (EventKind::RunStarted(started), EventKind::ModelAction(finished)) =
+            (&read[0].kind, &read[1].kind)
+        else {
+            panic!("not a run_started and a model_action: {read:?}");
+        };
+        prop_assert_eq!(&started.input_summary, &Some(summarizer.summarize(&task.prompt)));
+        prop_assert_eq!(&finished.output, &Some(summarizer.summarize(&answer)));
+        prop_assert_eq!(started.task.as_ref(), None);
+        prop_assert_eq!(finished.answer.as_ref(), None);
         let rewritten: Vec<u8> = read
             .iter()
             .flat_map(|e| {

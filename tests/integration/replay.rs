@@ -15,7 +15,7 @@ use looptrace::replay::{
 use looptrace::run::{Action, ExitReason, Finish, Task, ToolCall};
 use looptrace::tools::{ToolDefinition, ToolError, ToolRegistry, ToolSpec};
 use looptrace::trace::{
-    Capture, RecordedRun, RecorderOptions, Summarizer, TraceEvent, TraceRecorder, read_trace,
+    Capture, Event, RecordedRun, RecorderOptions, Summarizer, TraceRecorder, read_trace,
 };
 
 use crate::support::{fixture, looptrace, run, sample, stderr, stdout};
@@ -529,7 +529,7 @@ fn the_rerun_is_recorded_with_replay_of_and_the_input_is_untouched() {
     let kinds = |run: &RecordedRun| -> Vec<(u64, String)> {
         run.events
             .iter()
-            .map(|(_, e)| (e.step, e.event_type.to_string()))
+            .map(|(_, e)| (e.step, e.event_type().to_owned()))
             .collect()
     };
     assert_eq!(kinds(rerun), kinds(&recorded.runs[0]));
@@ -645,7 +645,7 @@ fn call(name: &str) -> Action {
 
 /// Records a scripted run with full capture, as a user's agent would have.
 fn record(actions: Vec<Action>, tools: &ToolRegistry) -> RecordedRun {
-    let mut events: Vec<TraceEvent> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
     let options = RecorderOptions {
         capture: Capture::Full,
         summarizer: Summarizer::sha256(),
@@ -711,7 +711,7 @@ fn a_recorded_tool_panic_replays_as_the_same_internal_error() {
     let tools = registry("42");
     let recorded = record(vec![call("lookup"), call("explode")], &tools);
     assert_eq!(
-        recorded.finished().unwrap().exit_reason,
+        recorded.finished().unwrap().ending(),
         Some(ExitReason::InternalError)
     );
     let options = ReplayOptions {
@@ -746,7 +746,7 @@ fn a_rerun_stopped_at_its_divergence_is_recorded_as_replay_stopped() {
     assert_eq!(output.status.code(), Some(1));
     let contents = looptrace::trace::read_trace(&out, Default::default()).unwrap();
     let ending = contents.runs[0].finished().unwrap();
-    assert_eq!(ending.error_kind.as_deref(), Some("replay_stopped"));
+    assert_eq!(ending.error_kind(), Some("replay_stopped"));
 }
 
 #[test]
@@ -772,7 +772,7 @@ fn a_rerun_that_runs_past_the_recordings_end_is_recorded_as_replay_stopped() {
         let contents = looptrace::trace::read_trace(&out, Default::default()).unwrap();
         let ending = contents.runs[0].finished().unwrap();
         assert_eq!(
-            ending.error_kind.as_deref(),
+            ending.error_kind(),
             Some("replay_stopped"),
             "{on_divergence}"
         );

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Output;
 
 use looptrace::eval::{ResultsFile, TaskResult};
-use looptrace::trace::{EventType, parse_line};
+use looptrace::trace::{EventKind, parse_line};
 
 use crate::support::{files_under, leftovers, looptrace, newest_run, stable, stderr};
 
@@ -78,7 +78,7 @@ fn assert_one_complete_run_per_row(out: &Path, results: &ResultsFile, context: &
         for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let event = parse_line(line).unwrap().unwrap();
             let finished = runs_seen.entry(event.run_id.clone()).or_insert(false);
-            *finished |= event.event_type == EventType::RunFinished;
+            *finished |= matches!(event.kind, EventKind::RunFinished(_));
         }
     }
     let rows: std::collections::BTreeMap<String, bool> = results

@@ -10,7 +10,7 @@ use looptrace::gate::{CommandGate, CommandGateConfig};
 use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
 use looptrace::run::Task;
 use looptrace::tools::ToolRegistry;
-use looptrace::trace::{Capture, RecorderOptions, Summarizer, TraceEvent, TraceRecorder};
+use looptrace::trace::{Capture, Event, RecorderOptions, Summarizer, TraceRecorder};
 
 /// One recorded sample run: its name, task, budget and raw model responses.
 pub struct SampleRun {
@@ -58,7 +58,7 @@ pub const SAMPLE_RUNS: &[SampleRun] = &[
 ];
 
 /// Records one sample run with deterministic settings: fixed run id, plain SHA-256, no durations.
-pub fn record(run: &SampleRun, run_id: &str, capture: Capture) -> Vec<TraceEvent> {
+pub fn record(run: &SampleRun, run_id: &str, capture: Capture) -> Vec<Event> {
     let mut events = Vec::new();
     let options = RecorderOptions {
         capture,
@@ -81,7 +81,7 @@ pub fn record(run: &SampleRun, run_id: &str, capture: Capture) -> Vec<TraceEvent
     events
 }
 
-fn jsonl(events: &[TraceEvent]) -> String {
+fn jsonl(events: &[Event]) -> String {
     events
         .iter()
         .map(|e| serde_json::to_string(e).unwrap() + "\n")
@@ -133,7 +133,7 @@ pub fn expected_samples() -> BTreeMap<String, String> {
 
 /// The calculator task checked by the sample suite's `sh` finish gate, which rejects the first
 /// answer (it does not say whether 84 exceeds 80) and accepts the second.
-fn record_gated() -> Vec<TraceEvent> {
+fn record_gated() -> Vec<Event> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
     let config = CommandGateConfig::new(vec!["sh".to_owned(), "check_answer.sh".to_owned()]);
     let mut gate = CommandGate::new(config).in_dir(dir);

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use looptrace::eval::ResultsFile;
-use looptrace::trace::{EventType, TraceEvent, parse_line};
+use looptrace::trace::{Event, parse_line};
 use serde_json::{Value, json};
 
 use crate::support::{looptrace, stderr, stdout};
@@ -51,10 +51,10 @@ fn eval(suite: &Path, out: &Path, extra: &[&str]) -> Output {
 }
 
 /// The events of `traces.jsonl` by run, every line whole.
-fn runs(path: &Path) -> BTreeMap<String, Vec<TraceEvent>> {
+fn runs(path: &Path) -> BTreeMap<String, Vec<Event>> {
     let bytes = std::fs::read(path).unwrap();
     assert!(bytes.ends_with(b"\n"));
-    let mut runs: BTreeMap<String, Vec<TraceEvent>> = BTreeMap::new();
+    let mut runs: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let event = parse_line(line).unwrap().unwrap();
         runs.entry(event.run_id.clone()).or_default().push(event);
@@ -88,8 +88,8 @@ fn check_single(flush: &str) {
             "traces.jsonl"
         );
         let events = &runs[task.run_id.as_deref().unwrap()];
-        assert_eq!(events[0].event_type, EventType::RunStarted);
-        assert_eq!(events.last().unwrap().event_type, EventType::RunFinished);
+        assert_eq!(events[0].event_type(), "run_started");
+        assert_eq!(events.last().unwrap().event_type(), "run_finished");
         let steps: Vec<u64> = events.iter().map(|e| e.step).collect();
         assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
     }

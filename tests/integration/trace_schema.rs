@@ -2,7 +2,10 @@
 //! type reads is a property of the schema and the other way round (nested objects included), and
 //! every closed set of names (exit reasons, capture modes, hashes, event types) is the same set.
 //! The type's own names are taken from its `Deserialize` implementation, so a field added to the
-//! type without the schema (or to the schema without the type) fails here.
+//! type without the schema (or to the schema without the type) fails here. Each event type's
+//! fields (from `trace::fields_by_event_type`, derived from the `EventKind` variants) are
+//! properties of the schema, every property is a field of some event type, and the fields the
+//! schema requires of an event type are fields that type has.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +15,8 @@ use serde_json::Value;
 use looptrace::model::Usage;
 use looptrace::run::ExitReason;
 use looptrace::trace::{
-    Capture, EventType, HashAlgorithm, ModelRef, ReplayOf, RunSource, Score, ToolRef, TraceEvent,
+    Capture, ENVELOPE_FIELDS, Event, EventKind, HashAlgorithm, ModelRef, ReplayOf, RunSource,
+    Score, ToolRef, fields_by_event_type,
 };
 
 use super::support::schema;
@@ -89,7 +93,7 @@ fn strings(values: &Value) -> BTreeSet<String> {
 #[test]
 fn the_schema_declares_exactly_the_fields_of_the_event_type() {
     let schema = schema("trace-event.schema.json");
-    assert_eq!(properties(&schema), names_of::<TraceEvent>());
+    assert_eq!(properties(&schema), names_of::<Event>());
     let nested = [
         ("replay_of", names_of::<ReplayOf>()),
         ("source", names_of::<RunSource>()),
@@ -142,8 +146,10 @@ fn every_event_type_the_schema_constrains_is_one_the_type_knows() {
         let name = rule["if"]["properties"]["event_type"]["const"]
             .as_str()
             .expect("a rule on one event type");
+        let line = serde_json::json!({"run_id": "r", "step": 0, "event_type": name});
+        let kind = serde_json::from_value::<Event>(line).map(|event| event.kind);
         assert!(
-            !matches!(EventType::from_name(name), EventType::Other(_)),
+            !matches!(kind, Ok(EventKind::Unknown { .. })),
             "the schema constrains `{name}`, which the type does not know"
         );
         constrained.insert(name.to_owned());
@@ -152,4 +158,43 @@ fn every_event_type_the_schema_constrains_is_one_the_type_knows() {
         }
     }
     assert!(constrained.contains("run_finished"), "{constrained:?}");
+}
+
+#[test]
+fn every_variant_of_the_event_type_has_its_fields_in_the_schema_and_back() {
+    let schema = schema("trace-event.schema.json");
+    let declared = properties(&schema);
+    let by_type = fields_by_event_type();
+    let mut union: BTreeSet<String> = ENVELOPE_FIELDS.map(str::to_owned).into_iter().collect();
+    for (event_type, fields) in &by_type {
+        for field in fields {
+            assert!(
+                declared.contains(field),
+                "`{event_type}` has `{field}`, which the schema does not declare"
+            );
+            union.insert(field.clone());
+        }
+    }
+    assert_eq!(
+        declared, union,
+        "the schema declares fields no event type has, or the other way round"
+    );
+    for rule in schema["allOf"].as_array().expect("allOf") {
+        let name = rule["if"]["properties"]["event_type"]["const"]
+            .as_str()
+            .expect("a rule on one event type");
+        let (_, fields) = by_type
+            .iter()
+            .find(|(event_type, _)| event_type == name)
+            .unwrap_or_else(|| panic!("no variant for `{name}`"));
+        for required in rule["then"]["required"].as_array().into_iter().flatten() {
+            let required = required.as_str().expect("a field name");
+            assert!(
+                fields.iter().any(|field| field == required),
+                "the schema requires `{required}` of `{name}`, which that variant does not have"
+            );
+        }
+    }
+    // Every known variant of the type is listed (the unknown kind aside).
+    assert_eq!(by_type.len(), 9, "{by_type:?}");
 }

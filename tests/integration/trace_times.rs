@@ -7,9 +7,7 @@ use looptrace::agent::{RunOptions, run_agent_result};
 use looptrace::model::{JsonModelAdapter, ScriptedRawModel};
 use looptrace::run::Task;
 use looptrace::tools::ToolRegistry;
-use looptrace::trace::{
-    Capture, RecorderOptions, SteppingClock, Summarizer, TraceEvent, TraceRecorder,
-};
+use looptrace::trace::{Capture, Event, RecorderOptions, SteppingClock, Summarizer, TraceRecorder};
 use serde_json::Value;
 
 use crate::support::{fixture, read_events, run, sample, stderr};
@@ -46,7 +44,7 @@ fn assert_timed(events: &[Value]) {
 
 #[test]
 fn a_recorder_stamps_every_event_from_the_clock_it_is_given() {
-    let mut events: Vec<TraceEvent> = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
     let options = RecorderOptions {
         capture: Capture::Summary,
         summarizer: Summarizer::sha256(),
@@ -71,7 +69,7 @@ fn a_recorder_stamps_every_event_from_the_clock_it_is_given() {
     assert!(result.is_ok());
     let stamped: Vec<(&str, Option<&str>)> = events
         .iter()
-        .map(|e| (e.event_type.as_str(), e.ts.as_deref()))
+        .map(|e| (e.event_type(), e.ts.as_deref()))
         .collect();
     assert_eq!(
         stamped,
@@ -84,11 +82,11 @@ fn a_recorder_stamps_every_event_from_the_clock_it_is_given() {
         ]
     );
     let finished = events.last().unwrap();
-    assert!(finished.duration_ms.is_some_and(|ms| ms >= 0.0));
+    assert!(finished.duration_ms().is_some_and(|ms| ms >= 0.0));
     assert!(
         events[..4]
             .iter()
-            .all(|e| e.event_type.as_str() == "run_started" || e.duration_ms.is_some())
+            .all(|e| e.event_type() == "run_started" || e.duration_ms().is_some())
     );
 }
 

@@ -7,28 +7,30 @@ use std::path::Path;
 use looptrace::run::ExitReason;
 use looptrace::run::RunOutcome;
 use looptrace::trace::{
-    Capture, EventType, ReadOptions, Summarizer, TraceContents, TraceEvent, TraceReader,
-    TraceWriter, read_trace,
+    Capture, Event, EventKind, ReadOptions, Summarizer, TraceContents, TraceReader, TraceWriter,
+    read_trace,
 };
 use serde_json::json;
 
 use crate::samples::{SAMPLE_RUNS, record};
 use crate::support::{fixture, looptrace, run, sample, stderr, stdout};
 
-fn sequence(events: &[TraceEvent]) -> Vec<String> {
+fn sequence(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .map(|e| {
-            let detail = e
-                .action_type
-                .clone()
-                .or(e.exit_reason.map(|r| r.to_string()))
-                .or(e.error_kind.clone())
+            let action_type = match &e.kind {
+                EventKind::ModelAction(action) => action.action_type.clone(),
+                _ => None,
+            };
+            let detail = action_type
+                .or(e.run_finished().map(|f| f.exit_reason.to_string()))
+                .or(e.error_kind().map(str::to_owned))
                 .unwrap_or_default();
             format!(
                 "{}:{}{}",
                 e.step,
-                e.event_type,
+                e.event_type(),
                 if detail.is_empty() {
                     String::new()
                 } else {
@@ -117,13 +119,18 @@ fn hmac_mode_is_recorded_in_run_started() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let contents = read_trace(&trace, ReadOptions::default()).unwrap();
-    let events: Vec<&TraceEvent> = contents.runs[0].events.iter().map(|(_, e)| e).collect();
+    let events: Vec<&Event> = contents.runs[0].events.iter().map(|(_, e)| e).collect();
+    let (EventKind::RunStarted(started), EventKind::Observation(observed)) =
+        (&events[0].kind, &events[2].kind)
+    else {
+        panic!("not a run_started and an observation: {events:?}");
+    };
     assert_eq!(
-        events[0].hash,
+        started.hash,
         Some(looptrace::trace::HashAlgorithm::HmacSha256)
     );
     assert_eq!(
-        events[2].output.as_deref(),
+        observed.output.as_deref(),
         Some(
             "chars=2;hmac-sha256=7a63cfcf5336f4847fd1fce9d06ab565700350d68b135cd9c09c496b46fd9b5b"
         )
@@ -156,7 +163,7 @@ fn every_event_written_reads_back_equal() {
         "round.jsonl",
         ReadOptions::default(),
     );
-    let read: Vec<TraceEvent> = reader.map(|item| item.unwrap().1).collect();
+    let read: Vec<Event> = reader.map(|item| item.unwrap().1).collect();
     assert_eq!(read, written);
 }
 
@@ -240,8 +247,11 @@ fn the_reader_tolerates_real_world_imperfections() {
     assert_eq!(contents.stats.truncated_tail, Some(8));
     assert_eq!(contents.stats.unknown_event_types.get("thought"), Some(&1));
     assert_eq!(
-        contents.runs[0].events[1].1.event_type,
-        EventType::Other("thought".to_owned())
+        contents.runs[0].events[1].1.kind,
+        EventKind::Unknown {
+            event_type: "thought".to_owned(),
+            fields: serde_json::Map::new()
+        }
     );
     let warnings = contents.stats.warnings("t.jsonl");
     assert!(

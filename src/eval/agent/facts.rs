@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::trace::{EventType, TraceEvent};
+use crate::trace::{Event, EventKind};
 
 /// The facts of one agent run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -29,32 +29,32 @@ pub struct RunFacts {
 
 impl RunFacts {
     /// Takes one written event into account.
-    pub fn add(&mut self, event: &TraceEvent) {
+    pub fn add(&mut self, event: &Event) {
         self.last_step = self.last_step.max(event.step);
-        match event.event_type {
-            EventType::Observation => {
+        match &event.kind {
+            EventKind::Observation(observation) => {
                 self.tool_calls += 1;
-                if event.is_error == Some(true) {
+                if observation.is_error == Some(true) {
                     self.tool_errors += 1;
                 }
             }
-            EventType::ModelAction => {
-                if event.action_type.as_deref() == Some("finish") {
-                    self.answer = event.answer.clone();
-                } else if let Some(tool) = &event.tool_name {
+            EventKind::ModelAction(action) => {
+                if action.action_type.as_deref() == Some("finish") {
+                    self.answer = action.answer.clone();
+                } else if let Some(tool) = &action.tool_name {
                     self.tools.push(tool.clone());
                 }
             }
-            EventType::ModelFeedback => self.feedback += 1,
-            EventType::ModelRetry
-                if event.error_kind.as_deref() == Some("replay_miss")
+            EventKind::ModelFeedback(_) => self.feedback += 1,
+            EventKind::ModelRetry(retry)
+                if retry.error_kind.as_deref() == Some("replay_miss")
                     && self.first_miss.is_none() =>
             {
-                self.first_miss = event.error.clone();
+                self.first_miss = retry.error.clone();
             }
             _ => {}
         }
-        if let Some(usage) = &event.usage {
+        if let Some(usage) = event.usage() {
             let (input, output) = self.tokens.get_or_insert((0, 0));
             *input = input.saturating_add(usage.input_tokens.unwrap_or(0));
             *output = output.saturating_add(usage.output_tokens.unwrap_or(0));

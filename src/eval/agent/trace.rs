@@ -9,7 +9,8 @@ use crate::eval::scorers::Score;
 use crate::model::CallRecord;
 use crate::proxy::Detached;
 use crate::trace::{
-    Capture, EventType, RecorderOptions, SCHEMA, Summarizer, TraceEvent, TraceRecorder, TraceWriter,
+    Capture, Event, RecorderOptions, RunFinished, RunStarted, SCHEMA, Summarizer, TraceRecorder,
+    TraceWriter,
 };
 
 /// The run's identity, as its events carry it.
@@ -37,13 +38,16 @@ pub fn write_ending(
 ) -> io::Result<()> {
     let mut sink = sink;
     if run.is_none() {
-        let mut e = TraceEvent::new(label.run_id, 0, EventType::RunStarted);
-        e.schema = Some(SCHEMA.to_owned());
-        e.capture = Some(Capture::Full);
-        e.hash = Some(summarizer.algorithm());
-        e.input_summary = Some(summarizer.summarize(label.prompt));
-        e.task = Some(label.prompt.to_owned());
-        e.task_id = Some(label.task_id.to_owned());
+        let started = RunStarted {
+            schema: Some(SCHEMA.to_owned()),
+            capture: Some(Capture::Full),
+            hash: Some(summarizer.algorithm()),
+            input_summary: Some(summarizer.summarize(label.prompt)),
+            task: Some(label.prompt.to_owned()),
+            task_id: Some(label.task_id.to_owned()),
+            ..RunStarted::default()
+        };
+        let mut e = Event::new(label.run_id, 0, started);
         e.ts = Some(crate::time::now_ts());
         sink.write_event(&e)?;
     }
@@ -64,14 +68,16 @@ pub fn write_ending(
     if verdict.incomplete {
         return Ok(());
     }
-    let mut e = TraceEvent::new(label.run_id, steps.into(), EventType::RunFinished);
-    e.exit_reason = Some(verdict.exit_reason);
-    e.steps_used = Some(steps);
-    e.error_kind = verdict.error_kind.clone();
-    e.error = verdict.error.clone();
-    e.usage = run.and_then(|run| run.usage);
-    e.duration_ms = run.map(|run| run.duration_ms);
-    e.scores = (!scores.is_empty()).then_some(scores);
+    let finished = RunFinished {
+        steps_used: Some(steps),
+        error_kind: verdict.error_kind.clone(),
+        error: verdict.error.clone(),
+        usage: run.and_then(|run| run.usage),
+        duration_ms: run.map(|run| run.duration_ms),
+        scores: (!scores.is_empty()).then_some(scores),
+        ..RunFinished::new(verdict.exit_reason)
+    };
+    let mut e = Event::new(label.run_id, steps.into(), finished);
     e.ts = Some(crate::time::now_ts());
     sink.write_event(&e)
 }

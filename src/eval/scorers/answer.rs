@@ -6,10 +6,21 @@ use std::borrow::Cow;
 use std::fmt;
 
 use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::spec::NumberCheck;
 use super::{RunFacts, Score, ScoreEnv, Scorer};
+
+/// `answer_number`: the answer read as a number, within `tolerance` of `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumberCheck {
+    /// The expected number.
+    pub value: f64,
+    /// How far the answer may be from it (0 when not given).
+    #[serde(default)]
+    pub tolerance: f64,
+}
 
 /// How answers are compared: `ignore_case`, `normalize_whitespace`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,11 +9,30 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::spec::CommandSpec;
 use super::{RunFacts, Score, ScoreEnv, Scorer};
 use crate::gate::CommandGateConfig;
 use crate::process::{Ended, OutputMode, ProcessSpec, cut_bytes, run_process};
 use crate::trace::Capture;
+
+/// `{"kind": "command", ...}`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    /// The score's name (`command` when not given).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The program and its arguments; a program path with a `/` is relative to the suite's folder.
+    pub command: Vec<String>,
+    /// Seconds before the program is killed (60 when not given).
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// With it, the `score` the program prints decides: at least this passes.
+    #[serde(default)]
+    pub min_score: Option<f64>,
+    /// Bytes of output kept, head and tail (10,000 when not given).
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+}
 
 /// A program that scores runs.
 #[derive(Clone, Debug)]

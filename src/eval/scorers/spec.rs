@@ -12,22 +12,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Scorer;
+pub use super::answer::NumberCheck;
 use super::answer::{AnswerCheck, TextOptions};
 use super::command::CommandScorer;
+pub use super::command::CommandSpec;
 use super::judge::JudgeScorer;
 use super::run::RunCheck;
 use crate::eval::model_spec::{NamedModel, resolve_spec};
-
-/// `answer_number`: the answer read as a number, within `tolerance` of `value`.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NumberCheck {
-    /// The expected number.
-    pub value: f64,
-    /// How far the answer may be from it (0 when not given).
-    #[serde(default)]
-    pub tolerance: f64,
-}
 
 /// The answer and run checks of `expect` (beyond the five it always had).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -250,26 +241,6 @@ pub enum ScorerSpec {
     Command(CommandSpec),
     /// A live model grading the answer against a rubric.
     Judge(JudgeSpec),
-}
-
-/// `{"kind": "command", ...}`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandSpec {
-    /// The score's name (`command` when not given).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// The program and its arguments; a program path with a `/` is relative to the suite's folder.
-    pub command: Vec<String>,
-    /// Seconds before the program is killed (60 when not given).
-    #[serde(default)]
-    pub timeout_s: Option<u64>,
-    /// With it, the `score` the program prints decides: at least this passes.
-    #[serde(default)]
-    pub min_score: Option<f64>,
-    /// Bytes of output kept, head and tail (10,000 when not given).
-    #[serde(default)]
-    pub max_output_bytes: Option<usize>,
 }
 
 /// `{"kind": "judge", ...}`.

@@ -14,7 +14,10 @@ use super::span::{Attributes, ExportedRun, Span, SpanEvent, SpanKind, Status, Va
 use super::timeline::{SYNTHETIC_START_NS, Timeline, ms_to_ns, parse_rfc3339};
 use crate::run::ExitReason;
 use crate::run::RunOutcome;
-use crate::trace::{Capture, EventType, RecordedRun, TraceEvent};
+use crate::trace::{
+    Capture, Event, EventKind, FinishGate, ModelAction, ModelRetry, Observation, RecordedRun,
+    RunStarted,
+};
 
 /// An evaluation's verdict on one run, from a results file.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,22 +44,23 @@ pub struct BuildOptions {
 #[derive(Default)]
 struct Turn<'a> {
     step: u64,
-    retries: Vec<&'a TraceEvent>,
-    model: Vec<&'a TraceEvent>,
-    calls: Vec<&'a TraceEvent>,
-    observations: Vec<&'a TraceEvent>,
-    gates: Vec<&'a TraceEvent>,
+    retries: Vec<&'a ModelRetry>,
+    /// The turn's `model_action` and `model_feedback` events.
+    model: Vec<&'a Event>,
+    calls: Vec<&'a ModelAction>,
+    observations: Vec<(&'a Event, &'a Observation)>,
+    gates: Vec<(&'a Event, &'a FinishGate)>,
 }
 
 fn turns(run: &RecordedRun) -> Vec<Turn<'_>> {
     let mut turns: Vec<Turn<'_>> = Vec::new();
     for (_, event) in &run.events {
-        let slot = match event.event_type {
-            EventType::ModelRetry
-            | EventType::ModelAction
-            | EventType::ModelFeedback
-            | EventType::Observation
-            | EventType::FinishGate => event.step,
+        let slot = match event.kind {
+            EventKind::ModelRetry(_)
+            | EventKind::ModelAction(_)
+            | EventKind::ModelFeedback(_)
+            | EventKind::Observation(_)
+            | EventKind::FinishGate(_) => event.step,
             _ => continue,
         };
         let index = match turns.iter().rposition(|t| t.step == slot) {
@@ -70,24 +74,25 @@ fn turns(run: &RecordedRun) -> Vec<Turn<'_>> {
             }
         };
         let turn = &mut turns[index];
-        match event.event_type {
-            EventType::ModelRetry => turn.retries.push(event),
-            EventType::ModelAction => {
+        match &event.kind {
+            EventKind::ModelRetry(retry) => turn.retries.push(retry),
+            EventKind::ModelAction(action) => {
                 turn.model.push(event);
-                if event.action_type.as_deref() == Some("tool_call") {
-                    turn.calls.push(event);
+                if action.action_type.as_deref() == Some("tool_call") {
+                    turn.calls.push(action);
                 }
             }
-            EventType::ModelFeedback => turn.model.push(event),
-            EventType::Observation => turn.observations.push(event),
-            _ => turn.gates.push(event),
+            EventKind::ModelFeedback(_) => turn.model.push(event),
+            EventKind::Observation(observation) => turn.observations.push((event, observation)),
+            EventKind::FinishGate(gate) => turn.gates.push((event, gate)),
+            _ => {}
         }
     }
     turns
 }
 
 /// The name the run's agent goes by: recorded, else the source format, else `looptrace`.
-fn agent_name(started: Option<&TraceEvent>) -> String {
+fn agent_name(started: Option<&RunStarted>) -> String {
     started
         .and_then(|e| e.agent.clone())
         .or_else(|| {
@@ -98,7 +103,7 @@ fn agent_name(started: Option<&TraceEvent>) -> String {
         .unwrap_or_else(|| "looptrace".to_owned())
 }
 
-fn ts(event: &TraceEvent) -> Option<u64> {
+fn ts(event: &Event) -> Option<u64> {
     event.ts.as_deref().and_then(parse_rfc3339)
 }
 
@@ -145,25 +150,28 @@ pub fn build_run(
             spans.push(chat_span(turn, model, content, &mut timeline, &mut child));
         }
         for (call, observation) in pair_calls(turn) {
-            let end = observation.and_then(ts);
-            let duration = observation.and_then(|o| ms_to_ns(o.duration_ms));
-            let name = call
-                .or(observation)
-                .and_then(|e| e.tool_name.clone())
-                .unwrap_or_default();
+            let end = observation.and_then(|(event, _)| ts(event));
+            let duration = observation.and_then(|(_, o)| ms_to_ns(o.duration_ms));
+            let name = match (call, observation) {
+                (Some(call), _) => call.tool_name.clone(),
+                (None, Some((_, observation))) => observation.tool_name.clone(),
+                (None, None) => None,
+            }
+            .unwrap_or_default();
             let mut span = child(
                 format!("execute_tool {name}"),
                 SpanKind::Internal,
                 timeline.place(end, duration),
             );
+            let observation = observation.map(|(_, o)| o);
             tool_attributes(&mut span, turn.step, &name, call, observation, content);
             spans.push(span);
         }
-        for gate in &turn.gates {
+        for (event, gate) in &turn.gates {
             let mut span = child(
                 "finish_gate".to_owned(),
                 SpanKind::Internal,
-                timeline.place(ts(gate), ms_to_ns(gate.duration_ms)),
+                timeline.place(ts(event), ms_to_ns(gate.duration_ms)),
             );
             let attributes = &mut span.attributes;
             attributes.opt_int("looptrace.step", i64::try_from(turn.step).ok());
@@ -226,24 +234,25 @@ fn root_attributes(
 ) {
     let started = run.started();
     let ending = run.finished();
+    let finished = ending.and_then(Event::run_finished);
     let model = started.and_then(|e| e.model.as_ref());
     let a = &mut root.attributes;
     a.str("gen_ai.operation.name", "invoke_agent");
     a.str("gen_ai.agent.name", agent);
-    model_attributes(a, model, ending.and_then(|e| e.usage));
+    model_attributes(a, model, ending.and_then(Event::usage).copied());
     a.str("looptrace.run_id", run.run_id.as_str());
     a.opt_str(
         "looptrace.task_id",
         started.and_then(|e| e.task_id.as_deref()),
     );
     a.str("looptrace.exit_reason", outcome.as_str());
-    let error_kind = ending.and_then(|e| e.error_kind.as_deref());
+    let error_kind = ending.and_then(Event::error_kind);
     a.opt_str("looptrace.error_kind", error_kind);
     let steps = ending
-        .and_then(|e| e.steps_used.map(u64::from))
+        .and_then(|e| e.steps_used().map(u64::from))
         .unwrap_or_else(|| turns.iter().map(|t| t.step).max().unwrap_or(0));
     a.opt_int("looptrace.steps_used", i64::try_from(steps).ok());
-    let budget = ending
+    let budget = finished
         .and_then(|e| e.budget.as_deref())
         .or((outcome == RunOutcome::Ended(ExitReason::MaxStepsExceeded)).then_some("steps"));
     a.opt_str("looptrace.budget", budget);
@@ -251,7 +260,7 @@ fn root_attributes(
         "looptrace.max_steps",
         started.and_then(|e| e.max_steps).map(i64::from),
     );
-    a.opt_double("looptrace.cost_usd", ending.and_then(|e| e.cost_usd));
+    a.opt_double("looptrace.cost_usd", ending.and_then(Event::cost_usd));
     a.opt_str(
         "looptrace.capture",
         started.and_then(|e| e.capture).map(Capture::as_str),
@@ -269,11 +278,11 @@ fn root_attributes(
     );
     a.opt_bool(
         "looptrace.ending_inferred",
-        ending.and_then(|e| e.ending_inferred),
+        finished.and_then(|e| e.ending_inferred),
     );
     a.opt_bool(
         "looptrace.autosubmitted",
-        ending.and_then(|e| e.autosubmitted),
+        finished.and_then(|e| e.autosubmitted),
     );
     if content && let Some(task) = started.and_then(|e| e.task.as_deref()) {
         let messages = json!([{"role": "user", "parts": [{"type": "text", "content": task}]}]);
@@ -322,7 +331,7 @@ fn chat_span(
     let call = turn
         .model
         .iter()
-        .filter_map(|e| ms_to_ns(e.duration_ms))
+        .filter_map(|e| ms_to_ns(e.duration_ms()))
         .max();
     let duration = match (waits, call) {
         (0, None) => None,
@@ -337,11 +346,11 @@ fn chat_span(
     let mut span = child(name, SpanKind::Client, (start, finish));
     let a = &mut span.attributes;
     a.str("gen_ai.operation.name", "chat");
-    model_attributes(a, model, turn.model.iter().find_map(|e| e.usage));
+    model_attributes(a, model, turn.model.iter().find_map(|e| e.usage().copied()));
     let reasons: Vec<String> = turn
         .model
         .iter()
-        .filter_map(|e| e.finish_reason.clone())
+        .filter_map(|e| e.model_call().and_then(|c| c.finish_reason.clone()))
         .collect();
     if !reasons.is_empty() {
         a.str_array("gen_ai.response.finish_reasons", reasons);
@@ -350,9 +359,9 @@ fn chat_span(
     let actions: Vec<String> = turn
         .model
         .iter()
-        .filter_map(|e| match e.event_type {
-            EventType::ModelFeedback => Some("invalid_output".to_owned()),
-            _ => e.action_type.clone(),
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelAction(action) => action.action_type.clone(),
+            _ => Some("invalid_output".to_owned()),
         })
         .collect();
     if !actions.is_empty() {
@@ -360,7 +369,7 @@ fn chat_span(
     }
     a.opt_double(
         "looptrace.cost_usd",
-        turn.model.iter().find_map(|e| e.cost_usd),
+        turn.model.iter().find_map(|e| e.cost_usd()),
     );
     if content && let Some(messages) = output_messages(turn) {
         a.str("gen_ai.output.messages", messages);
@@ -368,9 +377,9 @@ fn chat_span(
     if let Some(feedback) = turn
         .model
         .iter()
-        .find(|e| e.event_type == EventType::ModelFeedback)
+        .find(|e| matches!(e.kind, EventKind::ModelFeedback(_)))
     {
-        let kind = feedback.error_kind.as_deref().unwrap_or("invalid_output");
+        let kind = feedback.error_kind().unwrap_or("invalid_output");
         a.str("error.type", kind);
         span.status = Status::Error(format!("invalid model output: {kind}"));
     }
@@ -403,32 +412,35 @@ fn chat_span(
 fn output_messages(turn: &Turn<'_>) -> Option<String> {
     let mut parts = Vec::new();
     for event in &turn.model {
-        match (event.event_type.clone(), event.action_type.as_deref()) {
-            (EventType::ModelAction, Some("tool_call")) => {
+        match &event.kind {
+            EventKind::ModelAction(action)
+                if action.action_type.as_deref() == Some("tool_call") =>
+            {
                 let mut part = Map::new();
                 part.insert("type".into(), "tool_call".into());
-                if let Some(id) = &event.call_id {
+                if let Some(id) = &action.call_id {
                     part.insert("id".into(), id.clone().into());
                 }
                 part.insert(
                     "name".into(),
-                    event.tool_name.clone().unwrap_or_default().into(),
+                    action.tool_name.clone().unwrap_or_default().into(),
                 );
-                if let Some(arguments) = &event.arguments {
+                if let Some(arguments) = &action.arguments {
                     part.insert("arguments".into(), Json::Object(arguments.clone()));
                 }
                 parts.push(Json::Object(part));
             }
-            (EventType::ModelAction, _) => {
-                if let Some(answer) = &event.answer {
+            EventKind::ModelAction(action) => {
+                if let Some(answer) = &action.answer {
                     parts.push(json!({"type": "text", "content": answer}));
                 }
             }
-            _ => {
-                if let Some(raw) = &event.raw_output {
+            EventKind::ModelFeedback(feedback) => {
+                if let Some(raw) = &feedback.raw_output {
                     parts.push(json!({"type": "text", "content": raw}));
                 }
             }
+            _ => {}
         }
     }
     if parts.is_empty() {
@@ -437,7 +449,7 @@ fn output_messages(turn: &Turn<'_>) -> Option<String> {
     let reason = turn
         .model
         .iter()
-        .find_map(|e| e.finish_reason.clone())
+        .find_map(|e| e.model_call().and_then(|c| c.finish_reason.clone()))
         .unwrap_or_else(|| {
             if turn.calls.is_empty() {
                 "stop".to_owned()
@@ -450,10 +462,15 @@ fn output_messages(turn: &Turn<'_>) -> Option<String> {
 
 /// Each observation with the call it answers, in the order the tools ran: by call id where both
 /// have one, else the first unanswered call of the same tool; calls never answered come last.
-fn pair_calls<'a>(turn: &Turn<'a>) -> Vec<(Option<&'a TraceEvent>, Option<&'a TraceEvent>)> {
+type CallPair<'a> = (
+    Option<&'a ModelAction>,
+    Option<(&'a Event, &'a Observation)>,
+);
+
+fn pair_calls<'a>(turn: &Turn<'a>) -> Vec<CallPair<'a>> {
     let mut answered = vec![false; turn.calls.len()];
     let mut pairs = Vec::with_capacity(turn.calls.len().max(turn.observations.len()));
-    for observation in &turn.observations {
+    for &(event, observation) in &turn.observations {
         let by_id = observation.call_id.as_ref().and_then(|id| {
             (0..turn.calls.len())
                 .find(|&i| !answered[i] && turn.calls[i].call_id.as_ref() == Some(id))
@@ -468,7 +485,7 @@ fn pair_calls<'a>(turn: &Turn<'a>) -> Vec<(Option<&'a TraceEvent>, Option<&'a Tr
         if let Some(i) = found {
             answered[i] = true;
         }
-        pairs.push((found.map(|i| turn.calls[i]), Some(*observation)));
+        pairs.push((found.map(|i| turn.calls[i]), Some((event, observation))));
     }
     for (i, call) in turn.calls.iter().enumerate() {
         if !answered[i] {
@@ -482,8 +499,8 @@ fn tool_attributes(
     span: &mut Span,
     step: u64,
     name: &str,
-    call: Option<&TraceEvent>,
-    observation: Option<&TraceEvent>,
+    call: Option<&ModelAction>,
+    observation: Option<&Observation>,
     content: bool,
 ) {
     let a = &mut span.attributes;
@@ -491,7 +508,11 @@ fn tool_attributes(
     a.str("gen_ai.tool.name", name);
     a.opt_str(
         "gen_ai.tool.call.id",
-        call.or(observation).and_then(|e| e.call_id.as_deref()),
+        match (call, observation) {
+            (Some(call), _) => call.call_id.as_deref(),
+            (None, Some(observation)) => observation.call_id.as_deref(),
+            (None, None) => None,
+        },
     );
     a.opt_int("looptrace.step", i64::try_from(step).ok());
     if let Some(keys) = call.and_then(|c| c.argument_keys.clone()) {

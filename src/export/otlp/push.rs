@@ -87,17 +87,6 @@ struct Failure {
     reason: String,
 }
 
-/// A receiver takes protobuf requests.
-impl super::stream::RunSink for Pusher {
-    fn encoding(&self) -> super::Encoding {
-        super::Encoding::Protobuf
-    }
-
-    fn write_run(&mut self, request: &[u8], spans: u64) -> Result<(), super::ExportError> {
-        Ok(self.add(request, spans)?)
-    }
-}
-
 impl Pusher {
     /// A pusher for `config`; the first retry waits about a second, doubling after that.
     pub fn new(config: PushConfig) -> Self {

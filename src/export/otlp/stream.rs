@@ -13,7 +13,7 @@ use super::build::{BuildOptions, build_run};
 use super::ids::{TraceId, TraceIds};
 use super::json::encode_run;
 use super::proto::encode_request;
-use super::push::PushError;
+use super::push::{PushError, Pusher};
 use crate::trace::{Capture, RecordedRun, RunStream, TraceError};
 
 /// How many runs wait in each queue between the two threads.
@@ -62,6 +62,17 @@ pub trait RunSink {
 
     /// Takes one encoded run holding `spans` spans.
     fn write_run(&mut self, encoded: &[u8], spans: u64) -> Result<(), ExportError>;
+}
+
+/// A receiver takes protobuf requests.
+impl RunSink for Pusher {
+    fn encoding(&self) -> Encoding {
+        Encoding::Protobuf
+    }
+
+    fn write_run(&mut self, request: &[u8], spans: u64) -> Result<(), ExportError> {
+        Ok(self.add(request, spans)?)
+    }
 }
 
 /// Files and standard output take OTLP/JSON lines.

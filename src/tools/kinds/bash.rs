@@ -8,9 +8,10 @@ use serde_json::{Map, Value, json};
 
 use super::command::CommandRun;
 use crate::process::OutputMode;
-use crate::tools::file::{BashConfig, spec_hash};
+use crate::tools::file::BashConfig;
 use crate::tools::provider::{ToolContext, ToolFailure, ToolProvider, ToolReply};
 use crate::tools::spec::ToolSpec;
+use crate::tools::spec_hash;
 
 /// Seconds a bash command may run by default.
 pub const BASH_DEFAULT_TIMEOUT_S: u64 = 30;

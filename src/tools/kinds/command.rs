@@ -9,9 +9,10 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::process::{Ended, OutputMode, ProcessSpec, cut_bytes, run_process};
-use crate::tools::file::{CommandToolConfig, spec_hash};
+use crate::tools::file::CommandToolConfig;
 use crate::tools::provider::{ToolContext, ToolFailure, ToolProvider, ToolReply};
 use crate::tools::spec::ToolSpec;
+use crate::tools::spec_hash;
 
 /// Seconds a command tool may run when its entry sets no `timeout_s`.
 pub const COMMAND_DEFAULT_TIMEOUT_S: u64 = 30;

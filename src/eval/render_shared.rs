@@ -1,0 +1,76 @@
+//! What the sections of the evaluation report share: each task's pass rate over its repeats,
+//! shares as percentages, and how many failed rows a table lists.
+
+use super::results::ResultsFile;
+
+/// Failed tasks listed in a table fitted to a terminal; the rest are counted.
+pub const FAILED_SHOWN: usize = 20;
+
+/// How often one task passed over its repeats.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassRate<'a> {
+    /// The task id.
+    pub id: &'a str,
+    /// The model its rows name.
+    pub model: &'a str,
+    /// Repeats that passed ([`TaskResult::passes`]).
+    pub passed: u32,
+    /// Repeats that ran.
+    pub runs: u32,
+}
+
+impl PassRate<'_> {
+    /// Repeats that disagree on the verdict.
+    pub(super) fn flaky(&self) -> bool {
+        self.passed > 0 && self.passed < self.runs
+    }
+
+    pub(super) fn rate(&self) -> f64 {
+        share(self.passed as usize, self.runs as usize)
+    }
+}
+
+/// Each task's passing runs and runs, counted from `results`' rows, in the order the tasks first
+/// appear: what the statistics are computed from.
+pub fn pass_rates_of(results: &ResultsFile) -> Vec<PassRate<'_>> {
+    pass_rates(results).unwrap_or_default()
+}
+
+/// Per-task pass rates ([`TaskResult::passes`]), counted from the rows.
+pub(super) fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
+    let mut rates: Vec<PassRate<'_>> = Vec::new();
+    // A task's rows are counted per model: under a matrix each (task, model) has its own rate.
+    let mut index: std::collections::HashMap<(&str, &str), usize> =
+        std::collections::HashMap::new();
+    for task in &results.tasks {
+        let key = (task.id.as_str(), task.model.as_str());
+        let i = *index.entry(key).or_insert_with(|| {
+            rates.push(PassRate {
+                id: task.id.as_str(),
+                model: task.model.as_str(),
+                passed: 0,
+                runs: 0,
+            });
+            rates.len() - 1
+        });
+        rates[i].runs += 1;
+        if task.passes() {
+            rates[i].passed += 1;
+        }
+    }
+    Some(rates)
+}
+
+/// `count` of `total`, from 0 to 1 (0 when there is none).
+pub(super) fn share(count: usize, total: usize) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        count as f64 / total as f64
+    }
+}
+
+/// A share as a percentage with one decimal.
+pub(super) fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
