@@ -370,19 +370,6 @@ fn modules_import_each_other_in_no_cycle() {
     }
 }
 
-/// Pairs of files that still import each other, each to be untied: the suite loader's folder
-/// (the types in `suite.rs` its files use, which `suite.rs` builds from them). The list may only
-/// shrink: a new pair fails, and so does a pair listed here that no longer imports each other.
-const STILL_MUTUAL: [&str; 7] = [
-    "eval/suite/agent.rs <-> eval/suite/resolve.rs",
-    "eval/suite.rs <-> eval/suite/dataset.rs",
-    "eval/suite.rs <-> eval/suite/read.rs",
-    "eval/suite.rs <-> eval/suite/resolve.rs",
-    "eval/suite.rs <-> eval/suite/tasks.rs",
-    "eval/suite.rs <-> eval/suite/tasks_file.rs",
-    "eval/suite/tasks.rs <-> eval/suite/tasks_file.rs",
-];
-
 #[test]
 fn no_two_files_import_each_other() {
     let files = sources();
@@ -407,25 +394,10 @@ fn no_two_files_import_each_other() {
                 .map(move |target| format!("{file} <-> {target}"))
         })
         .collect();
-    let new: Vec<&String> = mutual
-        .iter()
-        .filter(|pair| !STILL_MUTUAL.contains(&pair.as_str()))
-        .collect();
     assert!(
-        new.is_empty(),
+        mutual.is_empty(),
         "files that import each other:\n{}",
-        new.iter()
-            .map(|pair| pair.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let untied: Vec<&&str> = STILL_MUTUAL
-        .iter()
-        .filter(|pair| !mutual.iter().any(|found| found == *pair))
-        .collect();
-    assert!(
-        untied.is_empty(),
-        "these files no longer import each other: take them off STILL_MUTUAL: {untied:?}"
+        mutual.join("\n")
     );
 }
 

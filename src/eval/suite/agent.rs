@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::resolve::Problem;
+use super::problem::Problem;
 use super::spec::AgentSpec;
 use crate::eval::agent::{AgentCommand, DEFAULT_TIMEOUT, check_placeholders, refused_name};
 use crate::proxy::IgnoredPath;

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 use super::read::check_task;
 use super::resolve::{Context, Problem};
 use super::spec::{DatasetFormat, DatasetSpec};
+use super::task::SuiteTask;
 use super::template::{Fields, fill_value};
 use crate::eval::strict_json::parse_noting_repeats;
-use crate::eval::suite::SuiteTask;
 
 /// The id a row's task gets when the dataset names none: its row number.
 pub const DEFAULT_ID: &str = "row-{row}";

@@ -5,8 +5,8 @@
 use super::resolve::{Context, Problem};
 use super::schema::task_problems;
 use super::spec::TaskSpec;
+use super::task::SuiteTask;
 use crate::eval::strict_json::parse_noting_repeats;
-use crate::eval::suite::SuiteTask;
 
 /// The message of a key given twice in one object.
 pub const REPEATED_KEY: &str = "key given twice in one object (which value is meant?)";

@@ -12,15 +12,13 @@ use super::agent::agent_command;
 use super::spec::{
     ActionKind, ActionSpec, ChatSpec, DefaultsSpec, ExpectSpec, FinishGateSpec, ModelSpec, TaskSpec,
 };
+use super::task::{DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel};
 use crate::agent::Limits;
 use crate::eval::RunSource;
 use crate::eval::agent::AgentCommand;
 use crate::eval::model_spec::{NamedModel, resolve_spec};
 use crate::eval::scorers::{CheckCache, Scorer, ScorerSpec};
 use crate::eval::scripted_action::ScriptedAction;
-use crate::eval::suite::{
-    DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel,
-};
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::replay::ReplayModel;
@@ -30,8 +28,7 @@ use crate::trace::{Capture, ReadOptions, read_trace};
 /// The problem of a task with no model where nothing else gives one.
 pub const MISSING_MODEL: &str = "missing key `model` (give the task a `model`, the suite a `defaults.model`, or eval --model SPEC)";
 
-/// `(JSON path, what is wrong)`.
-pub type Problem = (String, String);
+pub use super::problem::Problem;
 
 /// The suite's folder and its defaults: what every task is resolved against.
 #[derive(Clone, Debug)]

@@ -17,8 +17,8 @@ use super::dataset::Dataset;
 use super::read::read_task;
 use super::resolve::{Context, Problem};
 use super::spec::DatasetFormat;
-use super::tasks::TaskEntries;
-use crate::eval::suite::{SuiteTask, TaskModel};
+use super::task::{SuiteTask, TaskModel};
+use super::task_entries::TaskEntries;
 
 /// The most problems a file's check lists: past them, the file is plainly not what it should be.
 const MAX_PROBLEMS: usize = 100;
