@@ -1,6 +1,6 @@
 //! Where an evaluation's traces go (`--trace-layout per-task|single`), when their events are
 //! written (`--trace-flush event|run`), how runs and trace files are named (with `--repeat`), and
-//! how a resumed evaluation tells a complete run from one a crash cut short.
+//! which runs a trace file holds whole (what a resume keeps).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -8,8 +8,6 @@ use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use serde::Deserialize;
-
-use crate::trace::{EventKind, parse_line};
 
 /// The one trace file of `--trace-layout single`, in the output folder.
 pub const SINGLE_TRACE: &str = "traces.jsonl";
@@ -84,57 +82,30 @@ pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) ->
     }
 }
 
-/// Whether the per-task trace `path` ends with `run_id`'s `run_finished`: the run was recorded
-/// whole.
-pub fn ends_with_finished_run(path: &Path, run_id: &str) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
-        return false;
-    };
-    if !bytes.ends_with(b"\n") {
-        return false;
-    }
-    let last = bytes[..bytes.len() - 1]
-        .rsplit(|b| *b == b'\n')
-        .next()
-        .unwrap_or_default();
-    matches!(parse_line(last), Ok(Some(event))
-        if matches!(event.kind, EventKind::RunFinished(_)) && event.run_id == run_id)
-}
-
-/// Only what the single-file checks read of each line.
-#[derive(Deserialize)]
-struct LineHead {
-    run_id: String,
-    event_type: String,
-}
-
-/// The run ids whose `run_finished` is in the single trace file (none if there is no file).
+/// The run ids whose `run_finished` is in the trace file `path` (none if there is no file): the
+/// runs recorded whole. Only whole lines count; a crash's torn last line does not.
 pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
+    /// Only what is read of each line.
+    #[derive(Deserialize)]
+    struct LineHead {
+        run_id: String,
+        event_type: String,
+    }
     let mut finished = HashSet::new();
-    each_line_head(path, |head| {
-        if head.event_type == "run_finished" {
-            finished.insert(head.run_id);
-        }
-    })?;
-    Ok(finished)
-}
-
-/// Calls `each` with the head of every whole line of `path` that has one; no file, no lines.
-fn each_line_head(path: &Path, mut each: impl FnMut(LineHead)) -> io::Result<()> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+    let mut reader = match File::open(path) {
+        Ok(file) => BufReader::new(file),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(finished),
         Err(err) => return Err(err),
     };
-    let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     while reader.read_until(b'\n', &mut line)? > 0 {
         if line.ends_with(b"\n")
             && let Ok(head) = serde_json::from_slice::<LineHead>(&line)
+            && head.event_type == "run_finished"
         {
-            each(head);
+            finished.insert(head.run_id);
         }
         line.clear();
     }
-    Ok(())
+    Ok(finished)
 }

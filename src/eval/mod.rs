@@ -45,8 +45,8 @@ pub use folder_lock::{FolderLock, LockMode, lock_folder, lock_output};
 pub(crate) use folder_lock::{lock_read, lock_read_linked};
 pub(crate) use junit::write_junit;
 pub use junit::{EachRow, render_junit};
+pub(crate) use layout::finished_runs;
 pub use layout::{SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, run_id};
-pub(crate) use layout::{ends_with_finished_run, finished_runs};
 pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
@@ -56,7 +56,7 @@ pub use render::{
 };
 pub use render_models::ModelMatrix;
 pub use render_shared::{FAILED_SHOWN, PassRate, pass_rates_of};
-pub(crate) use rerun::{carry_over, failed_ids, still_owed};
+pub(crate) use rerun::{failed_ids, still_owed};
 pub(crate) use results::now_rfc3339;
 pub use results::{
     ExpectationTotals, MissingShard, RESULTS_FORMAT, RESULTS_FORMAT_V1, ResultsFile, Shard,
@@ -65,7 +65,7 @@ pub use results::{
 };
 pub use row_checks::RowProblem;
 pub(crate) use row_checks::check_rows;
-pub use rows_on_disk::RowsOnDisk;
+pub use rows_on_disk::{MARK_EVERY, RowsOnDisk};
 pub use runner::{Attempt, Attempts, Epochs, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};

@@ -1,6 +1,6 @@
 //! `eval SUITE --rerun-failed RESULTS`: which tasks of an earlier evaluation to run again (those
-//! that failed, errored or were not reached when it was interrupted), and how their new rows
-//! replace the old ones while the others are carried over.
+//! that failed, errored or were not reached when it was interrupted). The new run names the runs
+//! of those results as its parents; its view carries their other rows over.
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,12 +11,24 @@ use super::suite::{Suite, TaskEntry};
 /// A task under the model it was given (`None`: its own): what a row is of, but for its repeat.
 pub type Slot = (String, Option<String>);
 
-fn slot_of_row(row: &TaskResult) -> (&str, Option<&str>) {
-    (row.id.as_str(), row.given_model())
+/// A [`Slot`] borrowed.
+type SlotRef<'a> = (&'a str, Option<&'a str>);
+
+fn slot_of_entry(entry: TaskEntry<'_>) -> SlotRef<'_> {
+    (entry.id.as_str(), entry.model_name)
 }
 
-fn slot_of_entry(entry: TaskEntry<'_>) -> (&str, Option<&str>) {
-    (entry.id.as_str(), entry.model_name)
+/// How many rows each (task, model) has, of the rows `slots` are of.
+fn counts<'a>(slots: impl IntoIterator<Item = SlotRef<'a>>) -> HashMap<SlotRef<'a>, usize> {
+    let mut counts = HashMap::new();
+    for slot in slots {
+        *counts.entry(slot).or_default() += 1;
+    }
+    counts
+}
+
+fn row_slots(rows: &[TaskResult]) -> impl Iterator<Item = SlotRef<'_>> {
+    rows.iter().map(|row| (row.id.as_str(), row.given_model()))
 }
 
 /// The (task, model)s of the suite that `previous` says need another run: rows that fail the
@@ -26,90 +38,62 @@ fn slot_of_entry(entry: TaskEntry<'_>) -> (&str, Option<&str>) {
 /// [`owed`]'s rule (a (task, model)'s repeats run again together), over the ones `previous`
 /// speaks for.
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
-    let mut rows_of: HashMap<(&str, Option<&str>), usize> = HashMap::new();
-    for row in &previous.tasks {
-        *rows_of.entry(slot_of_row(row)).or_default() += 1;
-    }
-    // What `previous` speaks for: those it has rows of, and those it owed rows to.
-    let mut slots: Vec<(&str, Option<&str>)> = Vec::new();
-    let mut seen = HashSet::new();
-    for row in &previous.tasks {
-        if seen.insert(slot_of_row(row)) {
-            slots.push(slot_of_row(row));
-        }
-    }
+    let repeats = previous.repeats.unwrap_or(1);
+    let rows_of = counts(row_slots(&previous.tasks));
     // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
     // results (a rerun's too, whatever it narrowed its rerun to) hold them all, but for the tasks
-    // they list as not reached yet.
+    // they list as not reached yet. Under a model matrix the suite counts a task once per model.
     let with_rows: HashSet<&str> = previous.tasks.iter().map(|row| row.id.as_str()).collect();
-    let not_reached = previous
-        .not_reached
-        .iter()
+    let not_reached: HashSet<&String> = (previous.not_reached.iter())
         .filter(|id| !with_rows.contains(id.as_str()))
-        .collect::<HashSet<_>>()
-        .len();
-    // Under a model matrix the suite counts each task once per model.
+        .collect();
     let models = previous.models.len().max(1);
-    let entries = suite.tasks.entries();
-    let mut owed_rows: Vec<(&str, Option<&str>)> = Vec::new();
-    if rows_of.len() + not_reached * models >= previous.suite.tasks {
-        owed_rows.extend(
-            entries
-                .iter()
-                .map(slot_of_entry)
-                .filter(|slot| !rows_of.contains_key(slot)),
-        );
-    }
-    let unreached = if previous.interrupted {
-        unreached(previous, &previous.tasks, suite)
-    } else {
-        Vec::new()
+    let whole = rows_of.len() + not_reached.len() * models >= previous.suite.tasks;
+    let unreached: Vec<String> = match previous.interrupted {
+        true => unreached(previous, &previous.tasks, suite),
+        false => Vec::new(),
     };
-    let unreached: HashSet<&str> = unreached.iter().map(String::as_str).collect();
-    let repeats = previous.repeats.unwrap_or(1) as usize;
-    owed_rows.extend(entries.iter().map(slot_of_entry).filter(|slot| {
-        unreached.contains(slot.0) && rows_of.get(slot).copied().unwrap_or(0) < repeats
-    }));
-    for slot in owed_rows {
-        if seen.insert(slot) {
-            slots.push(slot);
-        }
-    }
-    let repeats = previous.repeats.unwrap_or(1);
-    let scope: Vec<RowKey> = slots
-        .iter()
-        .flat_map(|(task, model)| {
+    // What `previous` speaks for: those it has rows of, and those it owed rows to.
+    let entries = suite.tasks.entries();
+    let owed_rows = entries.iter().map(slot_of_entry).filter(|slot| {
+        let count = rows_of.get(slot).copied().unwrap_or(0);
+        (whole && count == 0)
+            || (unreached.iter().any(|id| id == slot.0) && count < repeats as usize)
+    });
+    let mut seen = HashSet::new();
+    let slots: Vec<SlotRef> = (row_slots(&previous.tasks).chain(owed_rows))
+        .filter(|slot| seen.insert(*slot))
+        .collect();
+    let scope: Vec<RowKey> = (slots.iter())
+        .flat_map(|&(task, model)| {
             (1..=repeats).map(move |repeat| RowKey {
-                task: (*task).to_owned(),
+                task: task.to_owned(),
                 model: model.map(str::to_owned),
                 repeat,
             })
         })
         .collect();
-    let states: Vec<RowState> = previous
-        .tasks
-        .iter()
+    let states: Vec<RowState> = (previous.tasks.iter())
         .map(|row| RowState {
             key: RowKey::of(row),
             passes: !row.fails(),
             complete: true,
         })
         .collect();
-    owed(Owing::RerunFailed, &scope, &states)
-        .into_iter()
+    (owed(Owing::RerunFailed, &scope, &states).into_iter())
         .map(|key| (key.task, key.model))
         .collect()
 }
 
 /// The tasks `previous` owed a run for want of rows (not reached by an interrupted evaluation, or
-/// added to the suite since) that `rows` still lack, in suite order: what a rerun narrowed by
-/// `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
-pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
-    let owed: HashSet<String> = failed_ids(previous, suite)
-        .into_iter()
+/// added to the suite since) that the rows of `keys` still lack, in suite order: what a rerun
+/// narrowed by `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
+pub fn still_owed(previous: &ResultsFile, keys: &HashSet<RowKey>, suite: &Suite) -> Vec<String> {
+    let owed: HashSet<String> = (failed_ids(previous, suite).into_iter())
         .map(|(task, _)| task)
         .collect();
-    lacking_rows(previous, rows, suite, |id| owed.contains(id))
+    let counts = counts(keys.iter().map(|k| (k.task.as_str(), k.model.as_deref())));
+    lacking_rows(previous, &counts, suite, |id| owed.contains(id))
 }
 
 /// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
@@ -117,78 +101,41 @@ pub fn still_owed(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) ->
 /// selection, or, for a rerun's results, of the tasks it set out to run and those it lists as
 /// `not_reached` (what the evaluation it updated had left).
 pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
-    let scope: Option<HashSet<&str>> = previous.selection.as_ref().map(|selection| {
+    let scope: Option<HashSet<&String>> = (previous.selection.as_ref()).map(|selection| {
         selection
             .tasks
             .iter()
             .chain(&previous.not_reached)
-            .map(String::as_str)
             .collect()
     });
-    lacking_rows(previous, rows, suite, |id| {
-        scope.as_ref().is_none_or(|scope| scope.contains(id))
+    let counts = counts(row_slots(rows));
+    lacking_rows(previous, &counts, suite, |id| {
+        scope
+            .as_ref()
+            .is_none_or(|scope| scope.iter().any(|s| *s == id))
     })
 }
 
-/// The ids of the suite's tasks in `scope` that have fewer rows in `rows` than `previous` ran
-/// each task, in suite order.
+/// The ids of the suite's tasks in `scope` that have fewer rows in `counts` than `previous` ran
+/// each task, in suite order; under a model matrix a task lacks rows when any of its models
+/// does, and is named once.
 fn lacking_rows(
     previous: &ResultsFile,
-    rows: &[TaskResult],
+    counts: &HashMap<SlotRef, usize>,
     suite: &Suite,
     scope: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     let repeats = previous.repeats.unwrap_or(1) as usize;
-    let mut rows_of: HashMap<(&str, Option<&str>), usize> = HashMap::new();
-    for row in rows {
-        *rows_of.entry(slot_of_row(row)).or_default() += 1;
-    }
     let mut lacking: Vec<String> = Vec::new();
     for slot in suite.tasks.entries().iter().map(slot_of_entry) {
-        // Under a model matrix a task lacks rows when any of its models does; it is named once.
         if scope(slot.0)
-            && rows_of.get(&slot).copied().unwrap_or(0) < repeats
+            && counts.get(&slot).copied().unwrap_or(0) < repeats
             && lacking.last().is_none_or(|last| last != slot.0)
         {
             lacking.push(slot.0.to_owned());
         }
     }
     lacking
-}
-
-/// The rows of the updated results: `rerun` rows, and every row of `previous` they do not
-/// replace marked `carried_over`, in suite order (rows of tasks no longer in the suite last). A
-/// row is replaced by the new row of the same task and repeat: an interrupted rerun that ran only
-/// some repeats of a task keeps the earlier rows of the others.
-pub fn carry_over(
-    previous: &ResultsFile,
-    rerun: Vec<TaskResult>,
-    suite: &Suite,
-) -> Vec<TaskResult> {
-    let rerun_runs: HashSet<RowKey> = rerun.iter().map(RowKey::of).collect();
-    let mut rows: Vec<TaskResult> = previous
-        .tasks
-        .iter()
-        .filter(|t| !rerun_runs.contains(&RowKey::of(t)))
-        .map(|t| TaskResult {
-            carried_over: true,
-            ..t.clone()
-        })
-        .chain(rerun)
-        .collect();
-    let entries = suite.tasks.entries();
-    let position: HashMap<(&str, Option<&str>), usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (slot_of_entry(t), i))
-        .collect();
-    rows.sort_by_key(|t| {
-        (
-            position.get(&slot_of_row(t)).copied().unwrap_or(usize::MAX),
-            t.repeat,
-        )
-    });
-    rows
 }
 
 #[cfg(test)]
@@ -206,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interrupted_rerun_keeps_the_earlier_rows_of_the_repeats_it_did_not_reach() {
+    fn a_task_lacking_repeats_is_owed_until_its_rows_are_whole() {
         let suite = load_suite_from_str(
             r#"{"name":"s","tasks":[{"id":"a","prompt":"p","model":{"actions":[{"type":"finish","answer":"x"}]}}]}"#,
             std::path::Path::new("."),
@@ -216,21 +163,18 @@ mod tests {
             "format": "looptrace.results/1", "looptrace_version": "0", "created_at": "t",
             "suite": {"name": "s", "tasks": 1, "fingerprint": "f"}, "repeats": 3,
             "capture": "summary", "interrupted": true,
-            "tasks": [row("a", 1, false), row("a", 2, false), row("a", 3, true)],
-            "totals": {"tasks": 3, "exit_reasons": {}, "expectations": {"met": 1, "failed": 2, "none": 0}}
+            "tasks": [row("a", 1, true)],
+            "totals": {"tasks": 1, "exit_reasons": {}, "expectations": {"met": 1, "failed": 0, "none": 0}}
         }))
         .unwrap();
-        let rows = carry_over(&previous, vec![row("a", 1, true)], &suite);
-        let seen: Vec<(Option<u32>, bool)> =
-            rows.iter().map(|t| (t.repeat, t.carried_over)).collect();
-        assert_eq!(seen, [(Some(1), false), (Some(2), true), (Some(3), true)]);
-
-        // A task with fewer rows than repeats in interrupted results runs again.
-        let short = ResultsFile {
-            tasks: vec![row("a", 1, true)],
-            ..previous
+        // A task with fewer rows than repeats in interrupted results runs again...
+        assert!(failed_ids(&previous, &suite).contains(&("a".to_owned(), None)));
+        let keys = |repeats: &[u32]| -> HashSet<RowKey> {
+            repeats.iter().map(|&r| RowKey::new("a", r)).collect()
         };
-        assert!(failed_ids(&short, &suite).contains(&("a".to_owned(), None)));
+        assert_eq!(still_owed(&previous, &keys(&[1, 2]), &suite), ["a"]);
+        // ...and is owed no more once a rerun (interrupted or not) leaves it a row per repeat.
+        assert!(still_owed(&previous, &keys(&[1, 2, 3]), &suite).is_empty());
     }
 
     #[test]

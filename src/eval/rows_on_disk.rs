@@ -1,8 +1,9 @@
-//! An evaluation's rows read back from its run's row log (`rows.jsonl`) by offset, so
-//! `results.json` is written without holding the rows in memory.
+//! An evaluation's rows read back from its run's row log (`rows.jsonl`) by row number, so
+//! `results.json` is written without holding the rows in memory: 4 bytes a row (its number in
+//! the log, in the view's order) and the start of every [`MARK_EVERY`]th row.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde::{Serialize, Serializer};
@@ -10,13 +11,18 @@ use serde_json::value::RawValue;
 
 use super::results::TaskResult;
 
-/// The rows of an evaluation as offsets into its run's row log (`rows.jsonl`), serialized by reading each one
-/// back: `results.json` is written without holding the rows in memory.
+/// Every how many rows the log's writer notes where a row starts.
+pub const MARK_EVERY: u32 = 64;
+
+/// The rows of an evaluation as numbers of lines in its run's row log (`rows.jsonl`),
+/// serialized by reading each one back.
 pub struct RowsOnDisk<'a> {
     /// The row log.
     pub path: &'a Path,
-    /// Where each row starts, in the order the rows are written out.
-    pub offsets: &'a [u64],
+    /// Where rows 0, [`MARK_EVERY`], 2 × [`MARK_EVERY`]... start in the log.
+    pub marks: &'a [u64],
+    /// The rows' numbers in the log (from 0), in the order the rows are written out.
+    pub rows: &'a [u32],
 }
 
 impl RowsOnDisk<'_> {
@@ -25,53 +31,66 @@ impl RowsOnDisk<'_> {
         &self,
         mut each: impl FnMut(TaskResult) -> Result<(), String>,
     ) -> Result<(), String> {
-        self.for_each_line(|offset, line| {
-            let row: TaskResult = serde_json::from_slice(line)
-                .map_err(|err| self.changed(offset, &err.to_string()))?;
+        self.for_each_line(|number, line| {
+            let row = serde_json::from_slice(line).map_err(|e| self.changed(number, e))?;
             each(row)
         })
     }
 
-    /// Calls `each` with every row's offset and line (without its newline), in order.
+    /// Calls `each` with every row's number and line (without its newline), in order. Rows
+    /// finish nearly in order, so the reader mostly reads on, skips a few lines, or goes back
+    /// to a row it passed lately (it keeps where the last [`MARK_EVERY`] rows start); it goes
+    /// to the row's mark when the row is farther behind or past the next mark.
     fn for_each_line(
         &self,
-        mut each: impl FnMut(u64, &[u8]) -> Result<(), String>,
+        mut each: impl FnMut(u32, &[u8]) -> Result<(), String>,
     ) -> Result<(), String> {
-        let failed = |err: io::Error| format!("failed to read `{}`: {err}", self.path.display());
-        // Rows finish nearly in order, so most jumps land in the buffer: a relative seek keeps
-        // it, where an absolute one would throw it away and read again.
+        let failed =
+            |err: std::io::Error| format!("failed to read `{}`: {err}", self.path.display());
         let mut reader = BufReader::with_capacity(1 << 16, File::open(self.path).map_err(failed)?);
         let mut line = Vec::new();
-        let mut position = 0u64;
-        for &offset in self.offsets {
-            if offset != position {
-                let jump = i64::try_from(offset)
-                    .ok()
-                    .zip(i64::try_from(position).ok())
-                    .map(|(to, from)| to - from);
-                match jump {
-                    Some(jump) => reader.seek_relative(jump).map_err(failed)?,
-                    None => _ = reader.seek(SeekFrom::Start(offset)).map_err(failed)?,
+        // The number of the row the reader is at, and where that row starts.
+        let (mut at, mut position) = (0u32, 0u64);
+        let mut passed = [(u32::MAX, 0u64); MARK_EVERY as usize];
+        for &row in self.rows {
+            let (mark, slot) = (row - row % MARK_EVERY, (row % MARK_EVERY) as usize);
+            let to = if passed[slot].0 == row {
+                Some(passed[slot])
+            } else if row < at || mark > at {
+                let start = self.marks.get((row / MARK_EVERY) as usize);
+                Some((
+                    mark,
+                    *start.ok_or_else(|| self.changed(row, "no such row"))?,
+                ))
+            } else {
+                None
+            };
+            if let Some((to, start)) = to {
+                // Relative: a jump that lands in the buffer keeps it.
+                reader
+                    .seek_relative(start.wrapping_sub(position) as i64)
+                    .map_err(failed)?;
+                (at, position) = (to, start);
+            }
+            while at <= row {
+                passed[(at % MARK_EVERY) as usize] = (at, position);
+                line.clear();
+                let read = reader.read_until(b'\n', &mut line).map_err(failed)?;
+                if line.pop() != Some(b'\n') {
+                    return Err(self.changed(at, "the row's line ends early"));
                 }
+                (at, position) = (at + 1, position + read as u64);
             }
-            line.clear();
-            let read = reader
-                .by_ref()
-                .read_until(b'\n', &mut line)
-                .map_err(failed)?;
-            position = offset + read as u64;
-            if line.pop() != Some(b'\n') {
-                return Err(self.changed(offset, "the row's line ends early"));
-            }
-            each(offset, &line)?;
+            each(row, &line)?;
         }
         Ok(())
     }
 
-    fn changed(&self, offset: u64, err: &str) -> String {
+    fn changed(&self, row: u32, err: impl std::fmt::Display) -> String {
         format!(
-            "`{}` changed while it was read (byte {offset}): {err}",
-            self.path.display()
+            "`{}` changed while it was read (row {}): {err}",
+            self.path.display(),
+            u64::from(row) + 1
         )
     }
 }
@@ -82,11 +101,11 @@ impl RowsOnDisk<'_> {
 impl Serialize for RowsOnDisk<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
-        let mut seq = serializer.serialize_seq(Some(self.offsets.len()))?;
+        let mut seq = serializer.serialize_seq(Some(self.rows.len()))?;
         let mut failed = None;
-        let read = self.for_each_line(|offset, line| {
-            let row: &RawValue = serde_json::from_slice(line)
-                .map_err(|err| self.changed(offset, &err.to_string()))?;
+        let read = self.for_each_line(|number, line| {
+            let row: &RawValue =
+                serde_json::from_slice(line).map_err(|e| self.changed(number, e))?;
             seq.serialize_element(row).map_err(|err| {
                 let text = err.to_string();
                 failed = Some(err);
@@ -103,46 +122,50 @@ impl Serialize for RowsOnDisk<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::RowsOnDisk;
+    use super::{MARK_EVERY, RowsOnDisk};
 
     /// Rows are read back in the order asked, whether the next one is just behind, just ahead,
-    /// or farther than the read buffer in either direction.
+    /// within the same mark's rows, or farther than the read buffer in either direction.
     #[test]
     fn rows_are_read_back_in_any_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.jsonl");
-        let lines: Vec<String> = (0..40)
+        let lines: Vec<String> = (0..300)
             .map(|i| {
                 let width = if i % 7 == 3 { 70_000 } else { 20 + i };
                 format!("\"{i:03}{}\"", "x".repeat(width))
             })
             .collect();
-        let mut offsets = Vec::new();
-        let mut text = String::from("{\"header\":true}\n");
-        for line in &lines {
-            offsets.push(text.len() as u64);
+        let mut marks = Vec::new();
+        let mut text = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            if (i as u32).is_multiple_of(MARK_EVERY) {
+                marks.push(text.len() as u64);
+            }
             text.push_str(line);
             text.push('\n');
         }
         std::fs::write(&path, &text).unwrap();
-        let order: Vec<usize> = [39, 0, 2, 1, 3, 38, 10, 9, 24, 17, 5, 31, 31, 4]
+        let order: Vec<u32> = [39, 0, 2, 1, 3, 38, 10, 9, 24, 17, 5, 31, 31, 4, 299, 64, 63]
             .into_iter()
             .chain(6..9)
+            .chain(130..140)
+            .chain([200, 128, 129, 0])
             .collect();
-        let wanted: Vec<u64> = order.iter().map(|&i| offsets[i]).collect();
         let rows = RowsOnDisk {
             path: &path,
-            offsets: &wanted,
+            marks: &marks,
+            rows: &order,
         };
         let mut seen = Vec::new();
-        rows.for_each_line(|offset, line| {
-            seen.push((offset, String::from_utf8(line.to_vec()).unwrap()));
+        rows.for_each_line(|number, line| {
+            seen.push((number, String::from_utf8(line.to_vec()).unwrap()));
             Ok(())
         })
         .unwrap();
-        let expected: Vec<(u64, String)> = order
+        let expected: Vec<(u32, String)> = order
             .iter()
-            .map(|&i| (offsets[i], lines[i].clone()))
+            .map(|&i| (i, lines[i as usize].clone()))
             .collect();
         assert_eq!(seen, expected);
     }

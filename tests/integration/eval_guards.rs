@@ -565,7 +565,9 @@ fn a_rerun_runs_the_tasks_added_to_the_suite_since() {
 }
 
 #[test]
-fn a_rerun_refuses_trace_paths_eval_does_not_write() {
+/// A rerun takes the rows it carries over from the runs the results name, never from the results
+/// file: a trace path edited into that file leads nowhere.
+fn a_rerun_never_follows_the_trace_paths_of_the_results_it_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &["b"]);
     let path = out.join("results.json");
@@ -580,17 +582,20 @@ fn a_rerun_refuses_trace_paths_eval_does_not_write() {
             .next()
             .unwrap()
     );
-    for bad in [
+    for (i, bad) in [
         "../elsewhere.jsonl".to_owned(),
         "/etc/hostname".to_owned(),
         "traces/b.jsonl".to_owned(),
         format!("{run}/../../../x.jsonl"),
         "runs/0abc-def/traces/b.jsonl".to_owned(),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let mut edited: serde_json::Value = serde_json::from_str(&original).unwrap();
         edited["tasks"][0]["trace"] = json!(bad);
         std::fs::write(&path, edited.to_string()).unwrap();
-        let again = dir.path().join("again");
+        let again = dir.path().join(format!("again-{i}"));
         let output = cli!(
             "eval",
             &suite,
@@ -600,8 +605,16 @@ fn a_rerun_refuses_trace_paths_eval_does_not_write() {
             &again,
             "-q"
         );
-        assert_refused(&output, "`tasks[0].trace`");
-        assert!(!again.exists(), "{bad}: nothing may be written");
+        assert_eq!(output.status.code(), Some(1), "{bad}: {}", stderr(&output));
+        let view = results(&again.join("results.json"));
+        for row in &view.tasks {
+            let trace = row.trace.as_deref().unwrap_or_default();
+            assert!(
+                trace.starts_with("runs/") && !trace.contains(".."),
+                "{bad}: {trace}"
+            );
+            assert!(again.join(trace).is_file(), "{bad}: {trace}");
+        }
     }
 }
 

@@ -14,14 +14,14 @@ use super::outcome::{EvalOutcome, EvalVerdict, Notice, PassCount, adaptive_verdi
 use super::plan::{EvalPlan, Planned};
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
-    RESULTS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, Seal, copy_runs,
+    RESULTS_NAME, RUN_FORMAT, RUNS_DIR, RowKey, RunFolder, RunHeader, RunKind, Seal, copy_runs,
     rebuild_view as fold_view,
 };
 use crate::eval::{
     Attempt, Attempts, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk,
     RunnerOptions, SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout,
-    TraceTarget, carry_over, compare, compare_counted, for_console, now_rfc3339, run_tasks,
-    still_owed, suite_info, write_junit, write_results,
+    TraceTarget, compare, compare_counted, for_console, now_rfc3339, run_tasks, still_owed,
+    suite_info, write_junit, write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -146,11 +146,11 @@ impl EvalPlan {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
-                let offset = run.append(&row).map_err(|err| {
+                let number = run.append(&row).map_err(|err| {
                     format!("failed to write `{}`: {err}", run.rows_path().display())
                 })?;
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);
-                collected.add(position(attempt.task, attempt.repeat), Some(offset), &row);
+                collected.add(position(attempt.task, attempt.repeat), Some(number), &row);
                 Ok(())
             };
             let ran = run_tasks(&selected, batch, &self.tools, &options, &on_row);
@@ -220,9 +220,9 @@ impl EvalPlan {
             not_reached: Vec::new(),
         };
         if let Some(previous) = &self.previous {
-            let ran: Vec<TaskResult> = collected.rows.iter().flatten().cloned().collect();
-            let rows = carry_over(previous, ran, suite);
-            not_reached = still_owed(previous, &rows, suite);
+            // The rows its view will hold: those it ran, and the others carried over.
+            let rows = previous.tasks.iter().chain(collected.rows.iter().flatten());
+            not_reached = still_owed(previous, &rows.map(RowKey::of).collect(), suite);
             seal.interrupted = interrupted || (previous.interrupted && !not_reached.is_empty());
             seal.not_reached = not_reached.clone();
         }
@@ -232,8 +232,9 @@ impl EvalPlan {
         // fold their rows over their parents'.
         let results = if kind == RunKind::Eval {
             // In place: a second list would hold every row's place twice.
-            let mut offsets = std::mem::take(&mut collected.offsets);
-            offsets.retain(|&o| o != NO_OFFSET);
+            let mut numbers = std::mem::take(&mut collected.numbers);
+            numbers.retain(|&n| n != NO_ROW);
+            let marks = run.marks();
             let streamed = ResultsFile {
                 format: RESULTS_FORMAT.to_owned(),
                 looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -250,7 +251,7 @@ impl EvalPlan {
                 partial: false,
                 not_reached: Vec::new(),
                 missing_shards: Vec::new(),
-                runs: if offsets.is_empty() {
+                runs: if numbers.is_empty() {
                     Vec::new()
                 } else {
                     vec![eval_id.clone()]
@@ -258,7 +259,8 @@ impl EvalPlan {
                 totals: collected.totals.clone(),
                 tasks: RowsOnDisk {
                     path: run.rows_path(),
-                    offsets: &offsets,
+                    marks: &marks,
+                    rows: &numbers,
                 },
             };
             write_results(&results_path, &streamed)
@@ -448,15 +450,15 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// Where a row is in the log when it is not (a resume's kept rows).
-const NO_OFFSET: u64 = u64::MAX;
+/// A row's number in the log when it is not there (a resume's kept rows).
+const NO_ROW: u32 = u32::MAX;
 
 /// What the evaluation keeps of its rows while they are written to its run's log: a few bytes a
 /// row unless the caller wants the rows themselves.
 struct Collected {
-    /// Where each row starts in the log, by output position ([`NO_OFFSET`] for a resume's kept
-    /// rows and rows not written).
-    offsets: Vec<u64>,
+    /// Each row's number in the log, by output position ([`NO_ROW`] for a resume's kept rows
+    /// and rows not written): 4 bytes a row.
+    numbers: Vec<u32>,
     /// Every row, by output position, when they are all wanted (a resume, a rerun, the HTML
     /// page); empty otherwise.
     rows: Vec<Option<TaskResult>>,
@@ -490,7 +492,7 @@ impl Collected {
     ) -> Self {
         let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
-            offsets: vec![NO_OFFSET; total],
+            numbers: vec![NO_ROW; total],
             rows: if all { vec![None; total] } else { Vec::new() },
             totals: crate::eval::Totals::zero(),
             failing: Vec::new(),
@@ -503,8 +505,8 @@ impl Collected {
         }
     }
 
-    fn add(&mut self, position: usize, offset: Option<u64>, row: &TaskResult) {
-        self.offsets[position] = offset.unwrap_or(NO_OFFSET);
+    fn add(&mut self, position: usize, number: Option<u32>, row: &TaskResult) {
+        self.numbers[position] = number.unwrap_or(NO_ROW);
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;

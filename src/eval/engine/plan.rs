@@ -17,9 +17,9 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable, same_runs};
+use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable};
 use crate::eval::agent::ModelRecordings;
-use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
+use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
     Attempt, Attempts, Epochs, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult,
     TraceLayout, apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output,
@@ -292,8 +292,8 @@ impl EvalPlan {
         };
         // Interrupted results owe runs only to tasks still in the suite: once those have left
         // it, the interruption is settled and the results stand as they are.
-        let settled =
-            previous.interrupted && still_owed(&previous, &previous.tasks, &self.suite).is_empty();
+        let settled = previous.interrupted
+            && still_owed(&previous, &keys_of(&previous), &self.suite).is_empty();
         let why = if settled {
             ", and the tasks its interrupted evaluation did not reach are no longer in the suite"
         } else {
@@ -454,41 +454,22 @@ impl EvalPlan {
             return Ok(());
         }
         let info = suite_info(&self.suite);
-        let settings = Settings {
-            shard: self.request.shard,
-            repeats: self.repeats,
-            capture: self.suite.capture,
-            layout: self.layout.as_str(),
-        };
-        let patterns = (self.request.only.as_slice(), self.request.skip.as_slice());
-        let results_path = self.out.join(RESULTS_NAME);
-        let narrowing = self.request.narrowing;
-        match resumable(
-            &self.out,
-            &info,
-            &settings,
-            (patterns, narrowing),
-            &mut self.notices,
-        )? {
+        let request = &self.request;
+        let settings = Settings::new(
+            request.shard,
+            self.repeats,
+            self.suite.capture,
+            self.layout.as_str(),
+            (&request.only, &request.skip),
+            request.narrowing,
+        );
+        let selected = self.suite.tasks.select(self.positions.clone());
+        match resumable(&self.out, &info, &settings, &selected, &mut self.notices)? {
             Resumable::Run(parent) => {
-                let selected = self.selected();
                 self.kept = kept_rows(&self.out, &parent, &selected, self.repeats)?;
                 self.parents.push(parent.header.eval_id);
             }
             Resumable::Complete(previous) => {
-                if let Err(why) = same_runs(&previous, &settings, &self.selected()) {
-                    return Err(EvalError::store(
-                        &results_path,
-                        format!(
-                            "--resume: `{}` is complete, but {why}: run without --resume to replace it",
-                            results_path.display()
-                        ),
-                    ));
-                }
-                self.notices.push(Notice::info(format!(
-                    "nothing to resume: `{}` is complete (left as it was)",
-                    results_path.display()
-                )));
                 let passed = verdict(&previous, None);
                 self.nothing = Some((*previous, passed));
             }
@@ -683,6 +664,11 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// The identities of the rows of `results`.
+fn keys_of(results: &ResultsFile) -> std::collections::HashSet<RowKey> {
+    results.tasks.iter().map(RowKey::of).collect()
 }
 
 /// The ids of the tasks at `positions`.

@@ -1,7 +1,7 @@
 //! Which earlier runs a new evaluation builds on: the run `--resume` continues (refused when it
 //! was of another suite or other settings), the rows it keeps (those whose run is whole in its
 //! trace; which rows are owed is [`crate::eval::store::owed`]), and the results `--rerun-failed`
-//! reads (complete, of this suite, naming only traces in the runs beside it).
+//! reads (complete, of this suite, with the runs they name beside them).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -9,26 +9,22 @@ use std::path::Path;
 use super::outcome::Notice;
 use super::{EvalError, folder_of, write_view};
 use crate::eval::store::{
-    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RowState, RunKind, RunRead, V1_PARTIAL_NAME,
-    list_runs, owed, read_run, rebuild_view,
+    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RowState, RunHeader, RunKind, RunRead,
+    V1_PARTIAL_NAME, is_run_id, list_runs, owed, read_run, rebuild_view,
 };
 use crate::eval::{
-    RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Shard, Suite, SuiteInfo, TaskResult,
-    TraceLayout, ends_with_finished_run, finished_runs, read_results,
+    Narrowing, RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Shard, Suite, SuiteInfo,
+    TaskResult, TraceLayout, finished_runs, read_results,
 };
+use crate::trace::Capture;
 
 /// The trace layout of the results a rerun updates (told by their rows' `trace`), which its new
 /// run keeps unless `--trace-layout` is given.
 pub(super) fn layout_of(previous: &ResultsFile) -> TraceLayout {
-    let single = previous
-        .tasks
-        .iter()
-        .filter_map(|t| t.trace.as_deref())
-        .any(|trace| trace.ends_with(SINGLE_TRACE));
-    if single {
-        TraceLayout::Single
-    } else {
-        TraceLayout::PerTask
+    let mut traces = previous.tasks.iter().filter_map(|t| t.trace.as_deref());
+    match traces.any(|trace| trace.ends_with(SINGLE_TRACE)) {
+        true => TraceLayout::Single,
+        false => TraceLayout::PerTask,
     }
 }
 
@@ -42,18 +38,72 @@ pub(super) enum Resumable {
     Nothing,
 }
 
+/// What an evaluation ran with that `--resume` must find again, each as its flags read: the
+/// shard, the repeat count, the capture, the trace layout, `--only`/`--skip`, `--limit`/`--sample`.
+pub(super) struct Settings([String; 6]);
+
+impl Settings {
+    pub(super) fn new(
+        shard: Option<Shard>,
+        repeats: u32,
+        capture: Capture,
+        layout: &str,
+        (only, skip): (&[String], &[String]),
+        narrowing: Narrowing,
+    ) -> Settings {
+        let patterns: Vec<String> = (only.iter().map(|p| format!("--only {p:?}")))
+            .chain(skip.iter().map(|p| format!("--skip {p:?}")))
+            .collect();
+        Settings([
+            shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}")),
+            format!("--repeat {repeats}"),
+            capture.as_str().to_owned(),
+            format!("--trace-layout {layout}"),
+            match patterns.is_empty() {
+                true => "no --only or --skip".to_owned(),
+                false => patterns.join(" "),
+            },
+            narrowing.to_string(),
+        ])
+    }
+
+    fn of(header: &RunHeader) -> Settings {
+        let patterns = (header.only.as_slice(), header.skip.as_slice());
+        let narrowing = Narrowing::of(header.selection.as_ref());
+        let layout = &header.trace_layout;
+        Settings::new(
+            header.shard,
+            header.repeats,
+            header.capture,
+            layout,
+            patterns,
+            narrowing,
+        )
+    }
+
+    /// The first of the first `count` settings in which `written` differs from these
+    /// (`written with --repeat 2, this eval has --repeat 1`), if any.
+    fn difference(&self, written: &Settings, count: usize) -> Option<String> {
+        let at = (0..count).find(|&i| self.0[i] != written.0[i])?;
+        let (now, was) = (&self.0[at], &written.0[at]);
+        Some(match at {
+            2 => format!("written with {was} capture, this eval uses {now}"),
+            _ => format!("written with {was}, this eval has {now}"),
+        })
+    }
+}
+
 /// Finds the run `--resume` continues: the newest of `out`, unless it ended whole. A run of
-/// another suite, capture, repeat count, trace layout, shard or selection is refused, as is an
-/// interrupted rerun (the same rerun again continues it); a folder of results format 1 is refused
-/// naming its conversion.
+/// another suite or other [`Settings`] is refused, as is an interrupted rerun (the same rerun
+/// again continues it); a folder of results format 1 is refused naming its conversion.
 pub(super) fn resumable(
     out: &Path,
     info: &SuiteInfo,
-    settings: &Settings<'_>,
-    ((only, skip), narrowing): ((&[String], &[String]), crate::eval::Narrowing),
+    settings: &Settings,
+    selected: &Selected<'_>,
     notices: &mut Vec<Notice>,
 ) -> Result<Resumable, EvalError> {
-    let ids = list_runs(out).map_err(|e| EvalError::store(out, e.to_string()))?;
+    let ids = list_runs(out).map_err(|e| EvalError::store(out, e))?;
     let results_path = out.join(RESULTS_NAME);
     let Some(newest) = ids.last() else {
         if out.join(V1_PARTIAL_NAME).exists()
@@ -70,32 +120,28 @@ pub(super) fn resumable(
         }
         return Ok(Resumable::Nothing);
     };
-    let run = read_run(out, newest).map_err(|e| EvalError::store(out, e.to_string()))?;
+    let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
     let run_path = out.join(RUNS_DIR).join(newest);
-    let refuse = |why: String| {
-        Err(EvalError::store(
-            &run_path,
-            format!("--resume: the run `{}` {why}", run_path.display()),
-        ))
-    };
+    let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
     let header = &run.header;
-    let whole = run.seal.as_ref().is_some_and(|seal| !seal.interrupted);
-    if whole {
+    let written = Settings::of(header);
+    if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
         // A crash after the run ended but before its view was written: the view is all it owes.
-        let view_is_older = read_results(&results_path).map_or(true, |view| {
-            view.eval_id.as_deref() != Some(newest.as_str())
-        });
-        if view_is_older && header.suite == *info {
+        let view = read_results(&results_path);
+        if header.suite == *info
+            && !view
+                .as_ref()
+                .is_ok_and(|v| v.eval_id.as_ref() == Some(newest))
+        {
             write_view(out, newest)?;
+            let (run, view) = (run_path.display(), results_path.display());
             notices.push(Notice::info(format!(
-                "the run `{}` ended whole: wrote its view `{}`",
-                run_path.display(),
-                results_path.display()
+                "the run `{run}` ended whole: wrote its view `{view}`"
             )));
         }
         // Results of another suite (or of this one since edited) are no evaluation to resume:
         // every task runs, as on a Job's first attempt in a folder an earlier Job left.
-        return Ok(match read_results(&results_path) {
+        let previous = match read_results(&results_path) {
             Ok(previous) if previous.suite != *info => {
                 notices.push(Notice::info(format!(
                     "`{}` is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): nothing of it to resume",
@@ -105,54 +151,60 @@ pub(super) fn resumable(
                     info.name,
                     info.short_fingerprint()
                 )));
-                Resumable::Nothing
+                return Ok(Resumable::Nothing);
             }
-            Ok(previous) if !previous.interrupted => Resumable::Complete(Box::new(previous)),
-            _ => Resumable::Nothing,
-        });
+            Ok(previous) if !previous.interrupted => previous,
+            _ => return Ok(Resumable::Nothing),
+        };
+        let why = match settings.difference(&written, 4) {
+            Some(difference) => format!("it was {difference}"),
+            None => "its rows are not the tasks this eval selects (--only, --skip)".to_owned(),
+        };
+        let repeats = header.repeats;
+        let wanted = selected
+            .entries()
+            .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)));
+        if why.starts_with("it was") || !previous.tasks.iter().map(RowKey::of).eq(wanted) {
+            let path = results_path.display();
+            let why =
+                format!("`{path}` is complete, but {why}: run without --resume to replace it");
+            return refuse(&results_path, why);
+        }
+        notices.push(Notice::info(format!(
+            "nothing to resume: `{}` is complete (left as it was)",
+            results_path.display()
+        )));
+        return Ok(Resumable::Complete(Box::new(previous)));
     }
+    let run_name = format!("the run `{}`", run_path.display());
     if header.kind == RunKind::Rerun {
-        return refuse(format!(
-            "was an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again",
-            header
-                .selection
-                .as_ref()
-                .and_then(|s| s.rerun_failed.as_deref())
-                .unwrap_or("RESULTS")
-        ));
+        let rerun = header
+            .selection
+            .as_ref()
+            .and_then(|s| s.rerun_failed.as_deref());
+        return refuse(
+            &run_path,
+            format!(
+                "{run_name} was an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again",
+                rerun.unwrap_or("RESULTS")
+            ),
+        );
     }
     if header.suite != *info {
-        return refuse(format!(
-            "is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",
-            header.suite.name,
-            header.suite.short_fingerprint(),
-            info.name,
-            info.short_fingerprint()
-        ));
+        return refuse(
+            &run_path,
+            format!(
+                "{run_name} is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",
+                header.suite.name,
+                header.suite.short_fingerprint(),
+                info.name,
+                info.short_fingerprint()
+            ),
+        );
     }
     // Another shard or selection too: the view would lose the first one's rows.
-    let written = Settings {
-        shard: header.shard,
-        repeats: header.repeats,
-        capture: header.capture,
-        layout: &header.trace_layout,
-    };
-    if let Some(difference) = settings.difference(&written) {
-        return refuse(format!("was {difference}"));
-    }
-    if header.only != only || header.skip != skip {
-        return refuse(format!(
-            "was written with {}, this eval has {}",
-            patterns_text(&header.only, &header.skip),
-            patterns_text(only, skip)
-        ));
-    }
-    // Another `--limit` or `--sample` would mix two selections too.
-    let written = crate::eval::Narrowing::of(header.selection.as_ref());
-    if written != narrowing {
-        return refuse(format!(
-            "was written with {written}, this eval has {narrowing}"
-        ));
+    if let Some(difference) = settings.difference(&written, 6) {
+        return refuse(&run_path, format!("{run_name} was {difference}"));
     }
     if let Some(line) = run.torn_line {
         notices.push(Notice::warning(format!(
@@ -171,40 +223,36 @@ pub(super) fn kept_rows(
     selected: &Selected<'_>,
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
-    let view = rebuild_view(out, &parent.header.eval_id)
-        .map_err(|e| EvalError::store(out, e.to_string()))?;
-    let mut finished_in: HashMap<String, HashSet<String>> = HashMap::new();
+    let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
+    // The runs finished in each trace file, each file read once.
+    let mut finished: HashMap<&str, HashSet<String>> = HashMap::new();
     let mut states = Vec::with_capacity(view.tasks.len());
     for row in &view.tasks {
         let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
             continue;
         };
-        let complete = if trace.ends_with(SINGLE_TRACE) {
-            if !finished_in.contains_key(trace) {
-                let path = out.join(trace);
-                let finished = finished_runs(&path).map_err(|err| {
-                    EvalError::input(&path, format!("failed to read `{}`: {err}", path.display()))
-                })?;
-                finished_in.insert(trace.clone(), finished);
-            }
-            finished_in[trace].contains(run_id)
-        } else {
-            ends_with_finished_run(&out.join(trace), run_id)
-        };
+        if !finished.contains_key(trace.as_str()) {
+            let path = out.join(trace);
+            let runs = finished_runs(&path).map_err(|err| {
+                EvalError::input(&path, format!("failed to read `{}`: {err}", path.display()))
+            })?;
+            finished.insert(trace, runs);
+        }
+        let complete = finished[trace.as_str()].contains(run_id);
+        let (key, passes) = (RowKey::of(row), !row.fails());
         states.push(RowState {
-            key: RowKey::of(row),
-            passes: !row.fails(),
+            key,
+            passes,
             complete,
         });
     }
+    drop(finished);
     let scope: Vec<RowKey> = (1..=repeats)
         .flat_map(|repeat| selected.entries().map(move |t| RowKey::of_entry(t, repeat)))
         .collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &states).into_iter().collect();
     // A row's place is its (task, model): under a model matrix a task has one per model.
-    let index: HashMap<(&str, Option<&str>), usize> = selected
-        .entries()
-        .enumerate()
+    let index: HashMap<(&str, Option<&str>), usize> = (selected.entries().enumerate())
         .map(|(i, t)| ((t.id.as_str(), t.model_name), i))
         .collect();
     let mut rows = vec![None; selected.len() * repeats as usize];
@@ -219,173 +267,54 @@ pub(super) fn kept_rows(
     Ok(rows)
 }
 
-/// `--shard K/N` as given, for messages.
-fn shard_text(shard: Option<Shard>) -> String {
-    shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}"))
-}
-
-/// `--only` and `--skip` as given, for messages.
-fn patterns_text(only: &[String], skip: &[String]) -> String {
-    let words: Vec<String> = only
-        .iter()
-        .map(|p| format!("--only {p:?}"))
-        .chain(skip.iter().map(|p| format!("--skip {p:?}")))
-        .collect();
-    if words.is_empty() {
-        "no --only or --skip".to_owned()
-    } else {
-        words.join(" ")
-    }
-}
-
-/// What an evaluation ran with that `--resume` must find again, as its run's header or complete
-/// results record it.
-pub(super) struct Settings<'a> {
-    pub(super) shard: Option<Shard>,
-    pub(super) repeats: u32,
-    pub(super) capture: crate::trace::Capture,
-    /// `per-task` or `single`.
-    pub(super) layout: &'a str,
-}
-
-impl Settings<'_> {
-    /// The first way `written` differs from these (`written with --repeat 2, this eval has
-    /// --repeat 1`), if any.
-    pub(super) fn difference(&self, written: &Settings<'_>) -> Option<String> {
-        let (was, now) = if written.shard != self.shard {
-            (shard_text(written.shard), shard_text(self.shard))
-        } else if written.repeats != self.repeats {
-            (
-                format!("--repeat {}", written.repeats),
-                format!("--repeat {}", self.repeats),
-            )
-        } else if written.capture != self.capture {
-            return Some(format!(
-                "written with {} capture, this eval uses {}",
-                written.capture.as_str(),
-                self.capture.as_str()
-            ));
-        } else if written.layout != self.layout {
-            (
-                format!("--trace-layout {}", written.layout),
-                format!("--trace-layout {}", self.layout),
-            )
-        } else {
-            return None;
-        };
-        Some(format!("written with {was}, this eval has {now}"))
-    }
-}
-
-/// Whether complete results are this command line's: the same shard, capture, repeat count and
-/// trace layout, and rows for exactly the selected tasks. Says the first difference otherwise.
-pub(super) fn same_runs(
-    previous: &ResultsFile,
-    settings: &Settings<'_>,
-    selected: &Selected<'_>,
-) -> Result<(), String> {
-    let written = Settings {
-        shard: previous.shard,
-        repeats: previous.repeats.unwrap_or(1),
-        capture: previous.capture,
-        layout: layout_of(previous).as_str(),
-    };
-    if let Some(difference) = settings.difference(&written) {
-        return Err(format!("it was {difference}"));
-    }
-    let repeats = settings.repeats;
-    let runs = previous.tasks.iter().map(RowKey::of);
-    let wanted = selected
-        .entries()
-        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)));
-    if !runs.eq(wanted) {
-        return Err("its rows are not the tasks this eval selects (--only, --skip)".to_owned());
-    }
-    Ok(())
-}
-
-/// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first).
+/// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
+/// runs they name beside them. Their rows' traces are never followed: the new run's view takes
+/// its parents' rows from their runs.
 pub(super) fn read_rerun(
     path: &Path,
     suite: &Suite,
     repeats: u32,
 ) -> Result<ResultsFile, EvalError> {
     let previous = read_results(path).map_err(|message| EvalError::input(path, message))?;
-    let refuse = |why: String| {
-        Err(EvalError::input(
-            path,
-            format!("--rerun-failed `{}` {why}", path.display()),
-        ))
-    };
-    if previous.suite.name != suite.name {
-        return refuse(format!(
-            "is from suite {:?}, this is suite {:?}",
-            previous.suite.name, suite.name
-        ));
-    }
-    if previous.partial {
-        return refuse("is a partial merge: rerun from complete results".to_owned());
-    }
-    if previous.repeats.unwrap_or(1) != repeats {
-        return refuse(format!(
-            "ran each task {} time(s), this eval has --repeat {repeats}: give the same --repeat",
-            previous.repeats.unwrap_or(1)
-        ));
-    }
-    if let Some(shard) = previous.shard {
-        return refuse(format!(
-            "covers only shard {shard}: merge the shards, then rerun from the merged results"
-        ));
-    }
-    // A row is one run of a task: two rows of one run would both be carried over.
-    if let Err(problem) = crate::eval::check_rows(&previous) {
-        return refuse(problem.to_string());
-    }
-    if previous.format == RESULTS_FORMAT_V1 {
-        return refuse(format!(
-            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {}`, then rerun from it",
-            folder_of(path).display()
-        ));
-    }
-    // Carried rows name their traces in the runs the results name: never a path that leads
-    // elsewhere, since a rerun copies those runs and the report reads those traces.
-    for (i, row) in previous.tasks.iter().enumerate() {
-        let Some(trace) = row.trace.as_deref() else {
-            continue;
-        };
-        let mut parts = Path::new(trace).components();
-        let run = match (parts.next(), parts.next()) {
-            (Some(std::path::Component::Normal(runs)), Some(std::path::Component::Normal(run)))
-                if runs == RUNS_DIR =>
-            {
-                run.to_string_lossy()
-            }
-            _ => "".into(),
-        };
-        let plain = parts.all(|part| matches!(part, std::path::Component::Normal(_)));
-        if !plain || !previous.runs.iter().any(|r| *r == run) {
-            return Err(EvalError::Row {
-                path: path.to_path_buf(),
-                row: i,
-                message: format!(
-                    "--rerun-failed `{}` has `tasks[{i}].trace` {trace:?}, which is not a trace in one of the runs it names (`runs/<eval-id>/...`)",
-                    path.display()
-                ),
-            });
-        }
-    }
-    // The runs it builds on must be beside it: results merged from shards name the shards' runs.
+    let given = previous.repeats.unwrap_or(1);
     let folder = folder_of(path);
-    if let Some(missing) = previous
+    let missing = previous
         .runs
         .iter()
-        .find(|run| !folder.join(RUNS_DIR).join(run).is_dir())
-    {
-        return refuse(format!(
+        .find(|run| !is_run_id(run) || !folder.join(RUNS_DIR).join(run).is_dir());
+    let why = if previous.suite.name != suite.name {
+        format!(
+            "is from suite {:?}, this is suite {:?}",
+            previous.suite.name, suite.name
+        )
+    } else if previous.partial {
+        "is a partial merge: rerun from complete results".to_owned()
+    } else if given != repeats {
+        format!(
+            "ran each task {given} time(s), this eval has --repeat {repeats}: give the same --repeat"
+        )
+    } else if let Some(shard) = previous.shard {
+        format!("covers only shard {shard}: merge the shards, then rerun from the merged results")
+    } else if let Err(problem) = crate::eval::check_rows(&previous) {
+        // A row is one run of a task: two rows of one run would both be carried over.
+        problem.to_string()
+    } else if previous.format == RESULTS_FORMAT_V1 {
+        format!(
+            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {}`, then rerun from it",
+            folder.display()
+        )
+    } else if let Some(missing) = missing {
+        // Results merged from shards name the shards' runs.
+        format!(
             "names the run `{missing}`, which `{}` does not hold (results merged from shards name the shards' runs: gather them beside the merged file first, `cp -r shard*/runs {}/`)",
             folder.join(RUNS_DIR).display(),
             folder.display()
-        ));
-    }
-    Ok(previous)
+        )
+    } else {
+        return Ok(previous);
+    };
+    Err(EvalError::input(
+        path,
+        format!("--rerun-failed `{}` {why}", path.display()),
+    ))
 }

@@ -3,51 +3,37 @@
 //! copies of their traces, so `--resume`, `--rerun-failed` and `gc` work on it.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Component, Path};
 
 use super::copy::copy_file_new;
-use super::run_folder::{RUN_FORMAT, RunFolder, RunHeader, RunKind, Seal, StoreError};
-use crate::eval::{RESULTS_FORMAT_V1, TaskResult, read_results};
+use super::run_folder::{RUN_FORMAT, RunFolder, RunHeader, RunKind, Seal, StoreError, is_run_id};
+use crate::eval::{RESULTS_FORMAT_V1, SINGLE_TRACE, TaskResult, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
 pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
     let path = dir.join("results.json");
-    let results = read_results(&path).map_err(|message| StoreError::Malformed {
+    let malformed = |what, message| StoreError::Malformed {
         path: path.clone(),
         line: 1,
-        what: "results to convert",
+        what,
         message,
-    })?;
-    if results.format != RESULTS_FORMAT_V1 {
-        return Err(StoreError::Malformed {
-            path,
-            line: 1,
-            what: "results format 1",
-            message: format!("it is {:?} and `runs/` holds no run", results.format),
-        });
-    }
-    let id = results
-        .eval_id
-        .clone()
-        .filter(|id| super::run_folder::is_run_id(id))
-        .unwrap_or_else(crate::run::unique_token);
-    let mut order: Vec<String> = Vec::new();
-    let mut seen = HashSet::new();
-    for row in &results.tasks {
-        if seen.insert(row.id.as_str()) {
-            order.push(row.id.clone());
-        }
-    }
-    let layout = if results
-        .tasks
-        .iter()
-        .any(|row| row.trace.as_deref() == Some("traces.jsonl"))
-    {
-        "single"
-    } else {
-        "per-task"
     };
-    let selection = results.selection.clone();
+    let results =
+        read_results(&path).map_err(|message| malformed("results to convert", message))?;
+    if results.format != RESULTS_FORMAT_V1 {
+        let message = format!("it is {:?} and `runs/` holds no run", results.format);
+        return Err(malformed("results format 1", message));
+    }
+    let id = (results.eval_id.clone())
+        .filter(|id| is_run_id(id))
+        .unwrap_or_else(crate::run::unique_token);
+    let mut seen = HashSet::new();
+    let tasks: Vec<String> = (results.tasks.iter())
+        .filter(|row| seen.insert(row.id.as_str()))
+        .map(|row| row.id.clone())
+        .collect();
+    let single = (results.tasks.iter()).any(|row| row.trace.as_deref() == Some(SINGLE_TRACE));
+    let selection = results.selection.clone().unwrap_or_default();
     let header = RunHeader {
         format: RUN_FORMAT.to_owned(),
         eval_id: id.clone(),
@@ -59,55 +45,50 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         capture: results.capture,
         repeats: results.repeats.unwrap_or(1),
         adaptive: results.adaptive.clone(),
-        trace_layout: layout.to_owned(),
+        trace_layout: (if single { "single" } else { "per-task" }).to_owned(),
         shard: results.shard,
         models: Vec::new(),
-        only: selection
-            .as_ref()
-            .map(|s| s.only.clone())
-            .unwrap_or_default(),
-        skip: selection
-            .as_ref()
-            .map(|s| s.skip.clone())
-            .unwrap_or_default(),
-        selection,
-        tasks: order,
+        only: selection.only,
+        skip: selection.skip,
+        selection: results.selection.clone(),
+        tasks,
     };
     let run = RunFolder::create(dir, &header)?;
     let mut copied = HashSet::new();
     for row in &results.tasks {
-        let trace = row.trace.as_deref().filter(|trace| {
+        // Only traces inside the folder are copied.
+        let trace = (row.trace.as_deref()).filter(|trace| {
             Path::new(trace)
                 .components()
-                .all(|part| matches!(part, std::path::Component::Normal(_)))
+                .all(|c| matches!(c, Component::Normal(_)))
         });
+        let io = |action, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io {
+                action,
+                path,
+                source,
+            }
+        };
         if let Some(trace) = trace
-            && copied.insert(trace.to_owned())
+            && copied.insert(trace)
             && dir.join(trace).is_file()
         {
-            copy_file_new(&dir.join(trace), &run.dir().join(trace)).map_err(|source| {
-                StoreError::Io {
-                    action: "copy",
-                    path: dir.join(trace),
-                    source,
-                }
-            })?;
+            let from = dir.join(trace);
+            copy_file_new(&from, &run.dir().join(trace)).map_err(io("copy", &from))?;
         }
         let row = TaskResult {
             trace: trace.map(|trace| format!("runs/{id}/{trace}")),
             carried_over: false,
             ..row.clone()
         };
-        run.append(&row).map_err(|source| StoreError::Io {
-            action: "write",
-            path: run.rows_path().to_path_buf(),
-            source,
-        })?;
+        run.append(&row).map_err(io("write", run.rows_path()))?;
     }
+    let (interrupted, not_reached) = (results.interrupted, results.not_reached.clone());
     run.seal(&Seal {
         sealed: true,
-        interrupted: results.interrupted,
-        not_reached: results.not_reached.clone(),
+        interrupted,
+        not_reached,
     })?;
     Ok(id)
 }

@@ -31,10 +31,10 @@ pub use owed::{Owing, RowState, owed};
 pub use row_key::RowKey;
 pub use run_folder::{
     HEADER_NAME, ROWS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, RunRead, Seal,
-    StoreError, list_runs, read_header, read_run,
+    StoreError, is_run_id, list_runs, read_header, read_run,
 };
 pub use traces::{NamedTrace, is_run_store, view_traces};
-pub use view::{Store, rebuild_view};
+pub use view::rebuild_view;
 
 /// The view's name in an output folder.
 pub const RESULTS_NAME: &str = "results.json";

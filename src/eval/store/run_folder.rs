@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::{Selection, Shard, SuiteInfo, TaskResult};
+use crate::eval::{MARK_EVERY, Selection, Shard, SuiteInfo, TaskResult};
 use crate::trace::Capture;
 
 /// The folder of runs in an output folder.
@@ -120,14 +120,6 @@ pub enum StoreError {
         /// The parser's message.
         message: String,
     },
-    /// A header of another format.
-    #[error("`{path}` has format {found:?}; this looptrace reads {RUN_FORMAT:?}")]
-    Format {
-        /// The header file.
-        path: PathBuf,
-        /// The format it names.
-        found: String,
-    },
 }
 
 fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> StoreError + 'p {
@@ -142,8 +134,16 @@ fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) 
 pub struct RunFolder {
     dir: PathBuf,
     rows_path: PathBuf,
-    /// The log, and its length (where the next row starts).
-    rows: Mutex<(File, u64)>,
+    rows: Mutex<RowLog>,
+}
+
+/// The row log as it is written: the file, its length, how many rows it holds, and where every
+/// [`MARK_EVERY`]th row starts (how [`crate::eval::RowsOnDisk`] finds a row by its number).
+struct RowLog {
+    file: File,
+    end: u64,
+    rows: u32,
+    marks: Vec<u64>,
 }
 
 use crate::output::create_new_append as create_new;
@@ -159,35 +159,32 @@ impl RunFolder {
     ) -> Result<RunFolder, StoreError> {
         let runs = out.join(RUNS_DIR);
         fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
+        // Renaming onto a run that exists fails: it is never empty.
         let dir = runs.join(&header.eval_id);
-        if fs::symlink_metadata(&dir).is_ok() {
-            return Err(io_error("create", &dir)(
-                io::ErrorKind::AlreadyExists.into(),
-            ));
-        }
         let staging = runs.join(staging_name(&header.eval_id));
         fs::create_dir(&staging).map_err(io_error("create", &staging))?;
         let header_path = staging.join(HEADER_NAME);
-        let file = create_new(&header_path).map_err(io_error("write", &header_path))?;
         // Written as it is serialized: a header lists every task, which may be a million.
-        let mut writer = io::BufWriter::new(file);
-        serde_json::to_writer_pretty(&mut writer, header).map_err(|err| StoreError::Io {
-            action: "write",
-            path: header_path.clone(),
-            source: err.into(),
-        })?;
-        writer
-            .write_all(b"\n")
-            .and_then(|()| writer.flush())
+        (create_new(&header_path).map(io::BufWriter::new))
+            .and_then(|mut writer| {
+                serde_json::to_writer_pretty(&mut writer, header)?;
+                writer.write_all(b"\n")?;
+                writer.flush()
+            })
             .map_err(io_error("write", &header_path))?;
-        let rows = create_new(&staging.join(ROWS_NAME))
-            .map_err(io_error("write", &staging.join(ROWS_NAME)))?;
+        let rows_path = staging.join(ROWS_NAME);
+        let rows = create_new(&rows_path).map_err(io_error("write", &rows_path))?;
         fs::rename(&staging, &dir).map_err(io_error("create", &dir))?;
         let rows_path = dir.join(ROWS_NAME);
         Ok(RunFolder {
             dir,
             rows_path,
-            rows: Mutex::new((rows, 0)),
+            rows: Mutex::new(RowLog {
+                file: rows,
+                end: 0,
+                rows: 0,
+                marks: Vec::new(),
+            }),
         })
     }
 
@@ -202,37 +199,43 @@ impl RunFolder {
     }
 
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
-    /// whole lines and at most one torn last line); returns where it starts.
-    pub fn append(&self, row: &TaskResult) -> io::Result<u64> {
+    /// whole lines and at most one torn last line); returns its number in the log, from 0.
+    pub fn append(&self, row: &TaskResult) -> io::Result<u32> {
         let mut line = serde_json::to_vec(row)?;
         line.push(b'\n');
-        let mut guard = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
-        let (file, end) = &mut *guard;
+        let mut log = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cut) = crate::fault::row_bytes(line.len()) {
-            let _ = file.write_all(&line[..cut]);
+            let _ = log.file.write_all(&line[..cut]);
             crate::fault::abort();
         }
-        let offset = *end;
-        file.write_all(&line)?;
-        *end += line.len() as u64;
-        Ok(offset)
+        let number = log.rows;
+        log.rows = (number.checked_add(1)).ok_or(io::Error::other("too many rows for one run"))?;
+        log.file.write_all(&line)?;
+        if number.is_multiple_of(MARK_EVERY) {
+            let end = log.end;
+            log.marks.push(end);
+        }
+        log.end += line.len() as u64;
+        Ok(number)
+    }
+
+    /// Where every [`MARK_EVERY`]th row of the log starts.
+    pub fn marks(&self) -> Vec<u64> {
+        let log = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        log.marks.clone()
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(seal).map_err(|err| StoreError::Io {
-            action: "write",
-            path: self.rows_path.clone(),
-            source: err.into(),
-        })?;
-        line.push(b'\n');
-        let mut guard = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
-        let (file, end) = &mut *guard;
-        file.write_all(&line)
+        let file = &mut self
+            .rows
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .file;
+        (serde_json::to_vec(seal).map_err(io::Error::from))
+            .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
-            .map_err(io_error("write", &self.rows_path))?;
-        *end += line.len() as u64;
-        Ok(())
+            .map_err(io_error("write", &self.rows_path))
     }
 }
 
@@ -260,9 +263,11 @@ pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
         message: err.to_string(),
     })?;
     if header.format != RUN_FORMAT {
-        return Err(StoreError::Format {
+        return Err(StoreError::Malformed {
             path,
-            found: header.format,
+            line: 1,
+            what: "a run header this looptrace reads",
+            message: format!("its format is {:?}, not {RUN_FORMAT:?}", header.format),
         });
     }
     Ok(header)
@@ -325,21 +330,10 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
 /// when there is no `runs/` folder.
 pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
     let runs = out.join(RUNS_DIR);
-    let entries = match fs::read_dir(&runs) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(io_error("read", &runs)(err)),
-    };
-    let mut ids = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(io_error("read", &runs))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if is_run_id(&name) && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            ids.push(name);
-        }
+    match fs::read_dir(&runs) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        listed => Ok(folders(listed.map_err(io_error("read", &runs))?, is_run_id)),
     }
-    ids.sort();
-    Ok(ids)
 }
 
 /// The staging folder a run is made in before it is renamed to its id.
@@ -350,19 +344,21 @@ fn staging_name(id: &str) -> String {
 /// The staging folders under `out/runs/` (`.<eval-id>[.<token>].new`) a crash left before their
 /// run was made or copied whole and renamed into place.
 pub fn list_staging(out: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(out.join(RUNS_DIR)) else {
-        return Vec::new();
+    let staging = |name: &str| {
+        let id = name
+            .strip_prefix('.')
+            .and_then(|rest| rest.split('.').next());
+        id.is_some_and(is_run_id) && name.ends_with(".new")
     };
-    let mut names: Vec<String> = entries
-        .flatten()
+    fs::read_dir(out.join(RUNS_DIR)).map_or_else(|_| Vec::new(), |e| folders(e, staging))
+}
+
+/// The names of the folders in `entries` that `keep` accepts, sorted.
+fn folders(entries: fs::ReadDir, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = (entries.flatten())
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            name.strip_prefix('.')
-                .and_then(|rest| rest.split('.').next())
-                .is_some_and(is_run_id)
-                && name.ends_with(".new")
-        })
+        .filter(|name| keep(name))
         .collect();
     names.sort();
     names
@@ -370,7 +366,7 @@ pub fn list_staging(out: &Path) -> Vec<String> {
 
 /// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
 /// not a run.
-pub(super) fn is_run_id(name: &str) -> bool {
+pub fn is_run_id(name: &str) -> bool {
     name.split_once('-').is_some_and(|(time, random)| {
         !time.is_empty()
             && !random.is_empty()
