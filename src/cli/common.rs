@@ -92,7 +92,8 @@ impl ToolsFileArgs {
         };
         file.refuse_key_vars(key_vars).map_err(CliError::input)?;
         if let Some(dir) = &self.log_dir {
-            looptrace::eval::engine::refuse_blocked_logs("--log-dir", &file, dir)?;
+            looptrace::output::refuse_blocked_logs("--log-dir", dir, &file.log_paths(dir))
+                .map_err(looptrace::eval::engine::EvalError::from)?;
         }
         let temp = match file.template() {
             Some(_) => Some(temp_workdir().map_err(|err| {

@@ -304,6 +304,11 @@ impl ToolsFile {
         &self.mcp_servers
     }
 
+    /// Where the MCP servers' logs go when logs are kept in `dir`.
+    pub fn log_paths(&self, dir: &Path) -> Vec<PathBuf> {
+        self.mcp_servers().iter().map(|s| s.log_path(dir)).collect()
+    }
+
     /// The environment every tool gets: the allow-list, read from ours now.
     pub fn allowed_env(&self) -> Vec<(OsString, OsString)> {
         crate::process::allowed_env(self.env_names.iter().map(String::as_str))

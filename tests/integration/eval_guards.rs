@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use looptrace::eval::{LockMode, ResultsFile};
+use looptrace::eval::ResultsFile;
 use serde_json::json;
 
 use crate::support::{cli, stderr};
@@ -482,19 +482,13 @@ fn resume_refuses_complete_results_of_another_command_line() {
 }
 
 #[test]
-fn merge_reads_no_shard_while_an_evaluation_writes_it() {
+fn merge_reads_a_shard_while_an_evaluation_writes_it() {
     let dir = tempfile::tempdir().unwrap();
     let (_, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
     let merged = dir.path().join("merged.json");
-    let merge = || cli!("merge", out.join("results.json"), "--out", &merged, "-q");
-    let writing = crate::support::hold_folder_lock(&out, LockMode::Write);
-    let output = merge();
-    assert_refused(&output, "is being written by another looptrace eval");
-    assert!(!merged.exists());
-    drop(writing);
-    // Readers share the folder: a rerun into another folder reading it, say.
-    let _reading = crate::support::hold_folder_lock(&out, LockMode::Read);
-    let output = merge();
+    // Merge reads the view, replaced whole, and the sealed runs it names: no lock to wait for.
+    let _writing = crate::support::hold_folder_lock(&out);
+    let output = cli!("merge", out.join("results.json"), "--out", &merged, "-q");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
@@ -1040,7 +1034,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);
     let before = crate::support::files_under(&out);
     // Another process evaluating into the folder holds its lock.
-    let held = crate::support::hold_folder_lock(&out, LockMode::Write);
+    let held = crate::support::hold_folder_lock(&out);
     for extra in [&[][..], &["--resume"]] {
         let output = crate::support::looptrace()
             .arg("eval")
@@ -1068,8 +1062,8 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
         stderr(&output)
     );
     drop(held);
-    // A rerun into another folder reads the results' folder to its end: not while it is
-    // written, and no eval writes it meanwhile.
+    // A rerun into another folder reads the results' view and the sealed runs it names, which
+    // an evaluation writing that folder meanwhile never changes: it takes no lock there.
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
     let (failing, failed) = evaluated(&sub, "failed", &["a", "b"], &["b"]);
@@ -1086,24 +1080,10 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
             "-q"
         )
     };
-    let writing = crate::support::hold_folder_lock(&failed, LockMode::Write);
-    assert_refused(
-        &rerun_elsewhere(),
-        "is being written by another looptrace eval",
-    );
-    assert!(!elsewhere.exists(), "nothing made");
-    drop(writing);
-    let reading = crate::support::hold_folder_lock(&failed, LockMode::Read);
-    let output = cli!("eval", &failing, "--out", &failed, "-q");
-    assert_refused(&output, "is in use by another looptrace command");
+    let writing = crate::support::hold_folder_lock(&failed);
     let output = rerun_elsewhere();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "two readers: {}",
-        stderr(&output)
-    );
-    drop(reading);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    drop(writing);
     // With one trace file, "nothing to rerun" still tidies what a crashed rerun left: it waits
     // its turn too.
     let single = dir.path().join("single");
@@ -1118,7 +1098,7 @@ fn one_evaluation_at_a_time_writes_an_output_folder() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let before = crate::support::files_under(&single);
-    let held = crate::support::hold_folder_lock(&single, LockMode::Write);
+    let held = crate::support::hold_folder_lock(&single);
     let output = rerun_in_place(&suite, &single);
     assert_refused(&output, "is in use by another looptrace command");
     assert_eq!(crate::support::files_under(&single), before);

@@ -294,13 +294,10 @@ pub(crate) use cli;
 /// this process just released can still be held for a moment by a child another test was
 /// starting (it holds a copy of every descriptor until it executes its program), so a refusal is
 /// tried again for up to five seconds before the test fails.
-pub fn hold_folder_lock(
-    folder: &Path,
-    mode: looptrace::eval::LockMode,
-) -> looptrace::eval::FolderLock {
+pub fn hold_folder_lock(folder: &Path) -> looptrace::eval::FolderLock {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        if let Some(lock) = looptrace::eval::lock_folder(folder, mode).unwrap() {
+        if let Some(lock) = looptrace::eval::lock_folder(folder).unwrap() {
             return lock;
         }
         assert!(

@@ -1,6 +1,5 @@
 //! `merge` as a library: a [`MergeRequest`] (the shard results, the outputs, the baseline)
-//! becomes a [`MergePlan`] (every output checked, the shards' folders locked for reading, the
-//! shards read and folded, the coverage proved, the baseline read; nothing written), and
+//! becomes a [`MergePlan`] (every output checked, the shards read and folded, the coverage proved, the baseline read; nothing written), and
 //! [`MergePlan::execute`] writes the merged results and JUnit and gives a [`MergeOutcome`].
 
 use std::collections::{HashMap, HashSet};
@@ -15,10 +14,9 @@ use super::paths::{
 };
 use crate::eval::store::RowKey;
 use crate::eval::{
-    Comparison, FlakyTask, FolderLock, IncompleteShard, Merged, ResultsFile, Suite, compare,
-    flaky_tasks, for_console, load_suite, lock_read, lock_read_linked, merge_results_of,
-    missing_sentence, pass_rates_of, read_results, render_junit, suite_info, write_atomically,
-    write_results,
+    Comparison, FlakyTask, IncompleteShard, Merged, ResultsFile, Suite, compare, flaky_tasks,
+    for_console, load_suite, merge_results_of, missing_sentence, pass_rates_of, read_results,
+    render_junit, suite_info, write_atomically, write_results,
 };
 use crate::output::same_file;
 use crate::stats::{Decision, RegressionTest};
@@ -58,7 +56,6 @@ pub struct MergePlan {
     baseline: Option<ResultsFile>,
     suite: Option<Suite>,
     notices: Vec<Notice>,
-    _reading: Vec<FolderLock>,
 }
 
 /// What a merge wrote and found.
@@ -113,16 +110,8 @@ impl MergePlan {
                 ));
             }
         }
-        // Each shard's folder is read (its results, and its traces for `--html`) under a shared
-        // lock, held to the end: not while an evaluation writes it.
-        let mut reading = Vec::new();
-        for path in &request.results {
-            let folder = folder_of(path);
-            if folder.is_dir() {
-                reading.push(lock_read("merge:", &folder)?);
-            }
-            reading.extend(lock_read_linked("merge:", path)?);
-        }
+        // No shard's folder is locked: merge reads its view, replaced whole, and the traces of
+        // sealed runs, which are never written again.
         let mut shards = Vec::new();
         for path in &request.results {
             let shard = read_results(path).map_err(|message| EvalError::input(path, message))?;
@@ -195,7 +184,6 @@ impl MergePlan {
             baseline,
             suite,
             notices,
-            _reading: reading,
         })
     }
 

@@ -34,8 +34,8 @@ pub use outcome::{
     EvalOutcome, EvalVerdict, Notice, NoticeKind, PassCount, adaptive_verdict, verdict,
 };
 pub use paths::{
-    Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_symlink,
-    refuse_traces_as_outputs, refuse_wrong_kind,
+    Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
+    refuse_wrong_kind,
 };
 pub use plan::EvalPlan;
 pub use request::{EvalRequest, EvalSource};

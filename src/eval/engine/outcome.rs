@@ -119,8 +119,8 @@ pub struct EvalOutcome {
     pub closing: Vec<Notice>,
     /// The verdict.
     pub verdict: EvalVerdict,
-    /// The folder locks of the plan, released when the outcome is dropped.
-    pub(crate) _locks: (Option<FolderLock>, Vec<FolderLock>),
+    /// The output folder's lock, released when the outcome is dropped.
+    pub(crate) _locks: Option<FolderLock>,
 }
 
 impl EvalOutcome {

@@ -12,8 +12,8 @@ use super::EvalError;
 use super::flag_checks::{adaptive_rule, check_stats, read_baseline};
 use super::outcome::{EvalVerdict, Notice, verdict, verdict_of_rows};
 use super::paths::{
-    Inputs, folder_of, is_device, probe_writable, refuse_blocked_logs, refuse_own_folder_elsewhere,
-    refuse_symlink, refuse_traces_as_outputs, refuse_wrong_kind,
+    Inputs, folder_of, is_device, probe_writable, refuse_own_folder_elsewhere, refuse_symlink,
+    refuse_traces_as_outputs, refuse_wrong_kind,
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
@@ -23,8 +23,7 @@ use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
     Attempt, Attempts, Epochs, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult,
     TraceLayout, apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output,
-    lock_read, lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed,
-    suite_info,
+    lock_rerun_in_place, resolve_models, select_tasks, still_owed, suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -64,10 +63,9 @@ pub struct EvalPlan {
     pub(super) nothing: Option<(ResultsFile, EvalVerdict)>,
     /// `--replay-models`: the earlier runs agent tasks replay.
     pub(super) agent_replay: Option<ModelRecordings>,
-    /// The output folder's lock (an in-place rerun's since it began), and the read locks of the
-    /// folders a rerun reads; the outcome holds them on, so no other evaluation or `gc` changes
-    /// the folder while the caller still reads it.
-    pub(super) locks: (Option<FolderLock>, Vec<FolderLock>),
+    /// The output folder's lock (an in-place rerun's since it began); the outcome holds it on,
+    /// so no other evaluation or `gc` changes the folder while the caller still reads it.
+    pub(super) locks: Option<FolderLock>,
 }
 
 impl EvalPlan {
@@ -127,22 +125,14 @@ impl EvalPlan {
             (Some(path), Some(out)) => !same_file(&folder_of(path), out),
             _ => false,
         };
-        let mut rerun_lock = None;
-        let mut reading = Vec::new();
-        // A folder that cannot be opened holds no results: reading them says so.
-        if let Some(path) = request
-            .rerun_failed
-            .as_ref()
-            .filter(|p| folder_of(p).is_dir())
-        {
-            let source = folder_of(path);
-            if rerun_elsewhere {
-                reading.push(lock_read("--rerun-failed", &source)?);
-            } else {
-                rerun_lock = Some(lock_rerun_in_place(&source)?);
+        // A folder that cannot be opened holds no results: reading them says so. A rerun into
+        // another folder takes no lock there: it reads the view and the sealed runs it names.
+        let rerun_lock = match &request.rerun_failed {
+            Some(path) if !rerun_elsewhere && folder_of(path).is_dir() => {
+                Some(lock_rerun_in_place(&folder_of(path))?)
             }
-            reading.extend(lock_read_linked("--rerun-failed", path)?);
-        }
+            _ => None,
+        };
         let previous = match &request.rerun_failed {
             Some(path) => Some(read_rerun(path, &suite, repeats)?),
             None => None,
@@ -177,7 +167,7 @@ impl EvalPlan {
             stop: Arc::new(AtomicBool::new(false)),
             nothing: None,
             agent_replay,
-            locks: (rerun_lock, reading),
+            locks: rerun_lock,
         };
         if plan.choose_tasks()? {
             plan.check_outputs(inputs)?;
@@ -351,7 +341,7 @@ impl EvalPlan {
         if let Some(tools) = &self.suite.tools
             && let Some(dir) = &request.log_dir
         {
-            refuse_blocked_logs("--log-dir", tools, dir)?;
+            crate::output::refuse_blocked_logs("--log-dir", dir, &tools.log_paths(dir))?;
         }
         // Every task's working folder is a copy of the tools file's template: the output folder
         // (which holds the working folders) may not be inside it.
@@ -419,7 +409,7 @@ impl EvalPlan {
     /// folder is made to take it: an evaluation refused because another holds it makes nothing
     /// inside.
     fn lock(&mut self) -> Result<(), EvalError> {
-        if self.locks.0.is_none() {
+        if self.locks.is_none() {
             std::fs::create_dir_all(&self.out).map_err(|err| {
                 EvalError::output(
                     "--out",
@@ -430,7 +420,7 @@ impl EvalPlan {
                     ),
                 )
             })?;
-            self.locks.0 = Some(lock_output(&self.out)?);
+            self.locks = Some(lock_output(&self.out)?);
         }
         probe_writable("--out", &self.out)?;
         for (flag, path) in [

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::EvalError;
 use crate::eval::read_results;
-use crate::eval::store::{list_runs, read_run};
+use crate::eval::store::{list_runs, read_header};
 
 /// The `--model`s the newest run in `out` was given (none when it has no run, or ran each task's
 /// own model).
@@ -15,8 +15,8 @@ pub(super) fn of_newest_run(out: &Path) -> Vec<String> {
         return Vec::new();
     };
     ids.last()
-        .and_then(|newest| read_run(out, newest).ok())
-        .map(|run| run.header.models)
+        .and_then(|newest| read_header(out, newest).ok())
+        .map(|header| header.models)
         .unwrap_or_default()
 }
 

@@ -4,7 +4,7 @@
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -198,12 +198,16 @@ impl RunFolder {
         &self.rows_path
     }
 
+    fn log(&self) -> MutexGuard<'_, RowLog> {
+        self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns its number in the log, from 0.
     pub fn append(&self, row: &TaskResult) -> io::Result<u32> {
         let mut line = serde_json::to_vec(row)?;
         line.push(b'\n');
-        let mut log = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut log = self.log();
         if let Some(cut) = crate::fault::row_bytes(line.len()) {
             let _ = log.file.write_all(&line[..cut]);
             crate::fault::abort();
@@ -221,17 +225,12 @@ impl RunFolder {
 
     /// Where every [`MARK_EVERY`]th row of the log starts.
     pub fn marks(&self) -> Vec<u64> {
-        let log = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
-        log.marks.clone()
+        self.log().marks.clone()
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
-        let file = &mut self
-            .rows
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .file;
+        let file = &mut self.log().file;
         (serde_json::to_vec(seal).map_err(io::Error::from))
             .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
@@ -256,19 +255,20 @@ pub struct RunRead {
 pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
     let path = out.join(RUNS_DIR).join(id).join(HEADER_NAME);
     let text = fs::read(&path).map_err(io_error("read", &path))?;
-    let header: RunHeader = serde_json::from_slice(&text).map_err(|err| StoreError::Malformed {
+    let malformed = |line, message| StoreError::Malformed {
         path: path.clone(),
-        line: err.line(),
-        what: "a run header",
-        message: err.to_string(),
-    })?;
+        line,
+        what: "a run header this looptrace reads",
+        message,
+    };
+    let header: RunHeader =
+        serde_json::from_slice(&text).map_err(|e| malformed(e.line(), e.to_string()))?;
     if header.format != RUN_FORMAT {
-        return Err(StoreError::Malformed {
-            path,
-            line: 1,
-            what: "a run header this looptrace reads",
-            message: format!("its format is {:?}, not {RUN_FORMAT:?}", header.format),
-        });
+        let format = &header.format;
+        return Err(malformed(
+            1,
+            format!("its format is {format:?}, not {RUN_FORMAT:?}"),
+        ));
     }
     Ok(header)
 }
@@ -277,14 +277,16 @@ pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
 pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
     let header = read_header(out, id)?;
     let path = out.join(RUNS_DIR).join(id).join(ROWS_NAME);
-    let file = File::open(&path).map_err(io_error("read", &path))?;
-    let mut reader = BufReader::new(file);
-    let mut rows = Vec::new();
-    let mut seal = None;
-    let mut torn_line = None;
+    let mut reader = BufReader::new(File::open(&path).map_err(io_error("read", &path))?);
+    let (rows, seal, torn_line) = (Vec::new(), None, None);
+    let mut run = RunRead {
+        header,
+        rows,
+        seal,
+        torn_line,
+    };
     let mut line = Vec::new();
-    let mut number = 0;
-    loop {
+    for number in 1.. {
         line.clear();
         if reader
             .read_until(b'\n', &mut line)
@@ -293,37 +295,29 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
         {
             break;
         }
-        number += 1;
-        if !line.ends_with(b"\n") {
-            // Only the last line can lack its newline: the write of a crashed process.
-            torn_line = Some(number);
-            break;
-        }
-        let malformed = |what, err: serde_json::Error| StoreError::Malformed {
+        let malformed = |what, message: String| StoreError::Malformed {
             path: path.clone(),
             line: number,
             what,
-            message: err.to_string(),
+            message,
         };
-        if line.starts_with(b"{\"sealed\"") {
-            seal = Some(serde_json::from_slice(&line).map_err(|e| malformed("a seal", e))?);
-        } else if seal.is_some() {
-            return Err(StoreError::Malformed {
-                path: path.clone(),
-                line: number,
-                what: "the end of a sealed run",
-                message: "a line follows the `sealed` line".to_owned(),
-            });
+        if !line.ends_with(b"\n") {
+            // Only the last line can lack its newline: the write of a crashed process.
+            run.torn_line = Some(number);
+        } else if run.seal.is_some() {
+            let message = "a line follows the `sealed` line".to_owned();
+            return Err(malformed("the end of a sealed run", message));
+        } else if line.starts_with(b"{\"sealed\"") {
+            let seal =
+                serde_json::from_slice(&line).map_err(|e| malformed("a seal", e.to_string()));
+            run.seal = Some(seal?);
         } else {
-            rows.push(serde_json::from_slice(&line).map_err(|e| malformed("a result row", e))?);
+            let row =
+                serde_json::from_slice(&line).map_err(|e| malformed("a result row", e.to_string()));
+            run.rows.push(row?);
         }
     }
-    Ok(RunRead {
-        header,
-        rows,
-        seal,
-        torn_line,
-    })
+    Ok(run)
 }
 
 /// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
