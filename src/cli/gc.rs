@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, CliResult, Outcome};
-use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR, plan_gc, remove_runs};
-use looptrace::eval::{RESULTS_FORMAT, lock_output, read_results};
+use looptrace::eval::lock_output;
+use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR, plan_gc, read_view, remove_runs};
 
 /// Arguments of `looptrace gc`.
 #[derive(Debug, Args)]
@@ -34,21 +34,9 @@ pub fn run(args: GcArgs) -> CliResult {
     }
     // One writer per folder: no evaluation adds a run while gc decides.
     let _lock = lock_output(&args.dir)?;
-    let view = args.dir.join(RESULTS_NAME);
-    let referenced = if view.exists() {
-        let results = read_results(&view).map_err(CliError::Input)?;
-        if results.format != RESULTS_FORMAT {
-            return Err(CliError::input(format!(
-                "`{}` is not a view of `{}` (format {:?}): `looptrace eval --rebuild-view {}` writes it again first",
-                view.display(),
-                runs.display(),
-                results.format,
-                args.dir.display()
-            )));
-        }
-        results.runs
-    } else {
-        Vec::new()
+    let referenced = match args.dir.join(RESULTS_NAME).exists() {
+        true => read_view(&args.dir).map_err(CliError::Input)?.runs,
+        false => Vec::new(),
     };
     let plan =
         plan_gc(&args.dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;

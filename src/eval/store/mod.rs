@@ -33,7 +33,7 @@ pub use run_folder::{
     HEADER_NAME, ROWS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, RunRead, Seal,
     StoreError, is_run_id, list_runs, read_header, read_run,
 };
-pub use traces::{NamedTrace, is_run_store, view_traces};
+pub use traces::{NamedTrace, is_run_store, read_view, view_traces};
 pub use view::rebuild_view;
 
 /// The view's name in an output folder.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::RESULTS_NAME;
 use super::run_folder::{RUNS_DIR, list_runs};
-use crate::eval::{RESULTS_FORMAT, SINGLE_TRACE, read_results};
+use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, read_results};
 
 /// A trace file to read, and the run ids of it to keep (`None`: every run in it).
 pub type NamedTrace = (PathBuf, Option<Vec<String>>);
@@ -14,6 +14,22 @@ pub type NamedTrace = (PathBuf, Option<Vec<String>>);
 /// Whether `dir` is an output folder of `eval` that holds a run store.
 pub fn is_run_store(dir: &Path) -> bool {
     dir.join(RUNS_DIR).is_dir()
+}
+
+/// Reads the view of the run store `dir`, refused unless it is of results format 2.
+pub fn read_view(dir: &Path) -> Result<ResultsFile, String> {
+    let view = dir.join(RESULTS_NAME);
+    let results = read_results(&view)?;
+    if results.format != RESULTS_FORMAT {
+        return Err(format!(
+            "`{}` is not the view of `{}` (format {:?}): `looptrace eval --rebuild-view {}` writes it",
+            view.display(),
+            dir.join(RUNS_DIR).display(),
+            results.format,
+            dir.display()
+        ));
+    }
+    Ok(results)
 }
 
 /// The traces of the run store `dir`: those its view names (each file once, in the view's
@@ -34,16 +50,7 @@ pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String
         return Ok(traces);
     }
     let view = dir.join(RESULTS_NAME);
-    let results = read_results(&view)?;
-    if results.format != RESULTS_FORMAT {
-        return Err(format!(
-            "`{}` is not the view of `{}` (format {:?}): `looptrace eval --rebuild-view {}` writes it",
-            view.display(),
-            dir.join(RUNS_DIR).display(),
-            results.format,
-            dir.display()
-        ));
-    }
+    let results = read_view(dir)?;
     let mut order: Vec<String> = Vec::new();
     let mut runs_of: HashMap<String, Vec<String>> = HashMap::new();
     for row in &results.tasks {
