@@ -11,6 +11,7 @@ use looptrace::eval::{ResultsFile, TaskResult};
 use looptrace::html::{PageRuns, ResultsPage};
 use serde_json::{Value, json};
 
+use crate::html_report::page_data;
 use crate::support::{looptrace, results_in, stderr};
 
 const KEY_VAR: &str = "LOOPTRACE_PAGE_TEST_KEY";
@@ -73,27 +74,6 @@ fn page_from_files(out: &Path, results: &ResultsFile) -> Vec<u8> {
     looptrace::html::render_results(&page, &folder, PageRuns::Files).unwrap()
 }
 
-/// The JSON document a page embeds for its script.
-fn page_data(page: &[u8]) -> Value {
-    use base64::Engine as _;
-    use std::io::Read as _;
-    let page = std::str::from_utf8(page).unwrap();
-    let start = page
-        .find("id=\"looptrace-data\"")
-        .expect("the page embeds its data");
-    let rest = &page[start..];
-    let open = rest.find('>').unwrap() + 1;
-    let close = rest.find("</script>").unwrap();
-    let packed = base64::engine::general_purpose::STANDARD
-        .decode(rest[open..close].trim())
-        .unwrap();
-    let mut json = String::new();
-    flate2::read::ZlibDecoder::new(packed.as_slice())
-        .read_to_string(&mut json)
-        .unwrap();
-    serde_json::from_str(&json).unwrap()
-}
-
 #[test]
 fn the_page_from_what_the_eval_saw_is_the_page_its_files_give() {
     let dir = tempfile::tempdir().unwrap();
@@ -132,7 +112,7 @@ fn the_page_from_what_the_eval_saw_is_the_page_its_files_give() {
                     let expected = page_from_files(&out, &results);
                     assert!(written == expected, "{context}: the pages differ");
                     // Every row's run is on the page with its events, the agent's too.
-                    let data = page_data(&written);
+                    let data = page_data(std::str::from_utf8(&written).unwrap());
                     let rows = data["runs"].as_array().unwrap();
                     assert_eq!(rows.len(), results.tasks.len(), "{context}");
                     for (at, timeline) in data["timelines"].as_array().unwrap().iter().enumerate() {
@@ -178,7 +158,10 @@ fn a_baseline_page_shows_the_runs_the_files_give() {
         page[page.find("<section id=\"exit-reasons\"").unwrap()..].to_owned()
     };
     assert_eq!(sections(&written), sections(&expected));
-    assert_eq!(page_data(&written), page_data(&expected));
+    assert_eq!(
+        page_data(std::str::from_utf8(&written).unwrap()),
+        page_data(std::str::from_utf8(&expected).unwrap())
+    );
 }
 
 #[test]
@@ -215,7 +198,7 @@ fn a_resumed_evaluations_page_holds_the_rows_it_kept_from_its_parent() {
             written == page_from_files(&out, &results),
             "{layout}: the pages differ"
         );
-        let data = page_data(&written);
+        let data = page_data(std::str::from_utf8(&written).unwrap());
         let kept = &results.tasks[0];
         assert_eq!(kept.id, "a-finish");
         let trace = kept.trace.as_deref().unwrap();
@@ -259,7 +242,7 @@ fn an_evaluation_that_ran_every_row_writes_its_page_without_its_trace_files() {
     let trace = out.join(results.tasks[0].trace.as_deref().unwrap());
     assert!(!trace.exists(), "the agent deleted `{}`", trace.display());
     let written = String::from_utf8(std::fs::read(&page).unwrap()).unwrap();
-    let data = page_data(written.as_bytes());
+    let data = page_data(&written);
     assert_eq!(data["files"], json!([trace.display().to_string()]));
     let rows = data["runs"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
