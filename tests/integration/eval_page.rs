@@ -9,7 +9,7 @@ use std::process::Output;
 
 use looptrace::eval::{ResultsFile, TaskResult};
 use looptrace::html::{PageRuns, ResultsPage};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::html_report::page_data;
 use crate::support::{looptrace, results_in, stderr};
