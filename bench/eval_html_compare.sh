@@ -60,9 +60,9 @@ for name in wall:
 for what, values in (("wall", wall), ("CPU", cpu), ("peak memory", peak)):
     ratio = statistics.median(values["this"]) / statistics.median(values["other"])
     print(f"this / other, {what}: {ratio:.3f} (above 1: this build uses more)")
-page = {w: statistics.median(cpu[w]) for w in cpu}
-print(f"CPU of the page (with --html minus without): this {page[\"this\"] - page[\"no-html\"]:.3f} s, "
-      f"other {page[\"other\"] - page[\"no-html\"]:.3f} s")
+med = {w: statistics.median(cpu[w]) for w in cpu}
+this_page, other_page = med["this"] - med["no-html"], med["other"] - med["no-html"]
+print(f"CPU of the page (with --html minus without): this {this_page:.3f} s, other {other_page:.3f} s")
 '
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 rm -rf "$OUT"/out-* "$OUT/page.html"

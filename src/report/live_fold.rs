@@ -29,6 +29,8 @@ use crate::trace::RunTap;
 #[derive(Debug)]
 pub struct LiveFold {
     rows: RowMode,
+    /// The longest line accepted, as a report of the files would.
+    max_line: usize,
     state: Mutex<State>,
 }
 
@@ -48,6 +50,8 @@ impl LiveFold {
     pub fn new(rows: RowMode) -> Self {
         LiveFold {
             rows,
+            // Taken once: the default options ask the system for its cores.
+            max_line: Options::default().max_line,
             state: Mutex::new(State::default()),
         }
     }
@@ -69,7 +73,7 @@ impl LiveFold {
         // Scanned outside the lock: runs end on several threads at once.
         let settings = ScanSettings {
             lenient: false,
-            max_line: Options::default().max_line,
+            max_line: self.max_line,
             collect_ids: true,
             rows: self.rows,
         };
