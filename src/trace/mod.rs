@@ -5,10 +5,12 @@
 //! definition of a well-formed line: [`Event`] (serde, owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
 //! corpora with and the serde reader checks every line with.
 
+mod as_written;
 mod clock;
 mod event;
 mod event_fields;
 mod fields;
+mod json_line;
 mod json_string;
 mod line_error;
 mod reader;
@@ -30,9 +32,12 @@ pub use event::{
     ScorerCall, ToolRef, Usage,
 };
 pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
+pub use json_line::JsonLine;
 pub use line_error::LineError;
 pub use reader::parse_line;
-pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};
+pub use reader::{
+    DEFAULT_MAX_LINE_BYTES, LineItem, ReadOptions, ReadStats, TraceError, TraceReader,
+};
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
