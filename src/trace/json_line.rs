@@ -4,6 +4,8 @@
 //! starts or ends its run, which the borrowed view ([`super::view::parse_event`]) reads without
 //! building the event; the output is byte-identical to parsing and writing every event.
 
+use std::borrow::Cow;
+
 use super::as_written::is_as_written;
 use super::reader::{LineItem, parse_line};
 use super::view::{EventRefKind, parse_event};
@@ -11,12 +13,19 @@ use super::view::{EventRefKind, parse_event};
 /// One event's line as `show -f json` writes it (without the `\n`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonLine {
-    run_id: String,
+    run_id: RunId,
     starts: bool,
     ends: bool,
     /// Its `event_type`, when this version does not know it.
     unknown: Option<String>,
     bytes: Box<[u8]>,
+}
+
+/// Where the run id is: in the line (no escapes, the usual case: no copy) or decoded apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RunId {
+    InLine(std::ops::Range<usize>),
+    Decoded(String),
 }
 
 impl JsonLine {
@@ -39,8 +48,20 @@ impl JsonLine {
         if !is_as_written(bytes) {
             return None;
         }
+        let run_id = match view.run_id {
+            Cow::Borrowed(id) => {
+                // A slice of `bytes` (the view borrows from the line): its place in the line.
+                let start = (id.as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+                let range = start..start + id.len();
+                if bytes.get(range.clone()) != Some(id) {
+                    return None;
+                }
+                RunId::InLine(range)
+            }
+            Cow::Owned(id) => RunId::Decoded(String::from_utf8(id).ok()?),
+        };
         Some(JsonLine {
-            run_id: String::from_utf8(view.run_id.into_owned()).ok()?,
+            run_id,
             starts,
             ends,
             unknown: None,
@@ -63,13 +84,17 @@ impl LineItem for JsonLine {
             starts: event.starts_run(),
             ends: event.ends_run(),
             unknown: event.unknown_event_type().map(str::to_owned),
-            run_id: event.run_id,
+            run_id: RunId::Decoded(event.run_id),
             bytes: written.into(),
         }))
     }
 
     fn run_id(&self) -> &str {
-        &self.run_id
+        match &self.run_id {
+            // Checked to be UTF-8 when the line was read.
+            RunId::InLine(range) => std::str::from_utf8(&self.bytes[range.clone()]).unwrap_or(""),
+            RunId::Decoded(id) => id,
+        }
     }
 
     fn starts_run(&self) -> bool {

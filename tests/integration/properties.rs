@@ -608,14 +608,12 @@ proptest! {
     }
 }
 
+/// What `show -f json` writes for one line, or why it refuses it.
+type ShownLine = Result<Option<Vec<u8>>, String>;
+
 /// What `show -f json` writes for one line, through the copy-through path and through serde:
 /// the event written again, or the reader's error.
-fn shown_both_ways(
-    line: &[u8],
-) -> (
-    Result<Option<Vec<u8>>, String>,
-    Result<Option<Vec<u8>>, String>,
-) {
+fn shown_both_ways(line: &[u8]) -> (ShownLine, ShownLine) {
     use looptrace::trace::{JsonLine, LineItem};
     let copied = JsonLine::from_line(line).map(|l| l.map(|l| l.bytes().to_vec()));
     let written = parse_line(line).map(|e| e.map(|e| serde_json::to_vec(&e).unwrap()));
@@ -647,7 +645,14 @@ fn rewritten(line: &str) -> Vec<String> {
     }
     lines.push(ascii);
     lines.push(line.replace('/', "\\/"));
-    lines.push(line.replace("\\u00", "\\u00").replace("\\u001f", "\\u001F"));
+    let mut upper = line.to_owned();
+    for high in ['0', '1'] {
+        for low in ['a', 'b', 'c', 'd', 'e', 'f'] {
+            let lower = format!("\\u00{high}{low}");
+            upper = upper.replace(&lower, &lower.to_uppercase().replace("\\U", "\\u"));
+        }
+    }
+    lines.push(upper);
     lines.push(line.replace("\\n", "\\u000a"));
     lines.push(format!(" {line}"));
     lines.push(format!("{line}\r"));
