@@ -11,7 +11,8 @@ use looptrace::replay::{RunIds, times};
 use looptrace::report::Source;
 use looptrace::text::escape;
 use looptrace::trace::{
-    JsonLine, LineItem, ReadOptions, ReadStats, RunStream, StreamedRun, TraceReader, render_run,
+    JsonLine, LineItem, ReadOptions, ReadStats, RecordedRun, RunStream, StreamedRun, TextLine,
+    TraceReader, render_run,
 };
 
 /// Arguments of `looptrace show`.
@@ -87,7 +88,8 @@ pub fn run(args: ShowArgs) -> CliResult {
         // Line numbers are per file: with several, each file's runs are headed by its name.
         printer.header = (inputs.len() > 1).then(|| format!("== {} ==", escape(&input.name)));
         let stats = match args.format {
-            ShowFormat::Text => printer.print_input::<looptrace::trace::Event>(input, options)?,
+            // The texts it shortens are read only as far as it shows them.
+            ShowFormat::Text => printer.print_input::<TextLine>(input, options)?,
             // Lines that are already as written are copied through, not parsed and written.
             ShowFormat::Json => printer.print_input::<JsonLine>(input, options)?,
         };
@@ -174,7 +176,7 @@ impl Printer<'_> {
             {
                 continue;
             }
-            T::write(self, &streamed)?;
+            T::write(self, streamed)?;
             // Each run reaches the reader as soon as it ends, also through a pipe.
             self.out.flush()?;
             self.printed += 1;
@@ -186,25 +188,31 @@ impl Printer<'_> {
 /// How one form of line is printed.
 trait Shown: LineItem {
     /// Writes one selected run.
-    fn write(printer: &mut Printer<'_>, run: &StreamedRun<Self>) -> Result<(), CliError>;
+    fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError>;
 }
 
-impl Shown for looptrace::trace::Event {
-    fn write(printer: &mut Printer<'_>, run: &StreamedRun<Self>) -> Result<(), CliError> {
+impl Shown for TextLine {
+    fn write(printer: &mut Printer<'_>, streamed: StreamedRun<Self>) -> Result<(), CliError> {
         if printer.printed > 0 {
             writeln!(printer.out)?;
         }
         if let Some(header) = printer.header.take() {
             writeln!(printer.out, "{header}")?;
         }
-        let text = render_run(&run.run, run.occurrence, printer.color);
+        let run = RecordedRun {
+            run_id: streamed.run.run_id,
+            events: (streamed.run.events.into_iter())
+                .map(|(line, TextLine(event))| (line, event))
+                .collect(),
+        };
+        let text = render_run(&run, streamed.occurrence, printer.color);
         printer.out.write_all(text.as_bytes())?;
         Ok(())
     }
 }
 
 impl Shown for JsonLine {
-    fn write(printer: &mut Printer<'_>, run: &StreamedRun<Self>) -> Result<(), CliError> {
+    fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError> {
         // Straight into the buffer: no string per event.
         for (_, line) in &run.run.events {
             printer.out.write_all(line.bytes())?;

@@ -79,7 +79,7 @@ fn shape_of(value: &[u8]) -> Shape {
 
 /// The top-level keys and raw values of a line written by serde_json (no whitespace), or `None`
 /// if it is not that.
-fn top_level(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+pub(crate) fn top_level(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     let mut pairs = Vec::new();
     let mut at = expect(line, 0, b'{')?;
     loop {

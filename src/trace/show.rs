@@ -9,7 +9,7 @@ use super::runs::RecordedRun;
 use crate::run::{ExitReason, RunOutcome};
 
 /// Longest content shown inline before it is shortened.
-const INLINE_LIMIT: usize = 120;
+pub(crate) const INLINE_LIMIT: usize = 120;
 
 /// Renders runs as text; `color` adds ANSI colours to outcomes and errors.
 pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {

@@ -759,3 +759,59 @@ fn show_json_copies_through_only_lines_as_written() {
     // The sample traces are as looptrace writes them: most of their lines are copied through.
     assert!(copied_through > 50, "{copied_through}");
 }
+
+/// What `show` prints for a run of one line, reading it for text and reading it whole.
+fn shown_as_text_both_ways(line: &[u8]) -> (TextShown, TextShown) {
+    use looptrace::trace::{LineItem, RecordedRun, TextLine, render_run};
+    let render = |event: Event| {
+        let run = RecordedRun {
+            run_id: event.run_id.clone(),
+            events: vec![(1, event)],
+        };
+        render_run(&run, 1, false)
+    };
+    let shortened = TextLine::from_line(line).map(|l| l.map(|TextLine(event)| render(event)));
+    let whole = parse_line(line).map(|e| e.map(render));
+    (shortened, whole)
+}
+
+/// What `show` prints for one line, or why it refuses it.
+type TextShown = Result<Option<String>, String>;
+
+/// A line of each event type whose texts `show` shortens, with a long text and texts it never
+/// shows.
+fn line_with_long_texts() -> impl Strategy<Value = String> {
+    let long = prop::collection::vec(text(), 0..40).prop_map(|parts| parts.concat());
+    (0..7usize, long, prop::option::of(text())).prop_map(|(kind, long, raw)| {
+        let long = serde_json::to_string(&long).unwrap();
+        let raw = raw
+            .map(|raw| format!(",\"raw_output\":{}", serde_json::to_string(&raw).unwrap()))
+            .unwrap_or_default();
+        let head = r#"{"run_id":"r","step":1,"event_type":"#;
+        match kind {
+            0 => format!(r#"{head}"run_started","task":{long}}}"#),
+            1 => format!(r#"{head}"model_action","action_type":"finish","answer":{long}{raw}}}"#),
+            2 => format!(r#"{head}"observation","tool_name":"t","content":{long}}}"#),
+            3 => format!(r#"{head}"model_feedback","content":{long}{raw}}}"#),
+            4 => format!(r#"{head}"finish_gate","accepted":false,"content":{long}}}"#),
+            5 => format!(r#"{head}"run_finished","exit_reason":"internal_error","error":{long}}}"#),
+            _ => format!(r#"{head}"internal_error","error":{long}}}"#),
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// `show` reads the texts it shortens only as far as it shows them, and prints exactly what it
+    /// prints from the whole event (or refuses the line with the same message).
+    #[test]
+    fn show_text_from_shortened_texts_is_show_text_from_the_whole_event(
+        line in prop_oneof![line_with_long_texts(), trace_event().prop_map(|e| serde_json::to_string(&e).unwrap())]
+    ) {
+        for variant in rewritten(&line) {
+            let (shortened, whole) = shown_as_text_both_ways(variant.as_bytes());
+            prop_assert_eq!(shortened, whole, "{}", variant);
+        }
+    }
+}
