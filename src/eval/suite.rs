@@ -605,6 +605,32 @@ mod tests {
     }
 
     #[test]
+    fn a_task_whose_recording_went_away_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/finished.full.jsonl");
+        std::fs::copy(sample, dir.path().join("run.jsonl")).unwrap();
+        let path = dir.path().join("suite.json");
+        std::fs::write(
+            &path,
+            r#"{"name": "r", "tasks": [{"id": "again", "model": {"replay": "run.jsonl"}}]}"#,
+        )
+        .unwrap();
+        let options = LoadOptions {
+            models_given: false,
+            holding: Holding::AsTheyRun,
+        };
+        let (suite, _) = load_suite_with_text_for(&path, options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(suite.tasks.get(0).unwrap().id.as_str(), "again");
+        std::fs::remove_file(dir.path().join("run.jsonl")).unwrap();
+        let err = suite.tasks.get(0).unwrap_err();
+        assert!(
+            err.starts_with("$.tasks[0] no longer reads as it did when eval checked it: $.tasks[0].model.replay: cannot read \"run.jsonl\""),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_task_id_is_told_its_first_problem() {
         let long = "a".repeat(MAX_TASK_ID_CHARS);
         assert!(TaskId::parse(&long).is_ok());

@@ -41,7 +41,10 @@ impl InlineTasks {
                 .into_iter()
                 .map(|(path, message)| format!("{path}: {message}"))
                 .collect();
-            format!("changed since eval checked it: {}", listed.join("; "))
+            format!(
+                "{root} no longer reads as it did when eval checked it: {}",
+                listed.join("; ")
+            )
         })
     }
 }
