@@ -184,6 +184,17 @@ impl Recording {
         })
     }
 
+    /// Whether a recorded run shows any sign of a finish gate (a `finish_gate_hash` on
+    /// `run_started`, or a `finish_gate` event): without one, [`Recording::has_gate`] is false for
+    /// it, and this says so without arranging the recording.
+    pub fn may_have_gate(run: &RecordedRun) -> bool {
+        run.events.iter().any(|(_, e)| match &e.kind {
+            EventKind::FinishGate(_) => true,
+            EventKind::RunStarted(started) => started.finish_gate_hash.is_some(),
+            _ => false,
+        })
+    }
+
     /// The tools `run_started` lists with their spec hashes (empty when not recorded).
     pub fn tools(&self) -> &[ToolRef] {
         &self.tools
@@ -244,6 +255,14 @@ impl Recording {
     /// A fresh model that returns the recorded turns in order.
     pub fn model(&self) -> ReplayModel {
         self.model.clone()
+    }
+
+    /// The model that returns the recorded turns in order, moved out rather than copied: for a
+    /// replay that owns its recording and needs the model once. [`Recording::model`] gives a
+    /// model without turns afterwards; the steps, task and budget stay.
+    pub(crate) fn take_model(&mut self) -> ReplayModel {
+        let empty = self.model.without_turns();
+        std::mem::replace(&mut self.model, empty)
     }
 
     /// The recorded model turn entries in order, one per `model_action` or `model_feedback`: a

@@ -154,11 +154,11 @@ impl PreparedReplay {
             // The response bodies are checked first: a summary-capture trace is refused for them.
             WireReplayModel::check(run)?;
         }
-        let recording = Recording::with_summarizer(run, summarizer)?;
+        let mut recording = Recording::with_summarizer(run, summarizer)?;
         let max_steps = recording.budget(options.max_steps)?;
         let mut requests = None;
         let model: Box<dyn Model> = match options.model {
-            ModelSource::Parsed => Box::new(recording.model()),
+            ModelSource::Parsed => Box::new(recording.take_model()),
             ModelSource::Raw if live_raw => {
                 let (model, log) = WireReplayModel::new(run, &recording, wire)?;
                 requests = Some(log);
@@ -281,11 +281,11 @@ impl PreparedReplay {
             recorded: recorded_ending(&self.recording),
             actual: match stop_gate.refused_at() {
                 Some(step) => Ending {
-                    outcome: STOPPED_OUTCOME.to_owned(),
+                    outcome: STOPPED_OUTCOME,
                     steps_used: Some(step),
                 },
                 None => Ending {
-                    outcome: result.exit_reason.as_str().to_owned(),
+                    outcome: result.exit_reason.as_str(),
                     steps_used: Some(result.steps_used),
                 },
             },
@@ -323,11 +323,11 @@ pub enum ReplayFailure {
 fn recorded_ending(recording: &Recording) -> Ending {
     match recording.ending() {
         Some(ending) => Ending {
-            outcome: ending.exit_reason.as_str().to_owned(),
+            outcome: ending.exit_reason.as_str(),
             steps_used: ending.steps_used,
         },
         None => Ending {
-            outcome: RunOutcome::Incomplete.as_str().to_owned(),
+            outcome: RunOutcome::Incomplete.as_str(),
             steps_used: None,
         },
     }

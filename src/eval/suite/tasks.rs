@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::task::SuiteTask;
 use super::task_entries::{TaskEntries, TaskEntry};
@@ -25,6 +26,14 @@ pub struct SuiteTasks {
 enum Store {
     Held(Vec<SuiteTask>),
     Streamed(Box<TasksFile>),
+    Made(Arc<dyn TaskMaker>),
+}
+
+/// Makes tasks on demand from what it keeps of each, far less than a task (a corpus of recorded
+/// runs keeps where each run's lines are).
+pub trait TaskMaker: std::fmt::Debug + Send + Sync {
+    /// Task `i`, whose id is `id`.
+    fn task(&self, i: usize, id: &str) -> Result<SuiteTask, String>;
 }
 
 impl SuiteTasks {
@@ -57,6 +66,21 @@ impl SuiteTasks {
         }
     }
 
+    /// Tasks made as they run by `maker`, with these entries; `read_files` are the files they
+    /// read.
+    pub fn made(
+        entries: TaskEntries,
+        maker: Arc<dyn TaskMaker>,
+        read_files: Vec<PathBuf>,
+    ) -> SuiteTasks {
+        SuiteTasks {
+            entries,
+            store: Store::Made(maker),
+            key_vars: Vec::new(),
+            read_files,
+        }
+    }
+
     /// How many tasks.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -76,14 +100,14 @@ impl SuiteTasks {
     pub fn held_tasks(&self) -> Option<&[SuiteTask]> {
         match &self.store {
             Store::Held(tasks) => Some(tasks),
-            Store::Streamed(_) => None,
+            Store::Streamed(_) | Store::Made(_) => None,
         }
     }
 
     /// The tasks file they are read from, if they are streamed.
     pub fn tasks_file(&self) -> Option<&Path> {
         match &self.store {
-            Store::Held(_) => None,
+            Store::Held(_) | Store::Made(_) => None,
             Store::Streamed(file) => Some(file.path()),
         }
     }
@@ -106,6 +130,13 @@ impl SuiteTasks {
                         task.id.as_str()
                     )),
                 }
+            }
+            Store::Made(maker) => {
+                let entry = self
+                    .entries
+                    .get(i)
+                    .ok_or_else(|| format!("no task {i} in the suite"))?;
+                maker.task(i, entry.id.as_str()).map(Cow::Owned)
             }
         }
     }
