@@ -394,7 +394,10 @@ mod tests {
         let runs: Vec<(&str, Vec<LineSpan>)> = vec![
             ("a", vec![span(1, 0, 10), span(2, 11, 300), span(3, 312, 0)]),
             // Interleaved with others, far apart, and a position before the one it follows.
-            ("bé-2", vec![span(7, 5_000_000_000, 4), span(900, 9, u32::MAX)]),
+            (
+                "bé-2",
+                vec![span(7, 5_000_000_000, 4), span(900, 9, u32::MAX)],
+            ),
             ("", Vec::new()),
             ("c", vec![span(u64::MAX, u64::MAX - 1, 1)]),
         ];

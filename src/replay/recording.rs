@@ -184,6 +184,32 @@ impl Recording {
         })
     }
 
+    /// Like [`Recording::with_summarizer`], taking the run: the recorded observations' texts
+    /// are moved into the recording instead of copied.
+    pub fn from_owned(
+        mut run: RecordedRun,
+        summarizer: Summarizer,
+    ) -> Result<Recording, ReplaySetupError> {
+        let mut contents = Vec::new();
+        for (_, event) in &mut run.events {
+            if let EventKind::Observation(observation) = &mut event.kind
+                && let Some(content) = &mut observation.content
+            {
+                contents.push(std::mem::take(content));
+            }
+        }
+        let mut recording = Recording::with_summarizer(&run, summarizer)?;
+        // Every observation became the observation of one step, in file order.
+        let observations = recording
+            .steps
+            .iter_mut()
+            .filter_map(|step| step.observation.as_mut());
+        for (observation, content) in observations.zip(contents) {
+            observation.content = content;
+        }
+        Ok(recording)
+    }
+
     /// Whether a recorded run shows any sign of a finish gate (a `finish_gate_hash` on
     /// `run_started`, or a `finish_gate` event): without one, [`Recording::has_gate`] is false for
     /// it, and this says so without arranging the recording.

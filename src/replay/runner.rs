@@ -175,6 +175,28 @@ impl PreparedReplay {
         })
     }
 
+    /// Like [`PreparedReplay::with_wire`], taking the run: a replay of the parsed turns moves the
+    /// recorded texts instead of copying them.
+    pub fn with_wire_owned(
+        run: RecordedRun,
+        options: ReplayOptions,
+        summarizer: Summarizer,
+        wire: &WireSettings,
+    ) -> Result<Self, ReplaySetupError> {
+        if options.model != ModelSource::Parsed {
+            return PreparedReplay::with_wire(&run, options, summarizer, wire);
+        }
+        let mut recording = Recording::from_owned(run, summarizer)?;
+        let max_steps = recording.budget(options.max_steps)?;
+        Ok(PreparedReplay {
+            model: Box::new(recording.take_model()),
+            recording,
+            requests: None,
+            max_steps,
+            options,
+        })
+    }
+
     /// The checked recording.
     pub fn recording(&self) -> &Recording {
         &self.recording
