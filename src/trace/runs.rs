@@ -390,8 +390,9 @@ pub fn read_run_within(
         for span in stretch {
             let start = (span.offset - first.offset) as usize;
             let line = &buffer[start..start + span.len as usize];
-            let event = match parse_line(line) {
-                Ok(Some(event)) => event,
+            // Another event, or another run's, than the stream read there.
+            match parse_line(line) {
+                Ok(Some(event)) if event.run_id == run_id => events.push((span.line, event)),
                 _ => {
                     return Err(format!(
                         "{}:{}: the line changed while the file was being read",
@@ -399,15 +400,7 @@ pub fn read_run_within(
                         span.line
                     ));
                 }
-            };
-            if event.run_id != run_id {
-                return Err(format!(
-                    "{}:{}: the line changed while the file was being read",
-                    path.display(),
-                    span.line
-                ));
             }
-            events.push((span.line, event));
         }
     }
     Ok(RecordedRun {
