@@ -1,6 +1,7 @@
 //! `looptrace eval`: turns the arguments into a request, plans and runs it through the library's
-//! engine with the console's progress and the OTLP push as observers, then writes the HTML page
-//! and prints the report and the messages.
+//! engine with the console's progress, the OTLP push and the HTML page's fold of the runs as
+//! they are written as observers, then writes the HTML page and prints the report and the
+//! messages.
 
 use std::io::Write;
 use std::path::Path;
@@ -14,6 +15,9 @@ use looptrace::eval::engine::{
 };
 use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR};
 use looptrace::eval::{Comparison, PassRate, ResultsFile, TaskResult};
+use looptrace::html::{PageRuns, ResultsPage};
+use looptrace::report::{LiveFold, RowMode};
+use looptrace::trace::RunTap;
 
 pub use super::eval_args::{EvalArgs, FormatArg, VerdictArgs};
 
@@ -45,16 +49,24 @@ pub fn run(args: EvalArgs) -> CliResult {
         (false, None) => ProgressMode::for_stderr(),
     };
     let out = plan.out().to_path_buf();
+    // The page is built from the runs as they are written, not from the files read again.
+    let fold = args
+        .verdicts
+        .html
+        .as_ref()
+        .map(|_| Arc::new(LiveFold::new(RowMode::Timelines)));
     let console = Console {
         progress: Progress::new(plan.runs_planned(), plan.repeats(), mode),
         otlp: Some(&otlp),
         out: &out,
         quiet: args.quiet,
+        fold: fold.clone(),
     };
     let outcome = plan.execute(&console)?;
+    drop(console);
     print_notices(&outcome.notices, args.quiet);
     if let (Some(html), Some(_)) = (&args.verdicts.html, &outcome.traces) {
-        write_html(html, &outcome, &args)?;
+        write_html(html, &outcome, &args, fold)?;
     }
     let flaky = if args.quiet {
         Vec::new()
@@ -91,6 +103,8 @@ struct Console<'a> {
     otlp: Option<&'a EvalPush>,
     out: &'a Path,
     quiet: bool,
+    /// The HTML page's fold of every run written, with `--html`.
+    fold: Option<Arc<LiveFold>>,
 }
 
 impl EvalObserver for Console<'_> {
@@ -111,6 +125,12 @@ impl EvalObserver for Console<'_> {
             otlp.finish(self.quiet);
         }
     }
+
+    fn trace_tap(&self) -> Option<Arc<dyn RunTap>> {
+        self.fold
+            .as_ref()
+            .map(|fold| Arc::clone(fold) as Arc<dyn RunTap>)
+    }
 }
 
 /// Prints notices on stderr; a quiet console leaves out the summaries.
@@ -122,25 +142,35 @@ fn print_notices(notices: &[looptrace::eval::engine::Notice], quiet: bool) {
     }
 }
 
-/// Writes `--html` from the outcome: every row, and the baseline's view when there is one.
-fn write_html(path: &Path, outcome: &EvalOutcome, args: &EvalArgs) -> Result<(), CliError> {
+/// Writes `--html` from the outcome: every row, and the baseline's view when there is one. The
+/// runs are those `fold` saw written (files are read only for rows kept from earlier runs).
+fn write_html(
+    path: &Path,
+    outcome: &EvalOutcome,
+    args: &EvalArgs,
+    fold: Option<Arc<LiveFold>>,
+) -> Result<(), CliError> {
     let results = &outcome.results;
     let view = outcome
         .baseline
         .as_ref()
         .zip(outcome.comparison.as_ref())
-        .map(|(b, c)| super::html::baseline_of(c, b, results));
+        .map(|(b, c)| looptrace::html::baseline_of(c, b, results));
     let title = format!("looptrace eval: {}", results.suite.name);
     let folder = |_: &TaskResult| outcome.out.clone();
-    super::html::write_results_page(
-        path,
-        &title,
+    // Every writer is gone once the evaluation has returned; were one not, the files are read.
+    let folded = fold
+        .and_then(|fold| Arc::try_unwrap(fold).ok())
+        .and_then(LiveFold::finish);
+    let stats = args.verdicts.stats.options();
+    let page = ResultsPage {
+        title: &title,
         results,
-        &folder,
-        view.as_ref(),
-        &args.verdicts.stats.options(),
-        outcome.comparison.as_ref().and_then(|c| c.paired.as_ref()),
-    )
+        baseline: view.as_ref(),
+        stats: &stats,
+        paired: outcome.comparison.as_ref().and_then(|c| c.paired.as_ref()),
+    };
+    super::html::write_results_page(path, &page, &folder, PageRuns::Folded(folded))
 }
 
 /// `eval --rebuild-view DIR`.

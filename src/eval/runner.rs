@@ -6,7 +6,7 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::agent::{AgentCommand, AgentOptions, AttemptSpec, RunLabel, run_attempt, write_ending};
@@ -24,7 +24,7 @@ use crate::replay::ReplayModel;
 use crate::run::{Action, ExitReason, RunResult, Task};
 use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{
-    Capture, RecordedRun, RecorderOptions, ReplayOf, Summarizer, TraceRecorder, TraceWriter,
+    Capture, RecordedRun, RecorderOptions, ReplayOf, RunTap, Summarizer, TraceRecorder, TraceWriter,
 };
 
 /// How to run a batch.
@@ -58,6 +58,9 @@ pub struct RunnerOptions<'a> {
     pub retries: u32,
     /// Where agent tasks work and log, and what they replay; `None` runs no agent task.
     pub agents: Option<AgentOptions<'a>>,
+    /// Who else reads each run's trace lines as they are written (the HTML page's fold); the
+    /// file is named as the row's `trace` is.
+    pub trace_tap: Option<Arc<dyn RunTap>>,
 }
 
 /// The `error_kind`s `--retries` runs a task again for: provider failures that another attempt
@@ -709,9 +712,18 @@ fn open_trace(
         // was checked once when it was opened, before any worker wrote.
         TraceTarget::Single(file) => TraceWriter::shared(file.try_clone()?, false),
     };
-    Ok(match options.flush {
+    let writer = match options.flush {
         TraceFlush::Event => writer,
         TraceFlush::Run => writer.hold_until_run_end(),
+    };
+    // The tap names the file as the run's row does (`trace`, relative to the output folder).
+    Ok(match &options.trace_tap {
+        Some(tap) => {
+            let path = trace_path(target.layout(), &run.name, run.repeat, options.repeats);
+            let row_trace = format!("{}{path}", options.trace_prefix);
+            writer.with_tap(Arc::clone(tap), Path::new(&row_trace))
+        }
+        None => writer,
     })
 }
 

@@ -4,12 +4,14 @@
 //! `page` assembles the shell, `charts` draws the sections of the aggregate report as SVG,
 //! `stats` the success rates with their intervals as error bars,
 //! `models` compares the models of a matrix, `scores` totals each scorer, `table` embeds the runs (filterable and sortable by the page's script), `timeline` their
-//! events, and `escape` is the one way trace text reaches the page.
+//! events, and `escape` is the one way trace text reaches the page. `results_page` assembles
+//! the page of an evaluation's results from its rows and its runs.
 
 mod charts;
 mod escape;
 mod models;
 mod page;
+mod results_page;
 mod scores;
 mod stats;
 mod table;
@@ -20,6 +22,7 @@ use crate::run::RunOutcome;
 
 pub use escape::{html as escape_html, script_json};
 pub use page::render;
+pub use results_page::{PageRuns, ResultsPage, baseline_of, render_results, results_runs};
 
 /// Everything one HTML report shows.
 #[derive(Debug, Clone, Copy)]

@@ -983,6 +983,22 @@ impl Merger {
         self.open.insert(key, open);
     }
 
+    /// Gives every input number `n` seen so far the number `to(n)`: runs folded before their
+    /// inputs' places were known (an evaluation's, as they were written) take those places.
+    pub(crate) fn renumber_inputs(&mut self, to: &dyn Fn(u32) -> u32) {
+        let by_file = std::mem::take(&mut self.totals.by_file);
+        self.totals.by_file = by_file.into_iter().map(|(n, e)| (to(n), e)).collect();
+        for (_, row) in &mut self.totals.rows {
+            row.file = to(row.file);
+        }
+        for run in self.open.values_mut() {
+            run.file = to(run.file);
+            if let Some(row) = &mut run.row {
+                row.file = to(row.file);
+            }
+        }
+    }
+
     /// The totals, with every run still open counted as incomplete.
     pub(crate) fn finish(mut self) -> Totals<'static> {
         for (_, run) in std::mem::take(&mut self.open) {

@@ -87,6 +87,24 @@ pub fn analyze_runs(
     options: &Options,
     warnings: Vec<Warning>,
 ) -> Result<(Report, RunTable), ReportError> {
+    analyze_after(inputs, options, warnings, Folded::default())
+}
+
+/// Runs folded before the inputs are read (an evaluation's, as they were written,
+/// [`super::LiveFold`]): the merge starts from them, and each input's line count from `lines`.
+#[derive(Debug, Default)]
+pub(crate) struct Folded {
+    pub merger: Merger,
+    pub lines: Vec<u64>,
+}
+
+/// [`analyze_runs`], the merge starting from the runs `folded` holds.
+pub(crate) fn analyze_after(
+    inputs: &[Input],
+    options: &Options,
+    warnings: Vec<Warning>,
+    folded: Folded,
+) -> Result<(Report, RunTable), ReportError> {
     let options = Options {
         chunk_size: options.chunk_size.max(1),
         max_line: options.max_line.max(1),
@@ -101,6 +119,10 @@ pub fn analyze_runs(
         rows: options.rows,
     };
     let mut merge = Merge::new(inputs, warnings, options.lenient);
+    merge.merger = folded.merger;
+    for (progress, lines) in merge.progress.iter_mut().zip(folded.lines) {
+        progress.lines = lines;
+    }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let workers = options.threads.min(

@@ -15,6 +15,7 @@ mod histogram;
 mod input;
 mod keep_runs;
 mod list;
+mod live_fold;
 mod mapped;
 mod model;
 mod render;
@@ -26,6 +27,7 @@ pub use error::{LineError, ReportError};
 pub use input::{Input, Source, collect_inputs};
 pub use keep_runs::KeepRuns;
 pub use list::{Selector, render_list_json, render_list_text};
+pub use live_fold::{FoldedRuns, LiveFold};
 pub use model::{
     BUDGETS, BudgetExhaustion, DurationSummary, EndingCounts, FileEndings, FinishGateTotals,
     InputTotals, InvalidOutput, Report, SpendStats, StepStats, StepSummary, ToolReport, Verdicts,

@@ -16,6 +16,7 @@ mod recorder;
 mod runs;
 mod scan;
 mod show;
+mod tap;
 mod values;
 mod view;
 mod wire;
@@ -40,6 +41,7 @@ pub use runs::{
 };
 pub use scan::{Fields, TokenCounts, ends_early, scan_line};
 pub use show::{ordinal, render_run, render_runs};
+pub use tap::RunTap;
 pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};
 pub use writer::{EventSink, TraceWriter, finish_cut_line};
 

@@ -6,9 +6,11 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::event::{Event, EventKind};
+use super::tap::RunTap;
 use crate::fault;
 
 /// Where a recorder sends its events.
@@ -44,6 +46,31 @@ pub struct TraceWriter {
     hold: bool,
     /// Events held, not yet written.
     held: u64,
+    /// Who else reads the lines, and the file they went to.
+    tap: Option<Tap>,
+}
+
+/// A writer's tap: the lines of the run so far, until it ends.
+struct Tap {
+    tap: Arc<dyn RunTap>,
+    path: PathBuf,
+    lines: Vec<u8>,
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tap").field("path", &self.path).finish()
+    }
+}
+
+impl Tap {
+    /// Hands over the lines kept, if any.
+    fn deliver(&mut self) {
+        if !self.lines.is_empty() {
+            self.tap.run_written(&self.path, &self.lines);
+            self.lines.clear();
+        }
+    }
 }
 
 impl TraceWriter {
@@ -74,7 +101,19 @@ impl TraceWriter {
             repair,
             hold: false,
             held: 0,
+            tap: None,
         }
+    }
+
+    /// Hands each run's lines, as written to the file `path`, to `tap` once the run ends (see
+    /// [`RunTap`]).
+    pub fn with_tap(mut self, tap: Arc<dyn RunTap>, path: &Path) -> TraceWriter {
+        self.tap = Some(Tap {
+            tap,
+            path: path.to_path_buf(),
+            lines: Vec::new(),
+        });
+        self
     }
 
     /// Writes to a file other writers append to at the same time (an evaluation's single trace
@@ -94,6 +133,7 @@ impl TraceWriter {
 
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
+        let ends_run = matches!(event.kind, EventKind::RunFinished(_));
         if !self.hold || self.held == 0 {
             self.line.clear();
             if self.repair {
@@ -104,11 +144,15 @@ impl TraceWriter {
         self.line.push(b'\n');
         if self.hold {
             self.held += 1;
-            if !matches!(event.kind, EventKind::RunFinished(_)) {
+            if !ends_run {
                 return Ok(());
             }
         }
-        self.write_line()
+        self.write_line()?;
+        if ends_run && let Some(tap) = &mut self.tap {
+            tap.deliver();
+        }
+        Ok(())
     }
 
     /// Writes `line` (one event, or the events held) in one call.
@@ -126,6 +170,12 @@ impl TraceWriter {
         });
         // After a failed write the file may end inside a line: the next event repairs it.
         self.repair = written.is_err();
+        if let Some(tap) = &mut self.tap {
+            match written {
+                Ok(()) => tap.lines.extend_from_slice(&self.line),
+                Err(_) => tap.tap.write_failed(&tap.path),
+            }
+        }
         written?;
         if self.fsync {
             self.file.sync_data()?;
@@ -142,6 +192,9 @@ impl Drop for TraceWriter {
     fn drop(&mut self) {
         if self.held > 0 {
             let _ = self.write_line();
+        }
+        if let Some(tap) = &mut self.tap {
+            tap.deliver();
         }
     }
 }

@@ -289,6 +289,7 @@ fn a_panicking_task_is_isolated() {
         task_tools: None,
         retries: 0,
         agents: None,
+        trace_tap: None,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())
         .map(|task| Attempt { task, repeat: 1 })

@@ -21,7 +21,7 @@ fn path_str(path: &Path) -> &str {
 }
 
 /// The JSON document embedded in a page for its script (zlib-compressed, in base64).
-fn page_data(page: &str) -> Value {
+pub(crate) fn page_data(page: &str) -> Value {
     use base64::Engine as _;
     use std::io::Read as _;
     let start = page

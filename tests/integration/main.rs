@@ -11,6 +11,7 @@ mod engine_api;
 mod eval;
 mod eval_guards;
 mod eval_load;
+mod eval_page;
 mod faults;
 mod finish_gate;
 mod folder_safety;

@@ -135,6 +135,7 @@ impl EvalPlan {
                 log_dir: &agent_logs,
                 replay: self.agent_replay.as_ref(),
             }),
+            trace_tap: observer.trace_tap(),
         };
         let collected = Mutex::new(collected);
         let mut attempts = std::mem::replace(&mut self.attempts, Planned::Listed(Vec::new()));

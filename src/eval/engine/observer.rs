@@ -1,8 +1,13 @@
 //! What an evaluation tells while it runs. The console's progress line and the OTLP push
-//! subscribe here; so can statistics or a page that updates as runs end. Every method has an
-//! empty default, and runs finish on the runner's threads, so an observer is `Sync`.
+//! subscribe here; so can statistics or a page that updates as runs end, and the HTML page,
+//! which folds each run's trace lines as they are written ([`EvalObserver::trace_tap`]). Every
+//! method has an empty default, and runs finish on the runner's threads, so an observer is
+//! `Sync`.
+
+use std::sync::Arc;
 
 use crate::eval::TaskResult;
+use crate::trace::RunTap;
 
 /// Receives an evaluation's progress. Calls come from the runner's worker threads.
 pub trait EvalObserver: Sync {
@@ -14,6 +19,12 @@ pub trait EvalObserver: Sync {
 
     /// The last run ended (or the evaluation was stopped); nothing more will be reported.
     fn finished(&self) {}
+
+    /// Who reads every run's trace lines as they are written to this evaluation's traces
+    /// (asked once, before the first run); `None`, the default, copies nothing.
+    fn trace_tap(&self) -> Option<Arc<dyn RunTap>> {
+        None
+    }
 }
 
 /// An observer that ignores everything.
@@ -32,5 +43,10 @@ impl<A: EvalObserver, B: EvalObserver> EvalObserver for (A, B) {
     fn finished(&self) {
         self.0.finished();
         self.1.finished();
+    }
+
+    /// The first one's tap, else the second's: one tap reads the lines.
+    fn trace_tap(&self) -> Option<Arc<dyn RunTap>> {
+        self.0.trace_tap().or_else(|| self.1.trace_tap())
     }
 }
