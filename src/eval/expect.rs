@@ -42,7 +42,7 @@ pub fn check(
         ));
     }
     let answer = result.answer.as_deref();
-    let text = expect.checks.text_options();
+    let text = expect.text;
     if let Some(expected) = &expect.answer
         && !answer.is_some_and(|a| text.same(a, expected))
     {

@@ -79,3 +79,4 @@ pub use suite::{
     SuiteTasks, TaskEntries, TaskEntry, TaskId, TaskModel, TaskSource, load_suite,
     load_suite_from_str, load_suite_with_text_for,
 };
+pub use suite::{Holding, LoadOptions};

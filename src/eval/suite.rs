@@ -8,6 +8,7 @@
 
 mod agent;
 mod dataset;
+mod inline;
 mod problem;
 mod read;
 mod resolve;
@@ -21,7 +22,8 @@ mod template;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::Deserializer;
@@ -30,10 +32,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use self::dataset::Dataset;
+use self::inline::InlineTasks;
 use self::read::{REPEATED_KEY, read_task, typed};
 use self::resolve::{Context, Problem};
 use self::spec::{DatasetSpec, DefaultsSpec, SuiteSpec};
-use self::tasks_file::TasksFile;
+use self::tasks_file::{TasksFile, note};
 use super::model_spec::NamedModel;
 use crate::tools::ToolsFile;
 use crate::trace::Capture;
@@ -88,6 +91,28 @@ impl fmt::Display for SuiteErrors {
 
 impl std::error::Error for SuiteErrors {}
 
+/// How a suite is loaded: what the evaluation gives its tasks, and which tasks it holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The evaluation gives every task its model (`eval --model`): tasks may then have none of
+    /// their own.
+    pub models_given: bool,
+    /// What becomes of a suite's inline tasks once checked.
+    pub holding: Holding,
+}
+
+/// What becomes of a suite's inline tasks (its `tasks` array) once each is checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Holding {
+    /// Every task is held, ready to run: for an evaluation that runs them all.
+    #[default]
+    All,
+    /// No task is held: each is read again from the suite's text when it runs, so an
+    /// evaluation of a few tasks (`--only`, `--limit`, a shard) holds only what it runs. A task
+    /// that runs costs a second read.
+    AsTheyRun,
+}
+
 /// Loads a suite file, or a tasks file given directly (`.jsonl`: its file name, without the
 /// extension, is the suite's name); relative paths resolve against its folder.
 pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
@@ -97,16 +122,16 @@ pub fn load_suite(path: &Path) -> Result<Suite, SuiteErrors> {
 /// [`load_suite`], and the file's text: a caller that holds the suite until the process ends can
 /// hold the text too rather than pay for freeing it (a few megabytes of pages for a large suite).
 /// A tasks file's text is never read whole: it comes back empty.
-pub fn load_suite_with_text(path: &Path) -> Result<(Suite, String), SuiteErrors> {
-    load_suite_with_text_for(path, false)
+pub fn load_suite_with_text(path: &Path) -> Result<(Suite, Arc<String>), SuiteErrors> {
+    load_suite_with_text_for(path, LoadOptions::default())
 }
 
-/// [`load_suite_with_text`] for an evaluation that gives its own models (`eval --model`): tasks
-/// may then have no model of their own.
+/// [`load_suite_with_text`] with `options`.
 pub fn load_suite_with_text_for(
     path: &Path,
-    models_given: bool,
-) -> Result<(Suite, String), SuiteErrors> {
+    options: LoadOptions,
+) -> Result<(Suite, Arc<String>), SuiteErrors> {
+    let models_given = options.models_given;
     let file = path.display().to_string();
     let fail = |problems: Vec<Problem>| SuiteErrors {
         file: file.clone(),
@@ -130,7 +155,7 @@ pub fn load_suite_with_text_for(
             tools: None,
             models: BTreeMap::new(),
         };
-        return Ok((suite, String::new()));
+        return Ok((suite, Arc::default()));
     }
     let text = std::fs::read(path).map_err(|err| {
         fail(vec![(
@@ -147,7 +172,8 @@ pub fn load_suite_with_text_for(
             ),
         )])
     })?;
-    match load_suite_from_str_for(&text, base, models_given) {
+    let text = Arc::new(text);
+    match load_suite_from_str_for(&text, base, options) {
         Ok(suite) => Ok((suite, text)),
         Err(mut errors) => {
             errors.file = file;
@@ -159,15 +185,16 @@ pub fn load_suite_with_text_for(
 /// Loads a suite from text; `base_dir` is the folder its relative paths start from. A large
 /// suite's tasks are read on as many threads as there are cores.
 pub fn load_suite_from_str(text: &str, base_dir: &Path) -> Result<Suite, SuiteErrors> {
-    load_suite_from_str_for(text, base_dir, false)
+    load_suite_from_str_for(&Arc::new(text.to_owned()), base_dir, LoadOptions::default())
 }
 
-/// [`load_suite_from_str`]; `models_given` as for [`load_suite_with_text_for`].
+/// [`load_suite_from_str`] with `options`; a suite whose tasks are not held keeps `text`.
 fn load_suite_from_str_for(
-    text: &str,
+    text: &Arc<String>,
     base_dir: &Path,
-    models_given: bool,
+    options: LoadOptions,
 ) -> Result<Suite, SuiteErrors> {
+    let models_given = options.models_given;
     let fail = |problems: Vec<Problem>| SuiteErrors {
         file: "<suite>".to_owned(),
         problems,
@@ -260,7 +287,7 @@ fn load_suite_from_str_for(
     let tasks = match (tasks_file, dataset) {
         (Some(relative), _) => tasks_from_file(&relative, &context),
         (None, Some(dataset)) => tasks_from_dataset(dataset, &context),
-        (None, None) => read_tasks(&task_texts, &context),
+        (None, None) => read_tasks(text, &task_texts, &context, options.holding),
     };
     let tasks = tasks.map_err(|found| problems.extend(found)).ok();
     match (name, tasks) {
@@ -314,17 +341,29 @@ fn tasks_from_dataset(spec: DatasetSpec, context: &Context) -> Result<SuiteTasks
 const MIN_TASKS_PER_THREAD: usize = 2_000;
 
 /// The tasks of a suite's `tasks` array, read on up to one thread per core; ids must be unique.
-fn read_tasks(texts: &[&RawValue], context: &Context) -> Result<SuiteTasks, Vec<Problem>> {
+/// Held, or (`Holding::AsTheyRun`) noted and dropped, to be read again from `text` as they run.
+fn read_tasks(
+    text: &Arc<String>,
+    texts: &[&RawValue],
+    context: &Context,
+    holding: Holding,
+) -> Result<SuiteTasks, Vec<Problem>> {
+    let hold = holding == Holding::All;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(texts.len() / MIN_TASKS_PER_THREAD).max(1);
     let per_thread = texts.len().div_ceil(threads).max(1);
     let read_part = |first: usize, part: &[&RawValue]| {
-        part.iter()
-            .enumerate()
-            .map(|(i, text)| read_task(text.get(), &format!("$.tasks[{}]", first + i), context))
-            .collect::<Vec<_>>()
+        let mut read = Part::default();
+        for (i, task_text) in part.iter().enumerate() {
+            let root = format!("$.tasks[{}]", first + i);
+            match read_task(task_text.get(), &root, context) {
+                Ok(task) => read.add(task, hold),
+                Err(found) => read.problems.extend(found),
+            }
+        }
+        read
     };
-    let parts: Vec<Vec<Result<SuiteTask, Vec<Problem>>>> = if threads == 1 {
+    let parts: Vec<Part> = if threads == 1 {
         vec![read_part(0, texts)]
     } else {
         std::thread::scope(|scope| {
@@ -339,30 +378,85 @@ fn read_tasks(texts: &[&RawValue], context: &Context) -> Result<SuiteTasks, Vec<
                 .collect()
         })
     };
-    let mut problems = Vec::new();
-    // Each part is freed as it is moved, so the tasks are held once, not twice.
-    let mut tasks = Vec::with_capacity(texts.len());
+    let mut whole = Part::default();
     for part in parts {
-        for result in part {
-            match result {
-                Ok(task) => tasks.push(task),
-                Err(found) => problems.extend(found),
-            }
-        }
+        whole.append(part);
     }
-    let mut seen = HashSet::with_capacity(tasks.len());
-    for (i, task) in tasks.iter().enumerate() {
-        if !seen.insert(task.id.as_str()) {
+    let mut problems = whole.problems;
+    let mut seen = HashSet::with_capacity(whole.entries.len());
+    for (i, entry) in whole.entries.iter().enumerate() {
+        if !seen.insert(entry.id.as_str()) {
             problems.push((
                 format!("$.tasks[{i}].id"),
-                format!("duplicate id {:?}", task.id.as_str()),
+                format!("duplicate id {:?}", entry.id.as_str()),
             ));
         }
     }
-    if problems.is_empty() {
-        Ok(SuiteTasks::held(tasks))
-    } else {
-        Err(problems)
+    drop(seen);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    if hold {
+        return Ok(SuiteTasks::held(whole.tasks));
+    }
+    // Where each task's text is in the suite's: its place in `text`, which it borrows from.
+    let spans = texts
+        .iter()
+        .map(|task| {
+            let start = task.get().as_ptr() as usize - text.as_ptr() as usize;
+            start..start + task.get().len()
+        })
+        .collect();
+    let inline = InlineTasks::new(Arc::clone(text), spans, context.clone());
+    Ok(SuiteTasks::inline(
+        whole.entries,
+        inline,
+        whole.key_vars,
+        whole.read_files,
+    ))
+}
+
+/// What one thread read of a suite's tasks, in order.
+#[derive(Default)]
+struct Part {
+    /// The tasks, when they are held.
+    tasks: Vec<SuiteTask>,
+    /// Every task's id and model, held or not.
+    entries: TaskEntries,
+    key_vars: Vec<String>,
+    read_files: Vec<PathBuf>,
+    problems: Vec<Problem>,
+}
+
+impl Part {
+    fn add(&mut self, task: SuiteTask, hold: bool) {
+        note(&task, &mut self.key_vars, &mut self.read_files);
+        self.entries.push_task(&task);
+        if hold {
+            self.tasks.push(task);
+        }
+    }
+
+    /// Adds the next part's tasks after these.
+    fn append(&mut self, next: Part) {
+        if self.entries.is_empty() {
+            let mut problems = std::mem::take(&mut self.problems);
+            problems.extend(next.problems);
+            *self = Part { problems, ..next };
+            return;
+        }
+        self.tasks.extend(next.tasks);
+        for entry in next.entries.iter() {
+            self.entries
+                .push(entry.id.as_str(), entry.model_kind, entry.model_name);
+        }
+        for var in next.key_vars {
+            if !self.key_vars.contains(&var) {
+                self.key_vars.push(var);
+            }
+        }
+        self.read_files.extend(next.read_files);
+        self.problems.extend(next.problems);
     }
 }
 
@@ -482,6 +576,59 @@ impl<'de> serde::Deserialize<'de> for TasksMember<'de> {
 mod tests {
     use super::task::MAX_TASK_ID_CHARS;
     use super::*;
+
+    #[test]
+    fn tasks_read_again_as_they_run_are_the_tasks_held() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/suite.json");
+        let load = |holding| {
+            let options = LoadOptions {
+                models_given: false,
+                holding,
+            };
+            load_suite_with_text_for(&path, options).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (held, _) = load(Holding::All);
+        let (inline, text) = load(Holding::AsTheyRun);
+        let held_tasks = held.tasks.held_tasks().expect("held");
+        assert!(inline.tasks.held_tasks().is_none());
+        assert!(held_tasks.len() > 5, "a suite of several tasks");
+        assert_eq!(inline.tasks.entries(), held.tasks.entries());
+        assert_eq!(inline.tasks.key_vars(), held.tasks.key_vars());
+        assert_eq!(inline.tasks.read_files(), held.tasks.read_files());
+        for (i, task) in held_tasks.iter().enumerate() {
+            let again = inline.tasks.get(i).unwrap();
+            assert_eq!(format!("{again:?}"), format!("{task:?}"), "task {i}");
+        }
+        assert!(inline.tasks.get(held_tasks.len()).is_err());
+        // The suite's text is what the tasks are read from, and what the caller is given.
+        assert_eq!(*text, std::fs::read_to_string(&path).unwrap());
+    }
+
+    #[test]
+    fn a_task_whose_recording_went_away_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/finished.full.jsonl");
+        std::fs::copy(sample, dir.path().join("run.jsonl")).unwrap();
+        let path = dir.path().join("suite.json");
+        std::fs::write(
+            &path,
+            r#"{"name": "r", "tasks": [{"id": "again", "model": {"replay": "run.jsonl"}}]}"#,
+        )
+        .unwrap();
+        let options = LoadOptions {
+            models_given: false,
+            holding: Holding::AsTheyRun,
+        };
+        let (suite, _) = load_suite_with_text_for(&path, options).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(suite.tasks.get(0).unwrap().id.as_str(), "again");
+        std::fs::remove_file(dir.path().join("run.jsonl")).unwrap();
+        let err = suite.tasks.get(0).unwrap_err();
+        assert!(
+            err.starts_with("$.tasks[0] no longer reads as it did when eval checked it: $.tasks[0].model.replay: cannot read \"run.jsonl\""),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_task_id_is_told_its_first_problem() {

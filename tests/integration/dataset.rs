@@ -120,6 +120,47 @@ fn bad_csv_rows_name_the_file_and_line_and_nothing_runs() {
 }
 
 #[test]
+fn bad_csv_rows_name_their_own_line_with_crlf_or_lf_endings() {
+    // A quoted field that spans two lines, a blank line, then two bad rows: with `\r\n` the CSV
+    // reader stops between `\r` and `\n`, which must not pull a row's line back by one.
+    let rows = [
+        "id,question,answer",
+        "q1,\"two",
+        "lines\",yes",
+        "",
+        "q2,fine,yes",
+        "bad id!,q,a",
+        "q4,too,many,fields",
+    ];
+    for ending in ["\r\n", "\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("rows.csv"), rows.join(ending) + ending).unwrap();
+        let suite = dir.path().join("suite.json");
+        std::fs::write(
+            &suite,
+            r#"{"name": "endings", "dataset": {"path": "rows.csv", "id": "{id}",
+                "prompt": "{question}", "model": {"actions": [{"type": "finish", "answer": "{answer}"}]}}}"#,
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        let output = eval(&[suite.to_str().unwrap()], &out);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: suite `{}` has 2 problems:
+  $.dataset `rows.csv` line 6: $.id: \"bad id!\" does not match the pattern `^[A-Za-z0-9._-]+$`
+  $.dataset `rows.csv` line 7: $: the row has 4 fields, the header 3
+",
+                suite.display()
+            ),
+            "ending {ending:?}"
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
 fn a_dataset_outside_the_suite_folder_or_with_a_repeated_header_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let inner = dir.path().join("suite");

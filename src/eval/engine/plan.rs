@@ -21,10 +21,10 @@ use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resum
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RunKind};
 use crate::eval::{
-    Attempt, Attempts, Epochs, FolderLock, ResultsFile, Selected, Selection, Suite, TaskResult,
-    TraceLayout, apply_models, corpus_suite, failed_ids, load_suite_with_text_for, lock_output,
-    lock_read, lock_read_linked, lock_rerun_in_place, resolve_models, select_tasks, still_owed,
-    suite_info,
+    Attempt, Attempts, Epochs, FolderLock, Holding, LoadOptions, ResultsFile, Selected, Selection,
+    Suite, TaskResult, TraceLayout, apply_models, corpus_suite, failed_ids,
+    load_suite_with_text_for, lock_output, lock_read, lock_read_linked, lock_rerun_in_place,
+    resolve_models, select_tasks, still_owed, suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -592,7 +592,11 @@ fn load(
                     "--api-key-env needs --model (or a --resume or --rerun-failed of an evaluation that had them)",
                 ));
             }
-            let (mut suite, text) = load_suite_with_text_for(path, !specs.is_empty())
+            let options = LoadOptions {
+                models_given: !specs.is_empty(),
+                holding: holding_for(request, &specs),
+            };
+            let (mut suite, text) = load_suite_with_text_for(path, options)
                 .map_err(|message| EvalError::input(path, message))?;
             let models = resolve_models(&suite, &specs, request.api_key_env.as_deref())
                 .map_err(EvalError::flags)?;
@@ -652,6 +656,22 @@ fn load(
     Ok((suite, inputs))
 }
 
+/// Whether the suite's inline tasks are held: not when a selection may leave most of them out
+/// (then only those that run are read again), unless models from the command line are given to
+/// every task (which needs them held).
+fn holding_for(request: &EvalRequest, specs: &[String]) -> Holding {
+    let selects = !request.only.is_empty()
+        || !request.skip.is_empty()
+        || request.rerun_failed.is_some()
+        || !request.narrowing.is_none()
+        || request.shard.is_some();
+    if selects && specs.is_empty() {
+        Holding::AsTheyRun
+    } else {
+        Holding::All
+    }
+}
+
 /// The `--model`s to run: those given, or those the evaluation `--resume` or `--rerun-failed`
 /// continues ran (refusing others). A resume's folder without `--out` is named after the suite,
 /// which is read for its name first.
@@ -665,7 +685,13 @@ fn models_to_run(request: &EvalRequest, path: &Path) -> Result<Vec<String>, Eval
     }
     let out = match &request.out {
         Some(out) => out.clone(),
-        None => match load_suite_with_text_for(path, true) {
+        None => match load_suite_with_text_for(
+            path,
+            LoadOptions {
+                models_given: true,
+                holding: Holding::AsTheyRun,
+            },
+        ) {
             Ok((suite, _)) => Path::new("looptrace-runs").join(folder_name(&suite.name)),
             Err(_) => return Ok(request.models.clone()),
         },

@@ -17,7 +17,7 @@ use crate::agent::Limits;
 use crate::eval::RunSource;
 use crate::eval::agent::AgentCommand;
 use crate::eval::model_spec::{NamedModel, resolve_spec};
-use crate::eval::scorers::{CheckCache, Scorer, ScorerSpec};
+use crate::eval::scorers::{CheckCache, Checks, Scorer, ScorerSpec};
 use crate::eval::scripted_action::ScriptedAction;
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
@@ -52,8 +52,9 @@ pub struct Context {
     /// Whether the evaluation gives every task its model (`eval --model`): a task may then have
     /// none of its own.
     pub models_given: bool,
-    /// `defaults.expect`, under every task's own.
-    pub expect: Arc<Expectations>,
+    /// `defaults.expect`, under every task's own: its plain expectations, and its answer and
+    /// run checks (built into each task's scorers).
+    pub expect: Arc<(Expectations, Checks)>,
     /// `defaults.scorers`, built.
     pub scorers: Vec<Arc<dyn Scorer>>,
     /// Answer checks compiled so far, shared by the tasks.
@@ -98,7 +99,7 @@ impl Context {
             }
         }
         if let Some(expect) = expect {
-            context.expect = Arc::new(expectations(expect, &Expectations::default()));
+            context.expect = Arc::new(expectations(expect, &Default::default()));
         }
         if let Some(specs) = scorers {
             match context.scorers(&specs, "$.defaults.scorers") {
@@ -242,19 +243,24 @@ impl Context {
                 (None, None)
             }
         };
-        let expect_path = format!("{path}.expect");
-        let mut expect = expectations(spec.expect.unwrap_or_default(), &self.expect);
-        {
+        let (mut expect, checks) = expectations(spec.expect.unwrap_or_default(), &self.expect);
+        // Most tasks have no such check: the shared cache is then not locked.
+        let options_only = Checks {
+            ignore_case: checks.ignore_case,
+            normalize_whitespace: checks.normalize_whitespace,
+            ..Checks::default()
+        };
+        if checks != options_only {
             let mut cache = self
                 .check_cache
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            match expect.checks.scorers(&mut cache) {
+            match checks.scorers(&mut cache) {
                 Ok(checks) => expect.scorers = checks,
                 Err(found) => problems.extend(
                     found
                         .into_iter()
-                        .map(|(key, message)| (format!("{expect_path}.{key}"), message)),
+                        .map(|(key, message)| (format!("{path}.expect.{key}"), message)),
                 ),
             }
         }
@@ -467,10 +473,14 @@ fn chat_model(spec: ChatSpec, path: &str) -> Result<TaskModel, Problem> {
 }
 
 /// A task's `expect` over the suite's `defaults.expect`: each key the task gives wins. The
-/// scorers are built after.
-fn expectations(spec: ExpectSpec, defaults: &Expectations) -> Expectations {
+/// answer and run checks come apart, for the caller to build into scorers.
+fn expectations(
+    spec: ExpectSpec,
+    (defaults, default_checks): &(Expectations, Checks),
+) -> (Expectations, Checks) {
     let basic = spec.basic;
-    Expectations {
+    let checks = spec.checks.over(default_checks);
+    let expect = Expectations {
         exit_reason: basic.exit_reason.or(defaults.exit_reason),
         answer: basic.answer.or_else(|| defaults.answer.clone()),
         answer_contains: basic
@@ -478,7 +488,8 @@ fn expectations(spec: ExpectSpec, defaults: &Expectations) -> Expectations {
             .or_else(|| defaults.answer_contains.clone()),
         max_steps_used: basic.max_steps_used.or(defaults.max_steps_used),
         max_gate_rejections: basic.max_gate_rejections.or(defaults.max_gate_rejections),
-        checks: spec.checks.over(&defaults.checks),
+        text: checks.text_options(),
         scorers: Vec::new(),
-    }
+    };
+    (expect, checks)
 }

@@ -209,9 +209,11 @@ pub struct Expectations {
     pub max_steps_used: Option<u32>,
     /// The most finishes the finish gate may reject.
     pub max_gate_rejections: Option<u32>,
-    /// The answer and run checks, and the case and whitespace options.
-    pub checks: crate::eval::scorers::Checks,
-    /// The scorers of `checks`, then those of `scorers`, in order.
+    /// How `answer` and `answer_contains` compare (`ignore_case`, `normalize_whitespace`): all
+    /// the runner reads of the answer and run checks, which became `scorers` when the task was
+    /// checked.
+    pub text: crate::eval::scorers::TextOptions,
+    /// The scorers of the answer and run checks, then those of `scorers`, in order.
     pub scorers: Vec<Arc<dyn Scorer>>,
 }
 

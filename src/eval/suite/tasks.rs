@@ -1,5 +1,6 @@
 //! A suite's tasks, held or streamed, and the seam the runner pulls tasks through. A suite's
-//! `tasks` array is held as loaded; a tasks file is checked once and then read task by task as
+//! `tasks` array is held as loaded, or (when an evaluation runs only some of them) read again from
+//! the suite's text as each runs; a tasks file is checked once and then read task by task as
 //! the runner reaches them. Either way every task's id and model kind are known up front, so
 //! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task. The ids
 //! are packed in one block of text (a few bytes a task beside the id itself), so a dataset of a
@@ -8,6 +9,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use super::inline::InlineTasks;
 use super::task::SuiteTask;
 use super::task_entries::{TaskEntries, TaskEntry};
 use super::tasks_file::{Indexed, TasksFile, note};
@@ -25,6 +27,8 @@ pub struct SuiteTasks {
 enum Store {
     Held(Vec<SuiteTask>),
     Streamed(Box<TasksFile>),
+    /// A suite's `tasks` array, read again from the suite's text as each task runs.
+    Inline(Box<InlineTasks>),
 }
 
 impl SuiteTasks {
@@ -57,6 +61,21 @@ impl SuiteTasks {
         }
     }
 
+    /// A suite's inline tasks, checked but not held: each is read again as it runs.
+    pub fn inline(
+        entries: TaskEntries,
+        tasks: InlineTasks,
+        key_vars: Vec<String>,
+        read_files: Vec<PathBuf>,
+    ) -> SuiteTasks {
+        SuiteTasks {
+            entries,
+            store: Store::Inline(Box::new(tasks)),
+            key_vars,
+            read_files,
+        }
+    }
+
     /// How many tasks.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -76,25 +95,27 @@ impl SuiteTasks {
     pub fn held_tasks(&self) -> Option<&[SuiteTask]> {
         match &self.store {
             Store::Held(tasks) => Some(tasks),
-            Store::Streamed(_) => None,
+            Store::Streamed(_) | Store::Inline(_) => None,
         }
     }
 
     /// The tasks file they are read from, if they are streamed.
     pub fn tasks_file(&self) -> Option<&Path> {
         match &self.store {
-            Store::Held(_) => None,
+            Store::Held(_) | Store::Inline(_) => None,
             Store::Streamed(file) => Some(file.path()),
         }
     }
 
-    /// Task `i`, borrowed when held, read from its line when streamed.
+    /// Task `i`, borrowed when held, read from its line when streamed or from its text when
+    /// inline.
     pub fn get(&self, i: usize) -> Result<Cow<'_, SuiteTask>, String> {
         match &self.store {
             Store::Held(tasks) => tasks
                 .get(i)
                 .map(Cow::Borrowed)
                 .ok_or_else(|| format!("no task {i} in the suite")),
+            Store::Inline(tasks) => tasks.task(i).map(Cow::Owned),
             Store::Streamed(file) => {
                 let task = file.task(i)?;
                 match self.entries.get(i) {

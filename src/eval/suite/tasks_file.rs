@@ -42,7 +42,10 @@ enum Kind {
     },
 }
 
-/// Where one task's record is, and which row it is (from 1, blank lines not counted).
+/// Where one task's record is, and which row it is (from 1, blank lines not counted). For a CSV
+/// record, `offset` and `line` are the CSV reader's position before it read the record, which can
+/// sit on line endings the read then skips (the `\n` of a `\r\n`, blank lines): messages take
+/// the record's own line from [`first_line`].
 #[derive(Clone, Copy, Debug)]
 struct Span {
     offset: u64,
@@ -343,7 +346,8 @@ impl TasksFile {
                 break;
             }
             for (record, checked) in batch.iter().zip(check_batch(&batch, &kind, &context)) {
-                let at = |path: &str| format!("line {}: {path}", record.span.line);
+                let at =
+                    |path: &str| format!("line {}: {path}", line_of(&file, &kind, &record.span));
                 match checked {
                     Checked::Blank => {}
                     Checked::Task(task) => {
@@ -442,7 +446,7 @@ impl TasksFile {
             for (record, checked) in batch.iter().zip(checked) {
                 if let Checked::Task(_) = checked {
                     if wanted.contains(&task) {
-                        lines.insert(task, record.span.line);
+                        lines.insert(task, line_of(&self.file, &self.kind, &record.span));
                     }
                     task += 1;
                 }
@@ -462,7 +466,7 @@ impl TasksFile {
         let changed = |why: String| {
             format!(
                 "line {} of `{}` changed since eval checked it: {why}",
-                span.line,
+                line_of(&self.file, &self.kind, &span),
                 self.path.display()
             )
         };
@@ -590,6 +594,36 @@ impl TasksFile {
     }
 }
 
+/// The line a record starts on, as messages name it.
+fn line_of(file: &File, kind: &Kind, span: &Span) -> u32 {
+    if kind.is_csv() {
+        first_line(file, span.offset, span.line)
+    } else {
+        span.line
+    }
+}
+
+/// The line of the first byte at or after `offset` (on line `line`) that is not a line ending:
+/// where a CSV record that the reader started reading at `offset` really begins. Read only for
+/// messages, so records are not slowed by it.
+fn first_line(file: &File, mut offset: u64, mut line: u32) -> u32 {
+    let mut buf = [0u8; 512];
+    loop {
+        let read = match file.read_at(&mut buf, offset) {
+            Ok(0) | Err(_) => return line,
+            Ok(read) => read,
+        };
+        for &byte in &buf[..read] {
+            match byte {
+                b'\n' => line = line.saturating_add(1),
+                b'\r' => {}
+                _ => return line,
+            }
+        }
+        offset += read as u64;
+    }
+}
+
 /// An id's hash, for finding ids given twice.
 fn hash_of(id: &str) -> u32 {
     let mut hasher = DefaultHasher::new();
@@ -674,7 +708,8 @@ mod tests {
             .iter()
             .map(|&i| {
                 let (span, _) = file.record(i).unwrap();
-                (i, file.task(i).unwrap().id.to_string(), span.line)
+                let line = line_of(&file.file, &file.kind, &span);
+                (i, file.task(i).unwrap().id.to_string(), line)
             })
             .collect()
     }
@@ -741,6 +776,9 @@ mod tests {
         for (i, id, line) in read_in(&file, &order) {
             assert_eq!(id, format!("q{i}"));
             assert_eq!(line, checked[&i], "task {i}");
+            // Each row takes two lines after the header's: the `\n` left of a `\r\n` ending
+            // is not the row's line.
+            assert_eq!(line as usize, 2 + 2 * i, "task {i}");
             let task = file.task(i).unwrap();
             assert_eq!(task.prompt, format!("two\nlines, {i}"));
         }
