@@ -10,39 +10,65 @@
 #
 #   bench/stream_flat.sh                       # 300M, 1G and 2G, median of 3
 #   SIZES="300M 1G" RUNS=1 bench/stream_flat.sh
+#   COMMANDS="show show_text export" BASELINE=/path/to/other/looptrace bench/stream_flat.sh
 #
-# The traces go to bench/out/ (ignored by git) and are reused when present. Not part of CI.
+# COMMANDS picks what is measured (show, show_text, replay, eval_traces, export; the small-runs
+# suite only with replay or eval_traces). With BASELINE, every run of this build is paired with a
+# run of that binary right before it (alternating, so load changes hit both alike), and each
+# command gets a second line `NAME@base` and the ratio of CPU medians. The traces go to DATA
+# (bench/out/, ignored by git, unless set) and are reused when present. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIZES=${SIZES:-"300M 1G 2G"}
 SEED=${SEED:-7}
 RUNS=${RUNS:-3}
+COMMANDS=${COMMANDS:-"show replay eval_traces export"}
+BASELINE=${BASELINE:-}
 OUT=bench/out
+DATA=${DATA:-$OUT}
 TARGET=${CARGO_TARGET_DIR:-target}
 LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$DATA"
 [ -n "${LOOPTRACE_PREBUILT:-}" ] || cargo build --release --quiet --bin looptrace --example gen_full_traces
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# measure NAME SIZE BYTES COMMAND...: RUNS runs (exit 0 or 1 both count), one result line.
+wanted() { case " $COMMANDS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# once TIMES BINARY ARGS...: one run (exit 0 or 1 both count), its times appended to TIMES.
+once() {
+    local times=$1
+    shift
+    rm -rf "$OUT/flat-eval"
+    local code=0
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/flat.time" "$@" > /dev/null 2> "$OUT/flat.err" || code=$?
+    if [ "$code" -gt 1 ]; then
+        echo "$* failed with exit code $code:" >&2
+        tail -n 5 "$OUT/flat.err" >&2
+        exit 1
+    fi
+    tail -n 1 "$OUT/flat.time" >> "$times"
+}
+
+# measure NAME SIZE BYTES ARGS...: RUNS runs of looptrace ARGS (each after one of BASELINE ARGS
+# when set), one result line each.
 measure() {
     local name=$1 size=$2 bytes=$3
     shift 3
+    wanted "$name" || return 0
     : > "$OUT/flat.times"
+    : > "$OUT/flat-base.times"
     for _ in $(seq "$RUNS"); do
-        rm -rf "$OUT/flat-eval"
-        local code=0
-        /usr/bin/time -f "%e %U %S %M" -o "$OUT/flat.time" "$@" > /dev/null 2> "$OUT/flat.err" || code=$?
-        if [ "$code" -gt 1 ]; then
-            echo "$name failed with exit code $code:" >&2
-            tail -n 5 "$OUT/flat.err" >&2
-            exit 1
-        fi
-        tail -n 1 "$OUT/flat.time" >> "$OUT/flat.times"
+        [ -z "$BASELINE" ] || once "$OUT/flat-base.times" "$BASELINE" "$@"
+        once "$OUT/flat.times" "$LOOPTRACE" "$@"
     done
     rm -rf "$OUT/flat-eval"
-    python3 - "$name" "$size" "$bytes" "$OUT/flat.times" <<'PY' | tee -a "$OUT/flat.results"
+    [ -z "$BASELINE" ] || summarize "$name@base" "$size" "$bytes" "$OUT/flat-base.times"
+    summarize "$name" "$size" "$bytes" "$OUT/flat.times"
+}
+
+summarize() {
+    python3 - "$@" <<'PY' | tee -a "$OUT/flat.results"
 import statistics, sys
 name, size, total, times = sys.argv[1:]
 rows = [line.split() for line in open(times)]
@@ -56,29 +82,32 @@ PY
 
 : > "$OUT/flat.results"
 for SIZE in $SIZES; do
-    TRACE=$OUT/full-$SIZE-$SEED.jsonl
+    TRACE=$DATA/full-$SIZE-$SEED.jsonl
     [ -s "$TRACE" ] || "$TARGET"/release/examples/gen_full_traces "$TRACE" "$SIZE" "$SEED"
     BYTES=$(stat -c %s "$TRACE")
     cat "$TRACE" > /dev/null # into the page cache
-    measure show "$SIZE" "$BYTES" "$LOOPTRACE" show -f json "$TRACE"
-    measure replay "$SIZE" "$BYTES" "$LOOPTRACE" replay --tools recorded "$TRACE"
-    measure eval_traces "$SIZE" "$BYTES" "$LOOPTRACE" eval --traces "$TRACE" --out "$OUT/flat-eval" --format csv
-    measure export "$SIZE" "$BYTES" "$LOOPTRACE" export --otlp "$TRACE"
+    measure show "$SIZE" "$BYTES" show -f json "$TRACE"
+    measure show_text "$SIZE" "$BYTES" show "$TRACE"
+    measure replay "$SIZE" "$BYTES" replay --tools recorded "$TRACE"
+    measure eval_traces "$SIZE" "$BYTES" eval --traces "$TRACE" --out "$OUT/flat-eval" --format csv
+    measure export "$SIZE" "$BYTES" export --otlp "$TRACE"
 done
-SMALL=$OUT/small-full-2000x120.jsonl
-[ -s "$SMALL" ] || python3 bench/gen_small_runs.py --full "$LOOPTRACE" "$SMALL"
-cat "$SMALL" > /dev/null
-SMALL_BYTES=$(stat -c %s "$SMALL")
-measure replay small "$SMALL_BYTES" "$LOOPTRACE" replay --tools recorded "$SMALL"
-measure eval_traces small "$SMALL_BYTES" "$LOOPTRACE" eval --traces "$SMALL" --out "$OUT/flat-eval" --format csv
+if wanted replay || wanted eval_traces; then
+    SMALL=$DATA/small-full-2000x120.jsonl
+    [ -s "$SMALL" ] || python3 bench/gen_small_runs.py --full "$LOOPTRACE" "$SMALL"
+    cat "$SMALL" > /dev/null
+    SMALL_BYTES=$(stat -c %s "$SMALL")
+    measure replay small "$SMALL_BYTES" replay --tools recorded "$SMALL"
+    measure eval_traces small "$SMALL_BYTES" eval --traces "$SMALL" --out "$OUT/flat-eval" --format csv
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$OUT/flat.results" <<'PY'
 import sys
 rows = [line.split() for line in open(sys.argv[1])]
-print(f"{'command':<12}{'input':>7}{'wall s':>9}{'CPU s':>8}{'MB/CPU-s':>10}{'peak MB':>9}")
+print(f"{'command':<16}{'input':>7}{'wall s':>9}{'CPU s':>8}{'MB/CPU-s':>10}{'peak MB':>9}")
 for name, size, wall, cpu, rate, peak in rows:
-    print(f"{name:<12}{size:>7}{float(wall):>9.2f}{float(cpu):>8.2f}{float(rate):>10.1f}{float(peak):>9.1f}")
+    print(f"{name:<16}{size:>7}{float(wall):>9.2f}{float(cpu):>8.2f}{float(rate):>10.1f}{float(peak):>9.1f}")
 by = {}
 for name, size, wall, cpu, rate, peak in rows:
     if size != "small":
@@ -89,6 +118,13 @@ for name, peaks in by.items():
     verdict = "flat" if high - low <= allowed else "grows"
     print(f"{name}: peak {low:.1f} MB -> {high:.1f} MB ({high - low:+.1f} MB, allowed {allowed:.1f}): {verdict}")
 cpu = {(name, size): float(c) for name, size, _, c, _, _ in rows}
+peak = {(name, size): float(p) for name, size, _, _, _, p in rows}
+for (name, size), value in cpu.items():
+    if (name + "@base", size) in cpu:
+        base = cpu[(name + "@base", size)]
+        print(f"{name} on {size}: CPU {base:.2f} s -> {value:.2f} s ({value / base:.2f}x, "
+              f"{base / value:.2f}x as fast), peak {peak[(name + '@base', size)]:.1f} -> "
+              f"{peak[(name, size)]:.1f} MB")
 for size in sorted({size for _, size in cpu}):
     if ("replay", size) in cpu and ("eval_traces", size) in cpu:
         print(f"eval --traces / replay CPU on {size}: {cpu[('eval_traces', size)] / cpu[('replay', size)]:.2f}x")

@@ -107,11 +107,9 @@ pub fn run(args: ExportArgs) -> CliResult {
     let mut stats = ExportStats::default();
     let mut notes = Vec::new();
     let mut write = |out: &mut dyn RunSink| -> Result<u64, CliError> {
-        let mut ids = TraceIds::default();
-        for input in &inputs {
-            let file = Path::new(&input.name)
-                .file_name()
-                .map_or_else(|| input.name.clone(), |n| n.to_string_lossy().into_owned());
+        let files: Vec<String> = inputs.iter().map(file_name).collect();
+        let mut ids = TraceIds::for_files(files.iter().map(String::as_str));
+        for (input, file) in inputs.iter().zip(files) {
             let read = ReadOptions::default();
             let reader_notes = match &input.source {
                 Source::Path(path) => {
@@ -127,8 +125,7 @@ pub fn run(args: ExportArgs) -> CliResult {
                     })?;
                     let reader = TraceReader::new(lines, &input.name, read);
                     let mut stream = RunStream::new(reader);
-                    let file = if *other == Source::Stdin { "-" } else { &file };
-                    export_stream(&mut stream, file, &mut ids, &options, out, &mut stats)
+                    export_stream(&mut stream, &file, &mut ids, &options, out, &mut stats)
                         .map_err(export_error)?;
                     stream.into_stats().warnings(&input.name)
                 }
@@ -239,4 +236,15 @@ fn export_error(err: ExportError) -> CliError {
         // Reported by the caller, which knows what was sent before the failure.
         ExportError::Push(err) => CliError::internal(err),
     }
+}
+
+/// The file name an input's trace ids are derived from: its last path part (`-` for standard
+/// input).
+fn file_name(input: &report::Input) -> String {
+    if input.source == Source::Stdin {
+        return "-".to_owned();
+    }
+    Path::new(&input.name)
+        .file_name()
+        .map_or_else(|| input.name.clone(), |n| n.to_string_lossy().into_owned())
 }

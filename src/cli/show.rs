@@ -10,7 +10,10 @@ use super::{CliError, CliResult, Outcome};
 use looptrace::replay::{RunIds, times};
 use looptrace::report::Source;
 use looptrace::text::escape;
-use looptrace::trace::{ReadOptions, ReadStats, RunStream, TraceReader, render_run};
+use looptrace::trace::{
+    JsonLine, LineItem, ReadOptions, ReadStats, RecordedRun, RunStream, StreamedRun, TextLine,
+    TraceReader, render_run,
+};
 
 /// Arguments of `looptrace show`.
 #[derive(Debug, Args)]
@@ -84,18 +87,11 @@ pub fn run(args: ShowArgs) -> CliResult {
     for input in &inputs {
         // Line numbers are per file: with several, each file's runs are headed by its name.
         printer.header = (inputs.len() > 1).then(|| format!("== {} ==", escape(&input.name)));
-        let stats = match &input.source {
-            Source::Path(path) => {
-                printer.print(RunStream::open(path, options).map_err(CliError::input)?)?
-            }
-            // Standard input, a foreign file's imported events, a run store's named runs.
-            other => {
-                let lines = other.open().map_err(|err| {
-                    CliError::input(format!("failed to read `{}`: {err}", input.name))
-                })?;
-                let reader = TraceReader::new(lines, &input.name, options);
-                printer.print(RunStream::new(reader))?
-            }
+        let stats = match args.format {
+            // The texts it shortens are read only as far as it shows them.
+            ShowFormat::Text => printer.print_input::<TextLine>(input, options)?,
+            // Lines that are already as written are copied through, not parsed and written.
+            ShowFormat::Json => printer.print_input::<JsonLine>(input, options)?,
         };
         warnings.extend(stats.warnings(&input.name));
     }
@@ -136,8 +132,41 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
+    /// Prints the selected runs of one input, its lines kept as `T`.
+    fn print_input<T: Shown>(
+        &mut self,
+        input: &looptrace::report::Input,
+        options: ReadOptions,
+    ) -> Result<ReadStats, CliError> {
+        match &input.source {
+            Source::Path(path) => {
+                let stream =
+                    RunStream::<_, T>::open_items(path, options).map_err(CliError::input)?;
+                self.print(stream)
+            }
+            // Standard input, a foreign file's imported events, a run store's named runs.
+            other => {
+                let lines = other.open().map_err(|err| {
+                    CliError::input(format!("failed to read `{}`: {err}", input.name))
+                })?;
+                let reader = TraceReader::new(lines, &input.name, options);
+                self.print(RunStream::<_, T>::items(reader))
+            }
+        }
+    }
+
     /// Prints the selected runs of `stream` as each ends; returns what the reader tolerated.
-    fn print<R: std::io::Read>(&mut self, mut stream: RunStream<R>) -> Result<ReadStats, CliError> {
+    fn print<R: std::io::Read, T: Shown>(
+        &mut self,
+        stream: RunStream<R, T>,
+    ) -> Result<ReadStats, CliError> {
+        // Occurrences label runs in text and select them with `--run`; otherwise nothing need be
+        // kept per run, so memory stays flat whatever the number of runs.
+        let mut stream = if self.args.run.is_none() && self.args.format == ShowFormat::Json {
+            stream.without_occurrences()
+        } else {
+            stream
+        };
         for run in stream.by_ref() {
             let streamed = run.map_err(CliError::input)?;
             self.ids
@@ -147,25 +176,7 @@ impl Printer<'_> {
             {
                 continue;
             }
-            match self.args.format {
-                ShowFormat::Text => {
-                    if self.printed > 0 {
-                        writeln!(self.out)?;
-                    }
-                    if let Some(header) = self.header.take() {
-                        writeln!(self.out, "{header}")?;
-                    }
-                    let text = render_run(&streamed.run, streamed.occurrence, self.color);
-                    self.out.write_all(text.as_bytes())?;
-                }
-                ShowFormat::Json => {
-                    // Straight into the buffer: no string per event.
-                    for (_, event) in &streamed.run.events {
-                        serde_json::to_writer(&mut self.out, event).map_err(written)?;
-                        self.out.write_all(b"\n")?;
-                    }
-                }
-            }
+            T::write(self, streamed)?;
             // Each run reaches the reader as soon as it ends, also through a pipe.
             self.out.flush()?;
             self.printed += 1;
@@ -174,11 +185,39 @@ impl Printer<'_> {
     }
 }
 
-/// A failed write of an event: a closed pipe stays a closed pipe, a serialization error is ours.
-fn written(err: serde_json::Error) -> CliError {
-    if err.is_io() {
-        CliError::from(std::io::Error::from(err))
-    } else {
-        CliError::internal(err)
+/// How one form of line is printed.
+trait Shown: LineItem {
+    /// Writes one selected run.
+    fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError>;
+}
+
+impl Shown for TextLine {
+    fn write(printer: &mut Printer<'_>, streamed: StreamedRun<Self>) -> Result<(), CliError> {
+        if printer.printed > 0 {
+            writeln!(printer.out)?;
+        }
+        if let Some(header) = printer.header.take() {
+            writeln!(printer.out, "{header}")?;
+        }
+        let run = RecordedRun {
+            run_id: streamed.run.run_id,
+            events: (streamed.run.events.into_iter())
+                .map(|(line, TextLine(event))| (line, event))
+                .collect(),
+        };
+        let text = render_run(&run, streamed.occurrence, printer.color);
+        printer.out.write_all(text.as_bytes())?;
+        Ok(())
+    }
+}
+
+impl Shown for JsonLine {
+    fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError> {
+        // Straight into the buffer: no string per event.
+        for (_, line) in &run.run.events {
+            printer.out.write_all(line.bytes())?;
+            printer.out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 }

@@ -55,7 +55,7 @@ fn every_call() -> ModelCall {
 }
 
 /// One event of every known kind, every field set.
-fn every_kind() -> Vec<EventKind> {
+pub(crate) fn every_kind() -> Vec<EventKind> {
     vec![
         EventKind::RunStarted(RunStarted {
             schema: text(),

@@ -5,10 +5,12 @@
 //! definition of a well-formed line: [`Event`] (serde, owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
 //! corpora with and the serde reader checks every line with.
 
+mod as_written;
 mod clock;
 mod event;
 mod event_fields;
 mod fields;
+mod json_line;
 mod json_string;
 mod line_error;
 mod reader;
@@ -17,6 +19,7 @@ mod runs;
 mod scan;
 mod show;
 mod tap;
+mod text_line;
 mod values;
 mod view;
 mod wire;
@@ -31,9 +34,12 @@ pub use event::{
     ScorerCall, ToolRef, Usage,
 };
 pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
+pub use json_line::JsonLine;
 pub use line_error::LineError;
 pub use reader::parse_line;
-pub use reader::{DEFAULT_MAX_LINE_BYTES, ReadOptions, ReadStats, TraceError, TraceReader};
+pub use reader::{
+    DEFAULT_MAX_LINE_BYTES, LineItem, ReadOptions, ReadStats, TraceError, TraceReader,
+};
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
@@ -42,6 +48,7 @@ pub use runs::{
 pub use scan::{Fields, TokenCounts, ends_early, scan_line};
 pub use show::{ordinal, render_run, render_runs};
 pub use tap::RunTap;
+pub use text_line::TextLine;
 pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};
 pub use writer::{EventSink, TraceWriter, finish_cut_line};
 

@@ -245,7 +245,7 @@ impl<R: Read> TraceReader<R> {
         })
     }
 
-    fn line_error(&mut self, line: u64, message: String) -> Option<Result<Event, TraceError>> {
+    fn line_error(&mut self, line: u64, message: String) -> Option<TraceError> {
         if self.options.lenient {
             self.stats.skipped_count += 1;
             if self.stats.skipped.len() < KEPT_SKIPS {
@@ -254,19 +254,19 @@ impl<R: Read> TraceReader<R> {
             None
         } else {
             self.failed = true;
-            Some(Err(TraceError::Line {
+            Some(TraceError::Line {
                 path: self.path.clone(),
                 line,
                 message,
-            }))
+            })
         }
     }
 }
 
-impl<R: Read> Iterator for TraceReader<R> {
-    type Item = Result<(u64, Event), TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<R: Read> TraceReader<R> {
+    /// Reads the next line as a `T` (an [`Event`], or the line kept as `show -f json` writes it),
+    /// by the same rules for blank, malformed, cut-off and too long lines whatever `T` is.
+    pub fn next_item<T: LineItem>(&mut self) -> Option<Result<(u64, T), TraceError>> {
         while !self.failed {
             let raw = match self.read_line() {
                 Ok(Some(raw)) => raw,
@@ -287,23 +287,23 @@ impl<R: Read> Iterator for TraceReader<R> {
                     self.options.max_line_bytes
                 );
                 match self.line_error(line_no, message) {
-                    Some(err) => return Some(err.map(|e| (line_no, e))),
+                    Some(err) => return Some(Err(err)),
                     None => continue,
                 }
             }
-            let parsed = parse_line(&self.line);
+            let parsed = T::from_line(&self.line);
             match parsed {
                 Ok(None) => continue,
-                Ok(Some(event)) => {
-                    if let EventKind::Unknown { event_type, .. } = &event.kind {
+                Ok(Some(item)) => {
+                    if let Some(event_type) = item.unknown_event_type() {
                         *self
                             .stats
                             .unknown_event_types
-                            .entry(event_type.clone())
+                            .entry(event_type.to_owned())
                             .or_default() += 1;
                     }
                     self.stats.events += 1;
-                    return Some(Ok((line_no, event)));
+                    return Some(Ok((line_no, item)));
                 }
                 Err(_) if !raw.terminated => {
                     // A crash mid-write leaves a cut-off last line: a warning, not an error.
@@ -317,7 +317,7 @@ impl<R: Read> Iterator for TraceReader<R> {
                         Ok(true) => self.stats.cut_off.push(line_no),
                         Ok(false) => {
                             if let Some(err) = self.line_error(line_no, message) {
-                                return Some(err.map(|e| (line_no, e)));
+                                return Some(Err(err));
                             }
                         }
                         Err(source) => {
@@ -330,12 +330,61 @@ impl<R: Read> Iterator for TraceReader<R> {
                     }
                 }
                 Err(message) => match self.line_error(line_no, message) {
-                    Some(err) => return Some(err.map(|e| (line_no, e))),
+                    Some(err) => return Some(Err(err)),
                     None => continue,
                 },
             }
         }
         None
+    }
+}
+
+impl<R: Read> Iterator for TraceReader<R> {
+    type Item = Result<(u64, Event), TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item()
+    }
+}
+
+/// What a reader keeps of each well-formed line: the parsed [`Event`], or another form that
+/// knows the few things grouping lines into runs needs.
+pub trait LineItem: Sized {
+    /// Reads one line (without its `\n`); `Ok(None)` for a blank one, `Err` with what is wrong
+    /// exactly as [`parse_line`] says it.
+    fn from_line(bytes: &[u8]) -> Result<Option<Self>, String>;
+    /// The run it belongs to.
+    fn run_id(&self) -> &str;
+    /// Whether it begins a run (`run_started`).
+    fn starts_run(&self) -> bool;
+    /// Whether it ends its run (`run_finished`, a bare `internal_error`).
+    fn ends_run(&self) -> bool;
+    /// Its `event_type` when this version does not know it.
+    fn unknown_event_type(&self) -> Option<&str>;
+}
+
+impl LineItem for Event {
+    fn from_line(bytes: &[u8]) -> Result<Option<Self>, String> {
+        parse_line(bytes)
+    }
+
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    fn starts_run(&self) -> bool {
+        self.is_run_started()
+    }
+
+    fn ends_run(&self) -> bool {
+        self.ending().is_some()
+    }
+
+    fn unknown_event_type(&self) -> Option<&str> {
+        match &self.kind {
+            EventKind::Unknown { event_type, .. } => Some(event_type),
+            _ => None,
+        }
     }
 }
 

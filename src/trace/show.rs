@@ -9,7 +9,7 @@ use super::runs::RecordedRun;
 use crate::run::{ExitReason, RunOutcome};
 
 /// Longest content shown inline before it is shortened.
-const INLINE_LIMIT: usize = 120;
+pub(crate) const INLINE_LIMIT: usize = 120;
 
 /// Renders runs as text; `color` adds ANSI colours to outcomes and errors.
 pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
@@ -125,9 +125,7 @@ fn describe(event: &Event, color: bool) -> String {
                 "tool_call" => {
                     let tool = e.tool_name.as_deref().unwrap_or("?");
                     let args = match (&e.arguments, &e.argument_keys) {
-                        (Some(arguments), _) => {
-                            serde_json::Value::Object(arguments.clone()).to_string()
-                        }
+                        (Some(arguments), _) => inline_json(arguments),
                         (None, Some(keys)) => format!("({})", keys.join(", ")),
                         (None, None) => String::new(),
                     };
@@ -237,11 +235,86 @@ fn safe(text: &str) -> String {
     crate::text::escape(text).into_owned()
 }
 
+/// The first [`INLINE_LIMIT`] characters, with `…` when there were more; reads no further.
 fn shorten(text: &str) -> String {
-    if text.chars().count() <= INLINE_LIMIT {
-        text.to_owned()
-    } else {
-        let head: String = text.chars().take(INLINE_LIMIT).collect();
-        format!("{head}…")
+    match text.char_indices().nth(INLINE_LIMIT) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// Arguments as compact JSON, written only as far as [`shorten`] shows them: large arguments
+/// (a file's content) are neither copied nor written whole.
+fn inline_json(arguments: &serde_json::Map<String, serde_json::Value>) -> String {
+    // Enough bytes for more than INLINE_LIMIT characters of up to 4 bytes each.
+    let mut head = Head {
+        bytes: Vec::new(),
+        limit: 4 * (INLINE_LIMIT + 2),
+    };
+    // Stopping at the limit is the only error a `Vec` can give.
+    let _ = serde_json::to_writer(&mut head, arguments);
+    let mut bytes = head.bytes;
+    loop {
+        match String::from_utf8(bytes) {
+            Ok(text) => return text,
+            // A character cut at the limit: drop its first bytes.
+            Err(err) => {
+                let valid = err.utf8_error().valid_up_to();
+                bytes = err.into_bytes();
+                bytes.truncate(valid);
+            }
+        }
+    }
+}
+
+/// A writer that keeps the first `limit` bytes, then refuses more.
+struct Head {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl std::io::Write for Head {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = self.limit - self.bytes.len();
+        if room == 0 {
+            return Err(std::io::Error::other("enough"));
+        }
+        let n = buf.len().min(room);
+        self.bytes.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortening_reads_no_further_than_it_shows() {
+        assert_eq!(shorten("abc"), "abc");
+        let exact = "é".repeat(INLINE_LIMIT);
+        assert_eq!(shorten(&exact), exact);
+        let long = "😀".repeat(INLINE_LIMIT + 1);
+        assert_eq!(shorten(&long), format!("{}…", "😀".repeat(INLINE_LIMIT)));
+    }
+
+    #[test]
+    fn arguments_are_shown_as_their_whole_json_shortened() {
+        for value in [
+            serde_json::json!({}),
+            serde_json::json!({"a": 1, "b": "x"}),
+            serde_json::json!({"content": "😀é\n\"".repeat(400), "path": "a"}),
+            serde_json::json!({"content": "x".repeat(INLINE_LIMIT - 12)}),
+        ] {
+            let serde_json::Value::Object(map) = value else {
+                unreachable!()
+            };
+            let whole = serde_json::Value::Object(map.clone()).to_string();
+            assert_eq!(shorten(&inline_json(&map)), shorten(&whole));
+        }
     }
 }

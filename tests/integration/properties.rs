@@ -607,3 +607,211 @@ proptest! {
         }
     }
 }
+
+/// What `show -f json` writes for one line, or why it refuses it.
+type ShownLine = Result<Option<Vec<u8>>, String>;
+
+/// What `show -f json` writes for one line, through the copy-through path and through serde:
+/// the event written again, or the reader's error.
+fn shown_both_ways(line: &[u8]) -> (ShownLine, ShownLine) {
+    use looptrace::trace::{JsonLine, LineItem};
+    let copied = JsonLine::from_line(line).map(|l| l.map(|l| l.bytes().to_vec()));
+    let written = parse_line(line).map(|e| e.map(|e| serde_json::to_vec(&e).unwrap()));
+    (copied, written)
+}
+
+/// The same line written other ways a writer might: keys sorted, spaced out, non-ASCII and `/`
+/// escaped, control characters escaped in upper case.
+fn rewritten(line: &str) -> Vec<String> {
+    let mut lines = vec![line.to_owned()];
+    if let Ok(value) = serde_json::from_str::<Value>(line) {
+        lines.push(value.to_string());
+        lines.push(
+            serde_json::to_string_pretty(&value)
+                .unwrap()
+                .replace('\n', " "),
+        );
+    }
+    let mut ascii = String::new();
+    for c in line.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    lines.push(ascii);
+    lines.push(line.replace('/', "\\/"));
+    let mut upper = line.to_owned();
+    for high in ['0', '1'] {
+        for low in ['a', 'b', 'c', 'd', 'e', 'f'] {
+            let lower = format!("\\u00{high}{low}");
+            upper = upper.replace(&lower, &lower.to_uppercase().replace("\\U", "\\u"));
+        }
+    }
+    lines.push(upper);
+    lines.push(line.replace("\\n", "\\u000a"));
+    lines.push(format!(" {line}"));
+    lines.push(format!("{line}\r"));
+    lines
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// `show -f json` copies a line through only when that is byte for byte what writing its
+    /// event again gives: any event, written by serde or rewritten another way, shows the same
+    /// bytes (or the same error) as parsing and writing it.
+    #[test]
+    fn show_json_copies_through_exactly_what_serde_writes(event in trace_event()) {
+        let line = serde_json::to_string(&event).unwrap();
+        for variant in rewritten(&line) {
+            let (copied, written) = shown_both_ways(variant.as_bytes());
+            prop_assert_eq!(copied, written, "{}", variant);
+        }
+    }
+}
+
+/// Lines whose values serde_json reads but writes differently, and the sample traces' lines:
+/// the copy-through path and serde agree on each.
+#[test]
+fn show_json_copies_through_only_lines_as_written() {
+    let head = r#"{"run_id":"r","step":1,"event_type":"observation""#;
+    let finished = r#"{"run_id":"r","step":2,"event_type":"run_finished","exit_reason":"finished""#;
+    let mut lines: Vec<String> = [
+        r#","output":"a","is_error":false}"#,
+        r#","is_error":false,"output":"a"}"#,
+        r#","output":"a\/b"}"#,
+        r#","output":"\u00e9"}"#,
+        r#","output":"\u001f\u001F\u0008\b\u000A"}"#,
+        r#","output":"\ud83d\ude00"}"#,
+        r#","output":null}"#,
+        r#","content":"x"}"#,
+        r#","unknown_field":1}"#,
+        r#","duration_ms":1500}"#,
+        r#","duration_ms":1500.0}"#,
+        r#","duration_ms":1.5e3}"#,
+        r#","duration_ms":0.1}"#,
+        r#","duration_ms":-0.0}"#,
+        r#","duration_ms":1e400}"#,
+        r#","exit_status":-1}"#,
+        r#","exit_status":-0}"#,
+        r#","exit_status":2147483648}"#,
+        r#","exit_status":65535}"#,
+        r#","exit_status":65536}"#,
+        r#","exit_status":007}"#,
+        r#","is_error":true,"error_kind":"x"}"#,
+        r#","is_error":"true"}"#,
+        r#","tool_name":"t","tool_name":"u"}"#,
+        r#","ts":"2026-01-01T00:00:00.000Z"}"#,
+        r#","output":"a"} "#,
+        r#","output":"a"}}"#,
+    ]
+    .iter()
+    .map(|tail| format!("{head}{tail}"))
+    .collect();
+    lines.extend(
+        [
+            r#"}"#,
+            r#","usage":{"input_tokens":1,"output_tokens":2}}"#,
+            r#","usage":{"output_tokens":2,"input_tokens":1}}"#,
+            r#","usage":{"input_tokens":1.0}}"#,
+            r#","scores":[{"name":"s","kind":"k","passed":true,"value":1}]}"#,
+            r#","cost_usd":0.001,"duration_ms":12.25}"#,
+        ]
+        .iter()
+        .map(|tail| format!("{finished}{tail}")),
+    );
+    lines.push(
+        r#"{"run_id":"r","step":18446744073709551615,"event_type":"run_started"}"#.to_owned(),
+    );
+    lines.push(
+        r#"{"run_id":"r","step":18446744073709551616,"event_type":"run_started"}"#.to_owned(),
+    );
+    lines.push(r#"{"run_id":"r","step":0,"event_type":"run_started","capture":"full"}"#.to_owned());
+    lines.push(r#"{"run_id":"r","step":0,"event_type":"run_started","capture":"Full"}"#.to_owned());
+    lines.push(r#"{"run_id":"r","step":0,"event_type":"new_kind","output":"a"}"#.to_owned());
+    lines.push(r#"{"run_id":"r","step":1,"event_type":"model_action","action_type":"tool_call","arguments":{"b":1,"a":[1.0,2]}}"#.to_owned());
+    lines.push(
+        r#"{"run_id":"r","step":1,"event_type":"model_action","arguments":{"n":1e999}}"#.to_owned(),
+    );
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    for entry in std::fs::read_dir(samples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            lines.extend(text.lines().flat_map(rewritten));
+        }
+    }
+    let mut copied_through = 0;
+    for line in &lines {
+        let (copied, written) = shown_both_ways(line.as_bytes());
+        if let Ok(Some(bytes)) = &copied
+            && bytes == line.as_bytes()
+        {
+            copied_through += 1;
+        }
+        assert_eq!(copied, written, "{line}");
+    }
+    // The sample traces are as looptrace writes them: most of their lines are copied through.
+    assert!(copied_through > 50, "{copied_through}");
+}
+
+/// What `show` prints for a run of one line, reading it for text and reading it whole.
+fn shown_as_text_both_ways(line: &[u8]) -> (TextShown, TextShown) {
+    use looptrace::trace::{LineItem, RecordedRun, TextLine, render_run};
+    let render = |event: Event| {
+        let run = RecordedRun {
+            run_id: event.run_id.clone(),
+            events: vec![(1, event)],
+        };
+        render_run(&run, 1, false)
+    };
+    let shortened = TextLine::from_line(line).map(|l| l.map(|TextLine(event)| render(event)));
+    let whole = parse_line(line).map(|e| e.map(render));
+    (shortened, whole)
+}
+
+/// What `show` prints for one line, or why it refuses it.
+type TextShown = Result<Option<String>, String>;
+
+/// A line of each event type whose texts `show` shortens, with a long text and texts it never
+/// shows.
+fn line_with_long_texts() -> impl Strategy<Value = String> {
+    let long = prop::collection::vec(text(), 0..40).prop_map(|parts| parts.concat());
+    (0..7usize, long, prop::option::of(text())).prop_map(|(kind, long, raw)| {
+        let long = serde_json::to_string(&long).unwrap();
+        let raw = raw
+            .map(|raw| format!(",\"raw_output\":{}", serde_json::to_string(&raw).unwrap()))
+            .unwrap_or_default();
+        let head = r#"{"run_id":"r","step":1,"event_type":"#;
+        match kind {
+            0 => format!(r#"{head}"run_started","task":{long}}}"#),
+            1 => format!(r#"{head}"model_action","action_type":"finish","answer":{long}{raw}}}"#),
+            2 => format!(r#"{head}"observation","tool_name":"t","content":{long}}}"#),
+            3 => format!(r#"{head}"model_feedback","content":{long}{raw}}}"#),
+            4 => format!(r#"{head}"finish_gate","accepted":false,"content":{long}}}"#),
+            5 => format!(r#"{head}"run_finished","exit_reason":"internal_error","error":{long}}}"#),
+            _ => format!(r#"{head}"internal_error","error":{long}}}"#),
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// `show` reads the texts it shortens only as far as it shows them, and prints exactly what it
+    /// prints from the whole event (or refuses the line with the same message).
+    #[test]
+    fn show_text_from_shortened_texts_is_show_text_from_the_whole_event(
+        line in prop_oneof![line_with_long_texts(), trace_event().prop_map(|e| serde_json::to_string(&e).unwrap())]
+    ) {
+        for variant in rewritten(&line) {
+            let (shortened, whole) = shown_as_text_both_ways(variant.as_bytes());
+            prop_assert_eq!(shortened, whole, "{}", variant);
+        }
+    }
+}

@@ -7,7 +7,7 @@
 //! folders). A span id is the first 8 bytes of SHA-256 over the trace id and the span's place in
 //! the run. All-zero ids are invalid in OTLP, so a zero hash is nudged to one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 
@@ -73,15 +73,38 @@ impl SpanId {
 }
 
 /// The trace ids one export has handed out: a derived id already taken is derived again with the
-/// next salt. Holds 16 bytes per run.
+/// next salt. Holds 16 bytes per run of files whose name another input shares; runs of a file
+/// whose name is its own cannot collide (its runs differ by run id or occurrence), so nothing is
+/// kept for them and memory stays flat however many runs one file holds.
 #[derive(Debug, Default)]
 pub struct TraceIds {
     taken: HashSet<[u8; 16]>,
+    /// How many inputs bear each file name, when known ([`TraceIds::for_files`]).
+    names: Option<HashMap<String, usize>>,
 }
 
 impl TraceIds {
+    /// Ids for an export of files of these names (in any order, repeats included).
+    pub fn for_files<'a>(names: impl IntoIterator<Item = &'a str>) -> TraceIds {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for name in names {
+            *counts.entry(name.to_owned()).or_default() += 1;
+        }
+        TraceIds {
+            taken: HashSet::new(),
+            names: Some(counts),
+        }
+    }
+
     /// A trace id for this run, never one handed out before by this export.
     pub fn assign(&mut self, file: &str, run_id: &str, occurrence: u32) -> TraceId {
+        let own_name = self
+            .names
+            .as_ref()
+            .is_some_and(|names| names.get(file) == Some(&1));
+        if own_name {
+            return TraceId::derive(file, run_id, occurrence, 0);
+        }
         let mut salt = 0;
         loop {
             let id = TraceId::derive(file, run_id, occurrence, salt);
@@ -114,6 +137,20 @@ mod tests {
     #[test]
     fn a_taken_id_is_derived_again() {
         let mut ids = TraceIds::default();
+        let first = ids.assign("t.jsonl", "r1", 1);
+        let second = ids.assign("t.jsonl", "r1", 1);
+        assert_eq!(first, TraceId::derive("t.jsonl", "r1", 1, 0));
+        assert_eq!(second, TraceId::derive("t.jsonl", "r1", 1, 1));
+    }
+
+    #[test]
+    fn only_runs_of_shared_file_names_are_kept() {
+        let mut ids = TraceIds::for_files(["a.jsonl", "t.jsonl", "t.jsonl"]);
+        assert_eq!(
+            ids.assign("a.jsonl", "r1", 1),
+            TraceId::derive("a.jsonl", "r1", 1, 0)
+        );
+        assert!(ids.taken.is_empty());
         let first = ids.assign("t.jsonl", "r1", 1);
         let second = ids.assign("t.jsonl", "r1", 1);
         assert_eq!(first, TraceId::derive("t.jsonl", "r1", 1, 0));
