@@ -12,8 +12,12 @@
 #   PYTHON=target/ci-venv/bin/python bench/duckdb_compare.sh
 #   RUNS=5 SIZE=256M PYTHON=... bench/duckdb_compare.sh
 #   CORPORA=small PYTHON=... bench/duckdb_compare.sh      # only one of `large` and `small`
+#   BASELINE=/path/to/older/looptrace PYTHON=... bench/duckdb_compare.sh
 #
-# The traces go to bench/out/ (ignored by git) and are reused when present. Not part of CI.
+# With BASELINE, that build's `report` runs in the same alternation too (`before`), so the
+# before → after figures and the ratios against DuckDB come from one run under one load.
+# The traces go to DATA (default bench/out/, ignored by git) and are reused when present. Not
+# part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,9 +28,11 @@ THREADS=${THREADS:-2}
 CORPORA=${CORPORA:-"large small"}
 PYTHON=${PYTHON:-${LOOPTRACE_TEST_PYTHON:-python3}}
 OUT=bench/out
+DATA=${DATA:-$OUT}
+BASELINE=${BASELINE:-}
 TARGET=${CARGO_TARGET_DIR:-target}
 LOOPTRACE=${LOOPTRACE:-$TARGET/release/looptrace}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$DATA"
 
 "$PYTHON" -c "import duckdb" || { echo "$PYTHON has no duckdb package (pip install duckdb)" >&2; exit 2; }
 [ -n "${LOOPTRACE_PREBUILT:-}" ] || cargo build --release --quiet --bin looptrace --example gen_full_traces
@@ -45,6 +51,10 @@ print(" ".join(f"{reason}={runs}" for reason, runs in counts.items()))')
     echo "looptrace: $ours"
     echo "DuckDB:    $theirs"
     [ "$ours" = "$theirs" ] || echo "note: the two count runs differently on this trace" >&2
+    if [ -n "$BASELINE" ]; then
+        cmp -s <("$LOOPTRACE" report --format json "$trace") <("$BASELINE" report --format json "$trace") \
+            || echo "note: the baseline's report differs on this trace" >&2
+    fi
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     : > "$OUT/duckdb_compare.times"
     for _ in $(seq "$RUNS"); do
@@ -53,6 +63,10 @@ print(" ".join(f"{reason}={runs}" for reason, runs in counts.items()))')
         /usr/bin/time -f "duckdb %e %U %S %M" -a -o "$OUT/duckdb_compare.times" \
             "$PYTHON" bench/duckdb_counts.py "$trace" "$THREADS" > /dev/null
         /usr/bin/time -f "wc %e %U %S %M" -a -o "$OUT/duckdb_compare.times" wc -l "$trace" > /dev/null
+        if [ -n "$BASELINE" ]; then
+            /usr/bin/time -f "before %e %U %S %M" -a -o "$OUT/duckdb_compare.times" \
+                "$BASELINE" report --format csv "$trace" > /dev/null
+        fi
     done
     python3 - "$(stat -c %s "$trace")" "$OUT/duckdb_compare.times" <<'PY'
 import statistics, sys
@@ -73,6 +87,10 @@ lt_cpu, db_cpu, wc_cpu = (median(cpu[w]) for w in ("looptrace", "duckdb", "wc"))
 lt, db, wc = (median(wall[w]) for w in ("looptrace", "duckdb", "wc"))
 print(f"DuckDB / looptrace: wall {db / lt:.2f}x, CPU {db_cpu / lt_cpu:.2f}x (above 1: looptrace is faster)")
 print(f"looptrace / wc -l:  wall {lt / wc:.2f}x, CPU {lt_cpu / max(wc_cpu, 0.001):.2f}x")
+if "before" in cpu:
+    b_cpu, b = median(cpu["before"]), median(wall["before"])
+    print(f"DuckDB / before:    wall {db / b:.2f}x, CPU {db_cpu / b_cpu:.2f}x")
+    print(f"looptrace / before: wall {lt / b:.2f}x, CPU {lt_cpu / b_cpu:.2f}x (below 1: faster now)")
 PY
     echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
@@ -80,12 +98,12 @@ PY
 for corpus in $CORPORA; do
     case $corpus in
         large)
-            trace=$OUT/full-$SIZE-$SEED.jsonl
+            trace=$DATA/full-$SIZE-$SEED.jsonl
             [ -s "$trace" ] || "$TARGET"/release/examples/gen_full_traces "$trace" "$SIZE" "$SEED"
             compare "few large runs" "$trace"
             ;;
         small)
-            trace=$OUT/small-runs-2000x120.jsonl
+            trace=$DATA/small-runs-2000x120.jsonl
             [ -s "$trace" ] || python3 bench/gen_small_runs.py "$trace"
             compare "many small runs" "$trace"
             ;;

@@ -2,7 +2,8 @@
 //! (streamed: each as soon as it ends in the file, only its verdict kept), and the report is
 //! printed as text, JSON or an HTML page.
 
-use std::path::PathBuf;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
@@ -12,8 +13,8 @@ use looptrace::html::Page;
 use looptrace::replay::{
     CheckReport, ModelSource, OnDivergence, ReplayObserver, ReplayOptions, ReplayOutcome,
     ReplayPlan, ReplayPlanError, ReplayReport, ReplayRequest, RunReplay, ToolMode, Verdict,
-    WireSettings, check_summary_line, file_name, render_check_json, render_check_text, render_json,
-    render_text, summary_line,
+    WireSettings, check_summary_line, file_name, render_check_json, render_check_text,
+    render_run_text, summary_line, write_json,
 };
 use looptrace::report::{Input, Options, RunRow, RunTable, TEXT_LIMIT};
 use looptrace::trace::StreamedRun;
@@ -163,21 +164,64 @@ pub fn run(args: ReplayArgs) -> CliResult {
         ModelSource::Parsed
     };
     let report = ReplayReport::new(&source, mode, model, replays);
-    let bytes = match args.format {
+    // The text and JSON reports are written run by run as they are made, never held whole.
+    match args.format {
         // The page is a file users asked for: `--quiet` quiets the terminal, not it.
         _ if args.quiet && !matches!(args.format, FormatArg::Html) => {
-            summary_line(&report).into_bytes()
+            let line = summary_line(&report);
+            super::html::write_output(args.output.as_deref(), line.as_bytes(), &inputs)?;
         }
-        FormatArg::Text => style.finish(&render_text(&report)).into_bytes(),
-        FormatArg::Json => render_json(&report).into_bytes(),
-        FormatArg::Html => page(&args, &source, console, &outcome)?,
-    };
-    super::html::write_output(args.output.as_deref(), &bytes, &inputs)?;
+        FormatArg::Text => write_streamed(args.output.as_deref(), &inputs, |out| {
+            let mut block = String::new();
+            for run in report.runs {
+                block.clear();
+                render_run_text(run, &mut block);
+                out.write_all(style.finish(&block).as_bytes())?;
+            }
+            out.write_all(style.finish(&summary_line(&report)).as_bytes())
+        })?,
+        FormatArg::Json => write_streamed(args.output.as_deref(), &inputs, |out| {
+            write_json(&report, out)
+        })?,
+        FormatArg::Html => {
+            let bytes = page(&args, &source, console, &outcome)?;
+            super::html::write_output(args.output.as_deref(), &bytes, &inputs)?;
+        }
+    }
     Ok(if outcome.faithful() {
         Outcome::Success
     } else {
         Outcome::Failures
     })
+}
+
+/// Writes a report to `output` (replaced as a whole, only once complete) or standard output,
+/// through a buffer, as `write` makes it.
+fn write_streamed(
+    output: Option<&Path>,
+    inputs: &[&Path],
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let Some(path) = output else {
+        let mut out = BufWriter::with_capacity(64 * 1024, super::common::outcome_stdout());
+        write(&mut out)?;
+        out.flush()?;
+        return Ok(());
+    };
+    if let Some(input) = inputs
+        .iter()
+        .find(|input| super::common::same_file(input, path))
+    {
+        return Err(CliError::input(format!(
+            "-o would overwrite the input `{}`",
+            input.display()
+        )));
+    }
+    super::import::write_atomically(path, |out| {
+        write(out)?;
+        Ok(0)
+    })?;
+    Ok(())
 }
 
 /// The request the arguments make.

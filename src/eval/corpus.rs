@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::suite::{
-    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, TaskId, TaskModel,
+    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, SuiteTasks, TaskEntries,
+    TaskId, TaskMaker, TaskModel,
 };
 use crate::replay::ReplayModel;
-use crate::run::RunOutcome;
-use crate::trace::{Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_at};
+use crate::run::{ExitReason, RunOutcome};
+use crate::trace::{Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_within};
 
 /// Where a replay task's recorded run comes from.
 #[derive(Clone, Debug)]
@@ -46,7 +47,7 @@ impl RunSource {
         match self {
             RunSource::Held(run) => Ok(Cow::Borrowed(run)),
             RunSource::Located { run_id, spans } => {
-                read_run_at(path, run_id, spans).map(Cow::Owned)
+                read_run_within(path, run_id, spans).map(Cow::Owned)
             }
         }
     }
@@ -134,10 +135,11 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     };
     let files = trace_files(paths).map_err(|e| fail(vec![("--traces".to_owned(), e)]))?;
     let mut problems = Vec::new();
-    let mut tasks = Vec::new();
     let mut skipped = Vec::new();
     let mut ids = HashSet::new();
-    for file in &files {
+    let mut entries = TaskEntries::default();
+    let mut packed = PackedRuns::default();
+    for (file_index, file) in files.iter().enumerate() {
         let mut stream = match RunStream::open(file, ReadOptions::default()) {
             Ok(stream) => stream.with_budget(CORPUS_OPEN_BYTES),
             Err(err) => {
@@ -159,60 +161,196 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             };
             let run = &streamed.run;
             let place =
-                crate::text::escape(&format!("{}#{}", file.display(), run.run_id)).into_owned();
+                || crate::text::escape(&format!("{}#{}", file.display(), run.run_id)).into_owned();
             let RunOutcome::Ended(reason) = run.outcome() else {
                 skipped.push(format!(
-                    "{place}: incomplete recording, nothing to compare with"
+                    "{}: incomplete recording, nothing to compare with",
+                    place()
                 ));
                 continue;
             };
-            let model = match ReplayModel::from_run(run) {
-                Ok(model) => model,
+            // Checked here, with the message a replay gives, but not kept: the run is read
+            // again when its task runs.
+            let max_steps = match ReplayModel::check(run) {
+                Ok(max_steps) => max_steps,
                 Err(err) => {
-                    problems.push((place, err.to_string()));
+                    problems.push((place(), err.to_string()));
                     continue;
                 }
             };
+            if !problems.is_empty() {
+                // The suite will not run: only the problems are still wanted.
+                continue;
+            }
             let id = unique_id(&format!("{stem}.{}", run.run_id), &mut ids);
-            tasks.push(SuiteTask {
-                id,
-                // Read again with the run when the task runs.
-                prompt: String::new(),
-                max_steps: model.max_steps().unwrap_or(DEFAULT_MAX_STEPS),
-                model: TaskModel::Replay {
-                    path: file.clone(),
-                    run: RunSource::Located {
-                        run_id: run.run_id.clone(),
-                        spans: streamed.spans.into(),
-                    },
-                },
-                expect: Expectations {
-                    exit_reason: Some(reason),
-                    ..Expectations::default()
-                },
-                finish_gate: None,
-                limits: crate::agent::Limits::default(),
-                model_name: None,
-                agent: None,
-            });
+            entries.push(id.as_str(), REPLAY_KIND, None);
+            packed.push(
+                file_index,
+                max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+                reason,
+                &run.run_id,
+                &streamed.spans,
+            );
         }
     }
-    if tasks.is_empty() && problems.is_empty() {
+    if entries.is_empty() && problems.is_empty() {
         problems.push(("--traces".to_owned(), "no replayable runs found".to_owned()));
     }
     if !problems.is_empty() {
         return Err(fail(problems));
     }
+    drop(ids);
+    packed.files = files;
+    let read_files = packed.files.clone();
     Ok(Corpus {
         suite: Suite {
             name: "traces".to_owned(),
             capture,
-            tasks: super::suite::SuiteTasks::held(tasks),
+            tasks: SuiteTasks::made(entries, Arc::new(packed), read_files),
             tools: None,
             models: Default::default(),
         },
         skipped,
     })
+}
+
+/// The model kind of every corpus task.
+const REPLAY_KIND: &str = "replay";
+
+/// What a corpus keeps of each replay task until it runs: its file, budget and recorded exit
+/// reason, and its run id and line positions packed in one block of bytes (positions as
+/// differences from the line before, a few bytes a line), so a corpus of many small runs costs
+/// some tens of bytes a run rather than a task each.
+#[derive(Debug, Default)]
+struct PackedRuns {
+    files: Vec<PathBuf>,
+    runs: Vec<PackedRun>,
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct PackedRun {
+    file: u32,
+    max_steps: u32,
+    exit_reason: ExitReason,
+    /// Where its run id and line positions start in `bytes`.
+    at: u64,
+}
+
+impl PackedRuns {
+    fn push(
+        &mut self,
+        file: usize,
+        max_steps: u32,
+        exit_reason: ExitReason,
+        run_id: &str,
+        spans: &[LineSpan],
+    ) {
+        self.runs.push(PackedRun {
+            file: u32::try_from(file).unwrap_or(u32::MAX),
+            max_steps,
+            exit_reason,
+            at: self.bytes.len() as u64,
+        });
+        let out = &mut self.bytes;
+        push_varint(out, run_id.len() as u64);
+        out.extend_from_slice(run_id.as_bytes());
+        push_varint(out, spans.len() as u64);
+        let (mut line, mut end) = (0u64, 0u64);
+        for span in spans {
+            push_varint(out, zigzag(span.line.wrapping_sub(line)));
+            push_varint(out, zigzag(span.offset.wrapping_sub(end)));
+            push_varint(out, u64::from(span.len));
+            line = span.line;
+            end = span.offset.wrapping_add(u64::from(span.len));
+        }
+    }
+
+    /// The run id and line positions of run `i`.
+    fn run(&self, i: usize) -> Option<(&PackedRun, String, Vec<LineSpan>)> {
+        let run = self.runs.get(i)?;
+        let mut at = usize::try_from(run.at).ok()?;
+        let bytes = &self.bytes;
+        let len = usize::try_from(read_varint(bytes, &mut at)?).ok()?;
+        let run_id = std::str::from_utf8(bytes.get(at..at + len)?)
+            .ok()?
+            .to_owned();
+        at += len;
+        let count = usize::try_from(read_varint(bytes, &mut at)?).ok()?;
+        let mut spans = Vec::with_capacity(count);
+        let (mut line, mut end) = (0u64, 0u64);
+        for _ in 0..count {
+            line = line.wrapping_add(unzigzag(read_varint(bytes, &mut at)?));
+            let offset = end.wrapping_add(unzigzag(read_varint(bytes, &mut at)?));
+            let len = u32::try_from(read_varint(bytes, &mut at)?).ok()?;
+            spans.push(LineSpan { line, offset, len });
+            end = offset.wrapping_add(u64::from(len));
+        }
+        Some((run, run_id, spans))
+    }
+}
+
+impl TaskMaker for PackedRuns {
+    fn task(&self, i: usize, id: &str) -> Result<SuiteTask, String> {
+        let (run, run_id, spans) = self
+            .run(i)
+            .ok_or_else(|| format!("no recorded run {i} in the corpus"))?;
+        let path = self
+            .files
+            .get(run.file as usize)
+            .ok_or_else(|| format!("no trace file for recorded run {i}"))?;
+        Ok(SuiteTask {
+            id: TaskId::parse(id)?,
+            // Read again with the run when the task runs.
+            prompt: String::new(),
+            max_steps: run.max_steps,
+            model: TaskModel::Replay {
+                path: path.clone(),
+                run: RunSource::Located {
+                    run_id,
+                    spans: spans.into(),
+                },
+            },
+            expect: Expectations {
+                exit_reason: Some(run.exit_reason),
+                ..Expectations::default()
+            },
+            finish_gate: None,
+            limits: crate::agent::Limits::default(),
+            model_name: None,
+            agent: None,
+        })
+    }
+}
+
+fn zigzag(delta: u64) -> u64 {
+    let signed = delta as i64;
+    ((signed << 1) ^ (signed >> 63)) as u64
+}
+
+fn unzigzag(value: u64) -> u64 {
+    ((value >> 1) as i64 ^ -((value & 1) as i64)) as u64
+}
+
+fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes.get(*at)?;
+        *at += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// The longest task id made from a run id; a task's id names its trace file, and file names are
@@ -243,5 +381,40 @@ fn unique_id(raw: &str, seen: &mut HashSet<TaskId>) -> TaskId {
             return id;
         }
         n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_runs_give_back_each_run_id_and_line_positions_as_pushed() {
+        let span = |line, offset, len| LineSpan { line, offset, len };
+        let runs: Vec<(&str, Vec<LineSpan>)> = vec![
+            ("a", vec![span(1, 0, 10), span(2, 11, 300), span(3, 312, 0)]),
+            // Interleaved with others, far apart, and a position before the one it follows.
+            (
+                "bé-2",
+                vec![span(7, 5_000_000_000, 4), span(900, 9, u32::MAX)],
+            ),
+            ("", Vec::new()),
+            ("c", vec![span(u64::MAX, u64::MAX - 1, 1)]),
+        ];
+        let mut packed = PackedRuns::default();
+        for (i, (id, spans)) in runs.iter().enumerate() {
+            let reason = if i % 2 == 0 {
+                ExitReason::Finished
+            } else {
+                ExitReason::MaxStepsExceeded
+            };
+            packed.push(i, 10 + i as u32, reason, id, spans);
+        }
+        for (i, (id, spans)) in runs.iter().enumerate() {
+            let (run, run_id, read) = packed.run(i).unwrap();
+            assert_eq!((run_id.as_str(), &read), (*id, spans));
+            assert_eq!((run.file, run.max_steps), (i as u32, 10 + i as u32));
+        }
+        assert!(packed.run(runs.len()).is_none());
     }
 }

@@ -43,7 +43,7 @@ use crate::trace::Capture;
 
 pub use self::task::{DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel};
 pub use self::task_entries::{IdRef, TaskEntries, TaskEntry};
-pub use self::tasks::{Selected, SuiteTasks, TaskSource};
+pub use self::tasks::{Selected, SuiteTasks, TaskMaker, TaskSource};
 
 /// A loaded, checked suite.
 #[derive(Clone, Debug)]

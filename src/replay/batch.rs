@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    PreparedReplay, Recording, ReplayOptions, RunCheck, RunIds, RunReplay, ToolMode, ToolSource,
-    Verdict, WireSettings,
+    PreparedReplay, Recording, ReplayOptions, ReplaySetupError, RunCheck, RunIds, RunReplay,
+    ToolMode, ToolSource, Verdict, WireSettings,
 };
 use crate::agent::NoObserver;
 use crate::gate::{CommandGate, FinishGate};
@@ -185,7 +185,7 @@ impl ReplayPlan {
     ) -> Result<Vec<RunCheck>, ReplayPlanError> {
         let mut checks: Vec<(u64, RunCheck)> = Vec::new();
         self.each_selected_run(observer, &mut |_, run| {
-            checks.push((run.index, self.prepare(run)?.check()));
+            checks.push((run.index, self.prepare(&run)?.check()));
             Ok(())
         })?;
         checks.sort_by_key(|(index, _)| *index);
@@ -200,7 +200,7 @@ impl ReplayPlan {
     ) -> Result<ReplayOutcome, ReplayPlanError> {
         let mut writer = match &self.request.trace_out {
             Some(path) => {
-                self.each_selected_run(&mut (), &mut |_, run| self.prepare(run).map(drop))?;
+                self.each_selected_run(&mut (), &mut |_, run| self.prepare(&run).map(drop))?;
                 Some(TraceWriter::append(path, false).map_err(|err| {
                     ReplayPlanError::input(
                         path,
@@ -234,8 +234,9 @@ impl ReplayPlan {
         let source = file_name(&self.request.trace);
         let mut replays: Vec<(u64, RunReplay)> = Vec::new();
         self.each_selected_run(observer, &mut |observer, run| {
-            observer.run_selected(run)?;
-            let replay = self.prepare(run)?;
+            observer.run_selected(&run)?;
+            let index = run.index;
+            let replay = self.prepare_owned(run)?;
             let run_tools = RunTools::new(
                 self.task_tools.as_ref(),
                 replay.recording(),
@@ -280,7 +281,7 @@ impl ReplayPlan {
             };
             let mut result = result.map_err(|err| ReplayPlanError::Internal(err.to_string()))?;
             result.replay_run_id = replay_run_id.map(|id| id.0);
-            replays.push((run.index, result));
+            replays.push((index, result));
             Ok(())
         })?;
         // Reports list runs in order of first appearance, whatever order they ended in.
@@ -293,19 +294,33 @@ impl ReplayPlan {
 
     /// The replay of one recorded run, refused when it cannot be replayed.
     fn prepare(&self, run: &StreamedRun) -> Result<PreparedReplay, ReplayPlanError> {
-        let trace = &self.request.trace;
         PreparedReplay::with_wire(
             &run.run,
             self.request.options,
             self.summarizer.clone(),
             &self.request.wire,
         )
-        .map_err(|err| {
-            ReplayPlanError::input(
-                trace,
-                escape(&format!("{}: {err}", trace.display())).into_owned(),
-            )
-        })
+        .map_err(|err| self.refused(err))
+    }
+
+    /// [`ReplayPlan::prepare`], taking the run so that its texts are moved, not copied.
+    fn prepare_owned(&self, run: StreamedRun) -> Result<PreparedReplay, ReplayPlanError> {
+        PreparedReplay::with_wire_owned(
+            run.run,
+            self.request.options,
+            self.summarizer.clone(),
+            &self.request.wire,
+        )
+        .map_err(|err| self.refused(err))
+    }
+
+    /// A run that cannot be replayed, as bad input naming the trace.
+    fn refused(&self, err: ReplaySetupError) -> ReplayPlanError {
+        let trace = &self.request.trace;
+        ReplayPlanError::input(
+            trace,
+            escape(&format!("{}: {err}", trace.display())).into_owned(),
+        )
     }
 
     /// Streams the trace and calls `each` with every selected run as soon as it ends; then
@@ -313,7 +328,7 @@ impl ReplayPlan {
     fn each_selected_run(
         &self,
         observer: &mut dyn ReplayObserver,
-        each: &mut dyn FnMut(&mut dyn ReplayObserver, &StreamedRun) -> Result<(), ReplayPlanError>,
+        each: &mut dyn FnMut(&mut dyn ReplayObserver, StreamedRun) -> Result<(), ReplayPlanError>,
     ) -> Result<(), ReplayPlanError> {
         let path = &self.request.trace;
         let shown = path.display().to_string();
@@ -334,7 +349,7 @@ impl ReplayPlan {
                 continue;
             }
             selected += 1;
-            each(observer, &run)?;
+            each(observer, run)?;
         }
         for warning in stream.into_stats().warnings(&shown) {
             observer.warning(&escape(&warning));

@@ -110,10 +110,10 @@ impl<'a> Comparator<'a> {
         match *event {
             RunEvent::RunStarted { .. } | RunEvent::ModelRetry { .. } => {}
             RunEvent::ModelAction { step, action, .. } => {
-                self.turn(step.into(), &RecordedTurn::Action(action.clone()));
+                self.turn(step.into(), TurnRef::Action(action));
             }
             RunEvent::ModelFeedback { step, error, .. } => {
-                self.turn(step.into(), &RecordedTurn::Invalid(error.clone()));
+                self.turn(step.into(), TurnRef::Invalid(error));
             }
             RunEvent::Observation { step, outcome, .. } => self.observation(step.into(), outcome),
             RunEvent::FinishGate { step, verdict, .. } => self.gate_verdict(step.into(), verdict),
@@ -123,7 +123,7 @@ impl<'a> Comparator<'a> {
 
     /// One entry of the rerun's turn at `step`, compared with the recorded entry at the same place
     /// of the same step: a multi-call turn is compared call by call.
-    fn turn(&mut self, step: u64, actual: &RecordedTurn) {
+    fn turn(&mut self, step: u64, actual: TurnRef<'_>) {
         if step != self.turns_taken {
             self.turns_taken = step;
             self.entries_in_turn = 0;
@@ -149,11 +149,11 @@ impl<'a> Comparator<'a> {
         if let Some(reached) = self.reached.get_mut(start + place) {
             *reached = true;
         }
-        if recorded.turn != *actual {
+        if !actual.is(&recorded.turn) {
             self.push(Divergence::new(
                 step,
                 DivergenceKind::ModelTurn,
-                describe_turn(&recorded.turn),
+                describe_turn(TurnRef::of(&recorded.turn)),
                 describe_turn(actual),
             ));
         }
@@ -214,13 +214,14 @@ impl<'a> Comparator<'a> {
                 or_none(outcome.error_kind.as_deref()),
             ));
         }
-        let summary = self.recording.summarizer().summarize(&actual.content);
-        if summary != recorded.output || recorded.content != actual.content {
+        // With the recorded text at hand, the texts are compared byte for byte; the summary (a
+        // hash of the text) is only worked out to show a difference.
+        if recorded.content != actual.content {
             self.push(Divergence {
                 step,
                 what: DivergenceKind::Observation,
                 recorded: recorded.output.clone(),
-                actual: summary,
+                actual: self.recording.summarizer().summarize(&actual.content),
                 recorded_text: Some(recorded.content.clone()),
                 actual_text: Some(actual.content.clone()),
                 path: None,
@@ -342,7 +343,7 @@ impl<'a> Comparator<'a> {
             self.push(Divergence::new(
                 recorded.step,
                 DivergenceKind::NotReached,
-                describe_turn(&recorded.turn),
+                describe_turn(TurnRef::of(&recorded.turn)),
                 "not reached",
             ));
         }
@@ -463,17 +464,42 @@ impl Model for StopGate<'_> {
     }
 }
 
+/// A model turn of the rerun or the recording, borrowed: compared without a copy.
+#[derive(Clone, Copy)]
+enum TurnRef<'t> {
+    Action(&'t Action),
+    Invalid(&'t InvalidOutput),
+}
+
+impl<'t> TurnRef<'t> {
+    fn of(turn: &'t RecordedTurn) -> Self {
+        match turn {
+            RecordedTurn::Action(action) => TurnRef::Action(action),
+            RecordedTurn::Invalid(error) => TurnRef::Invalid(error),
+        }
+    }
+
+    /// Whether this is the recorded turn.
+    fn is(self, recorded: &RecordedTurn) -> bool {
+        match (self, recorded) {
+            (TurnRef::Action(actual), RecordedTurn::Action(recorded)) => actual == recorded,
+            (TurnRef::Invalid(actual), RecordedTurn::Invalid(recorded)) => actual == recorded,
+            _ => false,
+        }
+    }
+}
+
 /// A model turn as one line: `tool_call NAME ARGS`, `finish "ANSWER"` or
 /// `invalid output (KIND): MESSAGE`.
-fn describe_turn(turn: &RecordedTurn) -> String {
+fn describe_turn(turn: TurnRef<'_>) -> String {
     match turn {
-        RecordedTurn::Action(Action::ToolCall(call)) => format!(
+        TurnRef::Action(Action::ToolCall(call)) => format!(
             "tool_call {} {}",
             call.tool_name,
             serde_json::Value::Object(call.arguments.clone())
         ),
-        RecordedTurn::Action(Action::Finish(finish)) => format!("finish {:?}", finish.answer),
-        RecordedTurn::Invalid(InvalidOutput { kind, message }) => {
+        TurnRef::Action(Action::Finish(finish)) => format!("finish {:?}", finish.answer),
+        TurnRef::Invalid(InvalidOutput { kind, message }) => {
             format!("invalid output ({kind}): {message}")
         }
     }

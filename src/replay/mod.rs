@@ -28,7 +28,7 @@ pub use recording::{
 };
 pub use render::{
     CheckReport, ReplayReport, check_summary_line, render_check_json, render_check_text,
-    render_json, render_text, summary_line,
+    render_json, render_run_text, render_text, summary_line, write_json,
 };
 pub use run_ids::{RunIds, list_ids, times};
 pub use runner::{

@@ -7,6 +7,8 @@ use thiserror::Error;
 use crate::model::{
     InvalidOutput, InvalidOutputKind, JsonModelAdapter, Model, ModelError, RawModel, TurnItem,
 };
+use serde_json::{Map, Value};
+
 use crate::run::{Action, Finish, HistoryItem, Task, ToolCall};
 use crate::trace::{Event, EventKind, ModelAction, ModelFeedback, RecordedRun};
 
@@ -65,20 +67,14 @@ pub struct ReplayModel {
 impl ReplayModel {
     /// Builds the model from a recorded run, failing on the first event that lacks content.
     pub fn from_run(run: &RecordedRun) -> Result<ReplayModel, ReplayError> {
-        let task = recorded_task(run)?;
+        let task = Task::new(recorded_task(run)?.to_owned());
         let mut turns = Vec::new();
         let mut call_ids = Vec::new();
         for (line, event) in &run.events {
-            let turn = match &event.kind {
-                EventKind::ModelAction(action) => {
-                    RecordedTurn::Action(action_of(run, *line, event, action)?)
-                }
-                EventKind::ModelFeedback(feedback) => {
-                    RecordedTurn::Invalid(feedback_of(run, *line, event, feedback)?)
-                }
-                _ => continue,
+            let Some(turn) = turn_of(run, *line, event)? else {
+                continue;
             };
-            turns.push((event.step, turn));
+            turns.push((event.step, turn.to_owned()));
             call_ids.push(event.call_id().map(str::to_owned));
         }
         Ok(ReplayModel {
@@ -91,13 +87,23 @@ impl ReplayModel {
         })
     }
 
+    /// Checks a recorded run as [`ReplayModel::from_run`] does, with the same error, and gives
+    /// its recorded step budget, without copying its turns.
+    pub fn check(run: &RecordedRun) -> Result<Option<u32>, ReplayError> {
+        recorded_task(run)?;
+        for (line, event) in &run.events {
+            turn_of(run, *line, event)?;
+        }
+        Ok(run.started().and_then(|e| e.max_steps))
+    }
+
     /// Builds a raw-text replay: the recorded provider text of every turn, parsed again by
     /// today's `JsonModelAdapter`, so adapter changes are tested too. Needs `raw_output` on every
     /// model turn.
     pub fn raw_from_run(
         run: &RecordedRun,
     ) -> Result<(Task, JsonModelAdapter<RecordedResponses>), ReplayError> {
-        let task = recorded_task(run)?;
+        let task = Task::new(recorded_task(run)?.to_owned());
         let mut responses = Vec::new();
         for (line, event) in &run.events {
             let raw_output = match &event.kind {
@@ -114,6 +120,18 @@ impl ReplayModel {
             task,
             JsonModelAdapter::new(RecordedResponses { responses, next: 0 }),
         ))
+    }
+
+    /// The same task and budget with no turns to serve.
+    pub(crate) fn without_turns(&self) -> ReplayModel {
+        ReplayModel {
+            task: self.task.clone(),
+            max_steps: self.max_steps,
+            turns: Vec::new(),
+            call_ids: Vec::new(),
+            next: 0,
+            calls: 0,
+        }
     }
 
     /// The recorded task.
@@ -225,7 +243,7 @@ pub fn end_of_recording(turns: usize) -> String {
     format!("recording ends at step {turns}")
 }
 
-fn recorded_task(run: &RecordedRun) -> Result<Task, ReplayError> {
+fn recorded_task(run: &RecordedRun) -> Result<&str, ReplayError> {
     let Some((line, event, started)) = run.events.iter().find_map(|(line, e)| match &e.kind {
         EventKind::RunStarted(started) => Some((line, e, started)),
         _ => None,
@@ -236,37 +254,73 @@ fn recorded_task(run: &RecordedRun) -> Result<Task, ReplayError> {
             problem: "the run has no run_started event".to_owned(),
         });
     };
-    let prompt = started
+    started
         .task
-        .clone()
-        .ok_or_else(|| missing(run, *line, event, "task"))?;
-    Ok(Task::new(prompt))
+        .as_deref()
+        .ok_or_else(|| missing(run, *line, event, "task"))
 }
 
-fn action_of(
+/// A recorded model turn, borrowed from its event.
+enum TurnOf<'e> {
+    ToolCall(&'e str, &'e Map<String, Value>),
+    Finish(&'e str),
+    Invalid(InvalidOutputKind, &'e str),
+}
+
+impl TurnOf<'_> {
+    fn to_owned(&self) -> RecordedTurn {
+        match *self {
+            TurnOf::ToolCall(tool_name, arguments) => RecordedTurn::Action(Action::ToolCall(
+                ToolCall::new(tool_name.to_owned(), arguments.clone()),
+            )),
+            TurnOf::Finish(answer) => RecordedTurn::Action(Action::Finish(Finish {
+                answer: answer.to_owned(),
+            })),
+            TurnOf::Invalid(kind, message) => {
+                RecordedTurn::Invalid(InvalidOutput::new(kind, message.to_owned()))
+            }
+        }
+    }
+}
+
+/// The model turn an event records (`None` for events that are not turns), or why it cannot be
+/// replayed.
+fn turn_of<'e>(
+    run: &RecordedRun,
+    line: u64,
+    event: &'e Event,
+) -> Result<Option<TurnOf<'e>>, ReplayError> {
+    match &event.kind {
+        EventKind::ModelAction(action) => action_of(run, line, event, action).map(Some),
+        EventKind::ModelFeedback(feedback) => feedback_of(run, line, event, feedback).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn action_of<'e>(
     run: &RecordedRun,
     line: u64,
     event: &Event,
-    action: &ModelAction,
-) -> Result<Action, ReplayError> {
+    action: &'e ModelAction,
+) -> Result<TurnOf<'e>, ReplayError> {
     match action.action_type.as_deref() {
         Some("tool_call") => {
             let tool_name = action
                 .tool_name
-                .clone()
+                .as_deref()
                 .ok_or_else(|| missing(run, line, event, "tool_name"))?;
             let arguments = action
                 .arguments
-                .clone()
+                .as_ref()
                 .ok_or_else(|| missing(run, line, event, "arguments"))?;
-            Ok(Action::ToolCall(ToolCall::new(tool_name, arguments)))
+            Ok(TurnOf::ToolCall(tool_name, arguments))
         }
         Some("finish") => {
             let answer = action
                 .answer
-                .clone()
+                .as_deref()
                 .ok_or_else(|| missing(run, line, event, "answer"))?;
-            Ok(Action::Finish(Finish { answer }))
+            Ok(TurnOf::Finish(answer))
         }
         Some(other) => Err(ReplayError::Malformed {
             run_id: run.run_id.clone(),
@@ -277,12 +331,12 @@ fn action_of(
     }
 }
 
-fn feedback_of(
+fn feedback_of<'e>(
     run: &RecordedRun,
     line: u64,
     event: &Event,
-    feedback: &ModelFeedback,
-) -> Result<InvalidOutput, ReplayError> {
+    feedback: &'e ModelFeedback,
+) -> Result<TurnOf<'e>, ReplayError> {
     let kind_name = feedback
         .error_kind
         .as_deref()
@@ -294,9 +348,9 @@ fn feedback_of(
     })?;
     let message = feedback
         .content
-        .clone()
+        .as_deref()
         .ok_or_else(|| missing(run, line, event, "content"))?;
-    Ok(InvalidOutput::new(kind, message))
+    Ok(TurnOf::Invalid(kind, message))
 }
 
 fn missing(run: &RecordedRun, line: u64, event: &Event, field: &'static str) -> ReplayError {

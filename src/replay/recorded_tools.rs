@@ -16,10 +16,10 @@ pub const TOOL_MISMATCH: &str = "replay_tool_mismatch";
 /// The error kind of the observation served for a call past the recorded observations.
 pub const NOT_RECORDED: &str = "replay_not_recorded";
 
-/// Serves recorded observations in order.
+/// Serves recorded observations in order, borrowed from the recording.
 #[derive(Debug)]
-pub struct RecordedTools {
-    observations: Vec<RecordedObservation>,
+pub struct RecordedTools<'r> {
+    observations: Vec<&'r RecordedObservation>,
     last_step: u64,
     /// The recorded fatal tool failure: its kind and error text.
     panic: Option<(String, String)>,
@@ -27,10 +27,10 @@ pub struct RecordedTools {
     panicked: Cell<bool>,
 }
 
-impl RecordedTools {
+impl<'r> RecordedTools<'r> {
     /// A cassette of the recording's observations. If the recorded run ended with a tool panic,
     /// the call after the last recorded observation panics the same way.
-    pub fn new(recording: &Recording) -> Self {
+    pub fn new(recording: &'r Recording) -> Self {
         let panic = recording
             .ending()
             .and_then(|e| match e.error_kind.as_deref() {
@@ -42,7 +42,7 @@ impl RecordedTools {
                 _ => None,
             });
         RecordedTools {
-            observations: recording.observations().cloned().collect(),
+            observations: recording.observations().collect(),
             last_step: recording.steps().last().map_or(0, |s| s.step),
             panic,
             next: Cell::new(0),
@@ -56,10 +56,10 @@ impl RecordedTools {
     }
 }
 
-impl ToolRuntime for RecordedTools {
+impl ToolRuntime for RecordedTools<'_> {
     fn execute(&self, call: &ToolCall) -> Result<ToolOutcome, ToolPanic> {
         let index = self.next.get();
-        let Some(recorded) = self.observations.get(index) else {
+        let Some(&recorded) = self.observations.get(index) else {
             if let Some((kind, error)) = &self.panic
                 && !self.panicked.replace(true)
             {

@@ -184,6 +184,43 @@ impl Recording {
         })
     }
 
+    /// Like [`Recording::with_summarizer`], taking the run: the recorded observations' texts
+    /// are moved into the recording instead of copied.
+    pub fn from_owned(
+        mut run: RecordedRun,
+        summarizer: Summarizer,
+    ) -> Result<Recording, ReplaySetupError> {
+        let mut contents = Vec::new();
+        for (_, event) in &mut run.events {
+            if let EventKind::Observation(observation) = &mut event.kind
+                && let Some(content) = &mut observation.content
+            {
+                contents.push(std::mem::take(content));
+            }
+        }
+        let mut recording = Recording::with_summarizer(&run, summarizer)?;
+        // Every observation became the observation of one step, in file order.
+        let observations = recording
+            .steps
+            .iter_mut()
+            .filter_map(|step| step.observation.as_mut());
+        for (observation, content) in observations.zip(contents) {
+            observation.content = content;
+        }
+        Ok(recording)
+    }
+
+    /// Whether a recorded run shows any sign of a finish gate (a `finish_gate_hash` on
+    /// `run_started`, or a `finish_gate` event): without one, [`Recording::has_gate`] is false for
+    /// it, and this says so without arranging the recording.
+    pub fn may_have_gate(run: &RecordedRun) -> bool {
+        run.events.iter().any(|(_, e)| match &e.kind {
+            EventKind::FinishGate(_) => true,
+            EventKind::RunStarted(started) => started.finish_gate_hash.is_some(),
+            _ => false,
+        })
+    }
+
     /// The tools `run_started` lists with their spec hashes (empty when not recorded).
     pub fn tools(&self) -> &[ToolRef] {
         &self.tools
@@ -244,6 +281,14 @@ impl Recording {
     /// A fresh model that returns the recorded turns in order.
     pub fn model(&self) -> ReplayModel {
         self.model.clone()
+    }
+
+    /// The model that returns the recorded turns in order, moved out rather than copied: for a
+    /// replay that owns its recording and needs the model once. [`Recording::model`] gives a
+    /// model without turns afterwards; the steps, task and budget stay.
+    pub(crate) fn take_model(&mut self) -> ReplayModel {
+        let empty = self.model.without_turns();
+        std::mem::replace(&mut self.model, empty)
     }
 
     /// The recorded model turn entries in order, one per `model_action` or `model_feedback`: a

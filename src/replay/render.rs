@@ -53,39 +53,44 @@ impl<'a> ReplayReport<'a> {
 pub fn render_text(report: &ReplayReport<'_>) -> String {
     let mut out = String::new();
     for run in report.runs {
-        match run.verdict {
-            Verdict::Faithful => {
-                let _ = writeln!(out, "{}: faithful ({})", escape(&run.run_id), run.actual);
-            }
-            Verdict::Diverged => {
-                let _ = writeln!(
-                    out,
-                    "{}: diverged (recorded {}, rerun {})",
-                    escape(&run.run_id),
-                    run.recorded,
-                    run.actual
-                );
-            }
-        }
-        for divergence in &run.divergences {
-            render_divergence(&mut out, divergence);
-        }
-        if !run.not_compared.is_empty() {
-            let _ = writeln!(
-                out,
-                "  not compared (the recording lacks them): {}",
-                describe_not_compared(&run.not_compared)
-            );
-        }
-        if run.stopped {
-            let _ = writeln!(out, "  (stopped at the first divergence)");
-        }
-        if let Some(id) = &run.replay_run_id {
-            let _ = writeln!(out, "  rerun recorded as run {id}");
-        }
+        render_run_text(run, &mut out);
     }
     out.push_str(&summary_line(report));
     out
+}
+
+/// One run's block of the readable report, added to `out`: what [`render_text`] writes for it.
+pub fn render_run_text(run: &RunReplay, out: &mut String) {
+    match run.verdict {
+        Verdict::Faithful => {
+            let _ = writeln!(out, "{}: faithful ({})", escape(&run.run_id), run.actual);
+        }
+        Verdict::Diverged => {
+            let _ = writeln!(
+                out,
+                "{}: diverged (recorded {}, rerun {})",
+                escape(&run.run_id),
+                run.recorded,
+                run.actual
+            );
+        }
+    }
+    for divergence in &run.divergences {
+        render_divergence(out, divergence);
+    }
+    if !run.not_compared.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not compared (the recording lacks them): {}",
+            describe_not_compared(&run.not_compared)
+        );
+    }
+    if run.stopped {
+        let _ = writeln!(out, "  (stopped at the first divergence)");
+    }
+    if let Some(id) = &run.replay_run_id {
+        let _ = writeln!(out, "  rerun recorded as run {id}");
+    }
 }
 
 /// The report's last line, alone for `--quiet`: how many runs were replayed and how they came out.
@@ -162,6 +167,12 @@ pub fn render_json(report: &ReplayReport<'_>) -> String {
     let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// [`render_json`] written to `out` as it is made, never held whole.
+pub fn write_json(report: &ReplayReport<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report)?;
+    out.write_all(b"\n")
 }
 
 /// The JSON document of `--check`.

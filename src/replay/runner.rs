@@ -154,11 +154,11 @@ impl PreparedReplay {
             // The response bodies are checked first: a summary-capture trace is refused for them.
             WireReplayModel::check(run)?;
         }
-        let recording = Recording::with_summarizer(run, summarizer)?;
+        let mut recording = Recording::with_summarizer(run, summarizer)?;
         let max_steps = recording.budget(options.max_steps)?;
         let mut requests = None;
         let model: Box<dyn Model> = match options.model {
-            ModelSource::Parsed => Box::new(recording.model()),
+            ModelSource::Parsed => Box::new(recording.take_model()),
             ModelSource::Raw if live_raw => {
                 let (model, log) = WireReplayModel::new(run, &recording, wire)?;
                 requests = Some(log);
@@ -170,6 +170,28 @@ impl PreparedReplay {
             recording,
             model,
             requests,
+            max_steps,
+            options,
+        })
+    }
+
+    /// Like [`PreparedReplay::with_wire`], taking the run: a replay of the parsed turns moves the
+    /// recorded texts instead of copying them.
+    pub fn with_wire_owned(
+        run: RecordedRun,
+        options: ReplayOptions,
+        summarizer: Summarizer,
+        wire: &WireSettings,
+    ) -> Result<Self, ReplaySetupError> {
+        if options.model != ModelSource::Parsed {
+            return PreparedReplay::with_wire(&run, options, summarizer, wire);
+        }
+        let mut recording = Recording::from_owned(run, summarizer)?;
+        let max_steps = recording.budget(options.max_steps)?;
+        Ok(PreparedReplay {
+            model: Box::new(recording.take_model()),
+            recording,
+            requests: None,
             max_steps,
             options,
         })
@@ -281,11 +303,11 @@ impl PreparedReplay {
             recorded: recorded_ending(&self.recording),
             actual: match stop_gate.refused_at() {
                 Some(step) => Ending {
-                    outcome: STOPPED_OUTCOME.to_owned(),
+                    outcome: STOPPED_OUTCOME,
                     steps_used: Some(step),
                 },
                 None => Ending {
-                    outcome: result.exit_reason.as_str().to_owned(),
+                    outcome: result.exit_reason.as_str(),
                     steps_used: Some(result.steps_used),
                 },
             },
@@ -323,11 +345,11 @@ pub enum ReplayFailure {
 fn recorded_ending(recording: &Recording) -> Ending {
     match recording.ending() {
         Some(ending) => Ending {
-            outcome: ending.exit_reason.as_str().to_owned(),
+            outcome: ending.exit_reason.as_str(),
             steps_used: ending.steps_used,
         },
         None => Ending {
-            outcome: RunOutcome::Incomplete.as_str().to_owned(),
+            outcome: RunOutcome::Incomplete.as_str(),
             steps_used: None,
         },
     }

@@ -166,7 +166,7 @@ pub const STOPPED_OUTCOME: &str = "stopped";
 pub struct Ending {
     /// An exit reason; `incomplete` for a recording without an ending; `stopped` for a rerun the
     /// replay ended before its next model turn, at its first divergence.
-    pub outcome: String,
+    pub outcome: &'static str,
     /// Steps used, when the run recorded an ending; for a stopped rerun, the step it was stopped
     /// at.
     pub steps_used: Option<u32>,
@@ -183,7 +183,7 @@ impl fmt::Display for Ending {
         match self.steps_used {
             Some(1) => write!(f, "{} in 1 step", self.outcome),
             Some(n) => write!(f, "{} in {n} steps", self.outcome),
-            None => f.write_str(&self.outcome),
+            None => f.write_str(self.outcome),
         }
     }
 }

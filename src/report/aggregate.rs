@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use super::duration::DurationSketch;
-use super::hash::{FastMap, fingerprint};
+use super::hash::{FastMap, Prehashed, PrehashedMap, fingerprint};
 use super::histogram::Histogram;
 use super::model::{
     BUDGETS, BudgetExhaustion, EndingCounts, FinishGateTotals, SpendStats, Verdicts,
@@ -644,6 +644,8 @@ pub(crate) struct Piece {
 #[derive(Debug)]
 struct Slot<'a> {
     run_id: Text<'a>,
+    /// The fingerprint of `run_id`.
+    key: u64,
     /// The run now open, if any.
     open: Option<RunState<'a>>,
     /// Whether the id's first event in the chunk was `run_started`: then whatever run of the id
@@ -655,8 +657,8 @@ struct Slot<'a> {
 #[derive(Debug)]
 pub(crate) struct ChunkState<'a> {
     file: u32,
-    /// The slot of each run id seen in the chunk.
-    index: FastMap<Text<'a>, usize>,
+    /// The slot of each run id seen in the chunk, keyed with the id's fingerprint as its hash.
+    index: PrehashedMap<Text<'a>, usize>,
     /// One per run id, in the order first seen.
     slots: Vec<Slot<'a>>,
     /// The first part of an id in the chunk that may continue earlier input, once closed, with
@@ -671,9 +673,10 @@ pub(crate) struct ChunkState<'a> {
     seen: u64,
 }
 
-/// Bytes of trace per run, roughly, to size a chunk's map of runs up front (low, so that small
-/// chunks do not pay for large tables).
-const BYTES_PER_RUN: usize = 8192;
+/// Bytes of trace per run at the least, roughly, to size a chunk's map of runs up front: a
+/// table that grows rehashes every id it holds, while room never used costs only its control
+/// bytes (the slots are not touched). Summary traces of short runs take about a kilobyte a run.
+const BYTES_PER_RUN: usize = 1024;
 
 /// What a chunk leaves for the merge.
 #[derive(Debug, Default)]
@@ -696,7 +699,7 @@ impl<'a> ChunkState<'a> {
         let runs = (len / BYTES_PER_RUN).clamp(4, 1 << 16);
         ChunkState {
             file,
-            index: FastMap::with_capacity_and_hasher(runs, Default::default()),
+            index: PrehashedMap::with_capacity_and_hasher(runs, Default::default()),
             slots: Vec::with_capacity(runs),
             heads: Vec::new(),
             last: None,
@@ -722,12 +725,16 @@ impl<'a> ChunkState<'a> {
         *seen += 1;
         let (at, first_in_chunk) = match *last {
             Some(at) if same_bytes(&slots[at].run_id, &event.run_id) => (at, false),
-            _ => match index.entry(event.run_id) {
+            _ => match index.entry(Prehashed {
+                hash: fingerprint(&event.run_id),
+                key: event.run_id,
+            }) {
                 Entry::Occupied(entry) => (*entry.get(), false),
                 Entry::Vacant(entry) => {
                     let fresh = event.kind == EventRefKind::RunStarted;
                     slots.push(Slot {
-                        run_id: entry.key().clone(),
+                        run_id: entry.key().key.clone(),
+                        key: entry.key().hash,
                         open: None,
                         fresh,
                     });
@@ -766,27 +773,24 @@ impl<'a> ChunkState<'a> {
     }
 
     /// The chunk's totals, barriers and pieces; with `collect_ids`, also its distinct run ids.
-    pub(crate) fn finish(self, collect_ids: bool) -> ChunkParts {
-        let keys: Vec<u64> = self
-            .slots
-            .iter()
-            .map(|slot| fingerprint(&slot.run_id))
-            .collect();
+    pub(crate) fn finish(mut self, collect_ids: bool) -> ChunkParts {
         let mut pieces = Vec::new();
         // A head goes before the open run of its id; pieces of different ids are independent.
         for (at, state) in self.heads {
             pieces.push(Piece {
-                key: keys[at],
+                key: self.slots[at].key,
                 state: state.into_owned(),
             });
         }
         let mut barriers = Vec::new();
         let mut run_ids = Vec::new();
-        for (slot, &key) in self.slots.into_iter().zip(&keys) {
+        // By reference: a slot is large, and most hold no open run to move out.
+        for slot in &mut self.slots {
+            let key = slot.key;
             if collect_ids {
                 run_ids.push((key, slot.run_id.to_vec()));
             }
-            match slot.open {
+            match slot.open.take() {
                 Some(state) => pieces.push(Piece {
                     key,
                     state: state.into_owned(),
@@ -898,7 +902,13 @@ impl Merger {
             }
         }
         self.totals.merge(parts.totals);
-        for key in parts.barriers {
+        // Most runs lie within one chunk: their barriers only matter when a run is open.
+        let barriers = if self.open.is_empty() {
+            Vec::new()
+        } else {
+            parts.barriers
+        };
+        for key in barriers {
             if let Some(previous) = self.open.remove(&key) {
                 self.totals.fold(&mut previous.into_state());
             }

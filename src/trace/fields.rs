@@ -202,6 +202,18 @@ const SCORER: u128 = name(b"scorer");
 #[inline]
 pub(super) fn known_field(key: &[u8]) -> Option<usize> {
     match key_number(key) {
+        // Longer than the 15 bytes a key number holds, so compared as bytes.
+        u128::MAX if key == b"finish_gate_hash" => Some(25),
+        u128::MAX if key == b"tool_errors_recorded" => Some(41),
+        number => known_number(number),
+    }
+}
+
+/// The position in [`KNOWN`] of the field whose name has this [`name`] (names of up to 15
+/// bytes; the two longer ones are found by [`known_field`]).
+#[inline]
+pub(super) fn known_number(number: u128) -> Option<usize> {
+    match number {
         RUN_ID => Some(0),
         STEP => Some(1),
         EVENT_TYPE => Some(2),
@@ -254,9 +266,6 @@ pub(super) fn known_field(key: &[u8]) -> Option<usize> {
         SCORES => Some(51),
         STREAM_CHUNKS => Some(52),
         SCORER => Some(53),
-        // Longer than the 15 bytes a key number holds, so compared as bytes.
-        u128::MAX if key == b"finish_gate_hash" => Some(25),
-        u128::MAX if key == b"tool_errors_recorded" => Some(41),
         _ => None,
     }
 }

@@ -43,7 +43,7 @@ pub use reader::{
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
-    read_run_at, read_trace,
+    read_run_at, read_run_within, read_trace,
 };
 pub use scan::{Fields, TokenCounts, ends_early, scan_line};
 pub use show::{ordinal, render_run, render_runs};

@@ -435,6 +435,77 @@ pub fn read_run_at(path: &Path, run_id: &str, spans: &[LineSpan]) -> Result<Reco
     })
 }
 
+/// Bytes one read of [`read_run_within`] may cover beyond the run's own lines: runs written a
+/// few at a time lie close together, so one read takes their neighbours' lines too rather than
+/// one read per line.
+const GAP_READ_BYTES: u64 = 4 * 1024;
+
+/// Reads one run again from a file, as [`read_run_at`] does and with the same errors, but with
+/// one read for each stretch of the file that holds its lines close together (runs written one
+/// after another take one read each) and one buffer for the whole run.
+pub fn read_run_within(
+    path: &Path,
+    run_id: &str,
+    spans: &[LineSpan],
+) -> Result<RecordedRun, String> {
+    let file =
+        File::open(path).map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
+    let mut events = Vec::with_capacity(spans.len());
+    let mut buffer = Vec::new();
+    let mut rest = spans;
+    while let Some(first) = rest.first() {
+        // The stretch: the following spans while each starts within GAP_READ_BYTES of the end of
+        // the one before it.
+        let mut end = first.offset + u64::from(first.len);
+        let mut count = 1;
+        for span in &rest[1..] {
+            if span.offset < end || span.offset - end > GAP_READ_BYTES {
+                break;
+            }
+            end = span.offset + u64::from(span.len);
+            count += 1;
+        }
+        let (stretch, after) = rest.split_at(count);
+        rest = after;
+        let len = usize::try_from(end - first.offset).map_err(|_| {
+            format!(
+                "{}:{}: the run's lines are too far apart",
+                path.display(),
+                first.line
+            )
+        })?;
+        buffer.clear();
+        buffer.resize(len, 0);
+        file.read_exact_at(&mut buffer, first.offset)
+            .map_err(|err| {
+                format!(
+                    "{}:{}: failed to read the line again: {err}",
+                    path.display(),
+                    first.line
+                )
+            })?;
+        for span in stretch {
+            let start = (span.offset - first.offset) as usize;
+            let line = &buffer[start..start + span.len as usize];
+            // Another event, or another run's, than the stream read there.
+            match <Event as LineItem>::from_line(line) {
+                Ok(Some(event)) if event.run_id == run_id => events.push((span.line, event)),
+                _ => {
+                    return Err(format!(
+                        "{}:{}: the line changed while the file was being read",
+                        path.display(),
+                        span.line
+                    ));
+                }
+            }
+        }
+    }
+    Ok(RecordedRun {
+        run_id: run_id.to_owned(),
+        events,
+    })
+}
+
 impl<R: Read, T: LineItem> Iterator for RunStream<R, T> {
     type Item = Result<StreamedRun<T>, TraceError>;
 

@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use super::fields::{Check, KNOWN, known_field};
+use super::fields::{Check, KNOWN, known_field, known_number};
 use super::json_string::{find_special, unescape, utf8_width};
 use super::line_error::LineError;
 
@@ -104,8 +104,8 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
     if cursor.peek() != Some(b'{') {
         return Err(cursor.syntax("expected a JSON object"));
     }
-    cursor.object(|cursor, key| {
-        let Some(field) = known_field(&key) else {
+    cursor.fields(|cursor, field| {
+        let Some(field) = field else {
             return cursor.skip_value(1);
         };
         let (field_name, check) = KNOWN[field];
@@ -434,8 +434,11 @@ impl<'a> Cursor<'a> {
             Some(b'-' | b'0'..=b'9') => {
                 let start = self.pos;
                 self.number()?;
-                let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("");
-                match text.parse::<f64>() {
+                let number = &self.bytes[start..self.pos];
+                let value = short_decimal(number)
+                    .map(Ok)
+                    .unwrap_or_else(|| std::str::from_utf8(number).unwrap_or("").parse::<f64>());
+                match value {
                     Ok(value) if value.is_finite() => Ok(Some(value)),
                     _ => Err(LineError::WrongType {
                         field,
@@ -567,6 +570,64 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// [`Self::object`] for the line's own object, handing `field` the position in [`KNOWN`]
+    /// of each field name (`None` for names outside the format) instead of the name.
+    #[inline]
+    fn fields(
+        &mut self,
+        mut field: impl FnMut(&mut Self, Option<usize>) -> Result<(), LineError>,
+    ) -> Result<(), LineError> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.eat(b'}') {
+            return Ok(());
+        }
+        loop {
+            if !self.eat(b'"') {
+                return Err(self.syntax("expected a field name"));
+            }
+            let known = self.field_name()?;
+            self.skip_ws();
+            if !self.eat(b':') {
+                return Err(self.syntax("expected `:` after a field name"));
+            }
+            self.skip_ws();
+            field(self, known)?;
+            self.skip_ws();
+            match self.bump() {
+                Some(b',') => self.skip_ws(),
+                Some(b'}') => return Ok(()),
+                None => return Err(self.syntax("expected `,` or `}` after a value")),
+                _ => return Err(self.syntax_back("expected `,` or `}` after a value")),
+            }
+        }
+    }
+
+    /// A field name whose opening quote was consumed, as its position in [`KNOWN`].
+    ///
+    /// Names of up to 15 plain ASCII bytes (all the format's but two) are read from one
+    /// 16-byte load: the first byte that needs a look must be the closing quote, and the bytes
+    /// before it, with the length on top, are the name's [`super::fields::name`]. Any other
+    /// name takes the string path, which checks and decodes it.
+    #[inline]
+    fn field_name(&mut self) -> Result<Option<usize>, LineError> {
+        if let Some(block) = self
+            .bytes
+            .get(self.pos..)
+            .and_then(|rest| rest.first_chunk::<16>())
+        {
+            let len = find_special(block, 0);
+            if len < 16 && block[len] == b'"' {
+                let keep = u128::MAX.checked_shr(128 - 8 * len as u32).unwrap_or(0);
+                let number = (u128::from_le_bytes(*block) & keep) | (len as u128) << 120;
+                self.pos += len + 1;
+                return Ok(known_number(number));
+            }
+        }
+        let key = self.string()?;
+        Ok(known_field(&key))
+    }
+
     /// Walks an object at `{`, handing each field name to `field`, which must consume the value.
     fn object(
         &mut self,
@@ -640,6 +701,39 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Powers of ten that an `f64` holds exactly.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The value of a well-formed JSON number without an exponent whose digits, read as one
+/// integer, fit in the 53 bits of an `f64` (a duration like `0.032`, a cost like `0.0125`):
+/// that integer and the power of ten are both exact, so one division rounds correctly and gives
+/// what `str::parse::<f64>` gives (Clinger's fast path). `None` for any other number.
+#[inline]
+fn short_decimal(number: &[u8]) -> Option<f64> {
+    let (negative, digits) = match number.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, number),
+    };
+    let mut mantissa: u64 = 0;
+    let mut fraction_digits = None;
+    for (at, &byte) in digits.iter().enumerate() {
+        match byte {
+            b'0'..=b'9' if at < 19 => mantissa = mantissa * 10 + u64::from(byte - b'0'),
+            b'.' if fraction_digits.is_none() => fraction_digits = Some(digits.len() - at - 1),
+            _ => return None,
+        }
+    }
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    let power = EXACT_POWERS_OF_TEN.get(fraction_digits.unwrap_or(0))?;
+    let value = mantissa as f64 / power;
+    Some(if negative { -value } else { value })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fields::{key_number, name};
@@ -671,6 +765,49 @@ mod tests {
             KNOWN.iter().map(|(name, _)| *name).collect();
         assert_eq!(checked, published);
         assert_eq!(checked.len(), KNOWN.len(), "a field is in the table twice");
+    }
+
+    #[test]
+    fn short_decimals_read_as_the_standard_parser_reads_them() {
+        let mut numbers: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "0.032",
+            "1",
+            "12.5",
+            "0.1",
+            "0.3",
+            "9007199254740992",
+            "9007199254740993",
+            "900719925474099.3",
+            "0.0000000000000000000001",
+            "0.00000000000000000000001",
+            "123456789012345678",
+            "1234567890123456789.5",
+            "18446744073709551615",
+            "99999999999999999999",
+            "1.7976931348623157",
+        ]
+        .iter()
+        .map(|text| text.to_string())
+        .collect();
+        // Every millisecond figure with up to three decimals below ten seconds.
+        numbers.extend(
+            (0..10_000_000)
+                .step_by(997)
+                .map(|n| format!("{}.{:03}", n / 1000, n % 1000)),
+        );
+        for text in &numbers {
+            let expected: f64 = text.parse().unwrap();
+            if let Some(value) = short_decimal(text.as_bytes()) {
+                assert_eq!(value.to_bits(), expected.to_bits(), "{text}");
+            }
+        }
+        assert_eq!(short_decimal(b"0.032"), Some(0.032));
+        assert_eq!(short_decimal(b"9007199254740993"), None);
+        assert_eq!(short_decimal(b"1e3"), None);
     }
 
     #[test]
@@ -781,6 +918,50 @@ mod tests {
             assert_eq!(known_field(name.as_bytes()), Some(at), "{name}");
         }
         assert_eq!(known_field(b"run_ids"), None);
+    }
+
+    #[test]
+    fn field_names_read_from_one_load_match_the_string_path() {
+        let mut names: Vec<Vec<u8>> = KNOWN
+            .iter()
+            .map(|(name, _)| name.as_bytes().to_vec())
+            .collect();
+        names.extend(
+            [
+                &b"run_ids"[..],
+                b"",
+                b"r",
+                b"run\\u005fid",
+                b"run_id\\u0000",
+                b"caf\\u00e9",
+                b"ts\xc3\xa9",
+            ]
+            .iter()
+            .map(|name| name.to_vec()),
+        );
+        names.extend((0..=17).map(|len| b"abcdefghijklmnopq"[..len].to_vec()));
+        for name in &names {
+            // Followed by enough bytes for one 16-byte load, and by the bare end of the line.
+            for tail in [&b":1,\"padding_padding\":2}"[..], b":"] {
+                let mut line = vec![b'"'];
+                line.extend_from_slice(name);
+                line.push(b'"');
+                line.extend_from_slice(tail);
+                let mut cursor = Cursor {
+                    bytes: &line,
+                    pos: 1,
+                };
+                let fast = cursor.field_name();
+                let fast_end = cursor.pos;
+                let mut cursor = Cursor {
+                    bytes: &line,
+                    pos: 1,
+                };
+                let slow = cursor.string().map(|key| known_field(&key));
+                assert_eq!(fast, slow, "{}", String::from_utf8_lossy(name));
+                assert_eq!(fast_end, cursor.pos, "{}", String::from_utf8_lossy(name));
+            }
+        }
     }
 
     #[test]

@@ -868,3 +868,38 @@ fn show_json_is_each_event_as_serde_writes_it() {
     assert!(expected.lines().count() > 20);
     assert_eq!(stdout(&output), expected);
 }
+
+#[test]
+fn a_run_read_again_in_stretches_is_the_run_the_stream_gave() {
+    use looptrace::trace::{RunStream, read_run_at, read_run_within};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corpus.jsonl");
+    let (mut text, _) = interleaved_corpus(60, 5);
+    // A long line of a run of its own between two lines of the first run: read apart, not across.
+    let first_line_end = text.find('\n').unwrap() + 1;
+    let wide = json!({"run_id": "wide", "step": 0, "event_type": "run_started", "task": "x".repeat(20_000)});
+    text.insert_str(first_line_end, &format!("{wide}\n\n"));
+    std::fs::write(&path, &text).unwrap();
+    let mut runs = 0;
+    for run in RunStream::open(&path, ReadOptions::default()).unwrap() {
+        let run = run.unwrap();
+        let again = read_run_within(&path, &run.run.run_id, &run.spans).unwrap();
+        assert_eq!(again, run.run);
+        assert_eq!(
+            again,
+            read_run_at(&path, &run.run.run_id, &run.spans).unwrap()
+        );
+        runs += 1;
+    }
+    assert_eq!(runs, 61);
+    // Another run's lines where the run was: refused, naming the line.
+    let first = RunStream::open(&path, ReadOptions::default())
+        .unwrap()
+        .find_map(|run| run.ok().filter(|run| run.run.run_id == "run-0"))
+        .unwrap();
+    let err = read_run_within(&path, "run-1", &first.spans).unwrap_err();
+    assert!(
+        err.ends_with(":1: the line changed while the file was being read"),
+        "{err}"
+    );
+}

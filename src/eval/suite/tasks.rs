@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::inline::InlineTasks;
 use super::task::SuiteTask;
@@ -29,6 +30,15 @@ enum Store {
     Streamed(Box<TasksFile>),
     /// A suite's `tasks` array, read again from the suite's text as each task runs.
     Inline(Box<InlineTasks>),
+    /// Tasks made as they run from what a [`TaskMaker`] keeps of each.
+    Made(Arc<dyn TaskMaker>),
+}
+
+/// Makes tasks on demand from what it keeps of each, far less than a task (a corpus of recorded
+/// runs keeps where each run's lines are).
+pub trait TaskMaker: std::fmt::Debug + Send + Sync {
+    /// Task `i`, whose id is `id`.
+    fn task(&self, i: usize, id: &str) -> Result<SuiteTask, String>;
 }
 
 impl SuiteTasks {
@@ -76,6 +86,21 @@ impl SuiteTasks {
         }
     }
 
+    /// Tasks made as they run by `maker`, with these entries; `read_files` are the files they
+    /// read.
+    pub fn made(
+        entries: TaskEntries,
+        maker: Arc<dyn TaskMaker>,
+        read_files: Vec<PathBuf>,
+    ) -> SuiteTasks {
+        SuiteTasks {
+            entries,
+            store: Store::Made(maker),
+            key_vars: Vec::new(),
+            read_files,
+        }
+    }
+
     /// How many tasks.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -95,14 +120,14 @@ impl SuiteTasks {
     pub fn held_tasks(&self) -> Option<&[SuiteTask]> {
         match &self.store {
             Store::Held(tasks) => Some(tasks),
-            Store::Streamed(_) | Store::Inline(_) => None,
+            Store::Streamed(_) | Store::Inline(_) | Store::Made(_) => None,
         }
     }
 
     /// The tasks file they are read from, if they are streamed.
     pub fn tasks_file(&self) -> Option<&Path> {
         match &self.store {
-            Store::Held(_) | Store::Inline(_) => None,
+            Store::Held(_) | Store::Inline(_) | Store::Made(_) => None,
             Store::Streamed(file) => Some(file.path()),
         }
     }
@@ -116,6 +141,13 @@ impl SuiteTasks {
                 .map(Cow::Borrowed)
                 .ok_or_else(|| format!("no task {i} in the suite")),
             Store::Inline(tasks) => tasks.task(i).map(Cow::Owned),
+            Store::Made(maker) => {
+                let entry = self
+                    .entries
+                    .get(i)
+                    .ok_or_else(|| format!("no task {i} in the suite"))?;
+                maker.task(i, entry.id.as_str()).map(Cow::Owned)
+            }
             Store::Streamed(file) => {
                 let task = file.task(i)?;
                 match self.entries.get(i) {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `replay --tools recorded` and `eval --traces` of two builds side by side: for each trace, the
+# two binaries run alternately (BEFORE, AFTER, BEFORE, ...), and the script prints per command
+# the median CPU time (user + system, which the machine's load changes far less than wall time),
+# MB of input per CPU second, the peak memory, the ratio after / before, and `eval --traces`'s
+# CPU against `replay`'s of the same build. Both builds must give the same report: the first
+# round's outputs are compared (replay's whole report; eval's exit code and totals line).
+#
+#   BEFORE=/path/to/old/looptrace bench/replay_compare.sh TRACE...
+#   ROUNDS=3 BEFORE=... AFTER=target/release/looptrace bench/replay_compare.sh a.jsonl b.jsonl
+#
+# The traces are those of bench/stream_flat.sh (`examples/gen_full_traces.rs`, and
+# `bench/gen_small_runs.py --full` for many small runs). Not part of CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${BEFORE:?set BEFORE to the looptrace binary to compare against}"
+AFTER=${AFTER:-target/release/looptrace}
+ROUNDS=${ROUNDS:-3}
+OUT=${OUT:-bench/out/replay-compare}
+mkdir -p "$OUT"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# run WHO NAME TRACE: one timed run, its line appended to $OUT/times.
+run() {
+    local who=$1 name=$2 trace=$3 bin
+    bin=$([ "$who" = before ] && echo "$BEFORE" || echo "$AFTER")
+    rm -rf "$OUT/eval-$who"
+    local code=0
+    case $name in
+        replay) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
+            "$bin" replay --tools recorded "$trace" > "$OUT/$who.$name.out" 2> "$OUT/$who.err" || code=$? ;;
+        eval_traces) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
+            "$bin" eval --traces "$trace" --out "$OUT/eval-$who" --format csv -q > /dev/null 2> "$OUT/$who.err" || code=$?
+            # The counts the evaluation wrote, which both builds must agree on.
+            python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["totals"])' \
+                "$OUT/eval-$who/results.json" > "$OUT/$who.$name.out" ;;
+    esac
+    if [ "$code" -gt 1 ]; then
+        echo "$who $name failed with exit code $code:" >&2
+        tail -n 5 "$OUT/$who.err" >&2
+        exit 1
+    fi
+    echo "$code" >> "$OUT/$who.$name.out"
+    echo "$who $name $(basename "$trace") $(stat -c %s "$trace") $(tail -n 1 "$OUT/time")" >> "$OUT/times"
+}
+
+: > "$OUT/times"
+for TRACE in "$@"; do
+    cat "$TRACE" > /dev/null # into the page cache
+    for NAME in replay eval_traces; do
+        for ROUND in $(seq "$ROUNDS"); do
+            run before "$NAME" "$TRACE"
+            run after "$NAME" "$TRACE"
+            if [ "$ROUND" = 1 ] && ! cmp -s "$OUT/before.$NAME.out" "$OUT/after.$NAME.out"; then
+                echo "the two builds disagree on $NAME of $TRACE:" >&2
+                diff "$OUT/before.$NAME.out" "$OUT/after.$NAME.out" | head -n 10 >&2
+                exit 1
+            fi
+        done
+    done
+    rm -rf "$OUT/eval-before" "$OUT/eval-after"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$OUT/times" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+runs = {}
+for who, name, trace, size, wall, user, system, peak in rows:
+    runs.setdefault((trace, int(size), name, who), []).append((float(user) + float(system), int(peak) / 1024))
+cpu = {}
+print(f"{'trace':<34}{'command':<13}{'CPU s before → after':>24}{'ratio':>7}{'MB/CPU-s':>18}{'peak MB':>18}")
+for (trace, size, name, who) in sorted(runs):
+    if who != "after":
+        continue
+    before, after = runs[(trace, size, name, "before")], runs[(trace, size, name, "after")]
+    b, a = statistics.median(c for c, _ in before), statistics.median(c for c, _ in after)
+    pb, pa = max(p for _, p in before), max(p for _, p in after)
+    cpu[(trace, name, "before")], cpu[(trace, name, "after")] = b, a
+    mb = size / 1e6
+    print(f"{trace:<34}{name:<13}{b:>11.2f} → {a:<10.2f}{a / b:>7.2f}{mb / b:>8.0f} → {mb / a:<7.0f}{pb:>8.1f} → {pa:<7.1f}")
+for trace in sorted({t for t, _, _ in cpu}):
+    for who in ("before", "after"):
+        if (trace, "replay", who) in cpu and (trace, "eval_traces", who) in cpu:
+            ratio = cpu[(trace, "eval_traces", who)] / cpu[(trace, "replay", who)]
+            print(f"{trace} {who}: eval --traces / replay CPU {ratio:.2f}x")
+PY
