@@ -2,6 +2,7 @@
 //! shares as percentages, and how many failed rows a table lists.
 
 use super::results::ResultsFile;
+use crate::stats::TaskCounts;
 
 /// Failed tasks listed in a table fitted to a terminal; the rest are counted.
 pub const FAILED_SHOWN: usize = 20;
@@ -19,7 +20,17 @@ pub struct PassRate<'a> {
     pub runs: u32,
 }
 
-impl PassRate<'_> {
+impl<'a> PassRate<'a> {
+    /// The counts the statistics are computed from.
+    pub fn counts(&self) -> TaskCounts<'a> {
+        TaskCounts {
+            id: self.id,
+            model: self.model,
+            runs: self.runs,
+            successes: self.passed,
+        }
+    }
+
     /// Repeats that disagree on the verdict.
     pub(super) fn flaky(&self) -> bool {
         self.passed > 0 && self.passed < self.runs

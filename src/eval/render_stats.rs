@@ -24,15 +24,7 @@ pub(super) struct StatsView {
 impl StatsView {
     /// The statistics of `rates` (each task's passing runs and runs).
     pub(super) fn of(rates: &[PassRate<'_>], options: &StatsOptions) -> StatsView {
-        let counts: Vec<TaskCounts<'_>> = rates
-            .iter()
-            .map(|r| TaskCounts {
-                id: r.id,
-                model: r.model,
-                runs: r.runs,
-                successes: r.passed,
-            })
-            .collect();
+        let counts: Vec<TaskCounts<'_>> = rates.iter().map(PassRate::counts).collect();
         let (tasks, suite) = statistics(&counts, options);
         StatsView {
             tasks,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Baseline, Page, Statistics};
-use crate::eval::{Comparison, ModelMatrix, ResultsFile, TaskResult};
+use crate::eval::{Comparison, ModelMatrix, PassRate, ResultsFile, TaskResult};
 use crate::report::{
     self, FoldedRuns, Input, Options, Report, ReportError, RowMode, RunRow, RunTable, Source,
 };
@@ -55,15 +55,7 @@ pub fn render_results(
     let results = page.results;
     let (report, runs) = results_runs(results, folder, runs)?;
     let rates = crate::eval::pass_rates_of(results);
-    let counts: Vec<TaskCounts<'_>> = rates
-        .iter()
-        .map(|r| TaskCounts {
-            id: r.id,
-            model: r.model,
-            runs: r.runs,
-            successes: r.passed,
-        })
-        .collect();
+    let counts: Vec<TaskCounts<'_>> = rates.iter().map(PassRate::counts).collect();
     let (task_stats, suite_stats) = crate::stats::statistics(&counts, page.stats);
     let statistics = Statistics {
         tasks: &task_stats,

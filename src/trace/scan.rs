@@ -575,32 +575,9 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn fields(
         &mut self,
-        mut field: impl FnMut(&mut Self, Option<usize>) -> Result<(), LineError>,
+        field: impl FnMut(&mut Self, Option<usize>) -> Result<(), LineError>,
     ) -> Result<(), LineError> {
-        self.pos += 1;
-        self.skip_ws();
-        if self.eat(b'}') {
-            return Ok(());
-        }
-        loop {
-            if !self.eat(b'"') {
-                return Err(self.syntax("expected a field name"));
-            }
-            let known = self.field_name()?;
-            self.skip_ws();
-            if !self.eat(b':') {
-                return Err(self.syntax("expected `:` after a field name"));
-            }
-            self.skip_ws();
-            field(self, known)?;
-            self.skip_ws();
-            match self.bump() {
-                Some(b',') => self.skip_ws(),
-                Some(b'}') => return Ok(()),
-                None => return Err(self.syntax("expected `,` or `}` after a value")),
-                _ => return Err(self.syntax_back("expected `,` or `}` after a value")),
-            }
-        }
+        self.members(Self::field_name, field)
     }
 
     /// A field name whose opening quote was consumed, as its position in [`KNOWN`].
@@ -631,7 +608,18 @@ impl<'a> Cursor<'a> {
     /// Walks an object at `{`, handing each field name to `field`, which must consume the value.
     fn object(
         &mut self,
-        mut field: impl FnMut(&mut Self, Cow<'a, [u8]>) -> Result<(), LineError>,
+        field: impl FnMut(&mut Self, Cow<'a, [u8]>) -> Result<(), LineError>,
+    ) -> Result<(), LineError> {
+        self.members(Self::string, field)
+    }
+
+    /// Walks an object at `{`: `key` reads each name after its opening quote, `field` gets it and
+    /// must consume the value. One loop for both kinds of name, generic so each stays inlined.
+    #[inline]
+    fn members<K>(
+        &mut self,
+        mut key: impl FnMut(&mut Self) -> Result<K, LineError>,
+        mut field: impl FnMut(&mut Self, K) -> Result<(), LineError>,
     ) -> Result<(), LineError> {
         self.pos += 1;
         self.skip_ws();
@@ -642,13 +630,13 @@ impl<'a> Cursor<'a> {
             if !self.eat(b'"') {
                 return Err(self.syntax("expected a field name"));
             }
-            let key = self.string()?;
+            let name = key(self)?;
             self.skip_ws();
             if !self.eat(b':') {
                 return Err(self.syntax("expected `:` after a field name"));
             }
             self.skip_ws();
-            field(self, key)?;
+            field(self, name)?;
             self.skip_ws();
             match self.bump() {
                 Some(b',') => self.skip_ws(),
