@@ -21,6 +21,7 @@ mod model;
 mod render;
 mod row_fold;
 mod rows;
+mod spend;
 
 pub use analyze::{Options, analyze, analyze_runs, analyze_slice};
 pub use error::{LineError, ReportError};

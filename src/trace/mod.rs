@@ -7,6 +7,7 @@
 
 mod as_written;
 mod clock;
+mod cut_line;
 mod event;
 mod event_fields;
 mod fields;
@@ -17,6 +18,7 @@ mod reader;
 mod recorder;
 mod runs;
 mod scan;
+mod short_decimal;
 mod show;
 mod tap;
 mod text_line;
@@ -28,6 +30,7 @@ mod writer;
 pub use crate::digest::{HashAlgorithm, Summarizer, sha256_tagged};
 pub use crate::json_error::describe_plain as describe_json_error_plain;
 pub use clock::{Clock, SteppingClock, SystemClock};
+pub use cut_line::ends_early;
 pub use event::{
     Capture, Event, EventKind, FinishGate, InternalError, ModelAction, ModelCall, ModelFeedback,
     ModelRef, ModelRetry, Observation, ReplayOf, RunFinished, RunSource, RunStarted, SCHEMA, Score,
@@ -45,7 +48,7 @@ pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
     read_run_at, read_run_within, read_trace,
 };
-pub use scan::{Fields, TokenCounts, ends_early, scan_line};
+pub use scan::{Fields, TokenCounts, scan_line};
 pub use show::{ordinal, render_run, render_runs};
 pub use tap::RunTap;
 pub use text_line::TextLine;

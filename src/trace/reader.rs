@@ -310,7 +310,7 @@ impl<R: Read> TraceReader<R> {
                     self.stats.truncated_tail = Some(line_no);
                     return None;
                 }
-                Err(message) if super::scan::ends_early(&self.line) => {
+                Err(message) if super::cut_line::ends_early(&self.line) => {
                     // A write cut short (a full disk) and the next run began on a new line:
                     // a warning. Anything else after it makes the line malformed.
                     match self.next_starts_run() {

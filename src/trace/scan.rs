@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use super::fields::{Check, KNOWN, known_field, known_number};
 use super::json_string::{find_special, unescape, utf8_width};
 use super::line_error::LineError;
+use super::short_decimal::short_decimal;
 
 /// The deepest nesting of arrays and objects accepted (the limit `serde_json` uses).
 const MAX_DEPTH: usize = 128;
@@ -73,22 +74,6 @@ pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
         LineError::Syntax { .. } if std::str::from_utf8(line).is_err() => LineError::InvalidUtf8,
         err => err,
     })
-}
-
-/// Whether a line that does not scan fails only because it ends early: it is the beginning
-/// of a well-formed line (JSON's end-of-input error, or a UTF-8 sequence cut at the end), as a
-/// write cut short leaves it.
-pub fn ends_early(line: &[u8]) -> bool {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    match std::str::from_utf8(line) {
-        // Cut inside a character: the rest must be a cut line too.
-        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
-        Err(_) => false,
-        Ok(_) => matches!(
-            scan_fields(line),
-            Err(LineError::Syntax { column, .. }) if column == line.len() + 1
-        ),
-    }
 }
 
 #[inline]
@@ -689,39 +674,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Powers of ten that an `f64` holds exactly.
-const EXACT_POWERS_OF_TEN: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
-
-/// The value of a well-formed JSON number without an exponent whose digits, read as one
-/// integer, fit in the 53 bits of an `f64` (a duration like `0.032`, a cost like `0.0125`):
-/// that integer and the power of ten are both exact, so one division rounds correctly and gives
-/// what `str::parse::<f64>` gives (Clinger's fast path). `None` for any other number.
-#[inline]
-fn short_decimal(number: &[u8]) -> Option<f64> {
-    let (negative, digits) = match number.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, number),
-    };
-    let mut mantissa: u64 = 0;
-    let mut fraction_digits = None;
-    for (at, &byte) in digits.iter().enumerate() {
-        match byte {
-            b'0'..=b'9' if at < 19 => mantissa = mantissa * 10 + u64::from(byte - b'0'),
-            b'.' if fraction_digits.is_none() => fraction_digits = Some(digits.len() - at - 1),
-            _ => return None,
-        }
-    }
-    if mantissa > 1 << 53 {
-        return None;
-    }
-    let power = EXACT_POWERS_OF_TEN.get(fraction_digits.unwrap_or(0))?;
-    let value = mantissa as f64 / power;
-    Some(if negative { -value } else { value })
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::fields::{key_number, name};
@@ -753,49 +705,6 @@ mod tests {
             KNOWN.iter().map(|(name, _)| *name).collect();
         assert_eq!(checked, published);
         assert_eq!(checked.len(), KNOWN.len(), "a field is in the table twice");
-    }
-
-    #[test]
-    fn short_decimals_read_as_the_standard_parser_reads_them() {
-        let mut numbers: Vec<String> = [
-            "0",
-            "-0",
-            "0.0",
-            "-0.0",
-            "0.032",
-            "1",
-            "12.5",
-            "0.1",
-            "0.3",
-            "9007199254740992",
-            "9007199254740993",
-            "900719925474099.3",
-            "0.0000000000000000000001",
-            "0.00000000000000000000001",
-            "123456789012345678",
-            "1234567890123456789.5",
-            "18446744073709551615",
-            "99999999999999999999",
-            "1.7976931348623157",
-        ]
-        .iter()
-        .map(|text| text.to_string())
-        .collect();
-        // Every millisecond figure with up to three decimals below ten seconds.
-        numbers.extend(
-            (0..10_000_000)
-                .step_by(997)
-                .map(|n| format!("{}.{:03}", n / 1000, n % 1000)),
-        );
-        for text in &numbers {
-            let expected: f64 = text.parse().unwrap();
-            if let Some(value) = short_decimal(text.as_bytes()) {
-                assert_eq!(value.to_bits(), expected.to_bits(), "{text}");
-            }
-        }
-        assert_eq!(short_decimal(b"0.032"), Some(0.032));
-        assert_eq!(short_decimal(b"9007199254740993"), None);
-        assert_eq!(short_decimal(b"1e3"), None);
     }
 
     #[test]
@@ -1069,32 +978,6 @@ mod tests {
                 .unwrap();
         assert_eq!(fields.step, None);
         assert_eq!(fields.event_type.as_deref(), Some(&b"run_finished\0"[..]));
-    }
-
-    #[test]
-    fn a_line_ends_early_only_if_it_is_the_start_of_a_well_formed_line() {
-        for cut in [
-            &br#"{"run_id":"r","st"#[..],
-            br#"{"run_id":"r","step":1"#,
-            br#"{"run_id":"r","step":1."#,
-            br#"{"a":tr"#,
-            br#"{"a":"\ud83d"#,
-            b"{\"a\":\"\xc3",
-            b"{",
-            b"{\"a\":1\r",
-        ] {
-            assert!(ends_early(cut), "{:?}", String::from_utf8_lossy(cut));
-        }
-        for bad in [
-            &br#"{"run_id":"r","run_id":"#[..],
-            br#"{"a":tx"#,
-            br#"{"step":"1"}"#,
-            br#"{"a":1}}"#,
-            b"{\"a\":\"\xff",
-            br#"{"run_id":"r","step":1,"event_type":"x"}"#,
-        ] {
-            assert!(!ends_early(bad), "{:?}", String::from_utf8_lossy(bad));
-        }
     }
 
     #[test]

@@ -1,0 +1,52 @@
+//! Telling a line a write cut short (the beginning of a well-formed line) from a malformed one:
+//! readers keep the first as an unfinished last line and refuse the second.
+
+use super::line_error::LineError;
+use super::scan::scan_line;
+
+/// Whether a line that does not scan fails only because it ends early: it is the beginning
+/// of a well-formed line (JSON's end-of-input error, or a UTF-8 sequence cut at the end), as a
+/// write cut short leaves it.
+pub fn ends_early(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        // Cut inside a character: the rest must be a cut line too.
+        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
+        Err(_) => false,
+        Ok(_) => matches!(
+            scan_line(line),
+            Err(LineError::Syntax { column, .. }) if column == line.len() + 1
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_ends_early_only_if_it_is_the_start_of_a_well_formed_line() {
+        for cut in [
+            &br#"{"run_id":"r","st"#[..],
+            br#"{"run_id":"r","step":1"#,
+            br#"{"run_id":"r","step":1."#,
+            br#"{"a":tr"#,
+            br#"{"a":"\ud83d"#,
+            b"{\"a\":\"\xc3",
+            b"{",
+            b"{\"a\":1\r",
+        ] {
+            assert!(ends_early(cut), "{:?}", String::from_utf8_lossy(cut));
+        }
+        for bad in [
+            &br#"{"run_id":"r","run_id":"#[..],
+            br#"{"a":tx"#,
+            br#"{"step":"1"}"#,
+            br#"{"a":1}}"#,
+            b"{\"a\":\"\xff",
+            br#"{"run_id":"r","step":1,"event_type":"x"}"#,
+        ] {
+            assert!(!ends_early(bad), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
