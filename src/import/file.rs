@@ -9,7 +9,7 @@ use super::IMPORTERS;
 use super::error::ImportError;
 use super::importer::{Context, Imported, Importer, Sink};
 use super::run::{EmitOptions, to_events};
-use crate::trace::Event;
+use crate::trace::{Event, cut_short};
 
 /// How many bytes of a file the probes see.
 pub const HEAD_BYTES: usize = 64 * 1024;
@@ -176,13 +176,10 @@ fn cut_last_line(file: &mut File, len: u64) -> std::io::Result<Option<(u64, u64)
 /// Whether `line` is the beginning of a JSON value cut short: JSON's end-of-input error, or a
 /// UTF-8 sequence cut at its end (the trace readers' rule, for any format's lines).
 fn ends_early(line: &[u8]) -> bool {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    match std::str::from_utf8(line) {
-        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
-        Err(_) => false,
-        Ok(text) => serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .is_err_and(|err| err.classify() == serde_json::error::Category::Eof),
-    }
+    cut_short(line, |text| {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .is_err_and(|err| err.classify() == serde_json::error::Category::Eof)
+    })
 }
 
 /// Imports `path` with `from`, or the detected importer; returns the importer used.

@@ -8,15 +8,26 @@ use super::scan::scan_line;
 /// of a well-formed line (JSON's end-of-input error, or a UTF-8 sequence cut at the end), as a
 /// write cut short leaves it.
 pub fn ends_early(line: &[u8]) -> bool {
+    cut_short(line, |text| {
+        matches!(
+            scan_line(text.as_bytes()),
+            Err(LineError::Syntax { column, .. }) if column == text.len() + 1
+        )
+    })
+}
+
+/// The rule for a line cut short, whatever reads it: without a last `\r`, its UTF-8 may end
+/// inside a character (the rest must then be cut short too), and `json_ends_early` says whether
+/// its valid text is JSON that stops at the end of input.
+pub fn cut_short(line: &[u8], json_ends_early: impl Fn(&str) -> bool) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match std::str::from_utf8(line) {
         // Cut inside a character: the rest must be a cut line too.
-        Err(err) if err.error_len().is_none() => ends_early(&line[..err.valid_up_to()]),
+        Err(err) if err.error_len().is_none() => {
+            cut_short(&line[..err.valid_up_to()], json_ends_early)
+        }
         Err(_) => false,
-        Ok(_) => matches!(
-            scan_line(line),
-            Err(LineError::Syntax { column, .. }) if column == line.len() + 1
-        ),
+        Ok(text) => json_ends_early(text),
     }
 }
 

@@ -30,7 +30,7 @@ mod writer;
 pub use crate::digest::{HashAlgorithm, Summarizer, sha256_tagged};
 pub use crate::json_error::describe_plain as describe_json_error_plain;
 pub use clock::{Clock, SteppingClock, SystemClock};
-pub use cut_line::ends_early;
+pub use cut_line::{cut_short, ends_early};
 pub use event::{
     Capture, Event, EventKind, FinishGate, InternalError, ModelAction, ModelCall, ModelFeedback,
     ModelRef, ModelRetry, Observation, ReplayOf, RunFinished, RunSource, RunStarted, SCHEMA, Score,
