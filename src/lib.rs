@@ -30,4 +30,4 @@ pub mod time;
 pub mod tools;
 pub mod trace;
 
-pub use plural::plural;
+pub use plural::{human_bytes, plural};

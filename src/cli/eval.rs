@@ -90,7 +90,7 @@ pub fn run(args: EvalArgs) -> CliResult {
             traces.display(),
             outcome.out.join(RUNS_DIR).display(),
             looptrace::plural(runs as u64, "run", "runs"),
-            super::gc::human_bytes(bytes)
+            looptrace::human_bytes(bytes)
         );
     }
     print_notices(&outcome.closing, false);

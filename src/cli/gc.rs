@@ -25,58 +25,40 @@ pub struct GcArgs {
 
 /// Runs `looptrace gc`.
 pub fn run(args: GcArgs) -> CliResult {
-    let runs = args.dir.join(RUNS_DIR);
+    let (dir, runs) = (&args.dir, args.dir.join(RUNS_DIR));
     if !runs.is_dir() {
+        let dir = dir.display();
+        let why = "not an output folder of eval (results format 2)";
         return Err(CliError::input(format!(
-            "`{}` holds no `{RUNS_DIR}/` folder: not an output folder of eval (results format 2)",
-            args.dir.display()
+            "`{dir}` holds no `{RUNS_DIR}/` folder: {why}"
         )));
     }
     // One writer per folder: no evaluation adds a run while gc decides.
-    let _lock = lock_output(&args.dir)?;
-    let referenced = match args.dir.join(RESULTS_NAME).exists() {
-        true => read_view(&args.dir).map_err(CliError::Input)?.runs,
+    let _lock = lock_output("--out", dir)?;
+    let referenced = match dir.join(RESULTS_NAME).exists() {
+        true => read_view(dir).map_err(CliError::Input)?.runs,
         false => Vec::new(),
     };
-    let plan =
-        plan_gc(&args.dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;
+    let plan = plan_gc(dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;
     let verb = if args.dry_run {
         "would remove"
     } else {
         "removed"
     };
     for (id, bytes, why) in &plan.remove {
-        eprintln!(
-            "{verb} `{}` ({}): {why}",
-            runs.join(id).display(),
-            human_bytes(*bytes)
-        );
+        let (run, bytes) = (runs.join(id), looptrace::human_bytes(*bytes));
+        eprintln!("{verb} `{}` ({bytes}): {why}", run.display());
     }
     if !args.dry_run {
-        remove_runs(&args.dir, &plan).map_err(|e| CliError::internal(e.to_string()))?;
+        remove_runs(dir, &plan).map_err(|e| CliError::internal(e.to_string()))?;
     }
     let kept: u64 = plan.kept.iter().map(|(_, bytes)| bytes).sum();
-    println!(
-        "{verb} {}, {}; kept {}, {}",
-        looptrace::plural(plan.remove.len() as u64, "run", "runs"),
-        human_bytes(plan.freed()),
-        looptrace::plural(plan.kept.len() as u64, "run", "runs"),
-        human_bytes(kept)
+    let count = |n: usize| looptrace::plural(n as u64, "run", "runs");
+    let (removed, freed) = (
+        count(plan.remove.len()),
+        looptrace::human_bytes(plan.freed()),
     );
+    let (kept, kept_runs) = (looptrace::human_bytes(kept), count(plan.kept.len()));
+    println!("{verb} {removed}, {freed}; kept {kept_runs}, {kept}");
     Ok(Outcome::Success)
-}
-
-/// Bytes as people read them: `812 B`, `4.2 KB`, `1.3 MB`, `2.0 GB`.
-pub(super) fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }

@@ -31,35 +31,28 @@ pub fn lock_folder(dir: &Path) -> io::Result<Option<FolderLock>> {
     Ok(Some(FolderLock { _folder: folder }))
 }
 
-/// Takes the lock that lets one command at a time write `out`, named by `flag`; refused while
-/// another holds it.
-pub fn lock_output(out: &Path) -> Result<FolderLock, EvalError> {
-    lock_or_refuse(out, "--out", ", or choose another --out")
-}
-
-/// Takes the lock on the folder of the results an in-place rerun updates, before it reads them.
-pub(crate) fn lock_rerun_in_place(folder: &Path) -> Result<FolderLock, EvalError> {
-    lock_or_refuse(folder, "--rerun-failed", "")
-}
-
-/// Locks `folder`, or refuses naming `flag` (and what else to do, `or`).
-fn lock_or_refuse(folder: &Path, flag: &str, or: &str) -> Result<FolderLock, EvalError> {
-    let refuse = |message: String| EvalError::Busy {
-        flag: flag.to_owned(),
-        folder: folder.to_path_buf(),
-        message,
+/// Takes the lock that lets one command at a time write `folder`, which `flag` names (`--out`;
+/// `--rerun-failed`: the folder of the results an in-place rerun updates, locked before it reads
+/// them); refused while another holds it.
+pub fn lock_output(flag: &str, folder: &Path) -> Result<FolderLock, EvalError> {
+    let or = match flag {
+        "--out" => ", or choose another --out",
+        _ => "",
     };
-    match lock_folder(folder) {
-        Ok(Some(lock)) => Ok(lock),
-        Ok(None) => Err(refuse(format!(
-            "{flag} `{}` is in use by another looptrace command (an eval, a rerun or gc writing it): wait for it to end{or}",
-            folder.display()
-        ))),
-        Err(err) => Err(refuse(format!(
-            "{flag} `{}`: cannot open the folder: {err}",
-            folder.display()
-        ))),
-    }
+    let shown = folder.display();
+    let message = match lock_folder(folder) {
+        Ok(Some(lock)) => return Ok(lock),
+        Ok(None) => format!(
+            "{flag} `{shown}` is in use by another looptrace command (an eval, a rerun or gc writing it): wait for it to end{or}"
+        ),
+        Err(err) => format!("{flag} `{shown}`: cannot open the folder: {err}"),
+    };
+    let (flag, folder) = (flag.to_owned(), folder.to_path_buf());
+    Err(EvalError::Busy {
+        flag,
+        folder,
+        message,
+    })
 }
 
 #[cfg(test)]

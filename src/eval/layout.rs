@@ -1,13 +1,7 @@
 //! Where an evaluation's traces go (`--trace-layout per-task|single`), when their events are
-//! written (`--trace-flush event|run`), how runs and trace files are named (with `--repeat`), and
-//! which runs a trace file holds whole (what a resume keeps).
+//! written (`--trace-flush event|run`), and how runs and trace files are named (with `--repeat`).
 
-use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
-use std::path::Path;
-
-use serde::Deserialize;
 
 /// The one trace file of `--trace-layout single`, in the output folder.
 pub const SINGLE_TRACE: &str = "traces.jsonl";
@@ -80,32 +74,4 @@ pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) ->
         TraceLayout::PerTask if repeats > 1 => format!("traces/r{repeat}/{task}.jsonl"),
         TraceLayout::PerTask => format!("traces/{task}.jsonl"),
     }
-}
-
-/// The run ids whose `run_finished` is in the trace file `path` (none if there is no file): the
-/// runs recorded whole. Only whole lines count; a crash's torn last line does not.
-pub fn finished_runs(path: &Path) -> io::Result<HashSet<String>> {
-    /// Only what is read of each line.
-    #[derive(Deserialize)]
-    struct LineHead {
-        run_id: String,
-        event_type: String,
-    }
-    let mut finished = HashSet::new();
-    let mut reader = match File::open(path) {
-        Ok(file) => BufReader::new(file),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(finished),
-        Err(err) => return Err(err),
-    };
-    let mut line = Vec::new();
-    while reader.read_until(b'\n', &mut line)? > 0 {
-        if line.ends_with(b"\n")
-            && let Ok(head) = serde_json::from_slice::<LineHead>(&line)
-            && head.event_type == "run_finished"
-        {
-            finished.insert(head.run_id);
-        }
-        line.clear();
-    }
-    Ok(finished)
 }

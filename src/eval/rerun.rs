@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::results::{ResultsFile, TaskResult};
-use super::store::{Owing, RowKey, RowState, owed};
+use super::results::ResultsFile;
+use super::store::{Owing, RowKey, owed};
 use super::suite::{Suite, TaskEntry};
 
 /// A task under the model it was given (`None`: its own): what a row is of, but for its repeat.
@@ -27,108 +27,63 @@ fn counts<'a>(slots: impl IntoIterator<Item = SlotRef<'a>>) -> HashMap<SlotRef<'
     counts
 }
 
-fn row_slots(rows: &[TaskResult]) -> impl Iterator<Item = SlotRef<'_>> {
-    rows.iter().map(|row| (row.id.as_str(), row.given_model()))
-}
-
-/// The (task, model)s of the suite that `previous` says need another run: rows that fail the
-/// evaluation (a failed expectation or an unexpected internal error); when `previous` was
-/// interrupted, the tasks it did not reach ([`unreached`]); and when it covered the whole suite (a
-/// row for each of its tasks), tasks added to the suite since. Which of those the rerun owes is
-/// [`owed`]'s rule (a (task, model)'s repeats run again together), over the ones `previous`
-/// speaks for.
+/// The (task, model)s of the suite that `previous` says need another run, by [`owed`]'s rule (a
+/// (task, model)'s repeats run again together) over those it speaks for: the ones it has rows
+/// of; when it covered the whole suite (a row for each of its tasks), tasks added since; and
+/// when it was interrupted, those lacking rows of the tasks it set out to run (the whole suite,
+/// its `--only`/`--skip` selection, or a rerun's tasks and those it lists as `not_reached`).
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
     let repeats = previous.repeats.unwrap_or(1);
-    let rows_of = counts(row_slots(&previous.tasks));
-    // Results of an `--only`/`--skip` selection hold fewer tasks than their suite had; whole
-    // results (a rerun's too, whatever it narrowed its rerun to) hold them all, but for the tasks
-    // they list as not reached yet. Under a model matrix the suite counts a task once per model.
+    let slots = previous
+        .tasks
+        .iter()
+        .map(|row| (row.id.as_str(), row.given_model()));
+    let rows_of = counts(slots);
+    // Under a model matrix the suite counts a task once per model.
     let with_rows: HashSet<&str> = previous.tasks.iter().map(|row| row.id.as_str()).collect();
-    let not_reached: HashSet<&String> = (previous.not_reached.iter())
+    let not_reached = (previous.not_reached.iter())
         .filter(|id| !with_rows.contains(id.as_str()))
-        .collect();
-    let models = previous.models.len().max(1);
-    let whole = rows_of.len() + not_reached.len() * models >= previous.suite.tasks;
-    let unreached: Vec<String> = match previous.interrupted {
-        true => unreached(previous, &previous.tasks, suite),
-        false => Vec::new(),
-    };
-    // What `previous` speaks for: those it has rows of, and those it owed rows to.
-    let entries = suite.tasks.entries();
-    let owed_rows = entries.iter().map(slot_of_entry).filter(|slot| {
-        let count = rows_of.get(slot).copied().unwrap_or(0);
-        (whole && count == 0)
-            || (unreached.iter().any(|id| id == slot.0) && count < repeats as usize)
+        .count();
+    let whole = rows_of.len() + not_reached * previous.models.len().max(1) >= previous.suite.tasks;
+    let set_out: Option<HashSet<&str>> = (previous.selection.as_ref()).map(|selection| {
+        selection
+            .tasks
+            .iter()
+            .chain(&previous.not_reached)
+            .map(String::as_str)
+            .collect()
     });
-    let mut seen = HashSet::new();
-    let slots: Vec<SlotRef> = (row_slots(&previous.tasks).chain(owed_rows))
-        .filter(|slot| seen.insert(*slot))
-        .collect();
-    let scope: Vec<RowKey> = (slots.iter())
-        .flat_map(|&(task, model)| {
-            (1..=repeats).map(move |repeat| RowKey {
-                task: task.to_owned(),
-                model: model.map(str::to_owned),
-                repeat,
-            })
+    let entries = suite.tasks.entries();
+    let scope: Vec<RowKey> = (entries.iter().map(slot_of_entry))
+        .filter(|slot| {
+            let count = rows_of.get(slot).copied().unwrap_or(0);
+            let set_out = set_out.as_ref().is_none_or(|ids| ids.contains(slot.0));
+            count > 0 || whole || (previous.interrupted && set_out && count < repeats as usize)
+        })
+        .flat_map(|(task, model)| {
+            (1..=repeats).map(move |repeat| RowKey::with(task, model, repeat))
         })
         .collect();
-    let states: Vec<RowState> = (previous.tasks.iter())
-        .map(|row| RowState {
-            key: RowKey::of(row),
-            passes: !row.fails(),
-            complete: true,
-        })
+    let rows: Vec<(RowKey, bool)> = (previous.tasks.iter())
+        .map(|row| (RowKey::of(row), !row.fails()))
         .collect();
-    (owed(Owing::RerunFailed, &scope, &states).into_iter())
+    (owed(Owing::RerunFailed, &scope, &rows).into_iter())
         .map(|key| (key.task, key.model))
         .collect()
 }
 
-/// The tasks `previous` owed a run for want of rows (not reached by an interrupted evaluation, or
-/// added to the suite since) that the rows of `keys` still lack, in suite order: what a rerun
-/// narrowed by `--only`/`--skip` leaves for the next one, which its results list as `not_reached`.
+/// The tasks `previous` owed a run that the rows of `keys` still lack (a (task, model) with fewer
+/// rows than `previous` ran each), in suite order: what a rerun narrowed by `--only`/`--skip`
+/// leaves for the next one, which its results list as `not_reached`.
 pub fn still_owed(previous: &ResultsFile, keys: &HashSet<RowKey>, suite: &Suite) -> Vec<String> {
     let owed: HashSet<String> = (failed_ids(previous, suite).into_iter())
         .map(|(task, _)| task)
         .collect();
     let counts = counts(keys.iter().map(|k| (k.task.as_str(), k.model.as_deref())));
-    lacking_rows(previous, &counts, suite, |id| owed.contains(id))
-}
-
-/// The ids of the tasks an interrupted evaluation did not reach that `rows` still lack (with
-/// `--repeat N`, fewer than N rows), in suite order: of the whole suite, of its `--only`/`--skip`
-/// selection, or, for a rerun's results, of the tasks it set out to run and those it lists as
-/// `not_reached` (what the evaluation it updated had left).
-pub fn unreached(previous: &ResultsFile, rows: &[TaskResult], suite: &Suite) -> Vec<String> {
-    let scope: Option<HashSet<&String>> = (previous.selection.as_ref()).map(|selection| {
-        selection
-            .tasks
-            .iter()
-            .chain(&previous.not_reached)
-            .collect()
-    });
-    let counts = counts(row_slots(rows));
-    lacking_rows(previous, &counts, suite, |id| {
-        scope
-            .as_ref()
-            .is_none_or(|scope| scope.iter().any(|s| *s == id))
-    })
-}
-
-/// The ids of the suite's tasks in `scope` that have fewer rows in `counts` than `previous` ran
-/// each task, in suite order; under a model matrix a task lacks rows when any of its models
-/// does, and is named once.
-fn lacking_rows(
-    previous: &ResultsFile,
-    counts: &HashMap<SlotRef, usize>,
-    suite: &Suite,
-    scope: impl Fn(&str) -> bool,
-) -> Vec<String> {
     let repeats = previous.repeats.unwrap_or(1) as usize;
     let mut lacking: Vec<String> = Vec::new();
     for slot in suite.tasks.entries().iter().map(slot_of_entry) {
-        if scope(slot.0)
+        if owed.contains(slot.0)
             && counts.get(&slot).copied().unwrap_or(0) < repeats
             && lacking.last().is_none_or(|last| last != slot.0)
         {
@@ -141,7 +96,7 @@ fn lacking_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::load_suite_from_str;
+    use crate::eval::{TaskResult, load_suite_from_str};
 
     fn row(id: &str, repeat: u32, met: bool) -> TaskResult {
         serde_json::from_value(serde_json::json!({
@@ -170,7 +125,10 @@ mod tests {
         // A task with fewer rows than repeats in interrupted results runs again...
         assert!(failed_ids(&previous, &suite).contains(&("a".to_owned(), None)));
         let keys = |repeats: &[u32]| -> HashSet<RowKey> {
-            repeats.iter().map(|&r| RowKey::new("a", r)).collect()
+            repeats
+                .iter()
+                .map(|&r| RowKey::with("a", None, r))
+                .collect()
         };
         assert_eq!(still_owed(&previous, &keys(&[1, 2]), &suite), ["a"]);
         // ...and is owed no more once a rerun (interrupted or not) leaves it a row per repeat.
@@ -198,21 +156,29 @@ mod tests {
             }))
             .unwrap()
         };
+        let owed = |results: &ResultsFile| -> Vec<String> {
+            let mut ids: Vec<String> = failed_ids(results, &suite)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            ids.sort();
+            ids
+        };
         let whole = interrupted(serde_json::Value::Null, &[]);
-        assert_eq!(unreached(&whole, &whole.tasks, &suite), ["b", "c"]);
+        assert_eq!(owed(&whole), ["b", "c"]);
         let of_selection = interrupted(
             serde_json::json!({"only": ["a", "b"], "tasks": ["a", "b"]}),
             &[],
         );
-        assert_eq!(unreached(&of_selection, &of_selection.tasks, &suite), ["b"]);
+        assert_eq!(owed(&of_selection), ["b"]);
         // A rerun of `a` that left `c` not reached: `b` was never in scope.
         let of_rerun = interrupted(
             serde_json::json!({"rerun_failed": "r.json", "tasks": ["a"]}),
             &["c"],
         );
-        assert_eq!(unreached(&of_rerun, &of_rerun.tasks, &suite), ["c"]);
+        assert_eq!(owed(&of_rerun), ["c"]);
         // What a rerun ran is reached.
-        let rows = [row("a", 1, true), row("c", 1, false)];
-        assert_eq!(unreached(&of_rerun, &rows, &suite), Vec::<String>::new());
+        let keys: HashSet<RowKey> = [RowKey::with("a", None, 1), RowKey::with("c", None, 1)].into();
+        assert!(still_owed(&of_rerun, &keys, &suite).is_empty());
     }
 }

@@ -18,10 +18,10 @@ use crate::eval::store::{
     rebuild_view as fold_view,
 };
 use crate::eval::{
-    Attempt, Attempts, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk,
-    RunnerOptions, SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout,
-    TraceTarget, compare, compare_counted, for_console, now_rfc3339, run_tasks, still_owed,
-    suite_info, write_junit, write_results,
+    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowsOnDisk, RunnerOptions,
+    SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout, TraceTarget, compare,
+    compare_counted, for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit,
+    write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -74,8 +74,6 @@ impl EvalPlan {
             trace_layout: self.layout.as_str().to_owned(),
             shard: self.request.shard,
             models: self.request.models.clone(),
-            only: self.request.only.clone(),
-            skip: self.request.skip.clone(),
             selection: self.selection.clone(),
             tasks: order,
         };
@@ -236,34 +234,16 @@ impl EvalPlan {
             let mut numbers = std::mem::take(&mut collected.numbers);
             numbers.retain(|&n| n != NO_ROW);
             let marks = run.marks();
-            let streamed = ResultsFile {
-                format: RESULTS_FORMAT.to_owned(),
-                looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
-                created_at,
-                eval_id: Some(eval_id.clone()),
-                suite: info,
-                shard: self.request.shard,
-                selection: self.selection.clone(),
-                models: self.request.models.clone(),
-                repeats: (repeats > 1).then_some(repeats),
-                adaptive: self.adaptive.clone(),
-                capture: suite.capture,
-                interrupted,
-                partial: false,
-                not_reached: Vec::new(),
-                missing_shards: Vec::new(),
-                runs: if numbers.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![eval_id.clone()]
-                },
-                totals: collected.totals.clone(),
-                tasks: RowsOnDisk {
-                    path: run.rows_path(),
-                    marks: &marks,
-                    rows: &numbers,
-                },
+            let runs = match numbers.is_empty() {
+                true => Vec::new(),
+                false => vec![eval_id.clone()],
             };
+            let rows = RowsOnDisk {
+                path: run.rows_path(),
+                marks: &marks,
+                rows: &numbers,
+            };
+            let streamed = header.view(Some(&seal), runs, collected.totals.clone(), rows);
             write_results(&results_path, &streamed)
                 .map_err(|e| EvalError::io("write", &results_path, e))?;
             if let Some(junit) = junit {

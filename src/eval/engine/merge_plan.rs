@@ -8,10 +8,7 @@ use std::path::{Path, PathBuf};
 use super::EvalError;
 use super::flag_checks::{check_regression_test, read_baseline};
 use super::outcome::{EvalVerdict, Notice, adaptive_verdict, verdict};
-use super::paths::{
-    Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
-    refuse_wrong_kind,
-};
+use super::paths::{check_output, folder_of, is_device, probe_writable, refuse_traces_as_outputs};
 use crate::eval::store::RowKey;
 use crate::eval::{
     Comparison, FlakyTask, IncompleteShard, Merged, ResultsFile, Suite, compare, flaky_tasks,
@@ -81,18 +78,16 @@ impl MergePlan {
     pub fn new(request: MergeRequest) -> Result<MergePlan, EvalError> {
         // Every output is checked before anything is read or written: none may be an input, a
         // symbolic link, a folder, or another output.
-        let inputs: Vec<&PathBuf> = request
+        let inputs: Vec<PathBuf> = request
             .results
             .iter()
             .chain(&request.baseline)
             .chain(&request.suite)
+            .cloned()
             .collect();
         let outputs = outputs_of(&request);
-        let inputs = Inputs::of(inputs);
         for (n, &(flag, output)) in outputs.iter().enumerate() {
-            inputs.refuse_overwriting(flag, output)?;
-            refuse_symlink("merge", flag, output)?;
-            refuse_wrong_kind(flag, output)?;
+            check_output("merge", flag, output, &inputs)?;
             probe_writable(flag, &folder_of(output))?;
             if let Some((earlier, _)) = outputs[..n]
                 .iter()
@@ -313,9 +308,8 @@ fn refuse_suite_files_as_outputs(
                 .map(Path::to_path_buf),
         )
         .collect();
-    let read = Inputs::of(&read);
     for &(flag, output) in outputs {
-        read.refuse_overwriting(flag, output)?;
+        check_output("merge", flag, output, &read)?;
     }
     Ok(())
 }

@@ -33,10 +33,7 @@ pub use observer::{EvalObserver, Quiet};
 pub use outcome::{
     EvalOutcome, EvalVerdict, Notice, NoticeKind, PassCount, adaptive_verdict, verdict,
 };
-pub use paths::{
-    Inputs, folder_of, is_device, probe_writable, refuse_symlink, refuse_traces_as_outputs,
-    refuse_wrong_kind,
-};
+pub use paths::{check_output, folder_of, is_device, probe_writable, refuse_traces_as_outputs};
 pub use plan::EvalPlan;
 pub use request::{EvalRequest, EvalSource};
 pub(crate) use view::write_view;

@@ -8,45 +8,45 @@ use super::EvalError;
 use crate::eval::ResultsFile;
 use crate::output::{refuse_file_as_folder, refuse_not_regular, same_file};
 
-/// The files a command reads, which none of its outputs may be, however their paths are written
-/// (through links, `..`, or before they exist).
-pub struct Inputs<'a>(Vec<&'a PathBuf>);
-
-impl<'a> Inputs<'a> {
-    pub fn of(paths: impl IntoIterator<Item = &'a PathBuf>) -> Self {
-        Inputs(paths.into_iter().collect())
-    }
-
-    /// Fails when `output` is one of the inputs.
-    pub fn refuse_overwriting(&self, flag: &str, output: &Path) -> Result<(), EvalError> {
-        match self.0.iter().find(|input| same_file(input, output)) {
-            Some(input) => Err(EvalError::output(
-                flag,
-                output,
-                format!(
-                    "{flag} would overwrite the input `{}` (with `{}`)",
-                    input.display(),
-                    output.display()
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Fails when `output` is a symbolic link: `command` never writes through one.
-pub fn refuse_symlink(command: &str, flag: &str, output: &Path) -> Result<(), EvalError> {
+/// Fails unless `command` may write `output`, named by `flag`: never through a symbolic link,
+/// never over one of `inputs` (however their paths are written: through links, `..`, or before
+/// they exist), never a folder or a socket; a file it keeps (all but a report, `--junit` or
+/// `--html`, which may be a named pipe or a device: `--junit /dev/null`) only where a regular
+/// file is or none.
+pub fn check_output(
+    command: &str,
+    flag: &str,
+    output: &Path,
+    inputs: &[PathBuf],
+) -> Result<(), EvalError> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = output.display();
+    let refuse = |message: String| Err(EvalError::output(flag, output, message));
     if crate::output::is_symlink(output) {
-        return Err(EvalError::output(
-            flag,
-            output,
-            format!(
-                "{flag}: `{}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)",
-                output.display()
-            ),
+        return refuse(format!(
+            "{flag}: `{shown}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)"
         ));
     }
-    Ok(())
+    let kind = std::fs::metadata(output).map(|meta| meta.file_type());
+    if !matches!(flag, "--junit" | "--html") {
+        refuse_not_regular(flag, output)?;
+    } else if let Ok(kind) = kind
+        && (kind.is_dir() || kind.is_socket())
+    {
+        let what = if kind.is_dir() {
+            "a folder"
+        } else {
+            "a socket"
+        };
+        return refuse(format!("{flag}: `{shown}` is {what}, not a file"));
+    }
+    match inputs.iter().find(|input| same_file(input, output)) {
+        Some(input) => refuse(format!(
+            "{flag} would overwrite the input `{}` (with `{shown}`)",
+            input.display()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The folder a file is written in (`.` for a bare file name).
@@ -72,22 +72,6 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), EvalError> {
             format!("{flag}: cannot write in `{}`: {err}", dir.display()),
         )),
     }
-}
-
-/// Fails when an output is there but of a kind its command cannot write: `--out` names a file the
-/// command keeps (results), which must be a regular file; a report file (`--junit`, `--html`) may
-/// also be a named pipe or a device (`--junit /dev/null`), never a folder or a socket.
-pub fn refuse_wrong_kind(flag: &str, path: &Path) -> Result<(), EvalError> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = std::fs::metadata(path).map(|meta| meta.file_type());
-    let what = match kind {
-        _ if flag == "--out" => return Ok(refuse_not_regular(flag, path)?),
-        Ok(kind) if kind.is_dir() => "a folder",
-        Ok(kind) if kind.is_socket() => "a socket",
-        _ => return Ok(()),
-    };
-    let message = format!("{flag}: `{}` is {what}, not a file", path.display());
-    Err(EvalError::output(flag, path, message))
 }
 
 /// Fails when `folder`, one eval makes and fills inside its output folder (`what` says what for),

@@ -12,8 +12,8 @@ use super::EvalError;
 use super::flag_checks::{adaptive_rule, check_stats, read_baseline};
 use super::outcome::{EvalVerdict, Notice, verdict, verdict_of_rows};
 use super::paths::{
-    Inputs, folder_of, is_device, probe_writable, refuse_own_folder_elsewhere, refuse_symlink,
-    refuse_traces_as_outputs, refuse_wrong_kind,
+    check_output, folder_of, is_device, probe_writable, refuse_own_folder_elsewhere,
+    refuse_traces_as_outputs,
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
@@ -23,8 +23,7 @@ use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
     Attempt, Attempts, Epochs, FolderLock, Holding, LoadOptions, ResultsFile, Selected, Selection,
     Suite, TaskResult, TraceLayout, apply_models, corpus_suite, failed_ids,
-    load_suite_with_text_for, lock_output, lock_rerun_in_place, resolve_models, select_tasks,
-    still_owed, suite_info,
+    load_suite_with_text_for, lock_output, resolve_models, select_tasks, still_owed, suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -130,7 +129,7 @@ impl EvalPlan {
         // another folder takes no lock there: it reads the view and the sealed runs it names.
         let rerun_lock = match &request.rerun_failed {
             Some(path) if !rerun_elsewhere && folder_of(path).is_dir() => {
-                Some(lock_rerun_in_place(&folder_of(path))?)
+                Some(lock_output("--rerun-failed", &folder_of(path))?)
             }
             _ => None,
         };
@@ -311,7 +310,6 @@ impl EvalPlan {
         let request = &self.request;
         let results_path = self.out.join(RESULTS_NAME);
         input_paths.extend(request.rerun_failed.iter().cloned());
-        let inputs = Inputs::of(&input_paths);
         let outputs = [
             ("--out", Some(results_path.clone())),
             ("--junit", request.junit.clone()),
@@ -321,17 +319,14 @@ impl EvalPlan {
             .iter()
             .filter_map(|(flag, path)| path.as_ref().map(|p| (*flag, p)))
         {
-            refuse_symlink("eval", flag, output)?;
-            refuse_wrong_kind(flag, output)?;
             // A rerun in place replaces the view it reads.
             let own_view = flag == "--out"
                 && request
                     .rerun_failed
                     .as_ref()
                     .is_some_and(|r| same_file(r, output));
-            if !own_view {
-                inputs.refuse_overwriting(flag, output)?;
-            }
+            let inputs = if own_view { &[][..] } else { &input_paths };
+            check_output("eval", flag, output, inputs)?;
         }
         // Through a link, eval would write files in another folder, out of that folder's lock.
         refuse_own_folder_elsewhere(
@@ -421,7 +416,7 @@ impl EvalPlan {
                     ),
                 )
             })?;
-            self.locks = Some(lock_output(&self.out)?);
+            self.locks = Some(lock_output("--out", &self.out)?);
         }
         probe_writable("--out", &self.out)?;
         for (flag, path) in [
@@ -451,8 +446,7 @@ impl EvalPlan {
             self.repeats,
             self.suite.capture,
             self.layout.as_str(),
-            (&request.only, &request.skip),
-            request.narrowing,
+            self.selection.as_ref(),
         );
         let selected = self.suite.tasks.select(self.positions.clone());
         match resumable(&self.out, &info, &settings, &selected, &mut self.notices)? {

@@ -1,6 +1,6 @@
 //! Which earlier runs a new evaluation builds on: the run `--resume` continues (refused when it
-//! was of another suite or other settings), the rows it keeps (those whose run is whole in its
-//! trace; which rows are owed is [`crate::eval::store::owed`]), and the results `--rerun-failed`
+//! was of another suite or other settings), the rows it keeps (which rows are owed is
+//! [`crate::eval::store::owed`]), and the results `--rerun-failed`
 //! reads (complete, of this suite, with the runs they name beside them).
 
 use std::collections::{HashMap, HashSet};
@@ -9,12 +9,12 @@ use std::path::Path;
 use super::outcome::Notice;
 use super::{EvalError, folder_of, write_view};
 use crate::eval::store::{
-    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RowState, RunHeader, RunKind, RunRead,
-    V1_PARTIAL_NAME, is_run_id, list_runs, owed, read_run, rebuild_view,
+    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunHeader, RunKind, RunRead, V1_PARTIAL_NAME,
+    is_run_id, list_runs, owed, read_run, rebuild_view,
 };
 use crate::eval::{
-    Narrowing, RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Shard, Suite, SuiteInfo,
-    TaskResult, TraceLayout, finished_runs, read_results,
+    Narrowing, RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Selection, Shard, Suite,
+    SuiteInfo, TaskResult, TraceLayout, read_results,
 };
 use crate::trace::Capture;
 
@@ -43,14 +43,16 @@ pub(super) enum Resumable {
 pub(super) struct Settings([String; 6]);
 
 impl Settings {
+    /// The settings of an evaluation with this shard, repeat count, capture, trace layout and
+    /// selection (as its results record it: `--only`, `--skip`, `--limit`, `--sample`).
     pub(super) fn new(
         shard: Option<Shard>,
         repeats: u32,
         capture: Capture,
         layout: &str,
-        (only, skip): (&[String], &[String]),
-        narrowing: Narrowing,
+        selection: Option<&Selection>,
     ) -> Settings {
+        let (only, skip) = selection.map_or((&[][..], &[][..]), |s| (&s.only, &s.skip));
         let patterns: Vec<String> = (only.iter().map(|p| format!("--only {p:?}")))
             .chain(skip.iter().map(|p| format!("--skip {p:?}")))
             .collect();
@@ -63,21 +65,17 @@ impl Settings {
                 true => "no --only or --skip".to_owned(),
                 false => patterns.join(" "),
             },
-            narrowing.to_string(),
+            Narrowing::of(selection).to_string(),
         ])
     }
 
-    fn of(header: &RunHeader) -> Settings {
-        let patterns = (header.only.as_slice(), header.skip.as_slice());
-        let narrowing = Narrowing::of(header.selection.as_ref());
-        let layout = &header.trace_layout;
+    fn of(h: &RunHeader) -> Settings {
         Settings::new(
-            header.shard,
-            header.repeats,
-            header.capture,
-            layout,
-            patterns,
-            narrowing,
+            h.shard,
+            h.repeats,
+            h.capture,
+            &h.trace_layout,
+            h.selection.as_ref(),
         )
     }
 
@@ -105,88 +103,82 @@ pub(super) fn resumable(
 ) -> Result<Resumable, EvalError> {
     let ids = list_runs(out).map_err(|e| EvalError::store(out, e))?;
     let results_path = out.join(RESULTS_NAME);
+    let (run_path, results) = (out.join(RUNS_DIR), results_path.display());
+    let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
     let Some(newest) = ids.last() else {
         if out.join(V1_PARTIAL_NAME).exists()
             || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
         {
-            return Err(EvalError::store(
+            let shown = out.display();
+            return refuse(
                 out,
                 format!(
-                    "--resume: `{}` holds results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it with `looptrace eval --rebuild-view {}` and run again, or run without --resume",
-                    out.display(),
-                    out.display()
+                    "`{shown}` holds results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it with `looptrace eval --rebuild-view {shown}` and run again, or run without --resume"
                 ),
-            ));
+            );
         }
         return Ok(Resumable::Nothing);
     };
     let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
-    let run_path = out.join(RUNS_DIR).join(newest);
-    let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
-    let header = &run.header;
-    let written = Settings::of(header);
+    let (header, run_path) = (&run.header, run_path.join(newest));
+    let (written, run_name) = (
+        Settings::of(header),
+        format!("the run `{}`", run_path.display()),
+    );
+    let suites = format!(
+        "from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {})",
+        header.suite.name,
+        header.suite.short_fingerprint(),
+        info.name,
+        info.short_fingerprint()
+    );
     if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
-        // A crash after the run ended but before its view was written: the view is all it owes.
-        let view = read_results(&results_path);
-        if header.suite == *info
-            && !view
-                .as_ref()
-                .is_ok_and(|v| v.eval_id.as_ref() == Some(newest))
-        {
-            write_view(out, newest)?;
-            let (run, view) = (run_path.display(), results_path.display());
-            notices.push(Notice::info(format!(
-                "the run `{run}` ended whole: wrote its view `{view}`"
-            )));
-        }
         // Results of another suite (or of this one since edited) are no evaluation to resume:
         // every task runs, as on a Job's first attempt in a folder an earlier Job left.
-        let previous = match read_results(&results_path) {
-            Ok(previous) if previous.suite != *info => {
+        if header.suite != *info {
+            notices.push(Notice::info(format!(
+                "`{results}` is {suites}: nothing of it to resume"
+            )));
+            return Ok(Resumable::Nothing);
+        }
+        // A crash after the run ended but before its view was written: the view is all it owes.
+        let view = match read_results(&results_path) {
+            Ok(view) if view.eval_id.as_ref() == Some(newest) => view,
+            _ => {
+                let view = write_view(out, newest)?;
+                let run = run_path.display();
                 notices.push(Notice::info(format!(
-                    "`{}` is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): nothing of it to resume",
-                    results_path.display(),
-                    previous.suite.name,
-                    previous.suite.short_fingerprint(),
-                    info.name,
-                    info.short_fingerprint()
+                    "the run `{run}` ended whole: wrote its view `{results}`"
                 )));
-                return Ok(Resumable::Nothing);
+                view
             }
-            Ok(previous) if !previous.interrupted => previous,
-            _ => return Ok(Resumable::Nothing),
         };
+        let wanted = (selected.entries()).flat_map(|task| {
+            (1..=header.repeats).map(move |repeat| RowKey::of_entry(task, repeat))
+        });
         let why = match settings.difference(&written, 4) {
             Some(difference) => format!("it was {difference}"),
+            None if view.tasks.iter().map(RowKey::of).eq(wanted) => {
+                notices.push(Notice::info(format!(
+                    "nothing to resume: `{results}` is complete (left as it was)"
+                )));
+                return Ok(Resumable::Complete(Box::new(view)));
+            }
             None => "its rows are not the tasks this eval selects (--only, --skip)".to_owned(),
         };
-        let repeats = header.repeats;
-        let wanted = selected
-            .entries()
-            .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)));
-        if why.starts_with("it was") || !previous.tasks.iter().map(RowKey::of).eq(wanted) {
-            let path = results_path.display();
-            let why =
-                format!("`{path}` is complete, but {why}: run without --resume to replace it");
-            return refuse(&results_path, why);
-        }
-        notices.push(Notice::info(format!(
-            "nothing to resume: `{}` is complete (left as it was)",
-            results_path.display()
-        )));
-        return Ok(Resumable::Complete(Box::new(previous)));
+        let why = format!("`{results}` is complete, but {why}: run without --resume to replace it");
+        return refuse(&results_path, why);
     }
-    let run_name = format!("the run `{}`", run_path.display());
     if header.kind == RunKind::Rerun {
         let rerun = header
             .selection
             .as_ref()
             .and_then(|s| s.rerun_failed.as_deref());
+        let rerun = rerun.unwrap_or("RESULTS");
         return refuse(
             &run_path,
             format!(
-                "{run_name} was an interrupted `--rerun-failed {}`, whose rows --resume cannot continue: run that rerun again",
-                rerun.unwrap_or("RESULTS")
+                "{run_name} was an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
             ),
         );
     }
@@ -194,11 +186,7 @@ pub(super) fn resumable(
         return refuse(
             &run_path,
             format!(
-                "{run_name} is from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {}): resume with the suite it came from, or run without --resume",
-                header.suite.name,
-                header.suite.short_fingerprint(),
-                info.name,
-                info.short_fingerprint()
+                "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
             ),
         );
     }
@@ -207,16 +195,17 @@ pub(super) fn resumable(
         return refuse(&run_path, format!("{run_name} was {difference}"));
     }
     if let Some(line) = run.torn_line {
+        let rows = run_path.join(ROWS_NAME);
         notices.push(Notice::warning(format!(
             "ignored the torn last line ({line}) of `{}`, cut short by a crash",
-            run_path.join(ROWS_NAME).display()
+            rows.display()
         )));
     }
     Ok(Resumable::Run(Box::new(run)))
 }
 
-/// The rows of `parent`'s view a resume keeps, by output position: those whose run is whole in
-/// its trace. Which rows are owed is [`owed`]; this reads the traces to say which are complete.
+/// The rows of `parent`'s view a resume keeps, by output position: those it does not owe
+/// ([`owed`]). Every row was appended after its run's trace was written whole.
 pub(super) fn kept_rows(
     out: &Path,
     parent: &RunRead,
@@ -224,47 +213,27 @@ pub(super) fn kept_rows(
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
     let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
-    // The runs finished in each trace file, each file read once.
-    let mut finished: HashMap<&str, HashSet<String>> = HashMap::new();
-    let mut states = Vec::with_capacity(view.tasks.len());
-    for row in &view.tasks {
-        let (Some(run_id), Some(trace)) = (&row.run_id, &row.trace) else {
-            continue;
-        };
-        if !finished.contains_key(trace.as_str()) {
-            let path = out.join(trace);
-            let runs = finished_runs(&path).map_err(|err| {
-                EvalError::input(&path, format!("failed to read `{}`: {err}", path.display()))
-            })?;
-            finished.insert(trace, runs);
-        }
-        let complete = finished[trace.as_str()].contains(run_id);
-        let (key, passes) = (RowKey::of(row), !row.fails());
-        states.push(RowState {
-            key,
-            passes,
-            complete,
-        });
-    }
-    drop(finished);
+    let rows: Vec<(RowKey, bool)> = (view.tasks.iter())
+        .map(|row| (RowKey::of(row), !row.fails()))
+        .collect();
     let scope: Vec<RowKey> = (1..=repeats)
         .flat_map(|repeat| selected.entries().map(move |t| RowKey::of_entry(t, repeat)))
         .collect();
-    let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &states).into_iter().collect();
+    let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
     // A row's place is its (task, model): under a model matrix a task has one per model.
     let index: HashMap<(&str, Option<&str>), usize> = (selected.entries().enumerate())
         .map(|(i, t)| ((t.id.as_str(), t.model_name), i))
         .collect();
-    let mut rows = vec![None; selected.len() * repeats as usize];
-    for row in view.tasks {
-        let key = RowKey::of(&row);
+    let mut kept = vec![None; selected.len() * repeats as usize];
+    for (row, (key, _)) in view.tasks.into_iter().zip(rows) {
         if let Some(&task) = index.get(&(key.task.as_str(), key.model.as_deref()))
             && !owed.contains(&key)
+            && (1..=repeats).contains(&key.repeat)
         {
-            rows[task * repeats as usize + (key.repeat as usize - 1)] = Some(row);
+            kept[task * repeats as usize + (key.repeat as usize - 1)] = Some(row);
         }
     }
-    Ok(rows)
+    Ok(kept)
 }
 
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
@@ -276,17 +245,12 @@ pub(super) fn read_rerun(
     repeats: u32,
 ) -> Result<ResultsFile, EvalError> {
     let previous = read_results(path).map_err(|message| EvalError::input(path, message))?;
-    let given = previous.repeats.unwrap_or(1);
-    let folder = folder_of(path);
-    let missing = previous
-        .runs
-        .iter()
-        .find(|run| !is_run_id(run) || !folder.join(RUNS_DIR).join(run).is_dir());
+    let (given, folder) = (previous.repeats.unwrap_or(1), folder_of(path));
+    let (runs, shown) = (folder.join(RUNS_DIR), folder.display());
+    let missing = (previous.runs.iter()).find(|run| !is_run_id(run) || !runs.join(run).is_dir());
     let why = if previous.suite.name != suite.name {
-        format!(
-            "is from suite {:?}, this is suite {:?}",
-            previous.suite.name, suite.name
-        )
+        let (was, now) = (&previous.suite.name, &suite.name);
+        format!("is from suite {was:?}, this is suite {now:?}")
     } else if previous.partial {
         "is a partial merge: rerun from complete results".to_owned()
     } else if given != repeats {
@@ -300,21 +264,17 @@ pub(super) fn read_rerun(
         problem.to_string()
     } else if previous.format == RESULTS_FORMAT_V1 {
         format!(
-            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {}`, then rerun from it",
-            folder.display()
+            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {shown}`, then rerun from it"
         )
     } else if let Some(missing) = missing {
         // Results merged from shards name the shards' runs.
+        let runs = runs.display();
         format!(
-            "names the run `{missing}`, which `{}` does not hold (results merged from shards name the shards' runs: gather them beside the merged file first, `cp -r shard*/runs {}/`)",
-            folder.join(RUNS_DIR).display(),
-            folder.display()
+            "names the run `{missing}`, which `{runs}` does not hold (results merged from shards name the shards' runs: gather them beside the merged file first, `cp -r shard*/runs {shown}/`)"
         )
     } else {
         return Ok(previous);
     };
-    Err(EvalError::input(
-        path,
-        format!("--rerun-failed `{}` {why}", path.display()),
-    ))
+    let message = format!("--rerun-failed `{}` {why}", path.display());
+    Err(EvalError::input(path, message))
 }

@@ -21,7 +21,7 @@ pub struct RebuiltView {
 /// Writes `dir/results.json` again from `dir/runs/`, the view of the newest run (converting a
 /// folder of results format 1 into a run store first), holding the folder's lock.
 pub fn rebuild_view(dir: &Path) -> Result<RebuiltView, EvalError> {
-    let _lock = lock_output(dir)?;
+    let _lock = lock_output("--out", dir)?;
     let results_path = dir.join(RESULTS_NAME);
     let ids = list_runs(dir).map_err(|e| EvalError::store(dir, e.to_string()))?;
     let (head, converted) = match ids.last() {
@@ -31,7 +31,7 @@ pub fn rebuild_view(dir: &Path) -> Result<RebuiltView, EvalError> {
             true,
         ),
     };
-    super::refuse_symlink("eval", "--rebuild-view", &results_path)?;
+    super::check_output("eval", "--rebuild-view", &results_path, &[])?;
     let view = write_view(dir, &head)?;
     Ok(RebuiltView {
         head,

@@ -3,10 +3,12 @@
 //! copies of their traces, so `--resume`, `--rerun-failed` and `gc` work on it.
 
 use std::collections::HashSet;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use super::copy::copy_file_new;
-use super::run_folder::{RUN_FORMAT, RunFolder, RunHeader, RunKind, Seal, StoreError, is_run_id};
+use super::run_folder::{
+    RUN_FORMAT, RunFolder, RunHeader, RunKind, Seal, StoreError, io_error, is_inside, is_run_id,
+};
 use crate::eval::{RESULTS_FORMAT_V1, SINGLE_TRACE, TaskResult, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
@@ -33,7 +35,6 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         .map(|row| row.id.clone())
         .collect();
     let single = (results.tasks.iter()).any(|row| row.trace.as_deref() == Some(SINGLE_TRACE));
-    let selection = results.selection.clone().unwrap_or_default();
     let header = RunHeader {
         format: RUN_FORMAT.to_owned(),
         eval_id: id.clone(),
@@ -48,43 +49,30 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         trace_layout: (if single { "single" } else { "per-task" }).to_owned(),
         shard: results.shard,
         models: Vec::new(),
-        only: selection.only,
-        skip: selection.skip,
         selection: results.selection.clone(),
         tasks,
     };
     let run = RunFolder::create(dir, &header)?;
-    let mut copied = HashSet::new();
     for row in &results.tasks {
-        // Only traces inside the folder are copied.
-        let trace = (row.trace.as_deref()).filter(|trace| {
-            Path::new(trace)
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)))
-        });
-        let io = |action, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Io {
-                action,
-                path,
-                source,
-            }
-        };
+        // Only traces inside the folder are copied, each once.
+        let trace = (row.trace.as_deref()).filter(|trace| is_inside(trace));
         if let Some(trace) = trace
-            && copied.insert(trace)
             && dir.join(trace).is_file()
+            && !run.dir().join(trace).exists()
         {
             let from = dir.join(trace);
-            copy_file_new(&from, &run.dir().join(trace)).map_err(io("copy", &from))?;
+            copy_file_new(&from, &run.dir().join(trace)).map_err(io_error("copy", &from))?;
         }
+        let trace = trace.map(|trace| format!("runs/{id}/{trace}"));
         let row = TaskResult {
-            trace: trace.map(|trace| format!("runs/{id}/{trace}")),
+            trace,
             carried_over: false,
             ..row.clone()
         };
-        run.append(&row).map_err(io("write", run.rows_path()))?;
+        run.append(&row)
+            .map_err(io_error("write", run.rows_path()))?;
     }
-    let (interrupted, not_reached) = (results.interrupted, results.not_reached.clone());
+    let (interrupted, not_reached) = (results.interrupted, results.not_reached);
     run.seal(&Seal {
         sealed: true,
         interrupted,

@@ -5,35 +5,16 @@ use std::fs::{self, File};
 use std::io;
 use std::path::Path;
 
-use super::run_folder::{RUNS_DIR, StoreError};
+use super::run_folder::{RUNS_DIR, StoreError, create_whole};
 
 /// Copies runs `ids` from `from/runs/` to `to/runs/`, every file created new, each run renamed
 /// into place whole; a run already there (run ids are unique, so it is the same run) is left as
 /// it is.
 pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreError> {
-    for id in ids {
-        let target = to.join(RUNS_DIR).join(id);
-        if target.exists() {
-            continue;
-        }
-        let source = from.join(RUNS_DIR).join(id);
-        fs::create_dir_all(to.join(RUNS_DIR)).map_err(|source| StoreError::Io {
-            action: "create",
-            path: to.join(RUNS_DIR),
-            source,
+    for id in ids.iter().filter(|id| !to.join(RUNS_DIR).join(id).exists()) {
+        create_whole(to, id, |staging| {
+            copy_tree(&from.join(RUNS_DIR).join(id), staging)
         })?;
-        // Copied whole into a staging folder first, then renamed: a crash mid-copy never leaves a
-        // run that looks complete (`gc` removes the staging folder).
-        let staging = to
-            .join(RUNS_DIR)
-            .join(format!(".{id}.{}.new", crate::run::unique_token()));
-        copy_tree(&source, &staging)
-            .and_then(|()| fs::rename(&staging, &target))
-            .map_err(|source| StoreError::Io {
-                action: "copy",
-                path: target.clone(),
-                source,
-            })?;
     }
     Ok(())
 }
@@ -41,12 +22,12 @@ pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreErro
 /// Copies the folders and regular files under `from` to the new folder `to`; links and other
 /// kinds of files are not followed or copied.
 fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    fs::create_dir(to)?;
     for entry in fs::read_dir(from)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
+            fs::create_dir(&target)?;
             copy_tree(&entry.path(), &target)?;
         } else if kind.is_file() {
             copy_file_new(&entry.path(), &target)?;

@@ -4,9 +4,9 @@
 //! every other run (unsealed leftovers of crashes, runs every row of which a later run replaced)
 //! goes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::run_folder::{ROWS_NAME, RUNS_DIR, StoreError, list_runs, list_staging};
+use super::run_folder::{RUNS_DIR, StoreError, io_error, list_runs, list_staging, read_run};
 
 /// What `gc` removes and keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,47 +40,31 @@ pub fn bytes_under(path: &Path) -> u64 {
         .sum()
 }
 
-fn is_sealed(out: &Path, id: &str) -> bool {
-    let path = out.join(RUNS_DIR).join(id).join(ROWS_NAME);
-    std::fs::read(&path).is_ok_and(|bytes| {
-        bytes
-            .strip_suffix(b"\n")
-            .and_then(|body| body.rsplit(|b| *b == b'\n').next())
-            .is_some_and(|last| last.starts_with(b"{\"sealed\""))
-    })
-}
-
 /// The plan for `out`, given the runs its view names (`referenced`) and how many other sealed
 /// runs to keep, newest first.
-pub fn plan_gc(out: &Path, referenced: &[String], keep: usize) -> Result<GcPlan, StoreError> {
+pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcPlan, StoreError> {
     let ids = list_runs(out)?;
     let mut plan = GcPlan::default();
-    let mut kept_extra = 0;
-    let newest = ids.last().cloned();
-    for id in ids.iter().rev() {
+    for (i, id) in ids.iter().enumerate().rev() {
         let bytes = bytes_under(&out.join(RUNS_DIR).join(id));
-        let sealed = is_sealed(out, id);
-        let newer_than_view = referenced.iter().all(|r| r < id);
-        let why = if referenced.contains(id) {
-            None
-        } else if !sealed && Some(id) == newest.as_ref() && newer_than_view {
-            // What `--resume` would continue.
+        let sealed = read_run(out, id).is_ok_and(|run| run.seal.is_some());
+        // The newest run, unsealed and newer than the view, is what `--resume` continues.
+        let resumable = !sealed && i + 1 == ids.len() && referenced.iter().all(|r| r < id);
+        let why = if referenced.contains(id) || resumable {
             None
         } else if !sealed {
             Some("unsealed: a crash ended it and no view names it")
-        } else if kept_extra < keep {
-            kept_extra += 1;
+        } else if keep > 0 {
+            keep -= 1;
             None
         } else {
             Some("no view names it")
         };
         match why {
-            Some(why) => plan.remove.push((id.clone(), bytes, why)),
-            None => plan.kept.push((id.clone(), bytes)),
+            Some(why) => plan.remove.insert(0, (id.clone(), bytes, why)),
+            None => plan.kept.insert(0, (id.clone(), bytes)),
         }
     }
-    plan.remove.reverse();
-    plan.kept.reverse();
     for name in list_staging(out) {
         let bytes = bytes_under(&out.join(RUNS_DIR).join(&name));
         plan.remove
@@ -102,13 +86,9 @@ pub fn remove_runs(out: &Path, plan: &GcPlan) -> Result<(), StoreError> {
         }
     }
     for (id, _, _) in &plan.remove {
-        let path: PathBuf = out.join(RUNS_DIR).join(id);
-        if let Err(source) = std::fs::remove_dir_all(&path) {
-            first.get_or_insert(StoreError::Io {
-                action: "remove",
-                path,
-                source,
-            });
+        let path = out.join(RUNS_DIR).join(id);
+        if let Err(err) = std::fs::remove_dir_all(&path) {
+            first.get_or_insert(io_error("remove", &path)(err));
         }
     }
     first.map_or(Ok(()), Err)

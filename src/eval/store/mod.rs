@@ -27,7 +27,7 @@ mod view;
 pub use convert::convert_v1;
 pub use copy::copy_runs;
 pub use gc::{GcPlan, bytes_under, plan_gc, remove_runs};
-pub use owed::{Owing, RowState, owed};
+pub use owed::{Owing, owed};
 pub use row_key::RowKey;
 pub use run_folder::{
     HEADER_NAME, ROWS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, RunRead, Seal,

@@ -8,48 +8,27 @@ use super::row_key::RowKey;
 /// Why a run is started over earlier ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owing {
-    /// `--resume`: every identity in scope without a complete row.
+    /// `--resume`: every identity in scope without a row.
     Resume,
     /// `--rerun-failed`: every identity of a (task, model) in scope that has a failing row or
     /// lacks one; a task's repeats run again together.
     RerunFailed,
 }
 
-/// What the owing rule needs of a row its parents hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RowState {
-    /// The row's identity.
-    pub key: RowKey,
-    /// Whether the row passes (the rule of `RULES.md`: every expectation and scorer passes, or it
-    /// finished when it has none).
-    pub passes: bool,
-    /// Whether the run the row names is whole in its trace (a crash can record a row whose trace
-    /// was cut short only with `--trace-flush run`; a resume runs it again).
-    pub complete: bool,
-}
-
-/// The identities in `scope` (in its order) that a new run owes, given the rows its parents hold.
-pub fn owed(owing: Owing, scope: &[RowKey], rows: &[RowState]) -> Vec<RowKey> {
-    let held: HashMap<&RowKey, &RowState> = rows.iter().map(|row| (&row.key, row)).collect();
-    match owing {
-        Owing::Resume => scope
-            .iter()
-            .filter(|key| held.get(key).is_none_or(|row| !row.complete))
-            .cloned()
-            .collect(),
-        Owing::RerunFailed => {
-            let failing: HashSet<(&str, Option<&str>)> = scope
-                .iter()
-                .filter(|key| held.get(key).is_none_or(|row| !row.passes || !row.complete))
-                .map(|key| (key.task.as_str(), key.model.as_deref()))
-                .collect();
-            scope
-                .iter()
-                .filter(|key| failing.contains(&(key.task.as_str(), key.model.as_deref())))
-                .cloned()
-                .collect()
-        }
-    }
+/// The identities in `scope` (in its order) that a new run owes, given the rows its parents hold:
+/// each row's identity and whether it passes (the rule of `RULES.md`). Every row was appended
+/// after its run's trace was written whole, so a row held is a run recorded.
+pub fn owed(owing: Owing, scope: &[RowKey], rows: &[(RowKey, bool)]) -> Vec<RowKey> {
+    let held: HashMap<&RowKey, bool> = rows.iter().map(|(key, passes)| (key, *passes)).collect();
+    let slot = |key: &RowKey| (key.task.clone(), key.model.clone());
+    let failing: HashSet<_> = (scope.iter())
+        .filter(|key| owing == Owing::RerunFailed && held.get(key) != Some(&true))
+        .map(slot)
+        .collect();
+    (scope.iter())
+        .filter(|key| !held.contains_key(key) || failing.contains(&slot(key)))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -57,40 +36,29 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn scope_and_rows() -> impl Strategy<Value = (Vec<RowKey>, Vec<RowState>)> {
+    type Rows = Vec<(RowKey, bool)>;
+
+    fn scope_and_rows() -> impl Strategy<Value = (Vec<RowKey>, Rows)> {
         (1usize..6, 1u32..4).prop_flat_map(|(tasks, repeats)| {
             let scope: Vec<RowKey> = (0..tasks)
-                .flat_map(|t| (1..=repeats).map(move |r| RowKey::new(&format!("t{t}"), r)))
+                .flat_map(|t| (1..=repeats).map(move |r| RowKey::with(&format!("t{t}"), None, r)))
                 .collect();
             let n = scope.len();
-            // Each identity: no row, or a row passing or not, complete or not; plus rows out of
-            // scope (a task left the suite) that must never be owed.
+            // Each identity: no row, or a row passing or not; plus rows out of scope (a task
+            // left the suite) that must never be owed.
             (
                 Just(scope),
-                proptest::collection::vec(proptest::option::of((any::<bool>(), any::<bool>())), n),
-                proptest::collection::vec((any::<bool>(), any::<bool>()), 0..3),
+                proptest::collection::vec(proptest::option::of(any::<bool>()), n),
+                proptest::collection::vec(any::<bool>(), 0..3),
             )
                 .prop_map(|(scope, states, strays)| {
-                    let mut rows: Vec<RowState> = scope
-                        .iter()
-                        .zip(states)
-                        .filter_map(|(key, state)| {
-                            state.map(|(passes, complete)| RowState {
-                                key: key.clone(),
-                                passes,
-                                complete,
-                            })
-                        })
+                    let mut rows: Rows = (scope.iter().zip(states))
+                        .filter_map(|(key, passes)| passes.map(|p| (key.clone(), p)))
                         .collect();
                     rows.extend(
-                        strays
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, (passes, complete))| RowState {
-                                key: RowKey::new(&format!("gone{i}"), 1),
-                                passes,
-                                complete,
-                            }),
+                        (strays.into_iter().enumerate()).map(|(i, passes)| {
+                            (RowKey::with(&format!("gone{i}"), None, 1), passes)
+                        }),
                     );
                     (scope, rows)
                 })
@@ -98,33 +66,29 @@ mod tests {
     }
 
     /// The rows a run owes, once run and passing, leave nothing owed.
-    fn settle(scope: &[RowKey], rows: &[RowState], owed: &[RowKey]) -> Vec<RowState> {
+    fn settle(scope: &[RowKey], rows: &[(RowKey, bool)], owed: &[RowKey]) -> Rows {
         let owed: HashSet<&RowKey> = owed.iter().collect();
-        let mut settled: Vec<RowState> = rows
+        let mut settled: Rows = rows
             .iter()
-            .filter(|row| !owed.contains(&row.key))
+            .filter(|(key, _)| !owed.contains(key))
             .cloned()
             .collect();
         settled.extend(
             scope
                 .iter()
                 .filter(|k| owed.contains(k))
-                .map(|key| RowState {
-                    key: key.clone(),
-                    passes: true,
-                    complete: true,
-                }),
+                .map(|key| (key.clone(), true)),
         );
         settled
     }
 
     proptest! {
         #[test]
-        fn a_resume_owes_exactly_the_identities_without_a_complete_row((scope, rows) in scope_and_rows()) {
+        fn a_resume_owes_exactly_the_identities_without_a_row((scope, rows) in scope_and_rows()) {
             let owed = owed(Owing::Resume, &scope, &rows);
             for key in &scope {
-                let complete = rows.iter().any(|r| &r.key == key && r.complete);
-                prop_assert_eq!(owed.contains(key), !complete);
+                let held = rows.iter().any(|(k, _)| k == key);
+                prop_assert_eq!(owed.contains(key), !held);
             }
             // In scope order, each once.
             let positions: Vec<usize> = owed.iter().map(|k| scope.iter().position(|s| s == k).unwrap()).collect();
@@ -139,7 +103,7 @@ mod tests {
             let owed = owed(Owing::RerunFailed, &scope, &rows);
             for key in &scope {
                 let task_bad = scope.iter().filter(|k| k.task == key.task).any(|k| {
-                    rows.iter().find(|r| &r.key == k).is_none_or(|r| !r.passes || !r.complete)
+                    rows.iter().find(|(r, _)| r == k).is_none_or(|(_, passes)| !passes)
                 });
                 prop_assert_eq!(owed.contains(key), task_bad);
             }

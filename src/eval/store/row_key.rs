@@ -18,27 +18,19 @@ pub struct RowKey {
 impl RowKey {
     /// The identity of `row`.
     pub fn of(row: &TaskResult) -> RowKey {
-        RowKey {
-            task: row.id.clone(),
-            model: row.given_model().map(str::to_owned),
-            repeat: row.repeat.unwrap_or(1),
-        }
+        RowKey::with(&row.id, row.given_model(), row.repeat.unwrap_or(1))
     }
 
     /// The identity of `entry`'s `repeat` run: its task under the model it was given.
     pub fn of_entry(entry: TaskEntry<'_>, repeat: u32) -> RowKey {
-        RowKey {
-            task: entry.id.to_string(),
-            model: entry.model_name.map(str::to_owned),
-            repeat,
-        }
+        RowKey::with(entry.id.as_str(), entry.model_name, repeat)
     }
 
-    /// The identity of task `task`'s `repeat` run of its own model.
-    pub fn new(task: &str, repeat: u32) -> RowKey {
+    /// The identity of task `task`'s `repeat` run under `model` (`None`: its own).
+    pub fn with(task: &str, model: Option<&str>, repeat: u32) -> RowKey {
         RowKey {
             task: task.to_owned(),
-            model: None,
+            model: model.map(str::to_owned),
             repeat,
         }
     }

@@ -2,7 +2,7 @@
 //! a `sealed` line, and the traces. Everything is created new (`O_EXCL`) and never rewritten.
 
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -66,13 +66,7 @@ pub struct RunHeader<Tasks = Vec<String>> {
     /// The `--model`s given (several: a model matrix), which `--resume` applies again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<String>,
-    /// The `--only` patterns.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub only: Vec<String>,
-    /// The `--skip` patterns.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skip: Vec<String>,
-    /// What `results.json` records as `selection`.
+    /// What `results.json` records as `selection` (the `--only` and `--skip` patterns among it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
     /// The task ids whose rows the view lists, in the view's order: for `eval` and `--resume` the
@@ -122,7 +116,10 @@ pub enum StoreError {
     },
 }
 
-fn io_error<'p>(action: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> StoreError + 'p {
+pub(super) fn io_error<'p>(
+    action: &'static str,
+    path: &'p Path,
+) -> impl FnOnce(io::Error) -> StoreError + 'p {
     move |source| StoreError::Io {
         action,
         path: path.to_path_buf(),
@@ -157,34 +154,25 @@ impl RunFolder {
         out: &Path,
         header: &RunHeader<T>,
     ) -> Result<RunFolder, StoreError> {
-        let runs = out.join(RUNS_DIR);
-        fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
-        // Renaming onto a run that exists fails: it is never empty.
-        let dir = runs.join(&header.eval_id);
-        let staging = runs.join(staging_name(&header.eval_id));
-        fs::create_dir(&staging).map_err(io_error("create", &staging))?;
-        let header_path = staging.join(HEADER_NAME);
-        // Written as it is serialized: a header lists every task, which may be a million.
-        (create_new(&header_path).map(io::BufWriter::new))
-            .and_then(|mut writer| {
-                serde_json::to_writer_pretty(&mut writer, header)?;
-                writer.write_all(b"\n")?;
-                writer.flush()
-            })
-            .map_err(io_error("write", &header_path))?;
-        let rows_path = staging.join(ROWS_NAME);
-        let rows = create_new(&rows_path).map_err(io_error("write", &rows_path))?;
-        fs::rename(&staging, &dir).map_err(io_error("create", &dir))?;
+        let (dir, file) = create_whole(out, &header.eval_id, |staging| {
+            // Written as it is serialized: a header lists every task, which may be a million.
+            let mut writer = io::BufWriter::new(create_new(&staging.join(HEADER_NAME))?);
+            serde_json::to_writer_pretty(&mut writer, header)?;
+            writer.write_all(b"\n")?;
+            writer.flush()?;
+            create_new(&staging.join(ROWS_NAME))
+        })?;
         let rows_path = dir.join(ROWS_NAME);
+        let log = RowLog {
+            file,
+            end: 0,
+            rows: 0,
+            marks: Vec::new(),
+        };
         Ok(RunFolder {
             dir,
             rows_path,
-            rows: Mutex::new(RowLog {
-                file: rows,
-                end: 0,
-                rows: 0,
-                marks: Vec::new(),
-            }),
+            rows: Mutex::new(log),
         })
     }
 
@@ -277,24 +265,9 @@ pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
 pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
     let header = read_header(out, id)?;
     let path = out.join(RUNS_DIR).join(id).join(ROWS_NAME);
-    let mut reader = BufReader::new(File::open(&path).map_err(io_error("read", &path))?);
-    let (rows, seal, torn_line) = (Vec::new(), None, None);
-    let mut run = RunRead {
-        header,
-        rows,
-        seal,
-        torn_line,
-    };
-    let mut line = Vec::new();
-    for number in 1.. {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(io_error("read", &path))?
-            == 0
-        {
-            break;
-        }
+    let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+    let (mut rows, mut seal, mut torn_line) = (Vec::new(), None, None);
+    for (line, number) in bytes.split_inclusive(|b| *b == b'\n').zip(1..) {
         let malformed = |what, message: String| StoreError::Malformed {
             path: path.clone(),
             line: number,
@@ -303,21 +276,26 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
         };
         if !line.ends_with(b"\n") {
             // Only the last line can lack its newline: the write of a crashed process.
-            run.torn_line = Some(number);
-        } else if run.seal.is_some() {
+            torn_line = Some(number);
+        } else if seal.is_some() {
             let message = "a line follows the `sealed` line".to_owned();
             return Err(malformed("the end of a sealed run", message));
         } else if line.starts_with(b"{\"sealed\"") {
-            let seal =
-                serde_json::from_slice(&line).map_err(|e| malformed("a seal", e.to_string()));
-            run.seal = Some(seal?);
+            seal =
+                Some(serde_json::from_slice(line).map_err(|e| malformed("a seal", e.to_string()))?);
         } else {
-            let row =
-                serde_json::from_slice(&line).map_err(|e| malformed("a result row", e.to_string()));
-            run.rows.push(row?);
+            rows.push(
+                serde_json::from_slice(line)
+                    .map_err(|e| malformed("a result row", e.to_string()))?,
+            );
         }
     }
-    Ok(run)
+    Ok(RunRead {
+        header,
+        rows,
+        seal,
+        torn_line,
+    })
 }
 
 /// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
@@ -330,20 +308,28 @@ pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
     }
 }
 
-/// The staging folder a run is made in before it is renamed to its id.
-fn staging_name(id: &str) -> String {
-    format!(".{id}.new")
+/// Makes run `id` of `out` whole or not at all: `fill` writes it in a staging folder
+/// (`runs/.<id>.<token>.new`, which no reader takes for a run), renamed into place when filled.
+/// A crash never leaves a run without its header, only a staging folder that `gc` removes.
+/// Renaming onto a run that exists fails: it is never empty.
+pub(super) fn create_whole<T>(
+    out: &Path,
+    id: &str,
+    fill: impl FnOnce(&Path) -> io::Result<T>,
+) -> Result<(PathBuf, T), StoreError> {
+    let runs = out.join(RUNS_DIR);
+    fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
+    let dir = runs.join(id);
+    let staging = runs.join(format!(".{id}.{}.new", crate::run::unique_token()));
+    let filled = (fs::create_dir(&staging).and_then(|()| fill(&staging)))
+        .and_then(|filled| fs::rename(&staging, &dir).map(|()| filled))
+        .map_err(io_error("create", &dir))?;
+    Ok((dir, filled))
 }
 
-/// The staging folders under `out/runs/` (`.<eval-id>[.<token>].new`) a crash left before their
-/// run was made or copied whole and renamed into place.
+/// The staging folders under `out/runs/` a crash left before their run was whole.
 pub fn list_staging(out: &Path) -> Vec<String> {
-    let staging = |name: &str| {
-        let id = name
-            .strip_prefix('.')
-            .and_then(|rest| rest.split('.').next());
-        id.is_some_and(is_run_id) && name.ends_with(".new")
-    };
+    let staging = |name: &str| name.starts_with('.') && name.ends_with(".new");
     fs::read_dir(out.join(RUNS_DIR)).map_or_else(|_| Vec::new(), |e| folders(e, staging))
 }
 
@@ -356,6 +342,13 @@ fn folders(entries: fs::ReadDir, keep: impl Fn(&str) -> bool) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Whether `path` (as a row names its trace) stays inside the folder it is relative to: no root,
+/// no `..`. Paths from a results file are never followed out of their folder.
+pub fn is_inside(path: &str) -> bool {
+    let normal = |part| matches!(part, std::path::Component::Normal(_));
+    !path.is_empty() && Path::new(path).components().all(normal)
 }
 
 /// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
@@ -392,8 +385,6 @@ mod tests {
             trace_layout: "per-task".to_owned(),
             shard: None,
             models: Vec::new(),
-            only: Vec::new(),
-            skip: Vec::new(),
             selection: None,
             tasks: vec!["a".to_owned()],
         }

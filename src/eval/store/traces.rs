@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::RESULTS_NAME;
-use super::run_folder::{RUNS_DIR, list_runs};
+use super::run_folder::{RUNS_DIR, is_inside, list_runs};
 use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, read_results};
 
 /// A trace file to read, and the run ids of it to keep (`None`: every run in it).
@@ -36,50 +36,39 @@ pub fn read_view(dir: &Path) -> Result<ResultsFile, String> {
 /// order; a file holding many runs, `traces.jsonl`, with the runs the view names of it), or
 /// every run's traces with `all_runs`.
 pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String> {
+    let runs = dir.join(RUNS_DIR);
     if all_runs {
         let ids = list_runs(dir).map_err(|e| e.to_string())?;
-        let mut traces = Vec::new();
-        for id in ids {
-            let run = dir.join(RUNS_DIR).join(id);
-            for path in [run.join("traces"), run.join(SINGLE_TRACE)] {
-                if path.exists() {
-                    traces.push((path, None));
-                }
-            }
-        }
-        return Ok(traces);
+        let paths = (ids.iter().map(|id| runs.join(id)))
+            .flat_map(|run| [run.join("traces"), run.join(SINGLE_TRACE)]);
+        return Ok(paths
+            .filter(|path| path.exists())
+            .map(|path| (path, None))
+            .collect());
     }
-    let view = dir.join(RESULTS_NAME);
     let results = read_view(dir)?;
-    let mut order: Vec<String> = Vec::new();
-    let mut runs_of: HashMap<String, Vec<String>> = HashMap::new();
+    let mut traces: Vec<NamedTrace> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
     for row in &results.tasks {
         let Some(trace) = &row.trace else { continue };
         // Only paths inside the folder's runs are followed.
-        let inside = Path::new(trace)
-            .components()
-            .all(|part| matches!(part, std::path::Component::Normal(_)))
-            && trace.starts_with(&format!("{RUNS_DIR}/"));
-        if !inside {
+        if !is_inside(trace) || !trace.starts_with(&format!("{RUNS_DIR}/")) {
+            let (view, runs) = (dir.join(RESULTS_NAME), runs.display());
             return Err(format!(
-                "`{}` names the trace {trace:?}, which is not in `{}`",
-                view.display(),
-                dir.join(RUNS_DIR).display()
+                "`{}` names the trace {trace:?}, which is not in `{runs}`",
+                view.display()
             ));
         }
-        let runs = runs_of.entry(trace.clone()).or_insert_with(|| {
-            order.push(trace.clone());
-            Vec::new()
+        let i = *at.entry(trace).or_insert_with(|| {
+            traces.push((
+                dir.join(trace),
+                trace.ends_with(SINGLE_TRACE).then(Vec::new),
+            ));
+            traces.len() - 1
         });
-        runs.extend(row.run_id.clone());
+        if let Some(keep) = &mut traces[i].1 {
+            keep.extend(row.run_id.clone());
+        }
     }
-    Ok(order
-        .into_iter()
-        .map(|trace| {
-            let keep = trace
-                .ends_with(SINGLE_TRACE)
-                .then(|| runs_of.remove(&trace).unwrap_or_default());
-            (dir.join(trace), keep)
-        })
-        .collect())
+    Ok(traces)
 }

@@ -2,10 +2,13 @@
 //! the latest row per row identity winning, in the run's task order.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io;
 use std::path::Path;
 
 use super::row_key::RowKey;
-use super::run_folder::{RUNS_DIR, RunKind, RunRead, StoreError, read_run};
+use super::run_folder::{
+    RUNS_DIR, RunHeader, RunKind, RunRead, Seal, StoreError, io_error, read_run,
+};
 use crate::eval::{RESULTS_FORMAT, ResultsFile, TaskResult, Totals};
 
 /// The runs of one output folder read so far (`None`: its folder is gone, as `gc` removes runs
@@ -58,15 +61,12 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
     let folded = fold(out, head, &mut runs, 0)?;
     let Some(Some(run)) = runs.remove(head) else {
         let path = out.join(RUNS_DIR).join(head);
-        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no such run");
-        let action = "read";
-        return Err(StoreError::Io {
-            action,
-            path,
-            source,
-        });
+        return Err(io_error("read", &path)(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no such run",
+        )));
     };
-    let header = run.header;
+    let header = &run.header;
     let position: HashMap<&str, usize> = (header.tasks.iter().enumerate())
         .map(|(i, t)| (t.as_str(), i))
         .collect();
@@ -76,35 +76,46 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
     rows.sort_by_cached_key(|(_, row)| {
         let at = position.get(row.id.as_str()).copied();
         let model = (row.given_model()).and_then(|m| header.models.iter().position(|g| g == m));
-        (
-            at.unwrap_or(usize::MAX),
-            at.is_none().then(|| row.id.clone()),
-            model,
-            row.repeat,
-        )
+        let id = at.is_none().then(|| row.id.clone());
+        (at.unwrap_or(usize::MAX), id, model, row.repeat)
     });
-    let seal = run.seal.clone().unwrap_or_default();
     let runs: BTreeSet<String> = rows.iter().map(|(from, _)| from.clone()).collect();
     let tasks: Vec<TaskResult> = rows.into_iter().map(|(_, row)| row).collect();
-    Ok(ResultsFile {
-        format: RESULTS_FORMAT.to_owned(),
-        looptrace_version: header.looptrace_version,
-        created_at: header.created_at,
-        eval_id: Some(header.eval_id),
-        suite: header.suite,
-        shard: header.shard,
-        selection: header.selection,
-        repeats: (header.repeats > 1).then_some(header.repeats),
-        adaptive: header.adaptive,
-        capture: header.capture,
-        // A run a crash ended never finished its rows.
-        interrupted: run.seal.is_none() || seal.interrupted,
-        not_reached: seal.not_reached,
-        partial: false,
-        missing_shards: Vec::new(),
-        runs: runs.into_iter().collect(),
-        totals: Totals::of(&tasks),
-        tasks,
-        models: header.models,
-    })
+    let totals = Totals::of(&tasks);
+    Ok(header.view(run.seal.as_ref(), runs.into_iter().collect(), totals, tasks))
+}
+
+impl<T> RunHeader<T> {
+    /// The view of this run with `tasks`, the rows of `runs`, when it ended with `seal` (`None`:
+    /// a crash ended it, and it never finished its rows).
+    pub fn view<R>(
+        &self,
+        seal: Option<&Seal>,
+        runs: Vec<String>,
+        totals: Totals,
+        tasks: R,
+    ) -> ResultsFile<R> {
+        ResultsFile {
+            format: RESULTS_FORMAT.to_owned(),
+            looptrace_version: self.looptrace_version.clone(),
+            created_at: self.created_at.clone(),
+            eval_id: Some(self.eval_id.clone()),
+            suite: self.suite.clone(),
+            shard: self.shard,
+            selection: self.selection.clone(),
+            models: self.models.clone(),
+            repeats: (self.repeats > 1).then_some(self.repeats),
+            adaptive: self.adaptive.clone(),
+            capture: self.capture,
+            interrupted: seal.is_none_or(|seal| seal.interrupted),
+            not_reached: seal
+                .map(|seal| seal.not_reached.clone())
+                .unwrap_or_default(),
+            partial: false,
+            missing_shards: Vec::new(),
+            runs,
+            totals,
+            tasks,
+        }
+    }
 }
