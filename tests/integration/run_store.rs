@@ -174,3 +174,19 @@ fn report_on_a_folder_leaves_out_a_line_a_crash_cut_in_a_single_trace_file() {
     assert_eq!(json["input"]["runs"], 2, "{json}");
     assert_eq!(json["warnings"], serde_json::json!([]), "{json}");
 }
+
+#[test]
+fn rebuild_view_checks_the_view_as_eval_checks_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, out) = evaluated(dir.path(), "out", &["a"], &[]);
+    // A folder where the view goes is bad input, named before anything is written.
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    std::fs::create_dir(out.join("results.json")).unwrap();
+    let output = cli!("eval", "--rebuild-view", &out);
+    assert_refused(&output, "is a folder, not a file");
+    assert!(out.join("results.json").is_dir());
+    std::fs::remove_dir(out.join("results.json")).unwrap();
+    let output = cli!("eval", "--rebuild-view", &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(results(&out).tasks.len(), 1);
+}

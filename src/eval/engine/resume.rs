@@ -109,13 +109,8 @@ pub(super) fn resumable(
         if out.join(V1_PARTIAL_NAME).exists()
             || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
         {
-            let shown = out.display();
-            return refuse(
-                out,
-                format!(
-                    "`{shown}` holds results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it with `looptrace eval --rebuild-view {shown}` and run again, or run without --resume"
-                ),
-            );
+            let why = format!("`{}` holds {}", out.display(), format_1(out));
+            return refuse(out, why);
         }
         return Ok(Resumable::Nothing);
     };
@@ -263,9 +258,7 @@ pub(super) fn read_rerun(
         // A row is one run of a task: two rows of one run would both be carried over.
         problem.to_string()
     } else if previous.format == RESULTS_FORMAT_V1 {
-        format!(
-            "is results format 1 (an output folder rewritten in place): convert its folder into a run store with `looptrace eval --rebuild-view {shown}`, then rerun from it"
-        )
+        format!("is {}", format_1(&folder))
     } else if let Some(missing) = missing {
         // Results merged from shards name the shards' runs.
         let runs = runs.display();
@@ -277,4 +270,12 @@ pub(super) fn read_rerun(
     };
     let message = format!("--rerun-failed `{}` {why}", path.display());
     Err(EvalError::input(path, message))
+}
+
+/// Why an output folder of results format 1 is not continued, naming its conversion.
+fn format_1(folder: &Path) -> String {
+    let folder = folder.display();
+    format!(
+        "results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it into a run store with `looptrace eval --rebuild-view {folder}`, then run again"
+    )
 }
