@@ -2,6 +2,7 @@
 //! written (`--trace-flush event|run`), and how runs and trace files are named (with `--repeat`).
 
 use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// The one trace file of `--trace-layout single`, in the output folder.
 pub const SINGLE_TRACE: &str = "traces.jsonl";
@@ -24,6 +25,14 @@ impl TraceLayout {
             TraceLayout::Single => "single",
         }
     }
+
+    /// Where the traces of a run are under its folder `run_dir`: `traces/`, or the one file.
+    pub fn root(self, run_dir: &Path) -> PathBuf {
+        run_dir.join(match self {
+            TraceLayout::PerTask => "traces",
+            TraceLayout::Single => SINGLE_TRACE,
+        })
+    }
 }
 
 /// `--trace-flush`.
@@ -40,7 +49,7 @@ pub enum TraceFlush {
 #[derive(Debug)]
 pub enum TraceTarget {
     /// One file per run under this run folder (named by `trace_path`).
-    PerTask(std::path::PathBuf),
+    PerTask(PathBuf),
     /// The single trace file, opened for appending.
     Single(File),
 }

@@ -18,10 +18,9 @@ use crate::eval::store::{
     rebuild_view as fold_view,
 };
 use crate::eval::{
-    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowsOnDisk, RunnerOptions,
-    SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout, TraceTarget, compare,
-    compare_counted, for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit,
-    write_results,
+    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowsOnDisk, RunnerOptions, Selected,
+    Suite, TaskEntries, TaskResult, TraceLayout, TraceTarget, compare, compare_counted,
+    for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -328,10 +327,7 @@ impl EvalPlan {
         };
         // The console shows the suite's expected values in full; the files keep their summaries.
         let shown = for_console(&results, suite, &options.summarizer);
-        let traces = match self.layout {
-            TraceLayout::PerTask => run_dir.join("traces"),
-            TraceLayout::Single => run_dir.join(SINGLE_TRACE),
-        };
+        let traces = self.layout.root(&run_dir);
         Ok(EvalOutcome {
             results,
             shown,
@@ -381,7 +377,7 @@ fn trace_target(
 ) -> Result<TraceTarget, EvalError> {
     match layout {
         TraceLayout::PerTask => {
-            let traces = run_dir.join("traces");
+            let traces = layout.root(run_dir);
             std::fs::create_dir(&traces).map_err(|e| EvalError::io("create", &traces, e))?;
             for k in (1..=repeats).filter(|_| repeats > 1) {
                 let folder = traces.join(format!("r{k}"));
@@ -390,7 +386,7 @@ fn trace_target(
             Ok(TraceTarget::PerTask(run_dir.to_path_buf()))
         }
         TraceLayout::Single => {
-            let path = run_dir.join(SINGLE_TRACE);
+            let path = layout.root(run_dir);
             let file = crate::output::create_new_append(&path)
                 .map_err(|e| EvalError::io("write", &path, e))?;
             Ok(TraceTarget::Single(file))

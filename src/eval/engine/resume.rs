@@ -211,24 +211,19 @@ pub(super) fn kept_rows(
     let rows: Vec<(RowKey, bool)> = (view.tasks.iter())
         .map(|row| (RowKey::of(row), !row.fails()))
         .collect();
-    let scope: Vec<RowKey> = (1..=repeats)
-        .flat_map(|repeat| selected.entries().map(move |t| RowKey::of_entry(t, repeat)))
+    // In output order: a task's repeats together; under a model matrix, a task once per model.
+    let scope: Vec<RowKey> = (selected.entries())
+        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)))
         .collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
-    // A row's place is its (task, model): under a model matrix a task has one per model.
-    let index: HashMap<(&str, Option<&str>), usize> = (selected.entries().enumerate())
-        .map(|(i, t)| ((t.id.as_str(), t.model_name), i))
+    let mut held: HashMap<RowKey, TaskResult> = rows
+        .into_iter()
+        .map(|(key, _)| key)
+        .zip(view.tasks)
         .collect();
-    let mut kept = vec![None; selected.len() * repeats as usize];
-    for (row, (key, _)) in view.tasks.into_iter().zip(rows) {
-        if let Some(&task) = index.get(&(key.task.as_str(), key.model.as_deref()))
-            && !owed.contains(&key)
-            && (1..=repeats).contains(&key.repeat)
-        {
-            kept[task * repeats as usize + (key.repeat as usize - 1)] = Some(row);
-        }
-    }
-    Ok(kept)
+    Ok((scope.iter())
+        .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
+        .collect())
 }
 
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the

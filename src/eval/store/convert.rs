@@ -13,7 +13,7 @@ use crate::eval::{RESULTS_FORMAT_V1, SINGLE_TRACE, TaskResult, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
 pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
-    let path = dir.join("results.json");
+    let path = dir.join(super::RESULTS_NAME);
     let malformed = |what, message| StoreError::Malformed {
         path: path.clone(),
         line: 1,

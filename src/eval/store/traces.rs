@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::RESULTS_NAME;
 use super::run_folder::{RUNS_DIR, is_inside, list_runs};
-use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, read_results};
+use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, TraceLayout, read_results};
 
 /// A trace file to read, and the run ids of it to keep (`None`: every run in it).
 pub type NamedTrace = (PathBuf, Option<Vec<String>>);
@@ -40,7 +40,7 @@ pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String
     if all_runs {
         let ids = list_runs(dir).map_err(|e| e.to_string())?;
         let paths = (ids.iter().map(|id| runs.join(id)))
-            .flat_map(|run| [run.join("traces"), run.join(SINGLE_TRACE)]);
+            .flat_map(|run| [TraceLayout::PerTask, TraceLayout::Single].map(|l| l.root(&run)));
         return Ok(paths
             .filter(|path| path.exists())
             .map(|path| (path, None))
