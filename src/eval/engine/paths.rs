@@ -61,17 +61,12 @@ pub fn folder_of(path: &Path) -> PathBuf {
 /// permission is bad input, found before anything is read or written.
 pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), EvalError> {
     let probe = dir.join(format!(".looptrace-probe-{}", std::process::id()));
-    match crate::output::create_new_append(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(err) => Err(EvalError::output(
-            flag,
-            dir,
-            format!("{flag}: cannot write in `{}`: {err}", dir.display()),
-        )),
-    }
+    let Err(err) = crate::output::create_new_append(&probe) else {
+        let _ = std::fs::remove_file(&probe);
+        return Ok(());
+    };
+    let message = format!("{flag}: cannot write in `{}`: {err}", dir.display());
+    Err(EvalError::output(flag, dir, message))
 }
 
 /// Fails when `folder`, one eval makes and fills inside its output folder (`what` says what for),
@@ -79,14 +74,11 @@ pub fn probe_writable(flag: &str, dir: &Path) -> Result<(), EvalError> {
 /// folder outside `--out`, out of reach of the lock that keeps one evaluation at a time there.
 pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Result<(), EvalError> {
     if crate::output::is_symlink(folder) {
-        return Err(EvalError::output(
-            flag,
-            folder,
-            format!(
-                "{flag}: `{}` is a symbolic link, and {what}: eval writes only inside its output folder, never through a link (remove the link or choose another {flag})",
-                folder.display()
-            ),
-        ));
+        let shown = folder.display();
+        let message = format!(
+            "{flag}: `{shown}` is a symbolic link, and {what}: eval writes only inside its output folder, never through a link (remove the link or choose another {flag})"
+        );
+        return Err(EvalError::output(flag, folder, message));
     }
     Ok(refuse_file_as_folder(flag, folder, what)?)
 }
@@ -110,21 +102,16 @@ pub fn refuse_traces_as_outputs(
 ) -> Result<(), EvalError> {
     let folder = folder_of(path);
     for &(flag, output) in outputs.iter().filter(|(_, output)| output.exists()) {
-        let traces = results.tasks.iter().filter_map(|row| row.trace.as_deref());
+        let traces = (results.tasks.iter()).filter_map(|row| row.trace.as_deref());
         if let Some(trace) = traces
             .map(|t| folder.join(t))
             .find(|t| same_file(t, output))
         {
-            return Err(EvalError::output(
-                flag,
-                output,
-                format!(
-                    "{flag} `{}` is the trace `{}` of {whose} `{}`: choose another file",
-                    output.display(),
-                    trace.display(),
-                    path.display()
-                ),
-            ));
+            let (shown, trace, path) = (output.display(), trace.display(), path.display());
+            let message = format!(
+                "{flag} `{shown}` is the trace `{trace}` of {whose} `{path}`: choose another file"
+            );
+            return Err(EvalError::output(flag, output, message));
         }
     }
     Ok(())
