@@ -9,6 +9,7 @@
 mod agent;
 mod dataset;
 mod inline;
+mod logged_entries;
 mod problem;
 mod read;
 mod resolve;
