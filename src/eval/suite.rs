@@ -8,6 +8,7 @@
 
 mod agent;
 mod dataset;
+mod id_hashes;
 mod inline;
 mod logged_entries;
 mod problem;

@@ -136,8 +136,8 @@ impl EntryLog {
 }
 
 /// A file of our own in the temporary folder, already unlinked: no other process opens it and
-/// nothing is left behind. `None` when it cannot be made (the ids then stay in memory).
-fn scratch_file() -> Option<File> {
+/// nothing is left behind. `None` when it cannot be made (what it would hold stays in memory).
+pub(super) fn scratch_file() -> Option<File> {
     let path = std::env::temp_dir().join(format!(".looptrace-ids-{}", crate::run::unique_token()));
     let file = OpenOptions::new()
         .read(true)
@@ -150,11 +150,18 @@ fn scratch_file() -> Option<File> {
     Some(file)
 }
 
-/// A file read from a byte on, without moving the file's shared position.
-struct ReadAt<'f> {
+/// A file read from a byte up to another, without moving the file's shared position.
+pub(super) struct ReadAt<'f> {
     file: &'f File,
     offset: u64,
     end: u64,
+}
+
+impl<'f> ReadAt<'f> {
+    /// `file` from byte `offset` up to byte `end`.
+    pub(super) fn new(file: &'f File, offset: u64, end: u64) -> ReadAt<'f> {
+        ReadAt { file, offset, end }
+    }
 }
 
 impl Read for ReadAt<'_> {

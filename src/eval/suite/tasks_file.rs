@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::dataset::Dataset;
+use super::id_hashes::IdHashes;
 use super::logged_entries::{EntryLog, LoggedEntries};
 use super::read::read_task;
 use super::resolve::{Context, Problem};
@@ -334,10 +335,10 @@ impl TasksFile {
         let mut problems = Vec::new();
         let mut marks = Vec::new();
         let mut entries = EntryLog::default();
-        // Ids are checked for repeats by their hashes, which take 4 bytes a task until the
-        // check ends; a hash met twice (a repeated id, or now and then two ids alike in 32
-        // bits) is looked at again by its ids.
-        let mut hashes = Vec::new();
+        // Ids are checked for repeats by their hashes (4 bytes a task, set aside a megabyte at
+        // a time: `id_hashes.rs`); a hash met twice (a repeated id, or now and then two ids
+        // alike in 32 bits) is looked at again by its ids.
+        let mut hashes = IdHashes::default();
         let mut key_vars: Vec<String> = Vec::new();
         let mut read_files = Vec::new();
         let mut row = 0;
@@ -356,7 +357,8 @@ impl TasksFile {
                         if entries.len().is_multiple_of(MARK_STRIDE) {
                             marks.push(Mark::before(&record.span));
                         }
-                        hashes.push(hash_of(task.id.as_str()));
+                        (hashes.push(hash_of(task.id.as_str())))
+                            .map_err(|err| fail(aside_failed(&err)))?;
                         let name = task.model_name.as_ref().map(|m| m.given.as_str());
                         entries
                             .push(task.id.as_str(), task.model.kind(), name)
@@ -407,18 +409,8 @@ impl TasksFile {
 
     /// A problem for each task whose id an earlier task has (`hashes`: each task's id hashed).
     /// Exact: only the ids whose hash is met twice are held, to be compared by their text.
-    fn repeated_ids(
-        &self,
-        entries: &LoggedEntries,
-        mut hashes: Vec<u32>,
-    ) -> io::Result<Vec<Problem>> {
-        hashes.sort_unstable();
-        let twice: HashSet<u32> = hashes
-            .windows(2)
-            .filter(|pair| pair[0] == pair[1])
-            .map(|pair| pair[0])
-            .collect();
-        drop(hashes);
+    fn repeated_ids(&self, entries: &LoggedEntries, hashes: IdHashes) -> io::Result<Vec<Problem>> {
+        let twice = hashes.twice()?;
         if twice.is_empty() {
             return Ok(Vec::new());
         }
