@@ -210,12 +210,18 @@ fn value_as_written(name: &'static str, shape: Shape, pair: &Pair<'_>) -> bool {
         Shape::Text => pair.serde_string,
         Shape::Bool => value == b"true" || value == b"false",
         Shape::Integer if small_integer(value) => true,
-        Shape::Nested if name == MAP_FIELD && map_written_sorted() => {
-            canonical_value(value, 0) == Some(value.len())
-        }
+        Shape::Nested if name == MAP_FIELD => is_canonical_map(value),
         Shape::Integer | Shape::Name | Shape::Nested => seen_written_alone(name, value),
         Shape::Float => float_as_written(value),
     }
+}
+
+/// Whether `value` is a JSON object exactly as serde_json writes the `serde_json::Map` it reads
+/// from it (so writing it again gives the same bytes).
+pub(crate) fn is_canonical_map(value: &[u8]) -> bool {
+    value.first() == Some(&b'{')
+        && map_written_sorted()
+        && canonical_value(value, 0) == Some(value.len())
 }
 
 /// The field whose value is a `serde_json::Map` of any JSON: as written when it is JSON in the
@@ -323,13 +329,16 @@ fn integer_as_written(number: &[u8]) -> bool {
         })
 }
 
+/// A field's name and a value of it found to be written back the same.
+type SeenValue = (&'static str, Box<[u8]>);
+
 /// Values already found to be written back the same, by field: names and key lists repeat from
 /// line to line, so serde is asked once for each. A few short values only, so memory stays flat.
 fn seen_written_alone(name: &'static str, value: &[u8]) -> bool {
     const KEPT: usize = 64;
     const KEPT_LEN: usize = 128;
     thread_local! {
-        static SEEN: std::cell::RefCell<Vec<(&'static str, Box<[u8]>)>> =
+        static SEEN: std::cell::RefCell<Vec<SeenValue>> =
             const { std::cell::RefCell::new(Vec::new()) };
     }
     let short = value.len() <= KEPT_LEN;

@@ -8,7 +8,6 @@ use std::fmt::Write;
 use super::event::{Event, EventKind};
 use super::runs::RecordedRun;
 use crate::run::{ExitReason, RunOutcome};
-use crate::text::escape;
 
 /// Longest content shown inline before it is shortened.
 pub(crate) const INLINE_LIMIT: usize = 120;
@@ -87,7 +86,7 @@ pub(crate) fn described_line(
     described: &Described<'_>,
     color: bool,
 ) -> String {
-    let mut out = String::with_capacity(96);
+    let mut out = String::with_capacity(256);
     let _ = write!(out, "step {:<3} {:<15} ", step, escape(event_type));
     describe(described, color, &mut out);
     out
@@ -143,7 +142,7 @@ pub(crate) struct Described<'a> {
     /// `tool_name`.
     pub tool_name: Option<Cow<'a, str>>,
     /// A tool call's arguments as shown: compact JSON or `(keys)`, not yet shortened.
-    pub arguments: String,
+    pub arguments: Cow<'a, str>,
     /// The shortened text (`task`, `answer`, `content`, `error` of an ending).
     pub text: Option<Cow<'a, str>>,
     /// Its summary (`input_summary`, `output`), shown when there is no text.
@@ -216,11 +215,11 @@ impl<'a> Described<'a> {
                 described.kind = DescribedKind::ModelAction;
                 described.action_type = name(&e.action_type);
                 described.tool_name = name(&e.tool_name);
-                described.arguments = match (&e.arguments, &e.argument_keys) {
+                described.arguments = Cow::Owned(match (&e.arguments, &e.argument_keys) {
                     (Some(arguments), _) => inline_json(arguments),
                     (None, Some(keys)) => format!("({})", keys.join(", ")),
                     (None, None) => String::new(),
-                };
+                });
                 described.text = text(&e.answer);
                 described.summary = summary(&e.output);
             }
@@ -407,6 +406,15 @@ impl Parts<'_> {
 /// Trace text made safe for a terminal.
 fn safe(text: &str) -> String {
     escape(text).into_owned()
+}
+
+/// [`crate::text::escape`], with printable ASCII (which it never changes) let through at once.
+fn escape(text: &str) -> Cow<'_, str> {
+    if text.bytes().all(|byte| (b' '..=b'~').contains(&byte)) {
+        Cow::Borrowed(text)
+    } else {
+        crate::text::escape(text)
+    }
 }
 
 /// The first [`INLINE_LIMIT`] characters, with `…` when there were more; reads no further.

@@ -12,13 +12,14 @@ use std::borrow::Cow;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::as_written::pairs;
+use super::as_written::{is_canonical_map, pairs};
 use super::event::{Capture, Event, ReplayOf, error_by_rule};
+use super::json_string::unescape;
 use super::reader::LineItem;
 use super::show::{
     Described, DescribedKind, INLINE_LIMIT, described_line, event_line, inline_json,
 };
-use super::text_line::TextLine;
+use super::text_line::{TextLine, cut_after};
 use super::view::{EventRefKind, parse_event};
 use crate::run::ExitReason;
 
@@ -105,9 +106,7 @@ impl<const COLOR: bool> ShownEvent<COLOR> {
                     described.tool_name = text(value)?;
                 }
                 b"arguments" if kind == K::ModelAction => arguments = Some(value),
-                b"argument_keys" if kind == K::ModelAction => {
-                    argument_keys = serde::<Option<Vec<String>>>(value)?;
-                }
+                b"argument_keys" if kind == K::ModelAction => argument_keys = Some(value),
                 b"answer" if kind == K::ModelAction => described.text = shortened(value)?,
                 b"content" if matches!(kind, K::Observation | K::ModelFeedback | K::FinishGate) => {
                     described.text = shortened(value)?;
@@ -148,15 +147,14 @@ impl<const COLOR: bool> ShownEvent<COLOR> {
         }
         described.is_error = error_by_rule(is_error, described.error_kind.is_some());
         described.steps_used = steps_used;
-        described.arguments = match (arguments, argument_keys) {
-            (Some(raw), keys) => match read_arguments(raw)? {
-                Some(arguments) => inline_json(&arguments),
-                None => keys
-                    .map(|keys| format!("({})", keys.join(", ")))
-                    .unwrap_or_default(),
+        described.arguments = match arguments {
+            // Already the compact JSON serde would write them as: shown as they are.
+            Some(raw) if is_canonical_map(raw) => Cow::Borrowed(std::str::from_utf8(raw).ok()?),
+            Some(raw) => match read_arguments(raw)? {
+                Some(arguments) => Cow::Owned(inline_json(&arguments)),
+                None => Cow::Owned(keys_shown(argument_keys)?),
             },
-            (None, Some(keys)) => format!("({})", keys.join(", ")),
-            (None, None) => String::new(),
+            None => Cow::Owned(keys_shown(argument_keys)?),
         };
         let run_id = String::from_utf8(view.run_id.into_owned()).ok()?;
         let ending = described
@@ -201,6 +199,18 @@ impl<const COLOR: bool> LineItem for ShownEvent<COLOR> {
 /// to read the line the other way.
 fn serde<T: DeserializeOwned>(value: &[u8]) -> Option<T> {
     serde_json::from_slice(value).ok()
+}
+
+/// `argument_keys` as `show` prints them when there are no arguments: `(a, b)`, or nothing.
+fn keys_shown(raw: Option<&[u8]>) -> Option<String> {
+    let keys = match raw {
+        Some(raw) => serde::<Option<Vec<String>>>(raw)?,
+        None => None,
+    };
+    Some(
+        keys.map(|keys| format!("({})", keys.join(", ")))
+            .unwrap_or_default(),
+    )
 }
 
 /// `arguments` as the reader takes them ([`super::wire`]): absent when serde cannot represent
@@ -291,73 +301,15 @@ fn decode_head(inner: &[u8], limit: usize) -> Option<(Cow<'_, str>, bool)> {
             None => (Cow::Borrowed(text), false),
         });
     }
-    let mut out = String::new();
-    let mut at = 0;
-    for _ in 0..limit {
-        if at == inner.len() {
-            return Some((Cow::Owned(out), false));
-        }
-        let (c, len) = match inner[at] {
-            b'\\' => unescape_one(&inner[at..])?,
-            first => {
-                let width = match first {
-                    0..0x80 => 1,
-                    0xf0.. => 4,
-                    0xe0.. => 3,
-                    _ => 2,
-                };
-                let c = std::str::from_utf8(inner.get(at..at + width)?)
-                    .ok()?
-                    .chars()
-                    .next()?;
-                (c, width)
-            }
-        };
-        out.push(c);
-        at += len;
-    }
-    Some((Cow::Owned(out), at < inner.len()))
-}
-
-/// The character of the escape at the start of `bytes`, and the escape's length; `None` for
-/// anything serde would not read as one character.
-fn unescape_one(bytes: &[u8]) -> Option<(char, usize)> {
-    let c = match *bytes.get(1)? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        b'u' => {
-            let unit = hex4(bytes.get(2..6)?)?;
-            if !(0xd800..0xe000).contains(&unit) {
-                return Some((char::from_u32(unit)?, 6));
-            }
-            // A surrogate pair, or nothing this reads.
-            if !(0xd800..0xdc00).contains(&unit) || bytes.get(6..8)? != b"\\u" {
-                return None;
-            }
-            let low = hex4(bytes.get(8..12)?)?;
-            if !(0xdc00..0xe000).contains(&low) {
-                return None;
-            }
-            let c = char::from_u32(0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00))?;
-            return Some((c, 12));
-        }
-        _ => return None,
-    };
-    Some((c, 2))
+    // With escapes: the head's end found, then decoded as the scanner decodes.
+    Some(match cut_after(inner, limit) {
+        Some(end) => (Cow::Owned(unescape(&inner[..end], 0).ok()?), true),
+        None => (Cow::Owned(unescape(inner, 0).ok()?), false),
+    })
 }
 
 fn has_escape(inner: &[u8]) -> bool {
     memchr::memchr(b'\\', inner).is_some()
-}
-
-fn hex4(digits: &[u8]) -> Option<u32> {
-    u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
 }
 
 #[cfg(test)]
