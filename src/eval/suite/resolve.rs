@@ -22,7 +22,7 @@ use crate::eval::scripted_action::ScriptedAction;
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::replay::ReplayModel;
-use crate::run::{Action, Finish, ToolCall};
+use crate::run::Finish;
 use crate::trace::{Capture, ReadOptions, read_trace};
 
 /// The problem of a task with no model where nothing else gives one.
@@ -434,15 +434,20 @@ impl Context {
 
 /// A scripted action as the task holds it; the schema has checked that its keys fit its `type`.
 fn action(spec: ActionSpec) -> ScriptedAction {
-    ScriptedAction::from_action(match spec.kind {
-        ActionKind::ToolCall => Action::ToolCall(ToolCall::new(
-            spec.tool_name.unwrap_or_default(),
-            spec.arguments.unwrap_or_default(),
-        )),
-        ActionKind::Finish => Action::Finish(Finish {
+    match spec.kind {
+        ActionKind::ToolCall => ScriptedAction::ToolCall {
+            tool_name: spec.tool_name.unwrap_or_default(),
+            arguments: spec.arguments.unwrap_or_else(no_arguments),
+        },
+        ActionKind::Finish => ScriptedAction::Finish(Finish {
             answer: spec.answer.unwrap_or_default(),
         }),
-    })
+    }
+}
+
+/// `{}`.
+fn no_arguments() -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string("{}".to_owned()).expect("`{}` is JSON")
 }
 
 /// `"chat": {...}`: a live model server; a named key variable must be set.
