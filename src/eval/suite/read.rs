@@ -147,4 +147,44 @@ mod tests {
             assert!(passing_spec(text, &context).is_some(), "{text}");
         }
     }
+
+    #[test]
+    fn a_task_read_from_its_text_is_the_task_read_from_its_value() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let suite: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(base.join("suite.json")).unwrap())
+                .unwrap();
+        let defaults: DefaultsSpec = serde_json::from_value(suite["defaults"].clone()).unwrap();
+        let context = Context::new(&base, defaults);
+        let tasks = suite["tasks"].as_array().unwrap();
+        assert!(tasks.len() > 5, "a suite of several tasks");
+        for (i, task) in tasks.iter().enumerate() {
+            let root = format!("$.tasks[{i}]");
+            // Spaced as people write, with a scripted call's arguments over several lines.
+            let text = serde_json::to_string_pretty(task).unwrap();
+            assert!(passing_spec(&text, &context).is_some(), "{text}");
+            let from_text = read_task(&text, &root, &context).unwrap();
+            let from_value = check_task(task.clone(), &root, &context).unwrap();
+            assert_eq!(
+                format!("{from_text:?}"),
+                format!("{from_value:?}"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn scripted_arguments_are_held_as_compact_text() {
+        let context = Context::new(std::path::Path::new("."), DefaultsSpec::default());
+        let text = "{\"id\": \"a\", \"prompt\": \"p\", \"model\": {\"actions\": [{\"type\": \"tool_call\", \"tool_name\": \"t\", \"arguments\": {\n  \"q\": \"two  words\\\" \",\n  \"n\": [1, 2]\n}}]}}";
+        let task = read_task(text, "$", &context).unwrap();
+        let super::super::task::TaskModel::Actions(actions) = &task.model else {
+            panic!("{:?}", task.model);
+        };
+        let crate::eval::scripted_action::ScriptedAction::ToolCall { arguments, .. } = &actions[0]
+        else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(arguments.get(), r#"{"q":"two  words\" ","n":[1,2]}"#);
+    }
 }

@@ -359,13 +359,16 @@ impl Context {
     }
 
     fn model(&self, spec: ModelSpec, path: &str) -> Result<TaskModel, Problem> {
-        if let Some(responses) = spec.responses {
+        // Held until the task runs: no spare capacity (a list read from text grows by doubling,
+        // and collecting in place would keep the larger specs' buffer).
+        if let Some(mut responses) = spec.responses {
+            responses.shrink_to_fit();
             return Ok(TaskModel::Responses(responses));
         }
         if let Some(actions) = spec.actions {
-            return Ok(TaskModel::Actions(
-                actions.into_iter().map(action).collect(),
-            ));
+            let mut held = Vec::with_capacity(actions.len());
+            held.extend(actions.into_iter().map(action));
+            return Ok(TaskModel::Actions(held));
         }
         if let Some(chat) = spec.chat {
             return chat_model(chat, path);
