@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 
-/// Bytes of blocks held in memory, in order and out of order, before they go to the temporary
-/// file.
-pub const HELD_BYTES: usize = 1024 * 1024;
+/// Bytes of blocks held in memory in order, and again out of order, before they go to the
+/// temporary file: a few thousand runs' parts each, small beside the reader's own buffers.
+pub const HELD_BYTES: usize = 256 * 1024;
 
 /// Blocks of output by index, given back in index order. Indices may have gaps (a selection);
 /// each index is given once.
@@ -67,7 +67,8 @@ impl InOrder {
     /// Takes the block of `index`.
     pub fn push(&mut self, index: u64, block: &[u8]) -> io::Result<()> {
         if index != self.next {
-            self.early_bytes += block.len();
+            // A block's own allocation and its place in the map cost about 64 bytes more.
+            self.early_bytes += block.len() + 64;
             self.early.insert(index, block.to_vec());
             if self.early_bytes > self.budget {
                 self.write_stretch()?;
@@ -113,7 +114,7 @@ impl InOrder {
                 let Some((_, block)) = self.early.pop_first() else {
                     return Ok(());
                 };
-                self.early_bytes -= block.len();
+                self.early_bytes -= block.len() + 64;
                 self.put_ordered(&block)?;
             } else if let Some((_, i)) = stored {
                 let block = self.take_stored(i)?;
@@ -124,16 +125,21 @@ impl InOrder {
     }
 
     fn put_ordered(&mut self, block: &[u8]) -> io::Result<()> {
-        self.ordered.extend_from_slice(block);
-        if self.ordered.len() > self.budget {
-            let file = match &mut self.ordered_file {
-                Some(file) => file,
-                None => self.ordered_file.insert(unnamed_file()?),
-            };
-            file.write_all(&self.ordered)?;
-            self.ordered.clear();
+        if self.ordered.len() + block.len() <= self.budget {
+            if self.ordered.capacity() == 0 {
+                // Allocated once at its full size, so it never doubles past the budget.
+                self.ordered.reserve_exact(self.budget.min(HELD_BYTES));
+            }
+            self.ordered.extend_from_slice(block);
+            return Ok(());
         }
-        Ok(())
+        let file = match &mut self.ordered_file {
+            Some(file) => file,
+            None => self.ordered_file.insert(unnamed_file()?),
+        };
+        file.write_all(&self.ordered)?;
+        self.ordered.clear();
+        file.write_all(block)
     }
 
     /// Writes the early blocks held in memory to the temporary file as one sorted stretch.
@@ -143,24 +149,21 @@ impl InOrder {
             None => self.early_file.insert(unnamed_file()?),
         };
         let at = file.seek(SeekFrom::End(0))?;
-        let mut bytes =
-            Vec::with_capacity(self.early_bytes + RECORD_HEAD as usize * self.early.len());
+        let mut out = io::BufWriter::with_capacity(64 * 1024, &*file);
+        let mut end = at;
         let mut head = None;
         for (index, block) in std::mem::take(&mut self.early) {
             let len = u32::try_from(block.len())
                 .map_err(|_| io::Error::other("a run's report is larger than 4 GiB"))?;
             head.get_or_insert((index, len));
-            bytes.extend_from_slice(&index.to_le_bytes());
-            bytes.extend_from_slice(&len.to_le_bytes());
-            bytes.extend_from_slice(&block);
+            out.write_all(&index.to_le_bytes())?;
+            out.write_all(&len.to_le_bytes())?;
+            out.write_all(&block)?;
+            end += RECORD_HEAD + u64::from(len);
         }
-        file.write_all(&bytes)?;
+        out.flush()?;
         self.early_bytes = 0;
-        self.stretches.push(Stretch {
-            at,
-            end: at + bytes.len() as u64,
-            head,
-        });
+        self.stretches.push(Stretch { at, end, head });
         Ok(())
     }
 
