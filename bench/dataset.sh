@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Measures evaluating a dataset (`"dataset"` in a suite): wall time and peak resident memory
-# (`/usr/bin/time`) of `looptrace eval` over generated JSONL datasets of 100,000 and 1,000,000
-# rows (`What is A + B?`, a scripted model that answers right nine times in ten), each run with
-# `--only` one row (checking every row: the floor of an evaluation) and over every row.
+# Measures evaluating a dataset (`"dataset"` in a suite): wall time, CPU time (user + system) and
+# peak resident memory (`/usr/bin/time`) of `looptrace eval` over generated JSONL datasets of
+# 100,000 and 1,000,000 rows (`What is A + B?`, a scripted model that answers right nine times in
+# ten), each run with `--only` one row (checking every row: the floor of an evaluation) and over
+# every row.
 #
 #   bench/dataset.sh                  # 100,000 and 1,000,000 rows, 1 run of each
 #   ROWS="1000 10000" RUNS=3 bench/dataset.sh
+#   LOOPTRACE=/path/to/other/looptrace bench/dataset.sh   # another build, same datasets
 #
 # Outputs go under bench/out/dataset (or BENCH_OUT): the whole 1,000,000-row evaluation writes
 # about 1.5 GB of traces (`--trace-layout single --trace-flush run`). Never run in CI.
@@ -42,18 +44,19 @@ done
 measure() {
   local name=$1
   shift
-  local walls=() peaks=()
+  local walls=() cpus=() peaks=()
   for ((run = 0; run < RUNS; run++)); do
     rm -rf "$OUT/run"
-    /usr/bin/time -f '%e %M' -o "$OUT/time" "$LOOPTRACE" eval "$@" --jobs 2 --out "$OUT/run" -q \
-      --format json --trace-layout single --trace-flush run >/dev/null 2>&1 || true
-    read -r wall peak < <(tail -1 "$OUT/time")
+    /usr/bin/time -f '%e %U %S %M' -o "$OUT/time" "$LOOPTRACE" eval "$@" --jobs 2 --out "$OUT/run" \
+      -q --format json --trace-layout single --trace-flush run >/dev/null 2>&1 || true
+    read -r wall user sys peak < <(tail -1 "$OUT/time")
     walls+=("$wall")
+    cpus+=("$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')")
     peaks+=("$peak")
   done
   median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-  printf '%-36s %8.2f s %9.1f MB\n' "$name" "$(median "${walls[@]}")" \
-    "$(awk -v k="$(median "${peaks[@]}")" 'BEGIN { print k / 1024 }')"
+  printf '%-36s %8.2f s wall %8.2f s CPU %9.1f MB\n' "$name" "$(median "${walls[@]}")" \
+    "$(median "${cpus[@]}")" "$(awk -v k="$(median "${peaks[@]}")" 'BEGIN { print k / 1024 }')"
 }
 
 echo

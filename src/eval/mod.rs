@@ -69,7 +69,7 @@ pub use runner::{Attempt, Attempts, Epochs, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
-pub(crate) use select::select_tasks;
+pub(crate) use select::{SelectError, select_tasks};
 pub use select::{Selection, glob_match};
 pub use shard::SHARD_ENV_VARS;
 pub(crate) use shard::{list_shards, missing_sentence};

@@ -411,21 +411,23 @@ pub fn now_rfc3339() -> String {
     format!("{}Z", &ts[..19])
 }
 
-/// The identity of a suite for results files: name, size and a fingerprint of its task ids.
-pub fn suite_info(suite: &super::suite::Suite) -> SuiteInfo {
+/// The identity of a suite for results files: name, size and a fingerprint of its task ids;
+/// `Err` when a tasks file's ids cannot be read back.
+pub fn suite_info(suite: &super::suite::Suite) -> Result<SuiteInfo, String> {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(suite.name.as_bytes());
-    for task in suite.tasks.entries().iter() {
+    suite.tasks.scan(0, |_, task| {
         hasher.update([0]);
         hasher.update(task.id.as_str().as_bytes());
-    }
+        std::ops::ControlFlow::Continue(())
+    })?;
     let digest = hasher.finalize();
-    SuiteInfo {
+    Ok(SuiteInfo {
         name: suite.name.clone(),
         tasks: suite.tasks.len(),
         fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
-    }
+    })
 }
 
 /// How a task fared against its expectations.

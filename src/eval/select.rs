@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::suite::TaskEntries;
+use std::ops::ControlFlow;
+
+use super::suite::SuiteTasks;
 
 /// What `results.json` records of a selection (`selection`): the patterns given and the tasks
 /// they chose, in suite order, before any `--shard` split them.
@@ -53,30 +55,43 @@ pub fn glob_match(pattern: &str, id: &str) -> bool {
 }
 
 /// The positions (suite order) of the tasks `only` and `skip` select, with the record of the
-/// selection; or the first pattern that matches no task of the suite. Only ids are read: a
-/// streamed suite's tasks are not.
+/// selection; or the first pattern that matches no task of the suite. Only ids are read, in one
+/// pass: a streamed suite's tasks are not, nor are its ids held.
 pub fn select_tasks(
-    tasks: &TaskEntries,
+    tasks: &SuiteTasks,
     only: &[String],
     skip: &[String],
-) -> Result<(Vec<usize>, Selection), String> {
-    for (flag, patterns) in [("--only", only), ("--skip", skip)] {
-        if let Some(pattern) = patterns
-            .iter()
-            .find(|p| !tasks.iter().any(|t| glob_match(p, t.id.as_str())))
-        {
-            return Err(format!(
-                "{flag} {pattern:?} matches no task of the suite (task ids, `*` for any characters)"
-            ));
-        }
+) -> Result<(Vec<usize>, Selection), SelectError> {
+    let mut matched = vec![false; only.len() + skip.len()];
+    let mut selected = Vec::new();
+    let mut ids = Vec::new();
+    tasks
+        .scan(0, |i, task| {
+            let id = task.id.as_str();
+            let (mut in_only, mut skipped) = (only.is_empty(), false);
+            for (k, pattern) in only.iter().chain(skip).enumerate() {
+                if glob_match(pattern, id) {
+                    matched[k] = true;
+                    match k < only.len() {
+                        true => in_only = true,
+                        false => skipped = true,
+                    }
+                }
+            }
+            if in_only && !skipped {
+                selected.push(i);
+                ids.push(id.to_owned());
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(SelectError::Unread)?;
+    let flags = only.iter().map(|p| ("--only", p));
+    let flags = flags.chain(skip.iter().map(|p| ("--skip", p)));
+    if let Some((flag, pattern)) = flags.zip(&matched).find(|(_, m)| !**m).map(|(f, _)| f) {
+        return Err(SelectError::Flags(format!(
+            "{flag} {pattern:?} matches no task of the suite (task ids, `*` for any characters)"
+        )));
     }
-    let selected: Vec<usize> = tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| only.is_empty() || only.iter().any(|p| glob_match(p, t.id.as_str())))
-        .filter(|(_, t)| !skip.iter().any(|p| glob_match(p, t.id.as_str())))
-        .map(|(i, _)| i)
-        .collect();
     let selection = Selection {
         only: only.to_vec(),
         skip: skip.to_vec(),
@@ -84,12 +99,18 @@ pub fn select_tasks(
         limit: None,
         sample: None,
         seed: None,
-        tasks: selected
-            .iter()
-            .filter_map(|&i| tasks.get(i).map(|t| t.id.to_string()))
-            .collect(),
+        tasks: ids,
     };
     Ok((selected, selection))
+}
+
+/// Why tasks could not be selected.
+#[derive(Debug)]
+pub enum SelectError {
+    /// A pattern matches no task.
+    Flags(String),
+    /// The suite's ids could not be read back.
+    Unread(String),
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 
 mod agent;
 mod dataset;
+mod id_hashes;
 mod inline;
+mod logged_entries;
 mod problem;
 mod read;
 mod resolve;

@@ -144,60 +144,6 @@ pub(super) const KNOWN: [(&str, Check); 54] = [
     ("scorer", Check::Text),
 ];
 
-// The names of [`KNOWN`] as numbers: a `match` on them is a few comparisons, not a scan.
-const RUN_ID: u128 = name(b"run_id");
-const STEP: u128 = name(b"step");
-const EVENT_TYPE: u128 = name(b"event_type");
-const ACTION_TYPE: u128 = name(b"action_type");
-const TOOL_NAME: u128 = name(b"tool_name");
-const IS_ERROR: u128 = name(b"is_error");
-const ERROR_KIND: u128 = name(b"error_kind");
-const EXIT_REASON: u128 = name(b"exit_reason");
-const STEPS_USED: u128 = name(b"steps_used");
-const SCHEMA: u128 = name(b"schema");
-const CAPTURE: u128 = name(b"capture");
-const HASH: u128 = name(b"hash");
-const MAX_STEPS: u128 = name(b"max_steps");
-const INPUT_SUMMARY: u128 = name(b"input_summary");
-const TASK: u128 = name(b"task");
-const REPLAY_OF: u128 = name(b"replay_of");
-const ARGUMENT_KEYS: u128 = name(b"argument_keys");
-const ARGUMENTS: u128 = name(b"arguments");
-const OUTPUT: u128 = name(b"output");
-const ANSWER: u128 = name(b"answer");
-const CONTENT: u128 = name(b"content");
-const RAW_OUTPUT: u128 = name(b"raw_output");
-const ERROR: u128 = name(b"error");
-const DURATION_MS: u128 = name(b"duration_ms");
-const ACCEPTED: u128 = name(b"accepted");
-const BUDGET: u128 = name(b"budget");
-const USAGE: u128 = name(b"usage");
-const COST_USD: u128 = name(b"cost_usd");
-const TS: u128 = name(b"ts");
-const TASK_ID: u128 = name(b"task_id");
-const AGENT: u128 = name(b"agent");
-const API: u128 = name(b"api");
-const WORKDIR_HASH: u128 = name(b"workdir_hash");
-const CALL_ID: u128 = name(b"call_id");
-const REQUEST_HASH: u128 = name(b"request_hash");
-const REQUEST_BODY: u128 = name(b"request_body");
-const RAW_RESPONSE: u128 = name(b"raw_response");
-const FINISH_REASON: u128 = name(b"finish_reason");
-const NATIVE_ENDING: u128 = name(b"native_ending");
-const LOSSY: u128 = name(b"lossy");
-const AUTOSUBMITTED: u128 = name(b"autosubmitted");
-const ENDING_INFERRED: u128 = name(b"ending_inferred");
-const ATTEMPT: u128 = name(b"attempt");
-const HTTP_STATUS: u128 = name(b"http_status");
-const WAIT_MS: u128 = name(b"wait_ms");
-const EXIT_STATUS: u128 = name(b"exit_status");
-const SOURCE: u128 = name(b"source");
-const MODEL: u128 = name(b"model");
-const TOOLS: u128 = name(b"tools");
-const SCORES: u128 = name(b"scores");
-const STREAM_CHUNKS: u128 = name(b"stream_chunks");
-const SCORER: u128 = name(b"scorer");
-
 /// The position of a field name in [`KNOWN`].
 #[inline]
 pub(super) fn known_field(key: &[u8]) -> Option<usize> {
@@ -209,65 +155,56 @@ pub(super) fn known_field(key: &[u8]) -> Option<usize> {
     }
 }
 
+/// The multiplier of the perfect hash of [`KNOWN`]'s names (found by search): each of them gets
+/// a slot of its own among [`SLOT_COUNT`], so a name is matched with one multiply, one load and
+/// one comparison. [`SLOTS`] fails to compile if a name added to the table shares a slot; then
+/// search another multiplier.
+const MULTIPLIER: u64 = 0xa5cc_0a63_d59f_efcd;
+
+/// Slots of the perfect hash: a few more than twice the names, so a multiplier is easy to find.
+const SLOT_COUNT: usize = 128;
+
+/// The slot of a [`name`].
+#[inline]
+const fn slot(number: u128) -> usize {
+    let low = number as u64;
+    let high = (number >> 64) as u64;
+    ((low ^ high.rotate_left(29)).wrapping_mul(MULTIPLIER) >> (64 - SLOT_COUNT.trailing_zeros()))
+        as usize
+}
+
+/// Each slot's name and its position in [`KNOWN`] (`u8::MAX` for a slot no name has).
+static SLOTS: ([u128; SLOT_COUNT], [u8; SLOT_COUNT]) = slots();
+
+const fn slots() -> ([u128; SLOT_COUNT], [u8; SLOT_COUNT]) {
+    let mut names = [0; SLOT_COUNT];
+    let mut positions = [u8::MAX; SLOT_COUNT];
+    let mut at = 0;
+    while at < KNOWN.len() {
+        let text = KNOWN[at].0.as_bytes();
+        // The two longer names are compared as bytes by `known_field`.
+        if text.len() <= 15 {
+            let number = name(text);
+            let slot = slot(number);
+            assert!(
+                positions[slot] == u8::MAX,
+                "two field names share a slot: search another MULTIPLIER"
+            );
+            names[slot] = number;
+            positions[slot] = at as u8;
+        }
+        at += 1;
+    }
+    (names, positions)
+}
+
 /// The position in [`KNOWN`] of the field whose name has this [`name`] (names of up to 15
 /// bytes; the two longer ones are found by [`known_field`]).
 #[inline]
 pub(super) fn known_number(number: u128) -> Option<usize> {
-    match number {
-        RUN_ID => Some(0),
-        STEP => Some(1),
-        EVENT_TYPE => Some(2),
-        ACTION_TYPE => Some(3),
-        TOOL_NAME => Some(4),
-        IS_ERROR => Some(5),
-        ERROR_KIND => Some(6),
-        EXIT_REASON => Some(7),
-        STEPS_USED => Some(8),
-        SCHEMA => Some(9),
-        CAPTURE => Some(10),
-        HASH => Some(11),
-        MAX_STEPS => Some(12),
-        INPUT_SUMMARY => Some(13),
-        TASK => Some(14),
-        REPLAY_OF => Some(15),
-        ARGUMENT_KEYS => Some(16),
-        ARGUMENTS => Some(17),
-        OUTPUT => Some(18),
-        ANSWER => Some(19),
-        CONTENT => Some(20),
-        RAW_OUTPUT => Some(21),
-        ERROR => Some(22),
-        DURATION_MS => Some(23),
-        ACCEPTED => Some(24),
-        BUDGET => Some(26),
-        USAGE => Some(27),
-        COST_USD => Some(28),
-        TS => Some(29),
-        TASK_ID => Some(30),
-        AGENT => Some(31),
-        API => Some(32),
-        WORKDIR_HASH => Some(33),
-        CALL_ID => Some(34),
-        REQUEST_HASH => Some(35),
-        REQUEST_BODY => Some(36),
-        RAW_RESPONSE => Some(37),
-        FINISH_REASON => Some(38),
-        NATIVE_ENDING => Some(39),
-        LOSSY => Some(40),
-        AUTOSUBMITTED => Some(42),
-        ENDING_INFERRED => Some(43),
-        ATTEMPT => Some(44),
-        HTTP_STATUS => Some(45),
-        WAIT_MS => Some(46),
-        EXIT_STATUS => Some(47),
-        SOURCE => Some(48),
-        MODEL => Some(49),
-        TOOLS => Some(50),
-        SCORES => Some(51),
-        STREAM_CHUNKS => Some(52),
-        SCORER => Some(53),
-        _ => None,
-    }
+    let slot = slot(number);
+    let position = SLOTS.1[slot];
+    (SLOTS.0[slot] == number && position != u8::MAX).then_some(usize::from(position))
 }
 
 /// [`name`] of a string from a line; `u128::MAX` for one longer than 15 bytes (no name the

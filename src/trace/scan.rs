@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use super::fields::{Check, KNOWN, known_field, known_number};
 use super::json_string::{find_special, unescape, utf8_width};
 use super::line_error::LineError;
-use super::short_decimal::short_decimal;
+use super::short_decimal::{short_decimal, short_decimal_prefix};
 
 /// The deepest nesting of arrays and objects accepted (the limit `serde_json` uses).
 const MAX_DEPTH: usize = 128;
@@ -69,7 +69,15 @@ pub struct TokenCounts {
 
 /// Extracts the report's fields from one line (without its `\n`).
 pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
-    scan_fields(line).map_err(|err| match err {
+    let mut fields = Fields::default();
+    scan_line_into(line, &mut fields)?;
+    Ok(fields)
+}
+
+/// [`scan_line`] into `fields` (all `None` on entry), which the caller owns: the fields are
+/// written where they are read, not built here and copied out.
+pub(super) fn scan_line_into<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Result<(), LineError> {
+    scan_fields(line, fields).map_err(|err| match err {
         // A syntax error on a line that is not UTF-8 is better said as that.
         LineError::Syntax { .. } if std::str::from_utf8(line).is_err() => LineError::InvalidUtf8,
         err => err,
@@ -77,12 +85,11 @@ pub fn scan_line(line: &[u8]) -> Result<Fields<'_>, LineError> {
 }
 
 #[inline]
-fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
+fn scan_fields<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Result<(), LineError> {
     let mut cursor = Cursor {
         bytes: line,
         pos: 0,
     };
-    let mut fields = Fields::default();
     // The known fields seen so far: a second one is an error, as it is for the trace reader.
     let mut seen = 0u64;
     cursor.skip_ws();
@@ -123,7 +130,7 @@ fn scan_fields(line: &[u8]) -> Result<Fields<'_>, LineError> {
     if cursor.pos < line.len() {
         return Err(cursor.syntax("unexpected characters after the object"));
     }
-    Ok(fields)
+    Ok(())
 }
 
 /// A position in one line.
@@ -186,7 +193,9 @@ impl<'a> Cursor<'a> {
     }
 
     /// Scans a string whose opening quote was consumed; returns its raw content and whether
-    /// that content holds escapes.
+    /// that content holds escapes. Inlined: most strings are short, and a call cost half as
+    /// much as the scan.
+    #[inline]
     fn raw_string(&mut self) -> Result<(&'a [u8], bool), LineError> {
         let start = self.pos;
         let mut escaped = false;
@@ -417,6 +426,10 @@ impl<'a> Cursor<'a> {
     fn opt_number(&mut self, field: &'static str) -> Result<Option<f64>, LineError> {
         match self.peek() {
             Some(b'-' | b'0'..=b'9') => {
+                if let Some((value, len)) = short_decimal_prefix(&self.bytes[self.pos..]) {
+                    self.pos += len;
+                    return Ok(Some(value));
+                }
                 let start = self.pos;
                 self.number()?;
                 let number = &self.bytes[start..self.pos];
@@ -815,6 +828,20 @@ mod tests {
             assert_eq!(known_field(name.as_bytes()), Some(at), "{name}");
         }
         assert_eq!(known_field(b"run_ids"), None);
+        // Names one byte away from a known one, or a prefix of it, land in its slot or another
+        // one and must still be told apart.
+        let position = |other: &[u8]| KNOWN.iter().position(|(name, _)| name.as_bytes() == other);
+        for (name, _) in KNOWN {
+            let name = name.as_bytes();
+            for at in 0..name.len() {
+                let mut other = name.to_vec();
+                other[at] ^= 0x20;
+                let prefix = &name[..at];
+                assert_eq!(known_field(&other), position(&other), "{other:?}");
+                assert_eq!(known_field(prefix), position(prefix), "{prefix:?}");
+            }
+        }
+        assert_eq!(known_field(b""), None);
     }
 
     #[test]

@@ -34,6 +34,50 @@ pub(super) fn short_decimal(number: &[u8]) -> Option<f64> {
     Some(if negative { -value } else { value })
 }
 
+/// The number at the start of `bytes` when [`short_decimal`] reads it, and its length: an
+/// integer part without leading zeros, at most one fraction, no exponent, at most 19 digits.
+/// `None` for any other number, well-formed or not: the caller then takes the general path,
+/// which also names what is malformed. One pass, where checking the number first and reading
+/// it after would read each digit twice.
+#[inline]
+pub(super) fn short_decimal_prefix(bytes: &[u8]) -> Option<(f64, usize)> {
+    let negative = bytes.first() == Some(&b'-');
+    let integer_start = usize::from(negative);
+    let mut at = integer_start;
+    let mut mantissa: u64 = 0;
+    let digits = |at: &mut usize, mantissa: &mut u64| {
+        let start = *at;
+        while let Some(&byte @ b'0'..=b'9') = bytes.get(*at) {
+            *mantissa = mantissa
+                .wrapping_mul(10)
+                .wrapping_add(u64::from(byte - b'0'));
+            *at += 1;
+        }
+        *at - start
+    };
+    let integer_digits = digits(&mut at, &mut mantissa);
+    if integer_digits == 0 || (integer_digits > 1 && bytes[integer_start] == b'0') {
+        return None;
+    }
+    let mut fraction_digits = 0;
+    if bytes.get(at) == Some(&b'.') {
+        at += 1;
+        fraction_digits = digits(&mut at, &mut mantissa);
+        if fraction_digits == 0 {
+            return None;
+        }
+    }
+    // More than 19 digits may have wrapped; an exponent or a second point is another form.
+    if integer_digits + fraction_digits > 19
+        || matches!(bytes.get(at), Some(b'e' | b'E' | b'.'))
+        || mantissa > 1 << 53
+    {
+        return None;
+    }
+    let value = mantissa as f64 / EXACT_POWERS_OF_TEN.get(fraction_digits)?;
+    Some((if negative { -value } else { value }, at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,7 +120,24 @@ mod tests {
                 assert_eq!(value.to_bits(), expected.to_bits(), "{text}");
             }
         }
+        for text in &numbers {
+            let expected: f64 = text.parse().unwrap();
+            for end in [",", "}", " ", ""] {
+                let with_end = format!("{text}{end}");
+                if let Some((value, len)) = short_decimal_prefix(with_end.as_bytes()) {
+                    assert_eq!(value.to_bits(), expected.to_bits(), "{text}");
+                    assert_eq!(len, text.len(), "{text}");
+                }
+            }
+        }
         assert_eq!(short_decimal(b"0.032"), Some(0.032));
+        assert_eq!(short_decimal_prefix(b"0.032,"), Some((0.032, 5)));
+        assert_eq!(short_decimal_prefix(b"-12.5}"), Some((-12.5, 5)));
+        for other in [
+            "01", "1.", "1.e3", "1e3", "1.5e3", "1.2.3", "-", ".5", "-.5", "00.1",
+        ] {
+            assert_eq!(short_decimal_prefix(other.as_bytes()), None, "{other}");
+        }
         assert_eq!(short_decimal(b"9007199254740993"), None);
         assert_eq!(short_decimal(b"1e3"), None);
     }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::event::error_by_rule;
 use super::fields::{key_number, name};
 use super::line_error::LineError;
-use super::scan::{TokenCounts, scan_line};
+use super::scan::{Fields, TokenCounts, scan_line_into};
 use crate::run::ExitReason;
 use crate::time::unix_ms_from_rfc3339;
 
@@ -124,18 +124,23 @@ pub fn is_run_started(line: &[u8]) -> bool {
 
 /// Reads one non-blank line (without its `\n`) as an event.
 pub fn parse_event(line: &[u8]) -> Result<EventRef<'_>, LineError> {
-    let fields = scan_line(line)?;
+    let mut fields = Fields::default();
+    scan_line_into(line, &mut fields)?;
     let run_id = fields.run_id.ok_or(LineError::MissingField("run_id"))?;
     let event_type = fields
         .event_type
         .ok_or(LineError::MissingField("event_type"))?;
     let step = fields.step.ok_or(LineError::MissingField("step"))?;
     let ending = match fields.exit_reason {
-        Some(name) => {
-            let name = String::from_utf8_lossy(&name);
-            let reason = ExitReason::parse(&name);
-            Some(reason.ok_or_else(|| LineError::UnknownExitReason(name.into_owned()))?)
-        }
+        // Compared as bytes: the scanner has checked the string's UTF-8 already.
+        Some(name) => Some(
+            ExitReason::ALL
+                .into_iter()
+                .find(|reason| reason.as_str().as_bytes() == name.as_ref())
+                .ok_or_else(|| {
+                    LineError::UnknownExitReason(String::from_utf8_lossy(&name).into_owned())
+                })?,
+        ),
         None => None,
     };
     let kind = match key_number(&event_type) {

@@ -5,6 +5,7 @@ mod agent_tasks;
 mod bad_inputs;
 mod content_safety;
 mod dataset;
+mod dataset_ids;
 mod differential;
 mod disk_full;
 mod engine_api;

@@ -19,9 +19,9 @@ use crate::eval::store::{
 };
 use crate::eval::{
     Attempt, Attempts, EachRow, OutcomeCounts, RESULTS_FORMAT, ResultsFile, RowsOnDisk,
-    RunnerOptions, SINGLE_TRACE, Selected, Suite, TaskEntries, TaskResult, TraceLayout,
-    TraceTarget, compare, compare_counted, for_console, now_rfc3339, run_tasks, still_owed,
-    suite_info, write_junit, write_results,
+    RunnerOptions, SINGLE_TRACE, Selected, Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget,
+    compare, compare_counted, for_console, now_rfc3339, run_tasks, still_owed, suite_info,
+    write_junit, write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -54,10 +54,10 @@ impl EvalPlan {
         let kept_count = self.kept.iter().flatten().count();
         let created_at = now_rfc3339();
         let eval_id = crate::run::unique_token();
-        let info = suite_info(suite);
+        let info = suite_info(suite).map_err(EvalError::internal)?;
         // The view lists an evaluation's rows in suite order; a rerun's, every task of the suite.
         let order = match kind {
-            RunKind::Rerun => TaskIds::Suite(suite.tasks.entries()),
+            RunKind::Rerun => TaskIds::Suite(&suite.tasks),
             _ => TaskIds::Selected(&selected),
         };
         let header = RunHeader {
@@ -556,22 +556,34 @@ impl Collected {
     }
 }
 
-/// Task ids written as a JSON list from where they are held, never gathered into one.
+/// Task ids written as a JSON list as they are read, never gathered into one.
 enum TaskIds<'a> {
-    Suite(&'a TaskEntries),
+    Suite(&'a SuiteTasks),
     Selected(&'a Selected<'a>),
 }
 
 impl serde::Serialize for TaskIds<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            TaskIds::Suite(entries) => {
-                serializer.collect_seq(entries.iter().map(|e| e.id.as_str()))
+        use serde::ser::{Error, SerializeSeq};
+        use std::ops::ControlFlow;
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut failed = None;
+        let mut write = |id: &str| match seq.serialize_element(id) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(err) => {
+                failed = Some(err);
+                ControlFlow::Break(())
             }
-            TaskIds::Selected(selected) => {
-                serializer.collect_seq(selected.entries().map(|e| e.id.as_str()))
-            }
+        };
+        let read = match self {
+            TaskIds::Suite(tasks) => tasks.scan(0, |_, e| write(e.id.as_str())),
+            TaskIds::Selected(selected) => selected.scan(|e| write(e.id.as_str())),
+        };
+        if let Some(err) = failed {
+            return Err(err);
         }
+        read.map_err(S::Error::custom)?;
+        seq.end()
     }
 }
 

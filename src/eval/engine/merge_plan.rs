@@ -324,7 +324,9 @@ fn refuse_suite_files_as_outputs(
 /// ids, as their fingerprint says).
 fn suite_of(path: &Path, results: &ResultsFile) -> Result<Suite, EvalError> {
     let suite = load_suite(path).map_err(|message| EvalError::input(path, message))?;
-    let info = suite_info(&suite);
+    let info = suite_info(&suite).map_err(EvalError::internal)?;
+    // Rows are placed and checked by task id at will: the ids are held.
+    suite.tasks.hold_entries().map_err(EvalError::internal)?;
     if info.fingerprint != results.suite.fingerprint {
         return Err(EvalError::input(
             path,

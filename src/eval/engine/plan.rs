@@ -21,10 +21,10 @@ use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resum
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
-    Attempt, Attempts, Epochs, FolderLock, Holding, LoadOptions, ResultsFile, Selected, Selection,
-    Suite, TaskResult, TraceLayout, apply_models, corpus_suite, failed_ids,
-    load_suite_with_text_for, lock_output, lock_rerun_in_place, resolve_models, select_tasks,
-    still_owed, suite_info,
+    Attempt, Attempts, Epochs, FolderLock, Holding, LoadOptions, ResultsFile, SelectError,
+    Selected, Selection, Suite, SuiteTasks, TaskResult, TraceLayout, apply_models, corpus_suite,
+    failed_ids, load_suite_with_text_for, lock_output, lock_rerun_in_place, resolve_models,
+    select_tasks, still_owed, suite_info,
 };
 use crate::output::{resolve, same_file};
 use crate::stats::AdaptiveRule;
@@ -230,19 +230,32 @@ impl EvalPlan {
     fn choose_tasks(&mut self) -> Result<bool, EvalError> {
         let request = &self.request;
         let narrowing = request.narrowing;
+        // What compares ids at will holds them; a plain evaluation reads a dataset's ids back in
+        // order where it needs them and holds none.
+        if request.resume
+            || self.previous.is_some()
+            || self.baseline.is_some()
+            || !request.summary_only
+        {
+            (self.suite.tasks.hold_entries()).map_err(EvalError::internal)?;
+        }
         if !request.only.is_empty()
             || !request.skip.is_empty()
             || self.previous.is_some()
             || !narrowing.is_none()
         {
-            let entries = self.suite.tasks.entries();
             let (mut tasks, mut selection) =
-                select_tasks(entries, &request.only, &request.skip).map_err(EvalError::flags)?;
+                select_tasks(&self.suite.tasks, &request.only, &request.skip).map_err(|err| {
+                    match err {
+                        SelectError::Flags(message) => EvalError::flags(message),
+                        SelectError::Unread(message) => EvalError::internal(message),
+                    }
+                })?;
             // `--limit`/`--sample` narrow what the patterns chose, before a shard splits it.
             if !narrowing.is_none() {
                 tasks = narrowing.apply(tasks);
                 narrowing.record(&mut selection);
-                selection.tasks = ids_at(entries, &tasks);
+                selection.tasks = ids_at(&self.suite.tasks, &tasks)?;
             }
             if tasks.is_empty() {
                 return Err(EvalError::flags(
@@ -250,13 +263,14 @@ impl EvalPlan {
                 ));
             }
             if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
+                let entries = self.suite.tasks.entries();
                 let failed = failed_ids(previous, &self.suite);
                 tasks.retain(|&i| {
                     entries.get(i).is_some_and(|e| {
                         failed.contains(&(e.id.to_string(), e.model_name.map(str::to_owned)))
                     })
                 });
-                selection.tasks = ids_at(entries, &tasks);
+                selection.tasks = ids_at(&self.suite.tasks, &tasks)?;
                 selection.rerun_failed = Some(path.display().to_string());
                 if tasks.is_empty() {
                     self.nothing_to_rerun(path.clone());
@@ -444,7 +458,7 @@ impl EvalPlan {
         if !self.request.resume {
             return Ok(());
         }
-        let info = suite_info(&self.suite);
+        let info = suite_info(&self.suite).map_err(EvalError::internal)?;
         let request = &self.request;
         let settings = Settings::new(
             request.shard,
@@ -688,12 +702,16 @@ fn keys_of(results: &ResultsFile) -> std::collections::HashSet<RowKey> {
     results.tasks.iter().map(RowKey::of).collect()
 }
 
-/// The ids of the tasks at `positions`.
-fn ids_at(entries: &crate::eval::TaskEntries, positions: &[usize]) -> Vec<String> {
-    positions
-        .iter()
-        .filter_map(|&i| entries.get(i).map(|e| e.id.to_string()))
-        .collect()
+/// The ids of the tasks at `positions` (suite order).
+fn ids_at(tasks: &SuiteTasks, positions: &[usize]) -> Result<Vec<String>, EvalError> {
+    let mut ids = Vec::with_capacity(positions.len());
+    (tasks.select(Some(positions.to_vec())))
+        .scan(|task| {
+            ids.push(task.id.to_string());
+            std::ops::ControlFlow::Continue(())
+        })
+        .map_err(EvalError::internal)?;
+    Ok(ids)
 }
 
 /// A folder name from a suite name: path separators and other odd characters become `_`.

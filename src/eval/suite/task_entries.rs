@@ -10,6 +10,11 @@ use super::task::SuiteTask;
 pub struct IdRef<'a>(&'a str);
 
 impl<'a> IdRef<'a> {
+    /// An id read from where it was written.
+    pub(super) fn new(id: &'a str) -> IdRef<'a> {
+        IdRef(id)
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &'a str {
         self.0
@@ -54,15 +59,65 @@ impl TaskEntry<'_> {
 const STRIDE: usize = 64;
 
 /// Every task's id and model, in suite order: the ids in one block of text with a byte of
-/// length each (ids are at most 200 characters), the models as runs of equal ones.
+/// length each (ids are at most 200 ASCII characters), the models as runs of equal ones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskEntries {
     ids: String,
     lens: Vec<u8>,
     /// Where every [`STRIDE`]th id starts.
     starts: Vec<usize>,
-    /// `(first entry, kind, model name)`: each run of entries with the same model.
-    models: Vec<(usize, &'static str, Option<Box<str>>)>,
+    models: ModelRuns,
+}
+
+/// Each task's model as runs of equal ones: `(first entry, kind, model name)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelRuns(Vec<(usize, &'static str, Option<Box<str>>)>);
+
+impl ModelRuns {
+    /// Notes entry `i`'s model; entries come in order.
+    pub fn push(&mut self, i: usize, model_kind: &'static str, model_name: Option<&str>) {
+        let same = self
+            .0
+            .last()
+            .is_some_and(|(_, kind, name)| *kind == model_kind && name.as_deref() == model_name);
+        if !same {
+            self.0.push((i, model_kind, model_name.map(Box::from)));
+        }
+    }
+
+    /// Entry `i`'s model kind and name.
+    pub fn at(&self, i: usize) -> (&'static str, Option<&str>) {
+        let run = self.0.partition_point(|(from, _, _)| *from <= i).max(1) - 1;
+        self.0
+            .get(run)
+            .map_or(("", None), |(_, kind, name)| (kind, name.as_deref()))
+    }
+
+    /// A reader of the models of entries asked for in order.
+    pub fn cursor(&self) -> ModelCursor<'_> {
+        ModelCursor { runs: self, run: 0 }
+    }
+}
+
+/// Reads [`ModelRuns`] for entries in order without searching.
+pub struct ModelCursor<'a> {
+    runs: &'a ModelRuns,
+    run: usize,
+}
+
+impl<'a> ModelCursor<'a> {
+    /// Entry `i`'s model kind and name; `i` never goes back.
+    pub fn at(&mut self, i: usize) -> (&'static str, Option<&'a str>) {
+        let runs = &self.runs.0;
+        while runs
+            .get(self.run + 1)
+            .is_some_and(|(from, _, _)| *from <= i)
+        {
+            self.run += 1;
+        }
+        runs.get(self.run)
+            .map_or(("", None), |(_, kind, name)| (kind, name.as_deref()))
+    }
 }
 
 impl TaskEntries {
@@ -80,13 +135,7 @@ impl TaskEntries {
         }
         self.ids.push_str(id);
         self.lens.push(u8::try_from(id.len()).unwrap_or(u8::MAX));
-        let same = self
-            .models
-            .last()
-            .is_some_and(|(_, kind, name)| *kind == model_kind && name.as_deref() == model_name);
-        if !same {
-            self.models.push((i, model_kind, model_name.map(Box::from)));
-        }
+        self.models.push(i, model_kind, model_name);
     }
 
     /// How many entries.
@@ -108,34 +157,29 @@ impl TaskEntries {
                 .iter()
                 .map(|&l| l as usize)
                 .sum::<usize>();
-        let run = self.models.partition_point(|(from, _, _)| *from <= i) - 1;
-        let (_, model_kind, name) = &self.models[run];
+        let (model_kind, model_name) = self.models.at(i);
         Some(TaskEntry {
-            id: IdRef(&self.ids[start..start + len]),
+            id: IdRef(self.ids.get(start..start + len)?),
             model_kind,
-            model_name: name.as_deref(),
+            model_name,
         })
     }
 
     /// Every entry, in order.
     pub fn iter(&self) -> impl Iterator<Item = TaskEntry<'_>> + '_ {
         let mut start = 0;
-        let mut run = 0;
+        let mut models = self.models.cursor();
         self.lens.iter().enumerate().map(move |(i, &len)| {
-            while self
-                .models
-                .get(run + 1)
-                .is_some_and(|(from, _, _)| *from <= i)
-            {
-                run += 1;
-            }
-            let (_, model_kind, name) = &self.models[run];
-            let id = &self.ids[start..start + len as usize];
+            let id = self
+                .ids
+                .get(start..start + len as usize)
+                .unwrap_or_default();
             start += len as usize;
+            let (model_kind, model_name) = models.at(i);
             TaskEntry {
                 id: IdRef(id),
                 model_kind,
-                model_name: name.as_deref(),
+                model_name,
             }
         })
     }

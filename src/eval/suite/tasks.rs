@@ -2,15 +2,19 @@
 //! `tasks` array is held as loaded, or (when an evaluation runs only some of them) read again from
 //! the suite's text as each runs; a tasks file is checked once and then read task by task as
 //! the runner reaches them. Either way every task's id and model kind are known up front, so
-//! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task. The ids
-//! are packed in one block of text (a few bytes a task beside the id itself), so a dataset of a
-//! million rows costs megabytes, not a hundred.
+//! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task. A
+//! suite's ids are packed in one block of text (a few bytes a task beside the id itself); a tasks
+//! file's or dataset's are read back in order from where its check wrote them
+//! (`logged_entries.rs`), so an evaluation of a million rows holds none of them. What compares
+//! ids at will (a resume, a rerun, a baseline, the full report) holds them packed.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::inline::InlineTasks;
+use super::logged_entries::LoggedEntries;
 use super::task::SuiteTask;
 use super::task_entries::{TaskEntries, TaskEntry};
 use super::tasks_file::{Indexed, TasksFile, note};
@@ -18,10 +22,18 @@ use super::tasks_file::{Indexed, TasksFile, note};
 /// A suite's tasks, in suite order.
 #[derive(Clone, Debug)]
 pub struct SuiteTasks {
-    entries: TaskEntries,
+    entries: Entries,
     store: Store,
     key_vars: Vec<String>,
     read_files: Vec<PathBuf>,
+}
+
+/// Every task's id and model: packed in memory, or read back from where a file's check wrote
+/// them (and packed on first asking for them at will).
+#[derive(Clone, Debug)]
+enum Entries {
+    Packed(TaskEntries),
+    Logged(LoggedEntries, OnceLock<TaskEntries>),
 }
 
 #[derive(Clone, Debug)]
@@ -52,7 +64,7 @@ impl SuiteTasks {
             entries.push_task(task);
         }
         SuiteTasks {
-            entries,
+            entries: Entries::Packed(entries),
             store: Store::Held(tasks),
             key_vars,
             read_files,
@@ -64,7 +76,7 @@ impl SuiteTasks {
         let mut read_files = indexed.read_files;
         read_files.push(indexed.file.path().to_path_buf());
         SuiteTasks {
-            entries: indexed.entries,
+            entries: Entries::Logged(indexed.entries, OnceLock::new()),
             store: Store::Streamed(Box::new(indexed.file)),
             key_vars: indexed.key_vars,
             read_files,
@@ -79,7 +91,7 @@ impl SuiteTasks {
         read_files: Vec<PathBuf>,
     ) -> SuiteTasks {
         SuiteTasks {
-            entries,
+            entries: Entries::Packed(entries),
             store: Store::Inline(Box::new(tasks)),
             key_vars,
             read_files,
@@ -94,7 +106,7 @@ impl SuiteTasks {
         read_files: Vec<PathBuf>,
     ) -> SuiteTasks {
         SuiteTasks {
-            entries,
+            entries: Entries::Packed(entries),
             store: Store::Made(maker),
             key_vars: Vec::new(),
             read_files,
@@ -103,17 +115,73 @@ impl SuiteTasks {
 
     /// How many tasks.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        match &self.entries {
+            Entries::Packed(entries) => entries.len(),
+            Entries::Logged(entries, _) => entries.len(),
+        }
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
-    /// Every task's id and model kind, in suite order.
+    /// Every task's id and model kind, in suite order, held: a tasks file's or dataset's are
+    /// packed on first asking and kept. What reads them in order uses [`SuiteTasks::scan`],
+    /// which holds none; [`SuiteTasks::hold_entries`] packs them first where reading them
+    /// could fail. Empty when they cannot be read back (only after `hold_entries` failed).
     pub fn entries(&self) -> &TaskEntries {
-        &self.entries
+        static NONE: OnceLock<TaskEntries> = OnceLock::new();
+        match &self.entries {
+            Entries::Packed(entries) => entries,
+            Entries::Logged(logged, held) => match held.get() {
+                Some(held) => held,
+                None => match logged.to_packed() {
+                    Ok(packed) => held.get_or_init(|| packed),
+                    Err(_) => NONE.get_or_init(TaskEntries::default),
+                },
+            },
+        }
+    }
+
+    /// Packs a tasks file's or dataset's ids to hold them, for what compares ids at will (a
+    /// resume, a rerun, a baseline, the full report); `Err` when they cannot be read back.
+    pub fn hold_entries(&self) -> Result<(), String> {
+        if let Entries::Logged(logged, held) = &self.entries
+            && held.get().is_none()
+        {
+            let packed = logged.to_packed().map_err(|err| ids_unread(&err))?;
+            let _ = held.set(packed);
+        }
+        Ok(())
+    }
+
+    /// Calls `each` with every task's entry from task `from` on, in suite order, until it
+    /// breaks; a tasks file's ids are read back, not held.
+    pub fn scan(
+        &self,
+        from: usize,
+        mut each: impl FnMut(usize, TaskEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<(), String> {
+        match &self.entries {
+            Entries::Packed(entries) => {
+                for (i, entry) in entries.iter().enumerate().skip(from) {
+                    if each(i, entry).is_break() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Entries::Logged(logged, _) => logged.scan(from, each).map_err(|err| ids_unread(&err)),
+        }
+    }
+
+    /// Task `i`'s id.
+    pub fn id(&self, i: usize) -> Result<Option<String>, String> {
+        match &self.entries {
+            Entries::Packed(entries) => Ok(entries.get(i).map(|e| e.id.to_string())),
+            Entries::Logged(logged, _) => logged.id(i).map_err(|err| ids_unread(&err)),
+        }
     }
 
     /// The tasks, when they are held (a suite's `tasks` array, a corpus).
@@ -142,16 +210,15 @@ impl SuiteTasks {
                 .ok_or_else(|| format!("no task {i} in the suite")),
             Store::Inline(tasks) => tasks.task(i).map(Cow::Owned),
             Store::Made(maker) => {
-                let entry = self
-                    .entries
-                    .get(i)
+                let id = self
+                    .id(i)?
                     .ok_or_else(|| format!("no task {i} in the suite"))?;
-                maker.task(i, entry.id.as_str()).map(Cow::Owned)
+                maker.task(i, &id).map(Cow::Owned)
             }
             Store::Streamed(file) => {
                 let task = file.task(i)?;
-                match self.entries.get(i) {
-                    Some(entry) if entry.id.as_str() == task.id.as_str() => Ok(Cow::Owned(task)),
+                match self.id(i)? {
+                    Some(id) if id == task.id.as_str() => Ok(Cow::Owned(task)),
                     _ => Err(format!(
                         "`{}` changed since eval checked it: task {} is now {:?}",
                         file.path().display(),
@@ -220,9 +287,9 @@ impl<'s> Selected<'s> {
         self.len() == 0
     }
 
-    /// The selected tasks' ids and model kinds, in order.
+    /// The selected tasks' ids and model kinds, in order, held (see [`SuiteTasks::entries`]).
     pub fn entries(&self) -> Box<dyn Iterator<Item = TaskEntry<'s>> + '_> {
-        let entries = &self.tasks.entries;
+        let entries = self.tasks.entries();
         match &self.positions {
             None => Box::new(entries.iter()),
             Some(positions) => Box::new(positions.iter().filter_map(|&i| entries.get(i))),
@@ -236,10 +303,41 @@ impl<'s> Selected<'s> {
         }
     }
 
-    /// Selected task `i`'s id and model kind.
+    /// Selected task `i`'s id and model kind (held, see [`SuiteTasks::entries`]).
     pub fn entry(&self, i: usize) -> Option<TaskEntry<'s>> {
-        self.position(i).and_then(|p| self.tasks.entries.get(p))
+        self.position(i).and_then(|p| self.tasks.entries().get(p))
     }
+
+    /// Calls `each` with every selected task's entry, in order, until it breaks; a tasks
+    /// file's ids are read back, not held.
+    pub fn scan(
+        &self,
+        mut each: impl FnMut(TaskEntry<'_>) -> ControlFlow<()>,
+    ) -> Result<(), String> {
+        let Some(positions) = &self.positions else {
+            return self.tasks.scan(0, |_, entry| each(entry));
+        };
+        let mut wanted = positions.iter().copied().peekable();
+        let Some(&first) = wanted.peek() else {
+            return Ok(());
+        };
+        // Positions are in suite order: one pass from the first picks them out.
+        self.tasks.scan(first, |i, entry| {
+            while wanted.next_if(|&p| p < i).is_some() {}
+            if wanted.next_if_eq(&i).is_some() {
+                each(entry)?;
+            }
+            match wanted.peek() {
+                Some(_) => ControlFlow::Continue(()),
+                None => ControlFlow::Break(()),
+            }
+        })
+    }
+}
+
+/// Why a tasks file's ids could not be read back from where its check wrote them.
+fn ids_unread(err: &std::io::Error) -> String {
+    format!("failed to read back the task ids set aside while checking the suite: {err}")
 }
 
 impl TaskSource for Selected<'_> {

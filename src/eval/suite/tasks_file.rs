@@ -9,16 +9,18 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Seek};
+use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::dataset::Dataset;
+use super::id_hashes::IdHashes;
+use super::logged_entries::{EntryLog, LoggedEntries};
 use super::read::read_task;
 use super::resolve::{Context, Problem};
 use super::spec::DatasetFormat;
 use super::task::{SuiteTask, TaskModel};
-use super::task_entries::TaskEntries;
 
 /// The most problems a file's check lists: past them, the file is plainly not what it should be.
 const MAX_PROBLEMS: usize = 100;
@@ -272,8 +274,8 @@ pub struct TasksFile {
 pub struct Indexed {
     /// The file, ready to read tasks from.
     pub file: TasksFile,
-    /// Each task's id and model kind, in file order.
-    pub entries: TaskEntries,
+    /// Each task's id and model kind, in file order, read back from where the check wrote them.
+    pub entries: LoggedEntries,
     /// Every variable a live model reads its key from.
     pub key_vars: Vec<String>,
     /// Every recording a replay task reads.
@@ -332,11 +334,11 @@ impl TasksFile {
         };
         let mut problems = Vec::new();
         let mut marks = Vec::new();
-        let mut entries = TaskEntries::default();
-        // Ids are checked for repeats by their hashes, which take 4 bytes a task until the
-        // check ends; a hash met twice (a repeated id, or now and then two ids alike in 32
-        // bits) is looked at again by its ids.
-        let mut hashes = Vec::new();
+        let mut entries = EntryLog::default();
+        // Ids are checked for repeats by their hashes (4 bytes a task, set aside a megabyte at
+        // a time: `id_hashes.rs`); a hash met twice (a repeated id, or now and then two ids
+        // alike in 32 bits) is looked at again by its ids.
+        let mut hashes = IdHashes::default();
         let mut key_vars: Vec<String> = Vec::new();
         let mut read_files = Vec::new();
         let mut row = 0;
@@ -355,8 +357,12 @@ impl TasksFile {
                         if entries.len().is_multiple_of(MARK_STRIDE) {
                             marks.push(Mark::before(&record.span));
                         }
-                        hashes.push(hash_of(task.id.as_str()));
-                        entries.push_task(&task);
+                        (hashes.push(hash_of(task.id.as_str())))
+                            .map_err(|err| fail(aside_failed(&err)))?;
+                        let name = task.model_name.as_ref().map(|m| m.given.as_str());
+                        entries
+                            .push(task.id.as_str(), task.model.kind(), name)
+                            .map_err(|err| fail(aside_failed(&err)))?;
                     }
                     Checked::Problems(found) => problems.extend(
                         found
@@ -385,7 +391,11 @@ impl TasksFile {
             marks,
             cursor: Arc::new(Mutex::new(None)),
         };
-        problems.extend(file.repeated_ids(&entries, hashes));
+        let entries = entries.finish().map_err(|err| fail(aside_failed(&err)))?;
+        problems.extend(
+            file.repeated_ids(&entries, hashes)
+                .map_err(|err| fail(aside_failed(&err)))?,
+        );
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -398,33 +408,29 @@ impl TasksFile {
     }
 
     /// A problem for each task whose id an earlier task has (`hashes`: each task's id hashed).
-    fn repeated_ids(&self, entries: &TaskEntries, mut hashes: Vec<u32>) -> Vec<Problem> {
-        hashes.sort_unstable();
-        let twice: HashSet<u32> = hashes
-            .windows(2)
-            .filter(|pair| pair[0] == pair[1])
-            .map(|pair| pair[0])
-            .collect();
-        drop(hashes);
+    /// Exact: only the ids whose hash is met twice are held, to be compared by their text.
+    fn repeated_ids(&self, entries: &LoggedEntries, hashes: IdHashes) -> io::Result<Vec<Problem>> {
+        let twice = hashes.twice()?;
         if twice.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let mut seen: HashSet<&str> = HashSet::new();
-        let repeats: Vec<(usize, &str)> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, entry)| twice.contains(&hash_of(entry.id.as_str())))
-            .filter(|(_, entry)| !seen.insert(entry.id.as_str()))
-            .map(|(i, entry)| (i, entry.id.as_str()))
-            .collect();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut repeats: Vec<(usize, String)> = Vec::new();
+        entries.scan(0, |i, entry| {
+            let id = entry.id.as_str();
+            if twice.contains(&hash_of(id)) && !seen.insert(id.to_owned()) {
+                repeats.push((i, id.to_owned()));
+            }
+            ControlFlow::Continue(())
+        })?;
         let lines = self.task_lines(repeats.iter().map(|(i, _)| *i).collect());
-        repeats
+        Ok(repeats
             .into_iter()
             .map(|(i, id)| {
                 let line = lines.get(&i).copied().unwrap_or(0);
                 (format!("line {line}: $.id"), format!("duplicate id {id:?}"))
             })
-            .collect()
+            .collect())
     }
 
     /// The lines of the tasks at `wanted` (task positions), found by checking the file again:
@@ -622,6 +628,14 @@ fn first_line(file: &File, mut offset: u64, mut line: u32) -> u32 {
         }
         offset += read as u64;
     }
+}
+
+/// Why the check could not write its tasks' ids aside.
+fn aside_failed(err: &io::Error) -> String {
+    format!(
+        "failed to write the task ids aside in `{}`: {err}",
+        std::env::temp_dir().display()
+    )
 }
 
 /// An id's hash, for finding ids given twice.
