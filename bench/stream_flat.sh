@@ -12,8 +12,9 @@
 #   SIZES="300M 1G" RUNS=1 bench/stream_flat.sh
 #   COMMANDS="show show_text export" BASELINE=/path/to/other/looptrace bench/stream_flat.sh
 #
-# COMMANDS picks what is measured (show, show_text, replay, eval_traces, export; the small-runs
-# suite only with replay or eval_traces). With BASELINE, every run of this build is paired with a
+# COMMANDS picks what is measured (show, show_text, replay, eval_traces, export, and floors:
+# `wc -l` and `cat` on the same file, with each command's CPU as a multiple of theirs; the
+# small-runs suite only with replay or eval_traces). With BASELINE, every run of this build is paired with a
 # run of that binary right before it (alternating, so load changes hit both alike), and each
 # command gets a second line `NAME@base` and the ratio of CPU medians. The traces go to DATA
 # (bench/out/, ignored by git, unless set) and are reused when present. Not part of CI.
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"300M 1G 2G"}
 SEED=${SEED:-7}
 RUNS=${RUNS:-3}
-COMMANDS=${COMMANDS:-"show replay eval_traces export"}
+COMMANDS=${COMMANDS:-"show replay eval_traces export floors"}
 BASELINE=${BASELINE:-}
 OUT=bench/out
 DATA=${DATA:-$OUT}
@@ -67,6 +68,19 @@ measure() {
     summarize "$name" "$size" "$bytes" "$OUT/flat.times"
 }
 
+# floor NAME SIZE BYTES COMMAND...: RUNS runs of a command that only reads the bytes (`wc -l`,
+# `cat`), for the ratio of each looptrace command's CPU to it on the same file.
+floor() {
+    local name=$1 size=$2 bytes=$3
+    shift 3
+    wanted floors || return 0
+    : > "$OUT/flat.times"
+    for _ in $(seq "$RUNS"); do
+        once "$OUT/flat.times" "$@"
+    done
+    summarize "$name" "$size" "$bytes" "$OUT/flat.times"
+}
+
 summarize() {
     python3 - "$@" <<'PY' | tee -a "$OUT/flat.results"
 import statistics, sys
@@ -91,6 +105,8 @@ for SIZE in $SIZES; do
     measure replay "$SIZE" "$BYTES" replay --tools recorded "$TRACE"
     measure eval_traces "$SIZE" "$BYTES" eval --traces "$TRACE" --out "$OUT/flat-eval" --format csv
     measure export "$SIZE" "$BYTES" export --otlp "$TRACE"
+    floor wc "$SIZE" "$BYTES" wc -l "$TRACE"
+    floor cat "$SIZE" "$BYTES" cat "$TRACE"
 done
 if wanted replay || wanted eval_traces; then
     SMALL=$DATA/small-full-2000x120.jsonl
@@ -125,6 +141,10 @@ for (name, size), value in cpu.items():
         print(f"{name} on {size}: CPU {base:.2f} s -> {value:.2f} s ({value / base:.2f}x, "
               f"{base / value:.2f}x as fast), peak {peak[(name + '@base', size)]:.1f} -> "
               f"{peak[(name, size)]:.1f} MB")
+for (name, size), value in cpu.items():
+    if "@" not in name and name not in ("wc", "cat") and ("wc", size) in cpu:
+        print(f"{name} on {size}: {value / cpu[('wc', size)]:.1f}x the CPU of wc -l, "
+              f"{value / cpu[('cat', size)]:.1f}x that of cat")
 for size in sorted({size for _, size in cpu}):
     if ("replay", size) in cpu and ("eval_traces", size) in cpu:
         print(f"eval --traces / replay CPU on {size}: {cpu[('eval_traces', size)] / cpu[('replay', size)]:.2f}x")

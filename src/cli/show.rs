@@ -2,7 +2,7 @@
 //! as JSONL. Runs are streamed: each is printed as soon as it ends (runs that never end last), so
 //! memory does not grow with the file.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IoSlice, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 
@@ -11,8 +11,8 @@ use looptrace::replay::{RunIds, times};
 use looptrace::report::Source;
 use looptrace::text::escape;
 use looptrace::trace::{
-    JsonLine, LineItem, ReadOptions, ReadStats, RecordedRun, RunStream, StreamedRun, TextLine,
-    TraceReader, render_run,
+    JsonLine, LineItem, ReadOptions, ReadStats, RunStream, ShownEvent, StreamedRun, TraceReader,
+    render_lines,
 };
 
 /// Arguments of `looptrace show`.
@@ -88,8 +88,12 @@ pub fn run(args: ShowArgs) -> CliResult {
         // Line numbers are per file: with several, each file's runs are headed by its name.
         printer.header = (inputs.len() > 1).then(|| format!("== {} ==", escape(&input.name)));
         let stats = match args.format {
-            // The texts it shortens are read only as far as it shows them.
-            ShowFormat::Text => printer.print_input::<TextLine>(input, options)?,
+            // Each event's line of text is made as it is read; texts are read only as far as
+            // they are shown.
+            ShowFormat::Text if printer.color => {
+                printer.print_input::<ShownEvent<true>>(input, options)?
+            }
+            ShowFormat::Text => printer.print_input::<ShownEvent<false>>(input, options)?,
             // Lines that are already as written are copied through, not parsed and written.
             ShowFormat::Json => printer.print_input::<JsonLine>(input, options)?,
         };
@@ -141,7 +145,7 @@ impl Printer<'_> {
         match &input.source {
             Source::Path(path) => {
                 let stream =
-                    RunStream::<_, T>::open_items(path, options).map_err(CliError::input)?;
+                    RunStream::<_, T>::open_mapped(path, options).map_err(CliError::input)?;
                 self.print(stream)
             }
             // Standard input, a foreign file's imported events, a run store's named runs.
@@ -191,7 +195,7 @@ trait Shown: LineItem {
     fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError>;
 }
 
-impl Shown for TextLine {
+impl<const COLOR: bool> Shown for ShownEvent<COLOR> {
     fn write(printer: &mut Printer<'_>, streamed: StreamedRun<Self>) -> Result<(), CliError> {
         if printer.printed > 0 {
             writeln!(printer.out)?;
@@ -199,13 +203,10 @@ impl Shown for TextLine {
         if let Some(header) = printer.header.take() {
             writeln!(printer.out, "{header}")?;
         }
-        let run = RecordedRun {
-            run_id: streamed.run.run_id,
-            events: (streamed.run.events.into_iter())
-                .map(|(line, TextLine(event))| (line, event))
-                .collect(),
-        };
-        let text = render_run(&run, streamed.occurrence, printer.color);
+        let run = &streamed.run;
+        let lines = run.events.iter().map(|(line, event)| (*line, event.text()));
+        let ending = run.events.iter().find_map(|(_, event)| event.ending());
+        let text = render_lines(&run.run_id, streamed.occurrence, lines, ending, COLOR);
         printer.out.write_all(text.as_bytes())?;
         Ok(())
     }
@@ -213,11 +214,26 @@ impl Shown for TextLine {
 
 impl Shown for JsonLine {
     fn write(printer: &mut Printer<'_>, run: StreamedRun<Self>) -> Result<(), CliError> {
-        // Straight into the buffer: no string per event.
-        for (_, line) in &run.run.events {
-            printer.out.write_all(line.bytes())?;
-            printer.out.write_all(b"\n")?;
-        }
+        // The lines go out as they were kept, a slice each, in as few writes as the system
+        // takes: no copy into the buffer (which holds nothing here: JSON has no headers).
+        let mut slices: Vec<IoSlice<'_>> = (run.run.events.iter())
+            .map(|(_, line)| IoSlice::new(line.bytes_with_newline()))
+            .collect();
+        printer.out.flush()?;
+        write_all_vectored(printer.out.get_mut(), &mut slices)?;
         Ok(())
     }
+}
+
+/// Writes every slice whole, however the system splits the writes.
+fn write_all_vectored(out: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }

@@ -80,76 +80,285 @@ fn shape_of(value: &[u8]) -> Shape {
 /// The top-level keys and raw values of a line written by serde_json (no whitespace), or `None`
 /// if it is not that.
 pub(crate) fn top_level(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
-    let mut pairs = Vec::new();
-    let mut at = expect(line, 0, b'{')?;
-    loop {
-        let key_start = expect(line, at, b'"')?;
+    let mut pairs = Pairs::new(line);
+    let collected = pairs.by_ref().map(|pair| (pair.key, pair.value)).collect();
+    pairs.ended_well().then_some(collected)
+}
+
+/// The top-level pairs of a line written without whitespace (as serde_json writes), found in
+/// one pass; check [`Pairs::ended_well`] once they are read.
+pub(crate) fn pairs(line: &[u8]) -> Pairs<'_> {
+    Pairs::new(line)
+}
+
+/// One top-level `"key":value` of a line written without whitespace.
+pub(crate) struct Pair<'a> {
+    /// The key, as written (a key with escapes ends the pairs).
+    pub(crate) key: &'a [u8],
+    /// The raw value.
+    pub(crate) value: &'a [u8],
+    /// A string whose escapes are all ones serde_json writes (false for other values).
+    serde_string: bool,
+}
+
+/// The top-level pairs of a line written without whitespace, found in one pass: strings are
+/// jumped through from one `"` or `\` to the next, their escapes checked on the way.
+pub(crate) struct Pairs<'a> {
+    line: &'a [u8],
+    at: usize,
+    /// `Some(true)` once the closing brace ended the line, `Some(false)` once it was not that.
+    ended: Option<bool>,
+}
+
+impl<'a> Pairs<'a> {
+    fn new(line: &'a [u8]) -> Self {
+        match expect(line, 0, b'{') {
+            Some(at) => Pairs {
+                line,
+                at,
+                ended: None,
+            },
+            None => Pairs {
+                line,
+                at: 0,
+                ended: Some(false),
+            },
+        }
+    }
+
+    /// Whether every pair was read and the object closed at the end of the line.
+    pub(crate) fn ended_well(&self) -> bool {
+        self.ended == Some(true)
+    }
+
+    fn pair(&mut self) -> Option<Pair<'a>> {
+        let line = self.line;
+        let key_start = expect(line, self.at, b'"')?;
         let key_end = key_start + memchr::memchr2(b'"', b'\\', &line[key_start..])?;
         if line[key_end] != b'"' {
             return None;
         }
         let value_start = expect(line, key_end + 1, b':')?;
-        let value_end = value_end(line, value_start)?;
-        pairs.push((&line[key_start..key_end], &line[value_start..value_end]));
+        let (value_end, serde_string) = match line.get(value_start) {
+            Some(b'"') => string_walk(line, value_start + 1)?,
+            _ => (value_end(line, value_start)?, false),
+        };
         match line.get(value_end) {
-            Some(b',') => at = value_end + 1,
-            Some(b'}') if value_end + 1 == line.len() => return Some(pairs),
+            Some(b',') => self.at = value_end + 1,
+            Some(b'}') if value_end + 1 == line.len() => self.ended = Some(true),
             _ => return None,
         }
+        Some(Pair {
+            key: &line[key_start..key_end],
+            value: &line[value_start..value_end],
+            serde_string,
+        })
+    }
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = Pair<'a>;
+
+    fn next(&mut self) -> Option<Pair<'a>> {
+        if self.ended.is_some() {
+            return None;
+        }
+        let pair = self.pair();
+        if pair.is_none() {
+            self.ended = Some(false);
+        }
+        pair
     }
 }
 
 /// Whether `line` (a well-formed trace line, without its `\n`) is exactly what writing its event
 /// gives.
 pub(crate) fn is_as_written(line: &[u8]) -> bool {
-    let Some(pairs) = top_level(line) else {
-        return false;
-    };
+    let mut pairs = Pairs::new(line);
     // Every line starts with these three, in this order.
-    let [
-        (b"run_id", run_id),
-        (b"step", step),
-        (b"event_type", event_type),
-        rest @ ..,
-    ] = pairs.as_slice()
+    let (Some(run_id), Some(step), Some(event_type)) = (pairs.next(), pairs.next(), pairs.next())
     else {
         return false;
     };
-    if !text_as_written(run_id) || !value_as_written("step", Shape::Integer, step) {
+    if (run_id.key, step.key, event_type.key) != (b"run_id", b"step", b"event_type")
+        || !run_id.serde_string
+        || !value_as_written("step", Shape::Integer, &step)
+    {
         return false;
     }
+    let [b'"', event_type @ .., b'"'] = event_type.value else {
+        return false;
+    };
     let Some(kind) = table()
         .iter()
-        .find(|kind| event_type == &format_name(kind.event_type))
+        .find(|kind| kind.event_type.as_bytes() == event_type)
     else {
         return false;
     };
     // The fields after the first three, each after the one before in the writer's order.
     let mut fields = kind.fields.iter().skip(3);
-    rest.iter().all(|(key, value)| {
+    pairs.by_ref().all(|pair| {
         fields
-            .find(|(name, _)| name.as_bytes() == *key)
-            .is_some_and(|(name, shape)| value_as_written(name, *shape, value))
+            .find(|(name, _)| name.as_bytes() == pair.key)
+            .is_some_and(|(name, shape)| value_as_written(name, *shape, &pair))
+    }) && pairs.ended_well()
+}
+
+fn value_as_written(name: &'static str, shape: Shape, pair: &Pair<'_>) -> bool {
+    let value = pair.value;
+    match shape {
+        Shape::Text => pair.serde_string,
+        Shape::Bool => value == b"true" || value == b"false",
+        Shape::Integer if small_integer(value) => true,
+        Shape::Nested if name == MAP_FIELD => is_canonical_map(value),
+        Shape::Integer | Shape::Name | Shape::Nested => seen_written_alone(name, value),
+        Shape::Float => float_as_written(value),
+    }
+}
+
+/// Whether `value` is a JSON object exactly as serde_json writes the `serde_json::Map` it reads
+/// from it (so writing it again gives the same bytes).
+pub(crate) fn is_canonical_map(value: &[u8]) -> bool {
+    value.first() == Some(&b'{')
+        && map_written_sorted()
+        && canonical_value(value, 0) == Some(value.len())
+}
+
+/// The field whose value is a `serde_json::Map` of any JSON: as written when it is JSON in the
+/// canonical form that [`canonical_value`] checks (a test holds the two together).
+const MAP_FIELD: &str = "arguments";
+
+/// Whether serde_json writes a map's keys sorted (its `BTreeMap`), read from the writer once:
+/// with the `preserve_order` feature it keeps the order read, which [`canonical_value`] cannot
+/// check (it would have to know a key repeated).
+fn map_written_sorted() -> bool {
+    static SORTED: OnceLock<bool> = OnceLock::new();
+    *SORTED.get_or_init(|| {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(r#"{"b":1,"a":2}"#)
+            .ok()
+            .and_then(|map| serde_json::to_string(&map).ok())
+            .is_some_and(|written| written == r#"{"a":2,"b":1}"#)
     })
 }
 
-/// A name as a JSON string, quotes included; names have nothing to escape.
-fn format_name(name: &str) -> Vec<u8> {
-    let mut quoted = Vec::with_capacity(name.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(name.as_bytes());
-    quoted.push(b'"');
-    quoted
+/// Nesting beyond which [`canonical_value`] leaves the verdict to serde (whose own limit then
+/// decides how such arguments read).
+const CANONICAL_DEPTH: usize = 64;
+
+/// Where the JSON value at the start of `bytes` ends, if it is exactly as serde_json writes
+/// a `serde_json::Value` it read: no whitespace, object keys without escapes in strictly rising
+/// order, strings escaped as serde_json escapes, integers without a sign or zeros it would drop
+/// and within its integer types, floats as it prints them.
+fn canonical_value(bytes: &[u8], depth: usize) -> Option<usize> {
+    if depth > CANONICAL_DEPTH {
+        return None;
+    }
+    match *bytes.first()? {
+        b'"' => match string_walk(bytes, 1)? {
+            (end, true) => Some(end),
+            _ => None,
+        },
+        b'{' if bytes.get(1) == Some(&b'}') => Some(2),
+        b'{' => {
+            let mut at = 1;
+            let mut last: Option<&[u8]> = None;
+            loop {
+                let key_start = expect(bytes, at, b'"')?;
+                let key_end = key_start + memchr::memchr2(b'"', b'\\', &bytes[key_start..])?;
+                let key = &bytes[key_start..key_end];
+                if bytes[key_end] != b'"' || last.is_some_and(|last| last >= key) {
+                    return None;
+                }
+                last = Some(key);
+                let value_start = expect(bytes, key_end + 1, b':')?;
+                let value_end = value_start + canonical_value(&bytes[value_start..], depth + 1)?;
+                match bytes.get(value_end)? {
+                    b',' => at = value_end + 1,
+                    b'}' => return Some(value_end + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'[' if bytes.get(1) == Some(&b']') => Some(2),
+        b'[' => {
+            let mut at = 1;
+            loop {
+                at += canonical_value(&bytes[at..], depth + 1)?;
+                match bytes.get(at)? {
+                    b',' => at += 1,
+                    b']' => return Some(at + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b't' if bytes.starts_with(b"true") => Some(4),
+        b'f' if bytes.starts_with(b"false") => Some(5),
+        b'n' if bytes.starts_with(b"null") => Some(4),
+        _ => {
+            let len = bytes
+                .iter()
+                .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .unwrap_or(bytes.len());
+            let number = &bytes[..len];
+            let canonical = if number.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+                float_as_written(number)
+            } else {
+                integer_as_written(number)
+            };
+            canonical.then_some(len)
+        }
+    }
 }
 
-fn value_as_written(name: &str, shape: Shape, value: &[u8]) -> bool {
-    match shape {
-        Shape::Text => text_as_written(value),
-        Shape::Bool => value == b"true" || value == b"false",
-        Shape::Integer if small_integer(value) => true,
-        Shape::Integer | Shape::Name | Shape::Nested => written_alone(name, value),
-        Shape::Float => float_as_written(value),
+/// An integer serde_json reads as one (within `u64`, or `i64` when negative) and writes back
+/// the same: no leading zeros, no `-0`.
+fn integer_as_written(number: &[u8]) -> bool {
+    let digits = number.strip_prefix(b"-").unwrap_or(number);
+    let plain = match digits {
+        [b'0'] => number.len() == 1,
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    plain
+        && std::str::from_utf8(number).is_ok_and(|text| {
+            if number[0] == b'-' {
+                text.parse::<i64>().is_ok()
+            } else {
+                text.parse::<u64>().is_ok()
+            }
+        })
+}
+
+/// A field's name and a value of it found to be written back the same.
+type SeenValue = (&'static str, Box<[u8]>);
+
+/// Values already found to be written back the same, by field: names and key lists repeat from
+/// line to line, so serde is asked once for each. A few short values only, so memory stays flat.
+fn seen_written_alone(name: &'static str, value: &[u8]) -> bool {
+    const KEPT: usize = 64;
+    const KEPT_LEN: usize = 128;
+    thread_local! {
+        static SEEN: std::cell::RefCell<Vec<SeenValue>> =
+            const { std::cell::RefCell::new(Vec::new()) };
     }
+    let short = value.len() <= KEPT_LEN;
+    if short
+        && SEEN.with_borrow(|seen| {
+            seen.iter()
+                .any(|(field, kept)| **kept == *value && *field == name)
+        })
+    {
+        return true;
+    }
+    let written = written_alone(name, value);
+    if written && short {
+        SEEN.with_borrow_mut(|seen| {
+            if seen.len() < KEPT {
+                seen.push((name, value.into()));
+            }
+        });
+    }
+    written
 }
 
 /// A non-negative integer without leading zeros below 65,536: every integer field (`u16` and
@@ -194,39 +403,39 @@ fn written_alone(name: &str, value: &[u8]) -> bool {
         .is_some_and(|written| written == line)
 }
 
-/// Whether a JSON string (quotes included) is escaped exactly as serde_json escapes: `\"`,
-/// `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u00xx` (lowercase) for the other control
-/// characters; nothing else escaped.
+/// Whether a JSON string (quotes included) is escaped exactly as serde_json escapes.
+#[cfg(test)]
 fn text_as_written(value: &[u8]) -> bool {
-    let [b'"', inner @ .., b'"'] = value else {
+    value.first() == Some(&b'"') && string_walk(value, 1) == Some((value.len(), true))
+}
+
+/// From inside a string (just after its opening quote): the position after its closing quote,
+/// and whether every escape on the way is one serde_json writes: `\"`, `\\`, `\b`, `\f`, `\n`,
+/// `\r`, `\t`, and `\u00xx` (lowercase) for the other control characters.
+fn string_walk(line: &[u8], mut at: usize) -> Option<(usize, bool)> {
+    let mut serde = true;
+    loop {
+        let i = at + memchr::memchr2(b'"', b'\\', line.get(at..)?)?;
+        if line[i] == b'"' {
+            return Some((i + 1, serde));
+        }
+        match *line.get(i + 1)? {
+            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+            b'u' => serde &= serde_unicode_escape(line.get(i + 2..i + 6)),
+            _ => serde = false,
+        }
+        at = i + 2;
+    }
+}
+
+/// Whether the four hex digits of a `\u` escape are one serde_json writes: a control character
+/// without a short escape, in lower case.
+fn serde_unicode_escape(hex: Option<&[u8]>) -> bool {
+    let Some([b'0', b'0', high, low]) = hex else {
         return false;
     };
-    let mut at = 0;
-    while let Some(found) = memchr::memchr2(b'\\', b'"', &inner[at..]) {
-        let i = at + found;
-        if inner[i] == b'"' {
-            // Only the closing quote may be unescaped.
-            return false;
-        }
-        match inner.get(i + 1) {
-            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => at = i + 2,
-            Some(b'u') => {
-                let Some([b'0', b'0', high, low]) = inner.get(i + 2..i + 6) else {
-                    return false;
-                };
-                let short = matches!((high, low), (b'0', b'8' | b'9' | b'a' | b'c' | b'd'));
-                if !matches!(high, b'0' | b'1') || !low.is_ascii_hexdigit() || short {
-                    return false;
-                }
-                if low.is_ascii_uppercase() {
-                    return false;
-                }
-                at = i + 6;
-            }
-            _ => return false,
-        }
-    }
-    true
+    let short = matches!((high, low), (b'0', b'8' | b'9' | b'a' | b'c' | b'd'));
+    matches!(high, b'0' | b'1') && (low.is_ascii_digit() || matches!(low, b'a'..=b'f')) && !short
 }
 
 fn expect(line: &[u8], at: usize, byte: u8) -> Option<usize> {
@@ -321,6 +530,40 @@ mod tests {
     }
 
     #[test]
+    fn arguments_are_as_written_exactly_when_serde_writes_them_back_the_same() {
+        assert!(map_written_sorted());
+        for value in [
+            r#"{}"#,
+            r#"{"a":1,"b":"x"}"#,
+            r#"{"b":1,"a":2}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":[],"b":[1,-2,3.5,true,false,null,{"c":{}}]}"#,
+            r#"{"a":1.0,"b":1e5,"c":0.1,"d":-0.0,"e":1E2}"#,
+            r#"{"a":-0,"b":007,"c":18446744073709551615,"d":18446744073709551616}"#,
+            r#"{"a":-9223372036854775808,"b":-9223372036854775809}"#,
+            r#"{"a":"\/","b":"é","c":"","d":"
+"\"}"#,
+            r#"{"ab":1}"#,
+            r#"{"é":1,"z":2}"#,
+            r#"{"z":1,"é":2}"#,
+            r#"{"a": 1}"#,
+            r#"{"a":[1 ,2]}"#,
+            r#"{"n":1e999}"#,
+        ] {
+            let pair = Pair {
+                key: b"arguments",
+                value: value.as_bytes(),
+                serde_string: false,
+            };
+            assert_eq!(
+                value_as_written(MAP_FIELD, Shape::Nested, &pair),
+                written_alone(MAP_FIELD, value.as_bytes()),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
     fn numbers_are_as_written_as_serde_json_prints_them() {
         for (value, shape, expected) in [
             ("0", Shape::Integer, true),
@@ -339,11 +582,12 @@ mod tests {
             } else {
                 "max_steps"
             };
-            assert_eq!(
-                value_as_written(name, shape, value.as_bytes()),
-                expected,
-                "{value}"
-            );
+            let pair = Pair {
+                key: name.as_bytes(),
+                value: value.as_bytes(),
+                serde_string: false,
+            };
+            assert_eq!(value_as_written(name, shape, &pair), expected, "{value}");
         }
     }
 }

@@ -18,6 +18,7 @@ pub struct JsonLine {
     ends: bool,
     /// Its `event_type`, when this version does not know it.
     unknown: Option<String>,
+    /// The line and its `\n`, ready to be written as it is.
     bytes: Box<[u8]>,
 }
 
@@ -31,13 +32,18 @@ enum RunId {
 impl JsonLine {
     /// The line to write, without its `\n`.
     pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.bytes.len() - 1]
+    }
+
+    /// The line to write with its `\n`: runs are written a line per slice, without a copy.
+    pub fn bytes_with_newline(&self) -> &[u8] {
         &self.bytes
     }
 
     /// The line itself, when it is exactly what writing its event gives and well-formed by the
     /// rules every reader follows.
     fn as_written(bytes: &[u8]) -> Option<JsonLine> {
-        std::str::from_utf8(bytes).ok()?;
+        // A line the view reads is UTF-8 (the scanner checks every byte), so no second pass.
         let view = parse_event(bytes).ok()?;
         let (starts, ends) = match view.kind {
             EventRefKind::Unknown { .. } => return None,
@@ -65,7 +71,7 @@ impl JsonLine {
             starts,
             ends,
             unknown: None,
-            bytes: bytes.into(),
+            bytes: with_newline(bytes),
         })
     }
 }
@@ -78,8 +84,9 @@ impl LineItem for JsonLine {
         let Some(event) = parse_line(bytes)? else {
             return Ok(None);
         };
-        let written = serde_json::to_vec(&event)
+        let mut written = serde_json::to_vec(&event)
             .map_err(|err| format!("failed to write the event again: {err}"))?;
+        written.push(b'\n');
         Ok(Some(JsonLine {
             starts: event.starts_run(),
             ends: event.ends_run(),
@@ -108,6 +115,14 @@ impl LineItem for JsonLine {
     fn unknown_event_type(&self) -> Option<&str> {
         self.unknown.as_deref()
     }
+}
+
+/// `line` and a `\n`, in one allocation of the exact size.
+fn with_newline(line: &[u8]) -> Box<[u8]> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line);
+    bytes.push(b'\n');
+    bytes.into_boxed_slice()
 }
 
 #[cfg(test)]

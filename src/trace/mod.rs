@@ -14,12 +14,14 @@ mod fields;
 mod json_line;
 mod json_string;
 mod line_error;
+mod mapped_file;
 mod reader;
 mod recorder;
 mod runs;
 mod scan;
 mod short_decimal;
 mod show;
+mod shown_event;
 mod tap;
 mod text_line;
 mod values;
@@ -49,7 +51,8 @@ pub use runs::{
     read_run_at, read_run_within, read_trace,
 };
 pub use scan::{Fields, TokenCounts, scan_line};
-pub use show::{ordinal, render_run, render_runs};
+pub use show::{ordinal, render_lines, render_run, render_runs};
+pub use shown_event::ShownEvent;
 pub use tap::RunTap;
 pub use text_line::TextLine;
 pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};

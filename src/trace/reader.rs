@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
 use thiserror::Error;
 
 use super::event::{Event, EventKind};
+use super::mapped_file::MappedFile;
 use super::wire::Wire;
 
 /// Lines longer than this are errors, so a corrupt file cannot exhaust memory.
@@ -111,7 +113,7 @@ const KEPT_SKIPS: usize = 100;
 
 /// Reads events one line at a time.
 pub struct TraceReader<R> {
-    input: BufReader<R>,
+    input: Input<R>,
     path: String,
     options: ReadOptions,
     stats: ReadStats,
@@ -134,11 +136,57 @@ struct RawLine {
     span: (u64, u64),
 }
 
+/// Where lines are read from: a buffer filled by reads, or a regular file's mapped windows.
+enum Input<R> {
+    Buffered(BufReader<R>),
+    Mapped(MappedFile),
+}
+
+impl<R: Read> Input<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            Input::Buffered(input) => input.fill_buf(),
+            Input::Mapped(input) => input.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        match self {
+            Input::Buffered(input) => input.consume(amount),
+            Input::Mapped(input) => input.consume(amount),
+        }
+    }
+
+    /// What is buffered (or mapped) and not yet consumed, without reading more.
+    fn buffer(&self) -> &[u8] {
+        match self {
+            Input::Buffered(input) => input.buffer(),
+            Input::Mapped(input) => input.buffer(),
+        }
+    }
+}
+
+impl TraceReader<File> {
+    /// A reader of a file that reads a regular file through read-only maps of a window at a
+    /// time (no copy of its bytes), and any other file as [`TraceReader::new`] does.
+    pub fn mapped(file: File, path: impl fmt::Display, options: ReadOptions) -> Self {
+        match MappedFile::new(file) {
+            Ok(mapped) => TraceReader::with_input(Input::Mapped(mapped), path, options),
+            Err(file) => TraceReader::new(file, path, options),
+        }
+    }
+}
+
 impl<R: Read> TraceReader<R> {
     /// A reader of `input`; `path` names it in messages (`-` for standard input).
     pub fn new(input: R, path: impl fmt::Display, options: ReadOptions) -> Self {
+        let input = Input::Buffered(BufReader::with_capacity(256 * 1024, input));
+        TraceReader::with_input(input, path, options)
+    }
+
+    fn with_input(input: Input<R>, path: impl fmt::Display, options: ReadOptions) -> Self {
         TraceReader {
-            input: BufReader::with_capacity(256 * 1024, input),
+            input,
             path: path.to_string(),
             options,
             stats: ReadStats::default(),
@@ -268,6 +316,18 @@ impl<R: Read> TraceReader<R> {
     /// by the same rules for blank, malformed, cut-off and too long lines whatever `T` is.
     pub fn next_item<T: LineItem>(&mut self) -> Option<Result<(u64, T), TraceError>> {
         while !self.failed {
+            // Most lines lie whole in the input's buffer: read there, not copied. A line that
+            // does not read well is read again below, copied, to say what is wrong with it.
+            if let Some((Ok(item), len)) = self.read_buffered::<T>() {
+                self.input.consume(len + 1);
+                self.line_span = (self.position, len as u64);
+                self.position += len as u64 + 1;
+                self.stats.lines += 1;
+                match item {
+                    Some(item) => return Some(Ok(self.counted(item))),
+                    None => continue,
+                }
+            }
             let raw = match self.read_line() {
                 Ok(Some(raw)) => raw,
                 Ok(None) => return None,
@@ -294,17 +354,7 @@ impl<R: Read> TraceReader<R> {
             let parsed = T::from_line(&self.line);
             match parsed {
                 Ok(None) => continue,
-                Ok(Some(item)) => {
-                    if let Some(event_type) = item.unknown_event_type() {
-                        *self
-                            .stats
-                            .unknown_event_types
-                            .entry(event_type.to_owned())
-                            .or_default() += 1;
-                    }
-                    self.stats.events += 1;
-                    return Some(Ok((line_no, item)));
-                }
+                Ok(Some(item)) => return Some(Ok(self.counted(item))),
                 Err(_) if !raw.terminated => {
                     // A crash mid-write leaves a cut-off last line: a warning, not an error.
                     self.stats.truncated_tail = Some(line_no);
@@ -336,6 +386,35 @@ impl<R: Read> TraceReader<R> {
             }
         }
         None
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Reads the next line as a `T` where it lies, when it is whole in the input's buffer (and
+    /// no line was read ahead); with its length, to be consumed if it read well.
+    fn read_buffered<T: LineItem>(&self) -> Option<(Result<Option<T>, String>, usize)> {
+        if self.held.is_some() {
+            return None;
+        }
+        let buffered = self.input.buffer();
+        let len = memchr::memchr(b'\n', buffered)?;
+        if len > self.options.max_line_bytes {
+            return None;
+        }
+        Some((T::from_line(&buffered[..len]), len))
+    }
+
+    /// Counts an event read from the line last read, and returns it with its line number.
+    fn counted<T: LineItem>(&mut self, item: T) -> (u64, T) {
+        if let Some(event_type) = item.unknown_event_type() {
+            *self
+                .stats
+                .unknown_event_types
+                .entry(event_type.to_owned())
+                .or_default() += 1;
+        }
+        self.stats.events += 1;
+        (self.stats.lines, item)
     }
 }
 

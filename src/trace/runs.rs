@@ -103,6 +103,19 @@ struct OpenRun<T> {
     aside: Option<PackedSpans>,
 }
 
+impl<T> OpenRun<T> {
+    /// Keeps one more line: parsed, or only its place once the run is put aside.
+    fn keep(&mut self, span: LineSpan, event: T, len: u64, held_bytes: &mut u64) {
+        if let Some(aside) = &mut self.aside {
+            aside.push(span);
+        } else {
+            self.events.push((span, event));
+            self.held_bytes += len;
+            *held_bytes += len;
+        }
+    }
+}
+
 /// Line positions packed as variable-length differences from the line before (about 6 bytes a
 /// line instead of 24), for runs put aside: those that never end are kept until the input ends.
 #[derive(Default)]
@@ -194,6 +207,22 @@ impl RunStream<File> {
 impl<T: LineItem> RunStream<File, T> {
     /// Streams the runs of a trace file, opened read-only, keeping each line as a `T`.
     pub fn open_items(path: &Path, options: ReadOptions) -> Result<Self, TraceError> {
+        RunStream::open_with(path, |file| TraceReader::new(file, path.display(), options))
+    }
+
+    /// As [`RunStream::open_items`], reading a regular file through read-only maps of a window
+    /// at a time instead of copying it (`show`: the kernel's copy was a large part of its time).
+    /// A file that shrinks while it is read stops the process, as for `report`.
+    pub fn open_mapped(path: &Path, options: ReadOptions) -> Result<Self, TraceError> {
+        RunStream::open_with(path, |file| {
+            TraceReader::mapped(file, path.display(), options)
+        })
+    }
+
+    fn open_with(
+        path: &Path,
+        reader: impl FnOnce(File) -> TraceReader<File>,
+    ) -> Result<Self, TraceError> {
         let io = |source| TraceError::Io {
             path: path.display().to_string(),
             source,
@@ -205,7 +234,7 @@ impl<T: LineItem> RunStream<File, T> {
         } else {
             None
         };
-        let mut stream = RunStream::items(TraceReader::new(file, path.display(), options));
+        let mut stream = RunStream::items(reader(file));
         stream.source = source;
         Ok(stream)
     }
@@ -281,6 +310,16 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             offset,
             len: u32::try_from(len).unwrap_or(u32::MAX),
         };
+        // Most lines continue a run already open: one look-up of the id.
+        if !starts && let Some(run) = self.open.get_mut(event.run_id()) {
+            let closing = ends.then(|| event.run_id().to_owned());
+            run.keep(span, event, len, &mut self.held_bytes);
+            if let Some(id) = closing {
+                self.close(&id)?;
+            }
+            self.keep_within_budget();
+            return Ok(());
+        }
         // A reused run id starts a new run once the old one has ended (closed already, so it is
         // not open any more), and run_started always starts one (events of the id before it were
         // an incomplete run), the rule of `docs/report.md` that `looptrace report` uses.
@@ -315,13 +354,7 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
         let Some(run) = self.open.get_mut(event.run_id()) else {
             return Ok(());
         };
-        if let Some(aside) = &mut run.aside {
-            aside.push(span);
-        } else {
-            run.events.push((span, event));
-            run.held_bytes += len;
-            self.held_bytes += len;
-        }
+        run.keep(span, event, len, &mut self.held_bytes);
         if let Some(id) = closing {
             self.close(&id)?;
         }

@@ -2,6 +2,7 @@
 //! each run closed by its outcome. Pure functions of the parsed runs; `show` prints each run as
 //! soon as it ends. Every text from the trace is escaped ([`crate::text::escape`]).
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::event::{Event, EventKind};
@@ -25,6 +26,26 @@ pub fn render_runs(runs: &[&RecordedRun], color: bool) -> String {
 
 /// Renders one run; `occurrence` above 1 labels a reused run id as `ID (2nd)`.
 pub fn render_run(run: &RecordedRun, occurrence: u32, color: bool) -> String {
+    let lines = run
+        .events
+        .iter()
+        .map(|(line, event)| (*line, event_line(event, color)));
+    let ending = run.finished().and_then(|e| {
+        let steps = e.steps_used().map_or(e.step, u64::from);
+        Some((e.ending()?, steps))
+    });
+    render_lines(&run.run_id, occurrence, lines, ending, color)
+}
+
+/// Renders one run from its events' lines of text (each after its line number), and its first
+/// ending event's exit reason and steps (`steps_used`, else its step).
+pub fn render_lines(
+    run_id: &str,
+    occurrence: u32,
+    lines: impl ExactSizeIterator<Item = (u64, impl AsRef<str>)>,
+    ending: Option<(ExitReason, u64)>,
+    color: bool,
+) -> String {
     let mut out = String::new();
     let label = match occurrence {
         0 | 1 => String::new(),
@@ -33,30 +54,41 @@ pub fn render_run(run: &RecordedRun, occurrence: u32, color: bool) -> String {
     let _ = writeln!(
         out,
         "run {}{label} ({})",
-        safe(&run.run_id),
-        crate::plural(run.events.len() as u64, "event", "events")
+        safe(run_id),
+        crate::plural(lines.len() as u64, "event", "events")
     );
-    for (line, event) in &run.events {
-        let _ = writeln!(
-            out,
-            "  {:>4}  step {:<3} {:<15} {}",
-            format!("L{line}"),
-            event.step,
-            safe(event.event_type()),
-            describe(event, color)
-        );
+    for (line, text) in lines {
+        let _ = writeln!(out, "  {:>4}  {}", format!("L{line}"), text.as_ref());
     }
-    let outcome = run.outcome();
-    let steps = run
-        .finished()
-        .and_then(|e| e.steps_used().map(u64::from).or(Some(e.step)))
-        .map(|s| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
+    let outcome = ending.map_or(RunOutcome::Incomplete, |(reason, _)| {
+        RunOutcome::Ended(reason)
+    });
+    let steps = ending
+        .map(|(_, s)| format!(" after {s} step{}", if s == 1 { "" } else { "s" }))
         .unwrap_or_default();
     let _ = writeln!(
         out,
         "  outcome: {}{steps}",
         paint(outcome.as_str(), outcome_color(outcome), color)
     );
+    out
+}
+
+/// One event's line of text after its line number: its step, type and [`describe`]d fields.
+pub(crate) fn event_line(event: &Event, color: bool) -> String {
+    described_line(event.step, event.event_type(), &Described::of(event), color)
+}
+
+/// An event's line of text from what [`describe`] shows of it.
+pub(crate) fn described_line(
+    step: u64,
+    event_type: &str,
+    described: &Described<'_>,
+    color: bool,
+) -> String {
+    let mut out = String::with_capacity(256);
+    let _ = write!(out, "step {:<3} {:<15} ", step, escape(event_type));
+    describe(described, color, &mut out);
     out
 }
 
@@ -92,151 +124,301 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-/// The fields that matter for one event, content preferred over its summary when captured.
-fn describe(event: &Event, color: bool) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let text_or_summary = |text: &Option<String>, summary: &Option<String>| -> Option<String> {
-        text.as_deref()
-            .map(|t| safe(&format!("{:?}", shorten(t))))
-            .or_else(|| summary.as_deref().map(safe))
+/// What `show` prints of one event, whether read from the parsed event or from its line
+/// ([`super::shown_event`]): the texts it shortens already cut to [`INLINE_LIMIT`] characters
+/// (with `…` when longer).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Described<'a> {
+    /// Which of the kinds below.
+    pub kind: DescribedKind,
+    /// `capture` of `run_started`.
+    pub capture: Option<&'static str>,
+    /// `max_steps` of `run_started`.
+    pub max_steps: Option<u32>,
+    /// `replay_of` of `run_started`: its source and run id.
+    pub replay_of: Option<(Cow<'a, str>, Cow<'a, str>)>,
+    /// `action_type` of `model_action`.
+    pub action_type: Option<Cow<'a, str>>,
+    /// `tool_name`.
+    pub tool_name: Option<Cow<'a, str>>,
+    /// A tool call's arguments as shown: compact JSON or `(keys)`, not yet shortened.
+    pub arguments: Cow<'a, str>,
+    /// The shortened text (`task`, `answer`, `content`, `error` of an ending).
+    pub text: Option<Cow<'a, str>>,
+    /// Its summary (`input_summary`, `output`), shown when there is no text.
+    pub summary: Option<Cow<'a, str>>,
+    /// Whether an observation failed, by the rule of `Observation::is_error_by_rule`.
+    pub is_error: bool,
+    /// `error_kind`.
+    pub error_kind: Option<Cow<'a, str>>,
+    /// `exit_status` of an observation.
+    pub exit_status: Option<i32>,
+    /// `lossy` of an observation.
+    pub lossy: Option<bool>,
+    /// `accepted` of a finish gate.
+    pub accepted: Option<bool>,
+    /// How an ending event ended the run.
+    pub ending: Option<ExitReason>,
+    /// `steps_used` of an ending.
+    pub steps_used: Option<u32>,
+    /// `http_status` of a retry.
+    pub http_status: Option<u16>,
+    /// `wait_ms` of a retry.
+    pub wait_ms: Option<u64>,
+    /// `scorer` of a scorer call.
+    pub scorer: Option<Cow<'a, str>>,
+    /// `duration_ms`.
+    pub duration_ms: Option<f64>,
+}
+
+/// The event kinds as `show` tells them apart.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DescribedKind {
+    RunStarted,
+    ModelAction,
+    Observation,
+    ModelFeedback,
+    FinishGate,
+    /// `run_finished` or `internal_error`.
+    Ending,
+    ModelRetry,
+    ScorerCall,
+    #[default]
+    Unknown,
+}
+
+impl<'a> Described<'a> {
+    /// What `show` prints of a parsed event.
+    pub(crate) fn of(event: &'a Event) -> Self {
+        let text = |text: &'a Option<String>| text.as_deref().map(|t| Cow::Owned(shorten(t)));
+        let summary = |summary: &'a Option<String>| summary.as_deref().map(Cow::Borrowed);
+        let name = |name: &'a Option<String>| name.as_deref().map(Cow::Borrowed);
+        let mut described = Described {
+            duration_ms: event.duration_ms(),
+            ..Described::default()
+        };
+        match &event.kind {
+            EventKind::RunStarted(e) => {
+                described.kind = DescribedKind::RunStarted;
+                described.capture = e.capture.map(|c| c.as_str());
+                described.max_steps = e.max_steps;
+                described.replay_of = (e.replay_of.as_ref()).map(|r| {
+                    (
+                        Cow::Borrowed(r.source.as_str()),
+                        Cow::Borrowed(r.run_id.as_str()),
+                    )
+                });
+                described.text = text(&e.task);
+                described.summary = summary(&e.input_summary);
+            }
+            EventKind::ModelAction(e) => {
+                described.kind = DescribedKind::ModelAction;
+                described.action_type = name(&e.action_type);
+                described.tool_name = name(&e.tool_name);
+                described.arguments = Cow::Owned(match (&e.arguments, &e.argument_keys) {
+                    (Some(arguments), _) => inline_json(arguments),
+                    (None, Some(keys)) => format!("({})", keys.join(", ")),
+                    (None, None) => String::new(),
+                });
+                described.text = text(&e.answer);
+                described.summary = summary(&e.output);
+            }
+            EventKind::Observation(e) => {
+                described.kind = DescribedKind::Observation;
+                described.tool_name = name(&e.tool_name);
+                described.is_error = e.is_error_by_rule();
+                described.error_kind = name(&e.error_kind);
+                described.exit_status = e.exit_status;
+                described.lossy = e.lossy;
+                described.text = text(&e.content);
+                described.summary = summary(&e.output);
+            }
+            EventKind::ModelFeedback(e) => {
+                described.kind = DescribedKind::ModelFeedback;
+                described.error_kind = name(&e.error_kind);
+                described.text = text(&e.content);
+                described.summary = summary(&e.output);
+            }
+            EventKind::FinishGate(e) => {
+                described.kind = DescribedKind::FinishGate;
+                described.accepted = e.accepted;
+                described.text = text(&e.content);
+                described.summary = summary(&e.output);
+            }
+            EventKind::RunFinished(e) => {
+                described.kind = DescribedKind::Ending;
+                described.ending = Some(e.exit_reason);
+                described.steps_used = e.steps_used;
+                described.error_kind = name(&e.error_kind);
+                described.text = text(&e.error);
+            }
+            EventKind::InternalError(e) => {
+                described.kind = DescribedKind::Ending;
+                described.ending = Some(ExitReason::InternalError);
+                described.steps_used = e.steps_used;
+                described.error_kind = name(&e.error_kind);
+                described.text = text(&e.error);
+            }
+            EventKind::ModelRetry(e) => {
+                described.kind = DescribedKind::ModelRetry;
+                described.error_kind = name(&e.error_kind);
+                described.http_status = e.http_status;
+                described.wait_ms = e.wait_ms;
+            }
+            EventKind::ScorerCall(e) => {
+                described.kind = DescribedKind::ScorerCall;
+                described.scorer = name(&e.scorer);
+            }
+            EventKind::Unknown { .. } => {}
+        }
+        described
+    }
+}
+
+/// Writes the fields that matter for one event, content preferred over its summary when
+/// captured, separated by spaces.
+fn describe(d: &Described<'_>, color: bool, out: &mut String) {
+    let mut parts = Parts { out, first: true };
+    let text_or_summary = |label: &str, parts: &mut Parts<'_>| {
+        if let Some(text) = &d.text {
+            let _ = write!(parts.next(), "{label}={}", escape(&format!("{text:?}")));
+        } else if let Some(summary) = &d.summary {
+            let _ = write!(parts.next(), "{label}={}", escape(summary));
+        }
     };
-    match &event.kind {
-        EventKind::RunStarted(e) => {
-            if let Some(capture) = e.capture {
-                parts.push(format!("capture={}", capture.as_str()));
+    match d.kind {
+        DescribedKind::RunStarted => {
+            if let Some(capture) = d.capture {
+                let _ = write!(parts.next(), "capture={capture}");
             }
-            if let Some(max) = e.max_steps {
-                parts.push(format!("max_steps={max}"));
+            if let Some(max) = d.max_steps {
+                let _ = write!(parts.next(), "max_steps={max}");
             }
-            if let Some(replay) = &e.replay_of {
-                parts.push(format!(
+            if let Some((source, run_id)) = &d.replay_of {
+                let _ = write!(
+                    parts.next(),
                     "replay_of={}#{}",
-                    safe(&replay.source),
-                    safe(&replay.run_id)
-                ));
+                    escape(source),
+                    escape(run_id)
+                );
             }
-            if let Some(task) = text_or_summary(&e.task, &e.input_summary) {
-                parts.push(format!("task={task}"));
-            }
+            text_or_summary("task", &mut parts);
         }
-        EventKind::ModelAction(e) => {
-            let action = e.action_type.as_deref().unwrap_or("?");
-            match action {
-                "tool_call" => {
-                    let tool = e.tool_name.as_deref().unwrap_or("?");
-                    let args = match (&e.arguments, &e.argument_keys) {
-                        (Some(arguments), _) => inline_json(arguments),
-                        (None, Some(keys)) => format!("({})", keys.join(", ")),
-                        (None, None) => String::new(),
-                    };
-                    parts.push(format!("tool_call {}{}", safe(tool), safe(&shorten(&args))));
-                }
-                other => {
-                    parts.push(safe(other));
-                    if let Some(answer) = text_or_summary(&e.answer, &e.output) {
-                        parts.push(format!("answer={answer}"));
-                    }
-                }
+        DescribedKind::ModelAction => match d.action_type.as_deref().unwrap_or("?") {
+            "tool_call" => {
+                let tool = d.tool_name.as_deref().unwrap_or("?");
+                let _ = write!(
+                    parts.next(),
+                    "tool_call {}{}",
+                    escape(tool),
+                    escape(&shorten(&d.arguments))
+                );
             }
-        }
-        EventKind::Observation(e) => {
-            if let Some(tool) = &e.tool_name {
-                parts.push(safe(tool));
+            other => {
+                parts.next().push_str(&escape(other));
+                text_or_summary("answer", &mut parts);
             }
-            let status = if e.is_error_by_rule() {
-                paint(
-                    &format!(
-                        "error {}",
-                        safe(e.error_kind.as_deref().unwrap_or("unclassified"))
-                    ),
-                    RED,
-                    color,
-                )
+        },
+        DescribedKind::Observation => {
+            if let Some(tool) = &d.tool_name {
+                parts.next().push_str(&escape(tool));
+            }
+            if d.is_error {
+                let kind = d.error_kind.as_deref().unwrap_or("unclassified");
+                let status = format!("error {}", escape(kind));
+                parts.next().push_str(&paint(&status, RED, color));
             } else {
-                "ok".to_owned()
-            };
-            parts.push(status);
-            if let Some(code) = e.exit_status {
-                parts.push(format!("exit_status={code}"));
+                parts.next().push_str("ok");
             }
-            if e.lossy == Some(true) {
-                parts.push("lossy".to_owned());
+            if let Some(code) = d.exit_status {
+                let _ = write!(parts.next(), "exit_status={code}");
             }
-            if let Some(output) = text_or_summary(&e.content, &e.output) {
-                parts.push(format!("output={output}"));
+            if d.lossy == Some(true) {
+                parts.next().push_str("lossy");
+            }
+            text_or_summary("output", &mut parts);
+        }
+        DescribedKind::ModelFeedback => {
+            let kind = escape(d.error_kind.as_deref().unwrap_or("unclassified"));
+            parts.next().push_str(&paint(&kind, YELLOW, color));
+            text_or_summary("feedback", &mut parts);
+        }
+        DescribedKind::FinishGate => {
+            match d.accepted {
+                Some(true) => parts.next().push_str("accepted"),
+                _ => parts.next().push_str(&paint("rejected", YELLOW, color)),
+            }
+            text_or_summary("output", &mut parts);
+        }
+        DescribedKind::Ending => {
+            if let Some(reason) = d.ending {
+                parts.next().push_str(reason.as_str());
+            }
+            if let Some(steps) = d.steps_used {
+                let _ = write!(parts.next(), "steps_used={steps}");
+            }
+            if let Some(kind) = &d.error_kind {
+                let _ = write!(parts.next(), "error_kind={}", escape(kind));
+            }
+            if let Some(error) = &d.text {
+                let _ = write!(parts.next(), "error={}", escape(error));
             }
         }
-        EventKind::ModelFeedback(e) => {
-            parts.push(paint(
-                &safe(e.error_kind.as_deref().unwrap_or("unclassified")),
-                YELLOW,
-                color,
-            ));
-            if let Some(text) = text_or_summary(&e.content, &e.output) {
-                parts.push(format!("feedback={text}"));
+        DescribedKind::ModelRetry => {
+            let kind = escape(d.error_kind.as_deref().unwrap_or("unclassified"));
+            parts.next().push_str(&paint(&kind, YELLOW, color));
+            if let Some(status) = d.http_status {
+                let _ = write!(parts.next(), "http_status={status}");
+            }
+            if let Some(wait) = d.wait_ms {
+                let _ = write!(parts.next(), "wait_ms={wait}");
             }
         }
-        EventKind::FinishGate(e) => {
-            parts.push(match e.accepted {
-                Some(true) => "accepted".to_owned(),
-                _ => paint("rejected", YELLOW, color),
-            });
-            if let Some(text) = text_or_summary(&e.content, &e.output) {
-                parts.push(format!("output={text}"));
+        DescribedKind::ScorerCall => {
+            if let Some(scorer) = &d.scorer {
+                let _ = write!(parts.next(), "scorer={}", escape(scorer));
             }
         }
-        EventKind::RunFinished(_) | EventKind::InternalError(_) => {
-            if let Some(reason) = event.ending() {
-                parts.push(reason.as_str().to_owned());
-            }
-            if let Some(steps) = event.steps_used() {
-                parts.push(format!("steps_used={steps}"));
-            }
-            if let Some(kind) = event.error_kind() {
-                parts.push(format!("error_kind={}", safe(kind)));
-            }
-            let error = match &event.kind {
-                EventKind::RunFinished(e) => e.error.as_deref(),
-                EventKind::InternalError(e) => e.error.as_deref(),
-                _ => None,
-            };
-            if let Some(error) = error {
-                parts.push(format!("error={}", safe(&shorten(error))));
-            }
-        }
-        EventKind::ModelRetry(e) => {
-            parts.push(paint(
-                &safe(e.error_kind.as_deref().unwrap_or("unclassified")),
-                YELLOW,
-                color,
-            ));
-            if let Some(status) = e.http_status {
-                parts.push(format!("http_status={status}"));
-            }
-            if let Some(wait) = e.wait_ms {
-                parts.push(format!("wait_ms={wait}"));
-            }
-        }
-        EventKind::ScorerCall(e) => {
-            if let Some(scorer) = &e.scorer {
-                parts.push(format!("scorer={}", safe(scorer)));
-            }
-        }
-        EventKind::Unknown { .. } => parts.push("(unknown event type)".to_owned()),
+        DescribedKind::Unknown => parts.next().push_str("(unknown event type)"),
     }
-    if let Some(ms) = event.duration_ms() {
-        parts.push(format!("{ms}ms"));
+    if let Some(ms) = d.duration_ms {
+        let _ = write!(parts.next(), "{ms}ms");
     }
-    parts.join(" ")
+}
+
+/// Parts of a line written one after another, a space between each two.
+struct Parts<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl Parts<'_> {
+    /// Where the next part goes, after a space unless it is the first.
+    fn next(&mut self) -> &mut String {
+        if !self.first {
+            self.out.push(' ');
+        }
+        self.first = false;
+        self.out
+    }
 }
 
 /// Trace text made safe for a terminal.
 fn safe(text: &str) -> String {
-    crate::text::escape(text).into_owned()
+    escape(text).into_owned()
+}
+
+/// [`crate::text::escape`], with printable ASCII (which it never changes) let through at once.
+fn escape(text: &str) -> Cow<'_, str> {
+    if text.bytes().all(|byte| (b' '..=b'~').contains(&byte)) {
+        Cow::Borrowed(text)
+    } else {
+        crate::text::escape(text)
+    }
 }
 
 /// The first [`INLINE_LIMIT`] characters, with `…` when there were more; reads no further.
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     match text.char_indices().nth(INLINE_LIMIT) {
         None => text.to_owned(),
         Some((end, _)) => format!("{}…", &text[..end]),
@@ -245,7 +427,7 @@ fn shorten(text: &str) -> String {
 
 /// Arguments as compact JSON, written only as far as [`shorten`] shows them: large arguments
 /// (a file's content) are neither copied nor written whole.
-fn inline_json(arguments: &serde_json::Map<String, serde_json::Value>) -> String {
+pub(crate) fn inline_json(arguments: &serde_json::Map<String, serde_json::Value>) -> String {
     // Enough bytes for more than INLINE_LIMIT characters of up to 4 bytes each.
     let mut head = Head {
         bytes: Vec::new(),

@@ -87,7 +87,7 @@ fn shortened(bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// Where the string contents `inner` (escaped, without quotes) hold `chars` characters, if more
 /// follow; `None` if it has no more than `chars`.
-fn cut_after(inner: &[u8], chars: usize) -> Option<usize> {
+pub(super) fn cut_after(inner: &[u8], chars: usize) -> Option<usize> {
     let mut at = 0;
     let mut count = 0;
     while at < inner.len() {

@@ -352,7 +352,15 @@ fn span_times_are_kept_as_ts() {
     };
     assert_eq!(ts("run_started"), ts_of(&root["startTimeUnixNano"]));
     assert_eq!(ts("run_finished"), ts_of(&root["endTimeUnixNano"]));
-    assert_eq!(ts("model_action"), ts_of(&tool["startTimeUnixNano"]));
+    // The tool call was proposed when the model request that asked for it ended.
+    let nanos = |span: &Value, key: &str| -> u64 { span[key].as_str().unwrap().parse().unwrap() };
+    let asked = spans
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().starts_with("chat "))
+        .filter(|s| nanos(s, "endTimeUnixNano") <= nanos(tool, "startTimeUnixNano"))
+        .max_by_key(|s| nanos(s, "endTimeUnixNano"))
+        .unwrap();
+    assert_eq!(ts("model_action"), ts_of(&asked["endTimeUnixNano"]));
     assert_eq!(ts("observation"), ts_of(&tool["endTimeUnixNano"]));
     let times: Vec<&str> = events.iter().map(|e| e["ts"].as_str().unwrap()).collect();
     let mut sorted = times.clone();

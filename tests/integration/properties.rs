@@ -815,3 +815,98 @@ proptest! {
         }
     }
 }
+
+/// What `show` prints for a run of one line, from the line of text made as the line is read
+/// and from the whole event, in colour or not.
+fn shown_as_made_and_from_the_event(line: &[u8], color: bool) -> (TextShown, TextShown) {
+    use looptrace::trace::{LineItem, RecordedRun, ShownEvent, render_lines, render_run};
+    fn made<const COLOR: bool>(line: &[u8], run_id: &str) -> TextShown {
+        ShownEvent::<COLOR>::from_line(line).map(|shown| {
+            shown.map(|shown| {
+                let lines = std::iter::once((1, shown.text()));
+                render_lines(run_id, 1, lines, shown.ending(), COLOR)
+            })
+        })
+    }
+    let whole = parse_line(line);
+    let run_id = match &whole {
+        Ok(Some(event)) => event.run_id.clone(),
+        _ => String::new(),
+    };
+    let from_event = whole.map(|e| {
+        e.map(|event| {
+            let run = RecordedRun {
+                run_id: event.run_id.clone(),
+                events: vec![(1, event)],
+            };
+            render_run(&run, 1, color)
+        })
+    });
+    let made = if color {
+        made::<true>(line, &run_id)
+    } else {
+        made::<false>(line, &run_id)
+    };
+    (made, from_event)
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// `show` makes each event's line of text as it reads the line, from the borrowed view and
+    /// the line's own fields when it can: it prints exactly what it prints from the whole event
+    /// (or refuses the line with the same message), in colour or not.
+    #[test]
+    fn show_text_made_from_the_line_is_show_text_from_the_whole_event(
+        line in prop_oneof![line_with_long_texts(), trace_event().prop_map(|e| serde_json::to_string(&e).unwrap())],
+        color in any::<bool>(),
+    ) {
+        for variant in rewritten(&line) {
+            let (made, whole) = shown_as_made_and_from_the_event(variant.as_bytes(), color);
+            prop_assert_eq!(made, whole, "{}", variant);
+        }
+    }
+}
+
+/// The lines of the sample traces, and lines whose printed values read in unusual ways, give
+/// the same text made from the line as from the whole event.
+#[test]
+fn show_text_made_from_sample_and_unusual_lines() {
+    let head = r#"{"run_id":"r","step":1,"event_type":"#;
+    let mut lines: Vec<String> = [
+        r#""observation","tool_name":"t","exit_status":-0,"lossy":true,"content":null,"output":"o\u00e9"}"#,
+        r#""observation","is_error":null,"error_kind":"k","duration_ms":1.5e3}"#,
+        r#""observation","duration_ms":0.30000000000000004,"content":"\ud83d\ude00\/\u0000"}"#,
+        r#""model_action","action_type":"tool_call","tool_name":"t","arguments":{"b":[1.0,2e2],"a":"\u00e9"},"argument_keys":["b","a"]}"#,
+        r#""model_action","action_type":"tool_call","arguments":{"n":1e999},"argument_keys":["n"]}"#,
+        r#""model_action","action_type":"tool_call","arguments":null,"argument_keys":["k\n"]}"#,
+        r#""model_action","action_type":"finish","answer":"a\tb","output":null}"#,
+        r#""run_started","capture":"full","max_steps":4294967295,"replay_of":{"source":"s\u001b","run_id":"q"},"task":"t"}"#,
+        r#""run_started","input_summary":"chars=1"}"#,
+        r#""run_finished","exit_reason":"max_steps_exceeded","steps_used":3,"error":"e","error_kind":"x"}"#,
+        r#""internal_error","exit_reason":"finished","error":"boom"}"#,
+        r#""model_retry","error_kind":"rate_limited","http_status":429,"wait_ms":18446744073709551615,"duration_ms":1}"#,
+        r#""scorer_call","scorer":"judge","duration_ms":5}"#,
+        r#""finish_gate","accepted":true,"output":"ok","answer":"not a gate field"}"#,
+        r#""new_kind","content":"x"}"#,
+    ]
+    .iter()
+    .map(|tail| format!("{head}{tail}"))
+    .collect();
+    let long = "\\\"é😀\\n".repeat(100);
+    lines.push(format!(r#"{head}"observation","content":"{long}"}}"#));
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    for entry in std::fs::read_dir(samples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            lines.extend(text.lines().flat_map(rewritten));
+        }
+    }
+    for line in &lines {
+        for color in [false, true] {
+            let (made, whole) = shown_as_made_and_from_the_event(line.as_bytes(), color);
+            assert_eq!(made, whole, "{line}");
+        }
+    }
+}

@@ -1,9 +1,11 @@
 //! Reading one task's JSON text, the same way for a task of a suite's `tasks` array and for a
 //! line of a tasks file: strict JSON (a key given twice is a problem), the schema, the typed
-//! struct, then the hand-written checks of [`Context::task`].
+//! struct, then the hand-written checks of [`Context::task`]. A task is first checked as it is
+//! written ([`FlatDocument`], no value built) and read into its typed struct from its text; only
+//! one that fails anywhere there is read again as a value, whose checks say what is wrong.
 
 use super::resolve::{Context, Problem};
-use super::schema::task_problems;
+use super::schema::{FlatDocument, task_is_valid, task_problems};
 use super::spec::TaskSpec;
 use super::task::SuiteTask;
 use crate::eval::strict_json::parse_noting_repeats;
@@ -15,6 +17,9 @@ pub const REPEATED_KEY: &str = "key given twice in one object (which value is me
 pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask, Vec<Problem>> {
     // Scripted arguments read numbers as Python does: `-0` is the integer 0.
     let text = crate::tools::integer_negative_zero_as_zero(text);
+    if let Some(spec) = passing_spec(&text, context) {
+        return context.task(spec, root);
+    }
     let (value, repeated) = parse_noting_repeats(&text, root).map_err(|err| {
         vec![(
             format!("{root} (column {})", err.column()),
@@ -38,6 +43,18 @@ pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask,
         }
     };
     context.task(spec, root)
+}
+
+/// The typed task `text` holds when it is JSON without a repeated key, passes the schema, has a
+/// model where one is needed, and reads as [`TaskSpec`]; else `None`, and the caller finds why.
+fn passing_spec(text: &str, context: &Context) -> Option<TaskSpec> {
+    let document = FlatDocument::parse(text)?;
+    let root = document.root();
+    if !task_is_valid(root) || (root.get("model").is_none() && !context.model_given()) {
+        return None;
+    }
+    drop(document);
+    serde_json::from_str(text).ok()
 }
 
 /// Reads the task `value` (made, not written: a dataset's row in its template): the schema, the
@@ -110,4 +127,64 @@ fn path_problem<T, E: std::fmt::Display>(
         inner
     };
     (path, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::suite::spec::DefaultsSpec;
+
+    #[test]
+    fn a_task_that_passes_is_read_from_its_text() {
+        let context = Context::new(std::path::Path::new("."), DefaultsSpec::default());
+        for text in [
+            r#"{"id": "a", "prompt": "p", "model": {"responses": ["x"]}}"#,
+            r#"{"id": "scripted-calc-000001", "prompt": "compute -37 + 367", "model": {"actions": [{"type": "tool_call", "tool_name": "calculator", "arguments": {"left": -37, "operation": "add", "right": 367}}, {"type": "finish", "answer": "330"}]}, "expect": {"exit_reason": "finished", "answer": "330"}}"#,
+        ] {
+            let document = FlatDocument::parse(text).expect("a document");
+            assert!(task_is_valid(document.root()), "{text}");
+            assert!(serde_json::from_str::<TaskSpec>(text).is_ok(), "{text}");
+            assert!(passing_spec(text, &context).is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_task_read_from_its_text_is_the_task_read_from_its_value() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let suite: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(base.join("suite.json")).unwrap())
+                .unwrap();
+        let defaults: DefaultsSpec = serde_json::from_value(suite["defaults"].clone()).unwrap();
+        let context = Context::new(&base, defaults);
+        let tasks = suite["tasks"].as_array().unwrap();
+        assert!(tasks.len() > 5, "a suite of several tasks");
+        for (i, task) in tasks.iter().enumerate() {
+            let root = format!("$.tasks[{i}]");
+            // Spaced as people write, with a scripted call's arguments over several lines.
+            let text = serde_json::to_string_pretty(task).unwrap();
+            assert!(passing_spec(&text, &context).is_some(), "{text}");
+            let from_text = read_task(&text, &root, &context).unwrap();
+            let from_value = check_task(task.clone(), &root, &context).unwrap();
+            assert_eq!(
+                format!("{from_text:?}"),
+                format!("{from_value:?}"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn scripted_arguments_are_held_as_compact_text() {
+        let context = Context::new(std::path::Path::new("."), DefaultsSpec::default());
+        let text = "{\"id\": \"a\", \"prompt\": \"p\", \"model\": {\"actions\": [{\"type\": \"tool_call\", \"tool_name\": \"t\", \"arguments\": {\n  \"q\": \"two  words\\\" \",\n  \"n\": [1, 2]\n}}]}}";
+        let task = read_task(text, "$", &context).unwrap();
+        let super::super::task::TaskModel::Actions(actions) = &task.model else {
+            panic!("{:?}", task.model);
+        };
+        let crate::eval::scripted_action::ScriptedAction::ToolCall { arguments, .. } = &actions[0]
+        else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(arguments.get(), r#"{"q":"two  words\" ","n":[1,2]}"#);
+    }
 }

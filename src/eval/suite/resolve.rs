@@ -22,7 +22,7 @@ use crate::eval::scripted_action::ScriptedAction;
 use crate::gate::{CommandGate, CommandGateConfig};
 use crate::model::live::{Api, LiveConfig, api_key_from_env};
 use crate::replay::ReplayModel;
-use crate::run::{Action, Finish, ToolCall};
+use crate::run::Finish;
 use crate::trace::{Capture, ReadOptions, read_trace};
 
 /// The problem of a task with no model where nothing else gives one.
@@ -359,13 +359,16 @@ impl Context {
     }
 
     fn model(&self, spec: ModelSpec, path: &str) -> Result<TaskModel, Problem> {
-        if let Some(responses) = spec.responses {
+        // Held until the task runs: no spare capacity (a list read from text grows by doubling,
+        // and collecting in place would keep the larger specs' buffer).
+        if let Some(mut responses) = spec.responses {
+            responses.shrink_to_fit();
             return Ok(TaskModel::Responses(responses));
         }
         if let Some(actions) = spec.actions {
-            return Ok(TaskModel::Actions(
-                actions.into_iter().map(action).collect(),
-            ));
+            let mut held = Vec::with_capacity(actions.len());
+            held.extend(actions.into_iter().map(action));
+            return Ok(TaskModel::Actions(held));
         }
         if let Some(chat) = spec.chat {
             return chat_model(chat, path);
@@ -434,15 +437,20 @@ impl Context {
 
 /// A scripted action as the task holds it; the schema has checked that its keys fit its `type`.
 fn action(spec: ActionSpec) -> ScriptedAction {
-    ScriptedAction::from_action(match spec.kind {
-        ActionKind::ToolCall => Action::ToolCall(ToolCall::new(
-            spec.tool_name.unwrap_or_default(),
-            spec.arguments.unwrap_or_default(),
-        )),
-        ActionKind::Finish => Action::Finish(Finish {
+    match spec.kind {
+        ActionKind::ToolCall => ScriptedAction::ToolCall {
+            tool_name: spec.tool_name.unwrap_or_default(),
+            arguments: spec.arguments.unwrap_or_else(no_arguments),
+        },
+        ActionKind::Finish => ScriptedAction::Finish(Finish {
             answer: spec.answer.unwrap_or_default(),
         }),
-    })
+    }
+}
+
+/// `{}`.
+fn no_arguments() -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string("{}".to_owned()).expect("`{}` is JSON")
 }
 
 /// `"chat": {...}`: a live model server; a named key variable must be set.

@@ -1,7 +1,11 @@
 //! `schemas/suite.schema.json`, compiled once, and its verdicts as the suite's problems: every
 //! violation with its JSON path and a message a suite's author can act on. Two validators come
 //! from the one schema: the suite's top level (its tasks counted, not read) and one task, so a
-//! large suite's tasks are checked one at a time, as they are read.
+//! large suite's tasks are checked one at a time, as they are read. A task is checked first as
+//! a [`FlatDocument`] borrowed from its text; only one that fails is built as a value, for the
+//! messages.
+
+mod flat_json;
 
 use std::sync::OnceLock;
 
@@ -9,6 +13,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
+use self::flat_json::FlatJson;
+pub use self::flat_json::{FlatDocument, FlatNode};
 use crate::json_error::path_from_pointer;
 use crate::model::json_type_name as type_name;
 
@@ -18,6 +24,8 @@ struct Compiled {
     document: Value,
     head: Validator,
     task: Validator,
+    /// The same as `task`, for a task's text read as a [`FlatDocument`].
+    flat_task: Validator<FlatJson>,
 }
 
 fn compiled() -> &'static Compiled {
@@ -37,7 +45,11 @@ fn compiled() -> &'static Compiled {
         let compile = |schema: &Value| {
             jsonschema::validator_for(schema).expect("the shipped suite schema compiles")
         };
+        let flat_task = jsonschema::options_for::<FlatJson>()
+            .build(&task)
+            .expect("the shipped suite schema compiles");
         Compiled {
+            flat_task,
             head: compile(&head),
             task: compile(&task),
             document,
@@ -59,6 +71,11 @@ pub fn task_problems(value: &Value, root: &str) -> Vec<(String, String)> {
         return Vec::new();
     }
     problems(&compiled.task, value, root)
+}
+
+/// Whether a task read as a flat document passes the schema.
+pub fn task_is_valid(task: FlatNode<'_>) -> bool {
+    compiled().flat_task.is_valid(task)
 }
 
 fn problems(validator: &Validator, value: &Value, root: &str) -> Vec<(String, String)> {

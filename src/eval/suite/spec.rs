@@ -3,7 +3,8 @@
 //! what passed; adding a key to the format is adding it to the schema and a field here.
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::eval::scorers::{Checks, ScorerSpec};
@@ -210,9 +211,10 @@ pub struct ActionSpec {
     /// A tool call's tool.
     #[serde(default)]
     pub tool_name: Option<String>,
-    /// A tool call's arguments.
-    #[serde(default)]
-    pub arguments: Option<Map<String, Value>>,
+    /// A tool call's arguments (an object), as compact JSON text: how a scripted action holds
+    /// them.
+    #[serde(default, deserialize_with = "compact")]
+    pub arguments: Option<Box<RawValue>>,
     /// A finish's answer.
     #[serde(default)]
     pub answer: Option<String>,
@@ -287,15 +289,104 @@ pub struct ExpectSpec {
 
 impl<'de> Deserialize<'de> for ExpectSpec {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let map = Map::<String, Value>::deserialize(deserializer)?;
-        let (checks, basic): (Map<String, Value>, Map<String, Value>) = map
-            .into_iter()
-            .partition(|(key, _)| Checks::KEYS.contains(&key.as_str()));
-        Ok(ExpectSpec {
-            basic: BasicExpectSpec::deserialize(Value::Object(basic)).map_err(D::Error::custom)?,
-            checks: Checks::deserialize(Value::Object(checks)).map_err(D::Error::custom)?,
-        })
+        deserializer.deserialize_map(ExpectVisitor)
+    }
+}
+
+/// Reads `expect` key by key: the five into their fields, the answer and run checks (rare) into
+/// a map read as [`Checks`] at the end.
+struct ExpectVisitor;
+
+impl<'de> Visitor<'de> for ExpectVisitor {
+    type Value = ExpectSpec;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExpectSpec, A::Error> {
+        fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+            match slot.replace(value) {
+                Some(_) => Err(E::duplicate_field(name)),
+                None => Ok(()),
+            }
+        }
+        let mut basic = BasicExpectSpec::default();
+        let mut checks = Map::new();
+        while let Some(key) = map.next_key::<ExpectKey>()? {
+            match key {
+                ExpectKey::ExitReason => {
+                    once(&mut basic.exit_reason, map.next_value()?, "exit_reason")?
+                }
+                ExpectKey::Answer => once(&mut basic.answer, map.next_value()?, "answer")?,
+                ExpectKey::AnswerContains => once(
+                    &mut basic.answer_contains,
+                    map.next_value()?,
+                    "answer_contains",
+                )?,
+                ExpectKey::MaxStepsUsed => once(
+                    &mut basic.max_steps_used,
+                    map.next_value()?,
+                    "max_steps_used",
+                )?,
+                ExpectKey::MaxGateRejections => once(
+                    &mut basic.max_gate_rejections,
+                    map.next_value()?,
+                    "max_gate_rejections",
+                )?,
+                ExpectKey::Check(name) => {
+                    let value: Value = map.next_value()?;
+                    if checks.insert(name.to_owned(), value).is_some() {
+                        return Err(A::Error::duplicate_field(name));
+                    }
+                }
+            }
+        }
+        let checks = if checks.is_empty() {
+            Checks::default()
+        } else {
+            Checks::deserialize(Value::Object(checks)).map_err(A::Error::custom)?
+        };
+        Ok(ExpectSpec { basic, checks })
+    }
+}
+
+/// A key of `expect`.
+enum ExpectKey {
+    ExitReason,
+    Answer,
+    AnswerContains,
+    MaxStepsUsed,
+    MaxGateRejections,
+    /// One of [`Checks::KEYS`].
+    Check(&'static str),
+}
+
+impl<'de> Deserialize<'de> for ExpectKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl Visitor<'_> for Name {
+            type Value = ExpectKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key of `expect`")
+            }
+            fn visit_str<E: Error>(self, name: &str) -> Result<ExpectKey, E> {
+                Ok(match name {
+                    "exit_reason" => ExpectKey::ExitReason,
+                    "answer" => ExpectKey::Answer,
+                    "answer_contains" => ExpectKey::AnswerContains,
+                    "max_steps_used" => ExpectKey::MaxStepsUsed,
+                    "max_gate_rejections" => ExpectKey::MaxGateRejections,
+                    other => match Checks::KEYS.iter().find(|key| **key == other) {
+                        Some(key) => ExpectKey::Check(key),
+                        // The schema lists the keys `expect` may have; only a value that
+                        // skipped it gets here.
+                        None => return Err(E::custom(format!("unknown key `{other}`"))),
+                    },
+                })
+            }
+        }
+        deserializer.deserialize_identifier(Name)
     }
 }
 
@@ -318,4 +409,42 @@ pub struct BasicExpectSpec {
     /// The most finishes the finish gate may reject.
     #[serde(default)]
     pub max_gate_rejections: Option<u32>,
+}
+
+/// A value's JSON text without the whitespace between its tokens.
+fn compact<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<RawValue>>, D::Error> {
+    let Some(raw) = Option::<Box<RawValue>>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let text = raw.get();
+    if !text
+        .bytes()
+        .any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+    {
+        return Ok(Some(raw));
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text.as_bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+            continue;
+        } else if byte == b'"' {
+            in_string = true;
+        }
+        out.push(byte);
+    }
+    // Only ASCII whitespace outside strings is left out: the rest is the same JSON.
+    let out = String::from_utf8(out).map_err(D::Error::custom)?;
+    RawValue::from_string(out)
+        .map(Some)
+        .map_err(D::Error::custom)
 }

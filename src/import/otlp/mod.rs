@@ -341,6 +341,8 @@ fn to_run(trace_id: &str, mut spans: Vec<Span>, context: &Context) -> ImportedRu
     let mut agent_usage: Option<Usage> = None;
     let mut last_answer: Option<(String, Option<String>)> = None;
     let mut finished = false;
+    // When the last model request ended: the tool calls it asked for were proposed then.
+    let mut last_chat_end: Option<u64> = None;
     // A model request traced twice (an agent framework's span around the client
     // instrumentation's) is one step: the inner span is skipped.
     let chats: HashSet<&str> = spans
@@ -359,6 +361,7 @@ fn to_run(trace_id: &str, mut spans: Vec<Span>, context: &Context) -> ImportedRu
                 agent_usage = agent_usage.or_else(|| span.usage());
             }
             Role::Chat => {
+                last_chat_end = Some(span.end);
                 run.turn();
                 if run.model.is_none() {
                     run.model = span.model().map(str::to_owned);
@@ -386,7 +389,10 @@ fn to_run(trace_id: &str, mut spans: Vec<Span>, context: &Context) -> ImportedRu
                     .then(|| span.answer_text().map(|text| (text, span.end_ts())))
                     .flatten();
             }
-            Role::Tool => tool_items(&mut run, span, &mut finished),
+            Role::Tool => {
+                let proposed = last_chat_end.filter(|end| *end <= span.start);
+                tool_items(&mut run, span, proposed, &mut finished);
+            }
             Role::Other => {}
         }
     }
@@ -418,8 +424,10 @@ fn to_run(trace_id: &str, mut spans: Vec<Span>, context: &Context) -> ImportedRu
     run
 }
 
-/// A tool span's call and result (a finish tool is the run's finish).
-fn tool_items(run: &mut ImportedRun, span: &Span, finished: &mut bool) {
+/// A tool span's call and result (a finish tool is the run's finish). The call is stamped when
+/// it was `proposed` (the end of the model request that asked for it, as looptrace's own traces
+/// stamp a `model_action`), else when the tool began.
+fn tool_items(run: &mut ImportedRun, span: &Span, proposed: Option<u64>, finished: &mut bool) {
     let name = span.tool_name().to_owned();
     if FINISH_TOOLS.contains(&name.as_str()) && !span.error {
         let answer = span.tool_result().unwrap_or_default().to_owned();
@@ -434,7 +442,7 @@ fn tool_items(run: &mut ImportedRun, span: &Span, finished: &mut bool) {
         .unwrap_or_default();
     let call_id = span.str("gen_ai.tool.call.id").map(str::to_owned);
     run.call(&name, arguments, call_id);
-    run.stamp(span.start_ts());
+    run.stamp(span::ts_of(proposed.unwrap_or(span.start)));
     if span.bool("looptrace.tool.answered") != Some(false) {
         let is_error = run.tool_errors_recorded.then_some(span.error);
         run.push(Item::Observation {

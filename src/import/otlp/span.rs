@@ -355,7 +355,7 @@ impl Span {
 }
 
 /// Nanoseconds since 1970 as a trace `ts`; 0 (absent) is none.
-fn ts_of(nanos: u64) -> Option<String> {
+pub(super) fn ts_of(nanos: u64) -> Option<String> {
     let millis = i64::try_from(nanos / 1_000_000).ok()?;
     (nanos > 0).then(|| crate::time::ts_from_unix_ms(millis))
 }
