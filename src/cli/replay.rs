@@ -11,10 +11,10 @@ use super::common::{GateArgs, ToolsFileArgs};
 use super::{CliError, CliResult, Outcome};
 use looptrace::html::Page;
 use looptrace::replay::{
-    CheckReport, ModelSource, OnDivergence, ReplayObserver, ReplayOptions, ReplayOutcome,
+    CheckReport, InOrder, ModelSource, OnDivergence, ReplayObserver, ReplayOptions, ReplayOutcome,
     ReplayPlan, ReplayPlanError, ReplayReport, ReplayRequest, RunReplay, ToolMode, Verdict,
-    WireSettings, check_summary_line, file_name, render_check_json, render_check_text,
-    render_run_text, summary_line, write_json,
+    WireSettings, check_summary_line, file_name, json_runs_head, json_runs_tail, render_check_json,
+    render_check_text, render_run_json, render_run_text, summary_line,
 };
 use looptrace::report::{Input, Options, RunRow, RunTable, TEXT_LIMIT};
 use looptrace::trace::StreamedRun;
@@ -155,44 +155,84 @@ pub fn run(args: ReplayArgs) -> CliResult {
         };
         return super::html::write_output(args.output.as_deref(), text.as_bytes(), &inputs);
     }
-    let outcome = plan.execute(&mut console)?;
-    let replays = &outcome.replays;
-    let mode = outcome.mode;
     let model = if args.raw {
         ModelSource::Raw
     } else {
         ModelSource::Parsed
     };
-    let report = ReplayReport::new(&source, mode, model, replays);
-    // The text and JSON reports are written run by run as they are made, never held whole.
-    match args.format {
-        // The page is a file users asked for: `--quiet` quiets the terminal, not it.
-        _ if args.quiet && !matches!(args.format, FormatArg::Html) => {
-            let line = summary_line(&report);
-            super::html::write_output(args.output.as_deref(), line.as_bytes(), &inputs)?;
-        }
-        FormatArg::Text => write_streamed(args.output.as_deref(), &inputs, |out| {
-            let mut block = String::new();
-            for run in report.runs {
-                block.clear();
-                render_run_text(run, &mut block);
-                out.write_all(style.finish(&block).as_bytes())?;
-            }
-            out.write_all(style.finish(&summary_line(&report)).as_bytes())
-        })?,
-        FormatArg::Json => write_streamed(args.output.as_deref(), &inputs, |out| {
-            write_json(&report, out)
-        })?,
-        FormatArg::Html => {
-            let bytes = page(&args, &source, console, &outcome)?;
-            super::html::write_output(args.output.as_deref(), &bytes, &inputs)?;
-        }
+    if args.format == FormatArg::Html {
+        // The page holds every run's row and timeline anyway.
+        let outcome = plan.execute(&mut console)?;
+        let bytes = page(&args, &source, console, &outcome)?;
+        super::html::write_output(args.output.as_deref(), &bytes, &inputs)?;
+        return Ok(verdict_outcome(outcome.faithful()));
     }
-    Ok(if outcome.faithful() {
+    // The text and JSON reports are made run by run as the runs end, put back in order of first
+    // appearance with bounded memory, and written once every run is replayed (bad input found
+    // late still writes nothing).
+    let mut in_order = InOrder::default();
+    let (mut faithful, mut diverged) = (0, 0);
+    let mut block = String::new();
+    let mut bytes = Vec::new();
+    let one_run = args.run.is_some();
+    let mode = plan.execute_each(&mut console, &mut |index, replay| {
+        match replay.verdict {
+            Verdict::Faithful => faithful += 1,
+            Verdict::Diverged => diverged += 1,
+        }
+        if args.quiet {
+            return Ok(());
+        }
+        bytes.clear();
+        match args.format {
+            FormatArg::Json => {
+                // Every run is replayed (indices from 0), or only the one asked for.
+                render_run_json(&replay, index == 0 || one_run, &mut bytes);
+            }
+            _ => {
+                block.clear();
+                render_run_text(&replay, &mut block);
+                bytes.extend_from_slice(style.finish(&block).as_bytes());
+            }
+        }
+        in_order
+            .push(index, &bytes)
+            .map_err(|err| ReplayPlanError::Internal(format!("failed to hold the report: {err}")))
+    })?;
+    let report = ReplayReport {
+        source: &source,
+        tools: mode,
+        model,
+        faithful,
+        diverged,
+        runs: &[],
+    };
+    if args.quiet {
+        let line = summary_line(&report);
+        super::html::write_output(args.output.as_deref(), line.as_bytes(), &inputs)?;
+    } else {
+        write_streamed(args.output.as_deref(), &inputs, |out| match args.format {
+            FormatArg::Json => {
+                out.write_all(json_runs_head(&report).as_bytes())?;
+                in_order.finish(out)?;
+                out.write_all(json_runs_tail().as_bytes())
+            }
+            _ => {
+                in_order.finish(out)?;
+                out.write_all(style.finish(&summary_line(&report)).as_bytes())
+            }
+        })?;
+    }
+    Ok(verdict_outcome(diverged == 0))
+}
+
+/// Exit code 0 when every run came out the same, else 1.
+fn verdict_outcome(faithful: bool) -> Outcome {
+    if faithful {
         Outcome::Success
     } else {
         Outcome::Failures
-    })
+    }
 }
 
 /// Writes a report to `output` (replaced as a whole, only once complete) or standard output,

@@ -141,7 +141,8 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let mut packed = PackedRuns::default();
     for (file_index, file) in files.iter().enumerate() {
         let mut stream = match RunStream::open(file, ReadOptions::default()) {
-            Ok(stream) => stream.with_budget(CORPUS_OPEN_BYTES),
+            // Task ids come from run ids, made unique here: the stream need not count them.
+            Ok(stream) => stream.with_budget(CORPUS_OPEN_BYTES).without_occurrences(),
             Err(err) => {
                 problems.push((file.display().to_string(), err.to_string()));
                 continue;

@@ -193,11 +193,34 @@ impl ReplayPlan {
     }
 
     /// Replays every selected run; with `trace_out`, every run is checked before any rerun is
-    /// written, so bad input writes nothing.
+    /// written, so bad input writes nothing. The replays are in order of each run's first
+    /// appearance and all held: [`ReplayPlan::execute_each`] hands them over one at a time.
     pub fn execute(
-        mut self,
+        self,
         observer: &mut dyn ReplayObserver,
     ) -> Result<ReplayOutcome, ReplayPlanError> {
+        let mut replays: Vec<(u64, RunReplay)> = Vec::new();
+        let mode = self.execute_each(observer, &mut |index, replay| {
+            replays.push((index, replay));
+            Ok(())
+        })?;
+        // Reports list runs in order of first appearance, whatever order they ended in.
+        replays.sort_by_key(|(index, _)| *index);
+        Ok(ReplayOutcome {
+            replays: replays.into_iter().map(|(_, replay)| replay).collect(),
+            mode,
+        })
+    }
+
+    /// Replays every selected run as [`ReplayPlan::execute`] does, handing each run's replay to
+    /// `each` as soon as it is done, with the run's place in the order of first appearance (from
+    /// 0): runs come in the order they end in the file, and nothing of a run is kept once `each`
+    /// has it. Gives whether tools ran again.
+    pub fn execute_each(
+        mut self,
+        observer: &mut dyn ReplayObserver,
+        each: &mut dyn FnMut(u64, RunReplay) -> Result<(), ReplayPlanError>,
+    ) -> Result<ToolMode, ReplayPlanError> {
         let mut writer = match &self.request.trace_out {
             Some(path) => {
                 self.each_selected_run(&mut (), &mut |_, run| self.prepare(&run).map(drop))?;
@@ -232,7 +255,6 @@ impl ReplayPlan {
         let mut gate_noted = gate.is_some() || !live;
         let builtin = ToolRegistry::builtin();
         let source = file_name(&self.request.trace);
-        let mut replays: Vec<(u64, RunReplay)> = Vec::new();
         self.each_selected_run(observer, &mut |observer, run| {
             observer.run_selected(&run)?;
             let index = run.index;
@@ -281,15 +303,9 @@ impl ReplayPlan {
             };
             let mut result = result.map_err(|err| ReplayPlanError::Internal(err.to_string()))?;
             result.replay_run_id = replay_run_id.map(|id| id.0);
-            replays.push((index, result));
-            Ok(())
+            each(index, result)
         })?;
-        // Reports list runs in order of first appearance, whatever order they ended in.
-        replays.sort_by_key(|(index, _)| *index);
-        Ok(ReplayOutcome {
-            replays: replays.into_iter().map(|(_, replay)| replay).collect(),
-            mode: self.request.tools,
-        })
+        Ok(self.request.tools)
     }
 
     /// The replay of one recorded run, refused when it cannot be replayed.
@@ -332,8 +348,12 @@ impl ReplayPlan {
     ) -> Result<(), ReplayPlanError> {
         let path = &self.request.trace;
         let shown = path.display().to_string();
+        // Runs of one id are yielded in the order they began (a reused id begins a new run only
+        // once the one before has ended), so the wanted id's runs are counted here as they come
+        // and the stream keeps nothing per run id: memory stays flat however many runs.
         let mut stream = RunStream::open(path, ReadOptions::default())
-            .map_err(|err| ReplayPlanError::input(path, err))?;
+            .map_err(|err| ReplayPlanError::input(path, err))?
+            .without_occurrences();
         let (wanted_id, wanted) = match &self.request.run {
             Some((id, occurrence)) => (Some(id.as_str()), *occurrence),
             None => (None, 1),
@@ -344,7 +364,7 @@ impl ReplayPlan {
             let run = run.map_err(|err| ReplayPlanError::input(path, err))?;
             ids.note(&run.run.run_id, wanted_id);
             if let Some(id) = wanted_id
-                && (run.run.run_id != id || run.occurrence != wanted)
+                && (run.run.run_id != id || ids.selected() != wanted)
             {
                 continue;
             }

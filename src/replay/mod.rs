@@ -8,6 +8,7 @@
 
 mod batch;
 mod compare;
+mod in_order;
 mod model;
 mod recorded_tools;
 mod recording;
@@ -21,14 +22,16 @@ pub use batch::{
     ReplayObserver, ReplayOutcome, ReplayPlan, ReplayPlanError, ReplayRequest, file_name,
 };
 pub use compare::{STOPPED, STOPPED_KIND};
+pub use in_order::{HELD_BYTES, InOrder};
 pub use model::{RecordedResponses, RecordedTurn, ReplayError, ReplayModel, end_of_recording};
 pub use recorded_tools::{NOT_RECORDED, RecordedTools, TOOL_MISMATCH};
 pub use recording::{
     RecordedEnding, RecordedObservation, RecordedStep, Recording, ReplaySetupError,
 };
 pub use render::{
-    CheckReport, ReplayReport, check_summary_line, render_check_json, render_check_text,
-    render_json, render_run_text, render_text, summary_line, write_json,
+    CheckReport, ReplayReport, check_summary_line, json_runs_head, json_runs_tail,
+    render_check_json, render_check_text, render_json, render_run_json, render_run_text,
+    render_text, summary_line, write_json,
 };
 pub use run_ids::{RunIds, list_ids, times};
 pub use runner::{

@@ -101,7 +101,7 @@ pub fn summary_line(report: &ReplayReport<'_>) -> String {
     };
     format!(
         "{} of {} replayed with {} tools{model}: {} faithful, {} diverged\n",
-        plural(report.runs.len(), "run"),
+        plural(report.faithful + report.diverged, "run"),
         escape(report.source),
         report.tools.as_str(),
         report.faithful,
@@ -169,6 +169,37 @@ pub fn render_json(report: &ReplayReport<'_>) -> String {
     text
 }
 
+/// The JSON document of [`render_json`] up to its `runs` array's opening bracket, for a report
+/// whose runs are written one at a time ([`render_run_json`], then [`json_runs_tail`]): `report`
+/// has the counts and no runs.
+pub fn json_runs_head(report: &ReplayReport<'_>) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
+    // The document ends with its last field, the empty array: `"runs": []` and `}`.
+    if text.ends_with("[]\n}") {
+        text.truncate(text.len() - "]\n}".len());
+    }
+    text
+}
+
+/// One run of the `runs` array of [`render_json`] added to `out`, as the whole document has it:
+/// the separator before it (none for the first run), then the run indented to its depth.
+pub fn render_run_json(run: &RunReplay, first: bool, out: &mut Vec<u8>) {
+    out.extend_from_slice(if first { b"\n    " } else { b",\n    " });
+    let text = serde_json::to_string_pretty(run).unwrap_or_default();
+    // Pretty JSON has a line break only between its tokens (one inside a string is `\n`).
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b"\n    ");
+        }
+        out.extend_from_slice(line.as_bytes());
+    }
+}
+
+/// The end of the document [`json_runs_head`] began, after at least one run.
+pub fn json_runs_tail() -> &'static str {
+    "\n  ]\n}\n"
+}
+
 /// [`render_json`] written to `out` as it is made, never held whole.
 pub fn write_json(report: &ReplayReport<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, report)?;
@@ -223,5 +254,70 @@ fn plural(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{DivergenceKind, Ending};
+
+    fn run(id: &str, diverged: bool) -> RunReplay {
+        let mut divergence = Divergence::new(2, DivergenceKind::Observation, "chars=1", "chars=2");
+        divergence.recorded_text = Some("line one\nline \"two\"\t{[".to_owned());
+        RunReplay {
+            run_id: id.to_owned(),
+            verdict: if diverged {
+                Verdict::Diverged
+            } else {
+                Verdict::Faithful
+            },
+            max_steps: 5,
+            recorded: Ending {
+                outcome: "finished",
+                steps_used: Some(2),
+            },
+            actual: Ending {
+                outcome: "finished",
+                steps_used: None,
+            },
+            divergences: if diverged {
+                vec![divergence]
+            } else {
+                Vec::new()
+            },
+            not_compared: vec![NotCompared {
+                step: 1,
+                event: "observation",
+                field: "is_error",
+            }],
+            stopped: diverged,
+            replay_run_id: diverged.then(|| "rerun-1".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_json_written_run_by_run_is_the_whole_documents_bytes() {
+        for runs in [
+            vec![run("a", false)],
+            vec![run("a\n\u{1b}[31m", true), run("b", false), run("c", true)],
+        ] {
+            let report = ReplayReport::new("t.jsonl", ToolMode::Recorded, ModelSource::Raw, &runs);
+            let mut pieces = json_runs_head(&ReplayReport {
+                runs: &[],
+                ..report.clone()
+            })
+            .into_bytes();
+            for (i, run) in runs.iter().enumerate() {
+                render_run_json(run, i == 0, &mut pieces);
+            }
+            pieces.extend_from_slice(json_runs_tail().as_bytes());
+            assert_eq!(String::from_utf8(pieces).unwrap(), render_json(&report));
+            let counted = ReplayReport {
+                runs: &[],
+                ..report.clone()
+            };
+            assert_eq!(summary_line(&counted), summary_line(&report));
+        }
     }
 }

@@ -1048,3 +1048,79 @@ fn eval_traces_refuses_a_named_fifo_and_skips_one_in_a_folder() {
         stderr(&walked)
     );
 }
+
+/// A trace whose first run never ends, then thousands of runs ending two at a time out of order:
+/// every part of the report waits for the first run (replayed at the end of the file), far more
+/// than replay holds in memory, so the parts go through its temporary file and come back in order
+/// of first appearance.
+#[test]
+fn a_run_that_never_ends_keeps_the_report_in_order_of_first_appearance_however_many_runs_follow() {
+    const RUNS: usize = 6_000;
+    let recorded = std::fs::read_to_string(sample("finished.full.jsonl")).unwrap();
+    let lines: Vec<&str> = recorded.lines().collect();
+    let with_id = |line: &str, id: &str| {
+        line.replace(
+            "\"run_id\":\"finished-full\"",
+            &format!("\"run_id\":\"{id}\""),
+        )
+    };
+    let mut trace = String::new();
+    // Everything but its ending: replayed only once the file is read.
+    for line in &lines[..lines.len() - 1] {
+        trace.push_str(&with_id(line, "never-ends"));
+        trace.push('\n');
+    }
+    for pair in 0..RUNS / 2 {
+        let (a, b) = (format!("run-{}", 2 * pair), format!("run-{}", 2 * pair + 1));
+        // The second run of each pair begins later and ends first.
+        trace.push_str(&with_id(lines[0], &a));
+        trace.push('\n');
+        for line in &lines {
+            trace.push_str(&with_id(line, &b));
+            trace.push('\n');
+        }
+        for line in &lines[1..] {
+            trace.push_str(&with_id(line, &a));
+            trace.push('\n');
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.jsonl");
+    std::fs::write(&path, trace).unwrap();
+    let path = path.display().to_string();
+    let mut expected_ids = vec!["never-ends".to_owned()];
+    expected_ids.extend((0..RUNS).map(|i| format!("run-{i}")));
+
+    let text = run(&["replay", &path, "--tools", "recorded"]);
+    assert_eq!(text.status.code(), Some(1), "{}", stderr(&text));
+    // Each run's block begins with its id; the summary line is last.
+    let shown: Vec<String> = stdout(&text)
+        .lines()
+        .filter(|line| line.starts_with("run-") || line.starts_with("never-ends:"))
+        .filter_map(|line| line.split(':').next().map(str::to_owned))
+        .collect();
+    assert_eq!(shown, expected_ids);
+    assert!(
+        stdout(&text).ends_with(&format!(
+            "{} runs of many.jsonl replayed with recorded tools: {RUNS} faithful, 1 diverged\n",
+            RUNS + 1
+        )),
+        "{}",
+        stdout(&text)
+    );
+
+    let json = run(&["replay", &path, "--tools", "recorded", "-f", "json"]);
+    assert_eq!(json.status.code(), Some(1), "{}", stderr(&json));
+    let report = json_of(&json);
+    let ids: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, expected_ids);
+    assert_eq!(
+        (report["faithful"].clone(), report["diverged"].clone()),
+        (json!(RUNS), json!(1))
+    );
+}
