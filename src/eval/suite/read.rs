@@ -1,8 +1,8 @@
 //! Reading one task's JSON text, the same way for a task of a suite's `tasks` array and for a
 //! line of a tasks file: strict JSON (a key given twice is a problem), the schema, the typed
 //! struct, then the hand-written checks of [`Context::task`]. A task is first checked as it is
-//! written ([`FlatDocument`], no value built) and read into its typed struct from its text; only
-//! one that fails anywhere there is read again as a value, whose checks say what is wrong.
+//! written ([`FlatDocument`], no value built) and read into its typed struct from that document;
+//! only one that fails anywhere there is read again as a value, whose checks say what is wrong.
 
 use super::resolve::{Context, Problem};
 use super::schema::{FlatDocument, task_is_valid, task_problems};
@@ -53,8 +53,7 @@ fn passing_spec(text: &str, context: &Context) -> Option<TaskSpec> {
     if !task_is_valid(root) || (root.get("model").is_none() && !context.model_given()) {
         return None;
     }
-    drop(document);
-    serde_json::from_str(text).ok()
+    serde::Deserialize::deserialize(root).ok()
 }
 
 /// Reads the task `value` (made, not written: a dataset's row in its template): the schema, the
@@ -135,7 +134,7 @@ mod tests {
     use crate::eval::suite::spec::DefaultsSpec;
 
     #[test]
-    fn a_task_that_passes_is_read_from_its_text() {
+    fn a_task_that_passes_is_read_from_its_document() {
         let context = Context::new(std::path::Path::new("."), DefaultsSpec::default());
         for text in [
             r#"{"id": "a", "prompt": "p", "model": {"responses": ["x"]}}"#,
@@ -168,6 +167,25 @@ mod tests {
             assert_eq!(
                 format!("{from_text:?}"),
                 format!("{from_value:?}"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_task_read_from_its_document_is_the_task_read_from_its_text() {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let suite: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(base.join("suite.json")).unwrap())
+                .unwrap();
+        for task in suite["tasks"].as_array().unwrap() {
+            let text = serde_json::to_string_pretty(task).unwrap();
+            let document = FlatDocument::parse(&text).expect("a document");
+            let from_document: TaskSpec = serde::Deserialize::deserialize(document.root()).unwrap();
+            let from_text: TaskSpec = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                format!("{from_document:?}"),
+                format!("{from_text:?}"),
                 "{text}"
             );
         }

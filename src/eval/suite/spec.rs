@@ -7,6 +7,8 @@ use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+mod compact;
+
 use crate::eval::scorers::{Checks, ScorerSpec};
 use crate::run::ExitReason;
 use crate::trace::Capture;
@@ -213,7 +215,7 @@ pub struct ActionSpec {
     pub tool_name: Option<String>,
     /// A tool call's arguments (an object), as compact JSON text: how a scripted action holds
     /// them.
-    #[serde(default, deserialize_with = "compact")]
+    #[serde(default, deserialize_with = "compact::compact")]
     pub arguments: Option<Box<RawValue>>,
     /// A finish's answer.
     #[serde(default)]
@@ -409,42 +411,4 @@ pub struct BasicExpectSpec {
     /// The most finishes the finish gate may reject.
     #[serde(default)]
     pub max_gate_rejections: Option<u32>,
-}
-
-/// A value's JSON text without the whitespace between its tokens.
-fn compact<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Box<RawValue>>, D::Error> {
-    let Some(raw) = Option::<Box<RawValue>>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    let text = raw.get();
-    if !text
-        .bytes()
-        .any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-    {
-        return Ok(Some(raw));
-    }
-    let mut out = Vec::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in text.as_bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else if matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
-            continue;
-        } else if byte == b'"' {
-            in_string = true;
-        }
-        out.push(byte);
-    }
-    // Only ASCII whitespace outside strings is left out: the rest is the same JSON.
-    let out = String::from_utf8(out).map_err(D::Error::custom)?;
-    RawValue::from_string(out)
-        .map(Some)
-        .map_err(D::Error::custom)
 }

@@ -2,7 +2,10 @@
 //! text, built in one pass with no `serde_json::Value` (no maps, no strings copied but the rare
 //! escaped one). `jsonschema` validates any representation behind its `Json` trait; this is that
 //! representation, so the one schema checks every task without a value built per task. A key
-//! given twice makes no document: the caller then reads the text the way that says where.
+//! given twice makes no document: the caller then reads the text the way that says where. A
+//! document that passes is read into its typed struct from the same items (`de`).
+
+mod de;
 
 use std::borrow::Cow;
 use std::fmt;
