@@ -1,6 +1,6 @@
 //! An evaluation's rows read back from its run's row log (`rows.jsonl`) by row number, so
-//! `results.json` is written without holding the rows in memory: 4 bytes a row (its number in
-//! the log, in the view's order) and the start of every [`MARK_EVERY`]th row.
+//! `results.json` is written without holding the rows in memory: about a byte a row (its number
+//! in the log, [`RowNumbers`]) and the start of every [`MARK_EVERY`]th row.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -10,6 +10,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::results::TaskResult;
+use super::row_numbers::RowNumbers;
 
 /// Every how many rows the log's writer notes where a row starts.
 pub const MARK_EVERY: u32 = 64;
@@ -22,7 +23,7 @@ pub struct RowsOnDisk<'a> {
     /// Where rows 0, [`MARK_EVERY`], 2 × [`MARK_EVERY`]... start in the log.
     pub marks: &'a [u64],
     /// The rows' numbers in the log (from 0), in the order the rows are written out.
-    pub rows: &'a [u32],
+    pub rows: &'a RowNumbers,
 }
 
 impl RowsOnDisk<'_> {
@@ -52,7 +53,7 @@ impl RowsOnDisk<'_> {
         // The number of the row the reader is at, and where that row starts.
         let (mut at, mut position) = (0u32, 0u64);
         let mut passed = [(u32::MAX, 0u64); MARK_EVERY as usize];
-        for &row in self.rows {
+        for row in self.rows.iter() {
             let (mark, slot) = (row - row % MARK_EVERY, (row % MARK_EVERY) as usize);
             let to = if passed[slot].0 == row {
                 Some(passed[slot])
@@ -155,7 +156,7 @@ mod tests {
         let rows = RowsOnDisk {
             path: &path,
             marks: &marks,
-            rows: &order,
+            rows: &order.iter().copied().collect(),
         };
         let mut seen = Vec::new();
         rows.for_each_line(|number, line| {

@@ -18,9 +18,9 @@ use crate::eval::store::{
     rebuild_view as fold_view,
 };
 use crate::eval::{
-    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowsOnDisk, RunnerOptions, Selected,
-    Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget, compare, compare_counted, for_console,
-    now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
+    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowNumbers, RowsOnDisk, RunnerOptions,
+    Selected, Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget, compare, compare_counted,
+    for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
 };
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -229,9 +229,7 @@ impl EvalPlan {
         // A plain evaluation's view is its own rows, copied from its log as they are; the others
         // fold their rows over their parents'.
         let results = if kind == RunKind::Eval {
-            // In place: a second list would hold every row's place twice.
-            let mut numbers = std::mem::take(&mut collected.numbers);
-            numbers.retain(|&n| n != NO_ROW);
+            let numbers = std::mem::replace(&mut collected.numbers, RowNumbers::new(0));
             let marks = run.marks();
             let runs = match numbers.is_empty() {
                 true => Vec::new(),
@@ -427,15 +425,12 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// A row's number in the log when it is not there (a resume's kept rows).
-const NO_ROW: u32 = u32::MAX;
-
 /// What the evaluation keeps of its rows while they are written to its run's log: a few bytes a
 /// row unless the caller wants the rows themselves.
 struct Collected {
-    /// Each row's number in the log, by output position ([`NO_ROW`] for a resume's kept rows
-    /// and rows not written): 4 bytes a row.
-    numbers: Vec<u32>,
+    /// Each row's number in the log, by output position (none for a resume's kept rows and
+    /// rows not written): about a byte a row.
+    numbers: RowNumbers,
     /// Every row, by output position, when they are all wanted (a resume, a rerun, the HTML
     /// page); empty otherwise.
     rows: Vec<Option<TaskResult>>,
@@ -469,7 +464,7 @@ impl Collected {
     ) -> Self {
         let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
-            numbers: vec![NO_ROW; total],
+            numbers: RowNumbers::new(total),
             rows: if all { vec![None; total] } else { Vec::new() },
             totals: crate::eval::Totals::zero(),
             failing: Vec::new(),
@@ -483,7 +478,9 @@ impl Collected {
     }
 
     fn add(&mut self, position: usize, number: Option<u32>, row: &TaskResult) {
-        self.numbers[position] = number.unwrap_or(NO_ROW);
+        if let Some(number) = number {
+            self.numbers.set(position, number);
+        }
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
             *runs += 1;
