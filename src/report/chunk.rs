@@ -10,7 +10,7 @@ use std::fs::File;
 use memchr::memchr;
 
 use super::aggregate::{ChunkParts, ChunkState};
-use super::mapped::{Mapped, chunk_block};
+use super::mapped::{chunk_block, map_whole};
 use super::row_fold::RowMode;
 use crate::trace::{EventRefKind, LineError, ends_early, is_run_started, parse_event};
 
@@ -117,7 +117,7 @@ pub(crate) fn scan_mapped_chunk(
     chunk_size: usize,
     settings: ScanSettings,
 ) -> Option<ChunkReport> {
-    let mapped = Mapped::new(file)?;
+    let mapped = map_whole(file)?;
     let bytes = mapped.bytes();
     let block = chunk_block(bytes, index, chunk_size, settings.max_line);
     Some(scan_chunk(

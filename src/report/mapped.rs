@@ -16,71 +16,16 @@ use std::fs::File;
 use memchr::{memchr, memrchr};
 
 use super::input::Block;
+use crate::trace::FileWindow;
 
-/// A whole regular file, mapped read-only.
-pub(crate) struct Mapped {
-    #[cfg(unix)]
-    ptr: std::ptr::NonNull<libc::c_void>,
-    len: usize,
-}
-
-impl Mapped {
-    /// Maps `file`, or `None` where it cannot be mapped.
-    #[cfg(unix)]
-    pub(crate) fn new(file: &File) -> Option<Mapped> {
-        use std::os::fd::AsRawFd;
-        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
-        if len == 0 {
-            return None;
-        }
-        // SAFETY: a new private read-only mapping of an open file; the kernel picks the address
-        // and checks the length and descriptor, and a failure is returned as `MAP_FAILED`.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return None;
-        }
-        Some(Mapped {
-            ptr: std::ptr::NonNull::new(ptr)?,
-            len,
-        })
+/// Maps the whole of `file` read-only, or `None` where it cannot be mapped (an empty file, a
+/// file system without maps, not Unix).
+pub(crate) fn map_whole(file: &File) -> Option<FileWindow> {
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if len == 0 {
+        return None;
     }
-
-    /// Maps nothing where maps are not used: the caller reads instead.
-    #[cfg(not(unix))]
-    pub(crate) fn new(_file: &File) -> Option<Mapped> {
-        None
-    }
-
-    /// The mapped bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        #[cfg(unix)]
-        // SAFETY: the mapping holds `len` readable bytes until `drop`, and it is never written.
-        unsafe {
-            std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.len)
-        }
-        #[cfg(not(unix))]
-        &[]
-    }
-}
-
-#[cfg(unix)]
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`, which no slice outlives (`bytes`
-        // borrows `self`).
-        unsafe {
-            libc::munmap(self.ptr.as_ptr(), self.len);
-        }
-    }
+    FileWindow::map(file, 0, len).ok()
 }
 
 /// Where the lines of chunk number `index` (chunks of `chunk_size` bytes) lie in `bytes`, the
@@ -155,7 +100,7 @@ mod tests {
             file.write_all(ending).unwrap();
             drop(file);
             let file = File::open(&path).unwrap();
-            let mapped = Mapped::new(&file).unwrap();
+            let mapped = map_whole(&file).unwrap();
             let bytes = mapped.bytes();
             for chunk_size in 1..bytes.len() + 2 {
                 for max_line in [1, 3, 8, 64] {

@@ -101,8 +101,8 @@ impl MappedFile {
     }
 }
 
-/// One read-only map of part of a file.
-struct Window {
+/// One read-only map of part of a file (also `report`'s map of a whole file).
+pub(crate) struct Window {
     #[cfg(unix)]
     ptr: std::ptr::NonNull<libc::c_void>,
     len: usize,
@@ -111,7 +111,7 @@ struct Window {
 impl Window {
     /// Maps `len` bytes of `file` from `offset` (a multiple of the page size).
     #[cfg(unix)]
-    fn map(file: &File, offset: u64, len: usize) -> io::Result<Window> {
+    pub(crate) fn map(file: &File, offset: u64, len: usize) -> io::Result<Window> {
         use std::os::fd::AsRawFd;
         let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
         // SAFETY: a new private read-only mapping of an open file; the kernel picks the address
@@ -136,11 +136,11 @@ impl Window {
 
     /// Maps nothing where maps are not used: the caller reads instead.
     #[cfg(not(unix))]
-    fn map(_file: &File, _offset: u64, _len: usize) -> io::Result<Window> {
+    pub(crate) fn map(_file: &File, _offset: u64, _len: usize) -> io::Result<Window> {
         Err(io::Error::other("no maps"))
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         #[cfg(unix)]
         // SAFETY: the mapping holds `len` readable bytes until `drop`, and it is never written.
         unsafe {

@@ -41,6 +41,7 @@ pub use event::{
 pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
 pub use json_line::JsonLine;
 pub use line_error::LineError;
+pub(crate) use mapped_file::Window as FileWindow;
 pub use reader::parse_line;
 pub use reader::{
     DEFAULT_MAX_LINE_BYTES, LineItem, ReadOptions, ReadStats, TraceError, TraceReader,
