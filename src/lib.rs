@@ -22,6 +22,7 @@ pub mod proxy;
 pub mod replay;
 pub mod report;
 pub mod run;
+mod scratch_file;
 pub mod secrets;
 pub mod stats;
 pub mod terminal;

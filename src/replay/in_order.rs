@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 
+use crate::scratch_file::unnamed_file;
+
 /// Bytes of blocks held in memory in order, and again out of order, before they go to the
 /// temporary file: a few thousand runs' parts each, small beside the reader's own buffers.
 pub const HELD_BYTES: usize = 256 * 1024;
@@ -191,42 +193,6 @@ impl InOrder {
         };
         Ok(block)
     }
-}
-
-/// A temporary file no other process can open and that is gone once closed: `O_TMPFILE` where
-/// the system has it, else a new file removed right after it is made.
-fn unnamed_file() -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::env::temp_dir();
-    #[cfg(target_os = "linux")]
-    if let Ok(file) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE)
-        .open(&dir)
-    {
-        return Ok(file);
-    }
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let path = dir.join(format!("looptrace-replay-{}-{attempt}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(file) => {
-                let _ = std::fs::remove_file(&path);
-                return Ok(file);
-            }
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = Some(err),
-            Err(err) => return Err(err),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("no temporary file could be made")))
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::collections::{BinaryHeap, HashSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
-use super::logged_entries::{ReadAt, scratch_file};
+use super::logged_entries::ReadAt;
+use crate::scratch_file::unnamed_file;
 
 /// Hashes sorted and set aside together.
 const RUN: usize = 1 << 18;
@@ -31,7 +32,7 @@ impl IdHashes {
         }
         if self.spilled.is_none() {
             // Without a scratch file the hashes stay in memory, 4 bytes an id.
-            let Some(file) = scratch_file() else {
+            let Ok(file) = unnamed_file() else {
                 return Ok(());
             };
             self.spilled = Some((BufWriter::with_capacity(1 << 16, file), 0));

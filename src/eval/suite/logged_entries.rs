@@ -5,13 +5,14 @@
 //! of length a task on disk. Reading them again from the tasks file itself would parse every row
 //! once more for each reader; this file is read without parsing anything.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::ops::ControlFlow;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::task_entries::{IdRef, ModelRuns, TaskEntries, TaskEntry};
+use crate::scratch_file::unnamed_file;
 
 /// Bytes of ids held in memory before they go to a file.
 const SPILL_AT: usize = 1 << 20;
@@ -86,7 +87,7 @@ impl EntryLog {
                 bytes.push(len);
                 bytes.extend_from_slice(id.as_bytes());
                 if bytes.len() > SPILL_AT
-                    && let Some(file) = scratch_file()
+                    && let Ok(file) = unnamed_file()
                 {
                     let mut out = BufWriter::with_capacity(1 << 16, file);
                     out.write_all(bytes)?;
@@ -133,21 +134,6 @@ impl EntryLog {
             cursor: Arc::default(),
         })
     }
-}
-
-/// A file of our own in the temporary folder, already unlinked: no other process opens it and
-/// nothing is left behind. `None` when it cannot be made (what it would hold stays in memory).
-pub(super) fn scratch_file() -> Option<File> {
-    let path = std::env::temp_dir().join(format!(".looptrace-ids-{}", crate::run::unique_token()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .ok()?;
-    std::fs::remove_file(&path).ok()?;
-    Some(file)
 }
 
 /// A file read from a byte up to another, without moving the file's shared position.
