@@ -52,24 +52,21 @@ mod tests {
 
     #[test]
     fn an_unnamed_file_holds_what_is_written_and_leaves_no_name() {
-        let before: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".looptrace-scratch-"))
-            .collect();
+        let named = || -> Vec<_> {
+            std::fs::read_dir(std::env::temp_dir())
+                .unwrap()
+                .flatten()
+                .map(|entry| entry.file_name())
+                .filter(|name| name.to_string_lossy().starts_with(".looptrace-scratch-"))
+                .collect()
+        };
+        let before = named();
         let mut file = unnamed_file().unwrap();
         file.write_all(b"set aside").unwrap();
         file.seek(SeekFrom::Start(0)).unwrap();
         let mut text = String::new();
         file.read_to_string(&mut text).unwrap();
         assert_eq!(text, "set aside");
-        let after: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.file_name())
-            .filter(|name| name.to_string_lossy().starts_with(".looptrace-scratch-"))
-            .collect();
-        assert_eq!(before, after);
+        assert_eq!(named(), before);
     }
 }
