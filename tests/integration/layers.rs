@@ -22,6 +22,7 @@ const LAYERS: [(&str, &[&str]); 9] = [
             "output",
             "terminal",
             "stats",
+            "scratch_file",
         ],
     ),
     ("run facts", &["run"]),
