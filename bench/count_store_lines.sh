@@ -18,6 +18,7 @@ FILES=(
   src/eval/row_numbers.rs
   src/eval/engine/resume.rs
   src/eval/engine/paths.rs
+  src/eval/engine/view.rs
   src/cli/gc.rs
   src/cli/run_store_inputs.rs
 )
