@@ -823,28 +823,6 @@ mod tests {
     }
 
     #[test]
-    fn known_fields_are_found_by_name() {
-        for (at, (name, _)) in KNOWN.iter().enumerate() {
-            assert_eq!(known_field(name.as_bytes()), Some(at), "{name}");
-        }
-        assert_eq!(known_field(b"run_ids"), None);
-        // Names one byte away from a known one, or a prefix of it, land in its slot or another
-        // one and must still be told apart.
-        let position = |other: &[u8]| KNOWN.iter().position(|(name, _)| name.as_bytes() == other);
-        for (name, _) in KNOWN {
-            let name = name.as_bytes();
-            for at in 0..name.len() {
-                let mut other = name.to_vec();
-                other[at] ^= 0x20;
-                let prefix = &name[..at];
-                assert_eq!(known_field(&other), position(&other), "{other:?}");
-                assert_eq!(known_field(prefix), position(prefix), "{prefix:?}");
-            }
-        }
-        assert_eq!(known_field(b""), None);
-    }
-
-    #[test]
     fn field_names_read_from_one_load_match_the_string_path() {
         let mut names: Vec<Vec<u8>> = KNOWN
             .iter()
