@@ -620,6 +620,20 @@ fn shown_both_ways(line: &[u8]) -> (ShownLine, ShownLine) {
     (copied, written)
 }
 
+/// Every line of the bundled sample traces.
+fn sample_trace_lines() -> Vec<String> {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(samples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            lines.extend(text.lines().map(str::to_owned));
+        }
+    }
+    lines
+}
+
 /// The same line written other ways a writer might: keys sorted, spaced out, non-ASCII and `/`
 /// escaped, control characters escaped in upper case.
 fn rewritten(line: &str) -> Vec<String> {
@@ -738,14 +752,7 @@ fn show_json_copies_through_only_lines_as_written() {
     lines.push(
         r#"{"run_id":"r","step":1,"event_type":"model_action","arguments":{"n":1e999}}"#.to_owned(),
     );
-    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
-    for entry in std::fs::read_dir(samples).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            lines.extend(text.lines().flat_map(rewritten));
-        }
-    }
+    lines.extend(sample_trace_lines().iter().flat_map(|line| rewritten(line)));
     let mut copied_through = 0;
     for line in &lines {
         let (copied, written) = shown_both_ways(line.as_bytes());
@@ -895,14 +902,7 @@ fn show_text_made_from_sample_and_unusual_lines() {
     .collect();
     let long = "\\\"é😀\\n".repeat(100);
     lines.push(format!(r#"{head}"observation","content":"{long}"}}"#));
-    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
-    for entry in std::fs::read_dir(samples).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            lines.extend(text.lines().flat_map(rewritten));
-        }
-    }
+    lines.extend(sample_trace_lines().iter().flat_map(|line| rewritten(line)));
     for line in &lines {
         for color in [false, true] {
             let (made, whole) = shown_as_made_and_from_the_event(line.as_bytes(), color);
