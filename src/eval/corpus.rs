@@ -7,8 +7,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, SuiteTasks, TaskEntries,
@@ -16,7 +17,9 @@ use super::suite::{
 };
 use crate::replay::ReplayModel;
 use crate::run::{ExitReason, RunOutcome};
-use crate::trace::{Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_within};
+use crate::trace::{
+    Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_in, read_run_within,
+};
 
 /// Where a replay task's recorded run comes from.
 #[derive(Clone, Debug)]
@@ -30,6 +33,8 @@ pub enum RunSource {
         run_id: String,
         /// Its lines, in event order.
         spans: Arc<[LineSpan]>,
+        /// The trace file, when it is already open (runs of one file share one handle).
+        file: Option<Arc<File>>,
     },
 }
 
@@ -46,7 +51,12 @@ impl RunSource {
     pub fn load(&self, path: &Path) -> Result<Cow<'_, RecordedRun>, String> {
         match self {
             RunSource::Held(run) => Ok(Cow::Borrowed(run)),
-            RunSource::Located { run_id, spans } => {
+            RunSource::Located {
+                run_id,
+                spans,
+                file: Some(file),
+            } => read_run_in(file, path, run_id, spans).map(Cow::Owned),
+            RunSource::Located { run_id, spans, .. } => {
                 read_run_within(path, run_id, spans).map(Cow::Owned)
             }
         }
@@ -227,6 +237,9 @@ struct PackedRuns {
     files: Vec<PathBuf>,
     runs: Vec<PackedRun>,
     bytes: Vec<u8>,
+    /// The trace file read last, kept open: tasks mostly come in file order, so a corpus file is
+    /// opened once rather than once per run.
+    open: Mutex<Option<(u32, Arc<File>)>>,
 }
 
 #[derive(Debug)]
@@ -291,6 +304,22 @@ impl PackedRuns {
     }
 }
 
+impl PackedRuns {
+    /// Trace file `index` (at `path`), open; `None` if it cannot be opened, so that the task
+    /// opens it itself and fails as it would have (its row says why).
+    fn open_file(&self, index: u32, path: &Path) -> Option<Arc<File>> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, file)) = open.as_ref()
+            && *at == index
+        {
+            return Some(Arc::clone(file));
+        }
+        let file = Arc::new(File::open(path).ok()?);
+        *open = Some((index, Arc::clone(&file)));
+        Some(file)
+    }
+}
+
 impl TaskMaker for PackedRuns {
     fn task(&self, i: usize, id: &str) -> Result<SuiteTask, String> {
         let (run, run_id, spans) = self
@@ -300,6 +329,7 @@ impl TaskMaker for PackedRuns {
             .files
             .get(run.file as usize)
             .ok_or_else(|| format!("no trace file for recorded run {i}"))?;
+        let file = self.open_file(run.file, path);
         Ok(SuiteTask {
             id: TaskId::parse(id)?,
             // Read again with the run when the task runs.
@@ -310,6 +340,7 @@ impl TaskMaker for PackedRuns {
                 run: RunSource::Located {
                     run_id,
                     spans: spans.into(),
+                    file,
                 },
             },
             expect: Expectations {

@@ -717,6 +717,7 @@ fn open_trace(
         TraceTarget::Single(file) => TraceWriter::shared(file.try_clone()?, false),
     };
     let writer = match options.flush {
+        TraceFlush::Event if answers_at_once(run.task) => writer.hold_until_tool_or_run_end(),
         TraceFlush::Event => writer,
         TraceFlush::Run => writer.hold_until_run_end(),
     };
@@ -729,6 +730,17 @@ fn open_trace(
         }
         None => writer,
     })
+}
+
+/// Whether nothing but its tools can take time in the task's run: a replayed model with no
+/// finish gate or scorer of the task's own. Its events are then written before each tool runs and
+/// when the run ends rather than one at a time (docs/results-format.md, "Trace layout and
+/// flushing"): a crash can lose only what the recording gave since the last tool started.
+fn answers_at_once(task: &SuiteTask) -> bool {
+    matches!(task.model, TaskModel::Replay { .. })
+        && task.finish_gate.is_none()
+        && task.expect.scorers.is_empty()
+        && task.agent.is_none()
 }
 
 /// What the counting observer saw.

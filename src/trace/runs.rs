@@ -483,6 +483,17 @@ pub fn read_run_within(
 ) -> Result<RecordedRun, String> {
     let file =
         File::open(path).map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
+    read_run_in(&file, path, run_id, spans)
+}
+
+/// [`read_run_within`] from `file`, already open (named `path` in messages): a reader of many
+/// runs of one file opens it once.
+pub fn read_run_in(
+    file: &File,
+    path: &Path,
+    run_id: &str,
+    spans: &[LineSpan],
+) -> Result<RecordedRun, String> {
     let mut events = Vec::with_capacity(spans.len());
     let mut buffer = Vec::new();
     let mut rest = spans;

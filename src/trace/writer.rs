@@ -2,7 +2,9 @@
 //! `write` of one whole line on a file opened for appending. Appends from several processes never
 //! interleave within a line, and a crash loses nothing already written. A writer may instead
 //! hold a run's events and write them in one `write` when the run ends (`eval --trace-flush run`):
-//! fewer system calls, and a crash loses the run in progress.
+//! fewer system calls, and a crash loses the run in progress. A replayed run's events, whose
+//! model answers from its recording at once, are held until a tool is about to run or the run
+//! ends: only what happened since the last tool started (microseconds of work) can be lost.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -42,12 +44,23 @@ pub struct TraceWriter {
     /// The file ended inside a line (an earlier write cut short): the first event starts with
     /// a `\n`, so it is not glued onto that line.
     repair: bool,
-    /// Events are held in `line` until `run_finished` (or the writer is dropped).
-    hold: bool,
+    /// When held events are written.
+    hold: Hold,
     /// Events held, not yet written.
     held: u64,
     /// Who else reads the lines, and the file they went to.
     tap: Option<Tap>,
+}
+
+/// When a writer writes the events it is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hold {
+    /// Each event at once.
+    No,
+    /// Held until `run_finished` (or the writer is dropped).
+    UntilRunEnd,
+    /// Held until a tool call's `model_action` (the tool runs next) or `run_finished`.
+    UntilToolOrRunEnd,
 }
 
 /// A writer's tap: the lines of the run so far, until it ends.
@@ -99,7 +112,7 @@ impl TraceWriter {
             line: Vec::with_capacity(512),
             fsync,
             repair,
-            hold: false,
+            hold: Hold::No,
             held: 0,
             tap: None,
         }
@@ -127,14 +140,24 @@ impl TraceWriter {
     /// Holds each run's events and writes them in one `write` when its `run_finished` comes (or
     /// the writer is dropped): a crash then loses the run in progress, never part of a line.
     pub fn hold_until_run_end(mut self) -> TraceWriter {
-        self.hold = true;
+        self.hold = Hold::UntilRunEnd;
+        self
+    }
+
+    /// Holds events while nothing outside the process runs: they are written in one `write`
+    /// when a tool call's `model_action` comes (before the tool runs) or the run ends. For runs
+    /// whose model answers at once (a replay): a crash loses only the events made since the last
+    /// tool started, and a run with one tool call takes two writes instead of five.
+    pub fn hold_until_tool_or_run_end(mut self) -> TraceWriter {
+        self.hold = Hold::UntilToolOrRunEnd;
         self
     }
 
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
         let ends_run = matches!(event.kind, EventKind::RunFinished(_));
-        if !self.hold || self.held == 0 {
+        let holding = self.hold != Hold::No;
+        if !holding || self.held == 0 {
             self.line.clear();
             if self.repair {
                 self.line.push(b'\n');
@@ -142,9 +165,12 @@ impl TraceWriter {
         }
         serde_json::to_writer(&mut self.line, event)?;
         self.line.push(b'\n');
-        if self.hold {
+        if holding {
             self.held += 1;
-            if !ends_run {
+            let tool_next = self.hold == Hold::UntilToolOrRunEnd
+                && matches!(&event.kind, EventKind::ModelAction(action)
+                    if action.action_type.as_deref() == Some("tool_call"));
+            if !ends_run && !tool_next {
                 return Ok(());
             }
         }
