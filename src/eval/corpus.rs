@@ -11,6 +11,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::corpus_line::{self, CorpusLine, replay_check};
 use super::suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, SuiteTasks, TaskEntries,
     TaskId, TaskMaker, TaskModel,
@@ -150,7 +151,10 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let mut entries = TaskEntries::default();
     let mut packed = PackedRuns::default();
     for (file_index, file) in files.iter().enumerate() {
-        let mut stream = match RunStream::open(file, ReadOptions::default()) {
+        // Checked through the borrowed view (`corpus_line`), not parsed in full: the full reader
+        // reads each run when its task runs.
+        let opened = RunStream::<File, CorpusLine>::open_mapped(file, ReadOptions::default());
+        let mut stream = match opened {
             // Task ids come from run ids, made unique here: the stream need not count them.
             Ok(stream) => stream.with_budget(CORPUS_OPEN_BYTES).without_occurrences(),
             Err(err) => {
@@ -173,7 +177,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             let run = &streamed.run;
             let place =
                 || crate::text::escape(&format!("{}#{}", file.display(), run.run_id)).into_owned();
-            let RunOutcome::Ended(reason) = run.outcome() else {
+            let RunOutcome::Ended(reason) = corpus_line::outcome(&run.events) else {
                 skipped.push(format!(
                     "{}: incomplete recording, nothing to compare with",
                     place()
@@ -182,7 +186,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
             };
             // Checked here, with the message a replay gives, but not kept: the run is read
             // again when its task runs.
-            let max_steps = match ReplayModel::check(run) {
+            let max_steps = match replay_check(&run.run_id, &run.events) {
                 Ok(max_steps) => max_steps,
                 Err(err) => {
                     problems.push((place(), err.to_string()));

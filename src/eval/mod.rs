@@ -4,6 +4,7 @@
 pub mod agent;
 mod baseline;
 mod corpus;
+mod corpus_line;
 pub mod engine;
 mod expect;
 mod flaky;

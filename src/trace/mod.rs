@@ -31,6 +31,9 @@ mod writer;
 
 pub use crate::digest::{HashAlgorithm, Summarizer, sha256_tagged};
 pub use crate::json_error::describe_plain as describe_json_error_plain;
+/// A serde-written line's top-level keys and raw values, for readers that need a few fields the
+/// borrowed view does not keep.
+pub(crate) use as_written::pairs as top_level_pairs;
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use cut_line::{cut_short, ends_early};
 pub use event::{
