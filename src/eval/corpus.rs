@@ -6,18 +6,21 @@
 //! per task, never by the recorded content.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::corpus_line::{self, CorpusLine, replay_check};
+use super::corpus_runs::PackedRuns;
 use super::suite::{
     DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, SuiteTasks, TaskEntries,
     TaskId, TaskMaker, TaskModel,
 };
 use crate::replay::ReplayModel;
-use crate::run::{ExitReason, RunOutcome};
+use crate::run::RunOutcome;
 use crate::trace::{
     Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_in, read_run_within,
 };
@@ -147,7 +150,7 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let files = trace_files(paths).map_err(|e| fail(vec![("--traces".to_owned(), e)]))?;
     let mut problems = Vec::new();
     let mut skipped = Vec::new();
-    let mut ids = HashSet::new();
+    let mut ids = SeenIds::default();
     let mut entries = TaskEntries::default();
     let mut packed = PackedRuns::default();
     for (file_index, file) in files.iter().enumerate() {
@@ -197,15 +200,19 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 // The suite will not run: only the problems are still wanted.
                 continue;
             }
-            let id = unique_id(&format!("{stem}.{}", run.run_id), &mut ids);
+            let id = unique_id(&format!("{stem}.{}", run.run_id), &mut ids, &entries);
             entries.push(id.as_str(), REPLAY_KIND, None);
-            packed.push(
+            let pushed = packed.push(
                 file_index,
                 max_steps.unwrap_or(DEFAULT_MAX_STEPS),
                 reason,
                 &run.run_id,
                 &streamed.spans,
             );
+            if let Err(err) = pushed {
+                let message = format!("failed to set the runs aside in a temporary file: {err}");
+                problems.push(("--traces".to_owned(), message));
+            }
         }
     }
     if entries.is_empty() && problems.is_empty() {
@@ -215,6 +222,10 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
         return Err(fail(problems));
     }
     drop(ids);
+    packed.finish().map_err(|err| {
+        let message = format!("failed to set the runs aside in a temporary file: {err}");
+        fail(vec![("--traces".to_owned(), message)])
+    })?;
     packed.files = files;
     let read_files = packed.files.clone();
     Ok(Corpus {
@@ -232,103 +243,9 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
 /// The model kind of every corpus task.
 const REPLAY_KIND: &str = "replay";
 
-/// What a corpus keeps of each replay task until it runs: its file, budget and recorded exit
-/// reason, and its run id and line positions packed in one block of bytes (positions as
-/// differences from the line before, a few bytes a line), so a corpus of many small runs costs
-/// some tens of bytes a run rather than a task each.
-#[derive(Debug, Default)]
-struct PackedRuns {
-    files: Vec<PathBuf>,
-    runs: Vec<PackedRun>,
-    bytes: Vec<u8>,
-    /// The trace file read last, kept open: tasks mostly come in file order, so a corpus file is
-    /// opened once rather than once per run.
-    open: Mutex<Option<(u32, Arc<File>)>>,
-}
-
-#[derive(Debug)]
-struct PackedRun {
-    file: u32,
-    max_steps: u32,
-    exit_reason: ExitReason,
-    /// Where its run id and line positions start in `bytes`.
-    at: u64,
-}
-
-impl PackedRuns {
-    fn push(
-        &mut self,
-        file: usize,
-        max_steps: u32,
-        exit_reason: ExitReason,
-        run_id: &str,
-        spans: &[LineSpan],
-    ) {
-        self.runs.push(PackedRun {
-            file: u32::try_from(file).unwrap_or(u32::MAX),
-            max_steps,
-            exit_reason,
-            at: self.bytes.len() as u64,
-        });
-        let out = &mut self.bytes;
-        push_varint(out, run_id.len() as u64);
-        out.extend_from_slice(run_id.as_bytes());
-        push_varint(out, spans.len() as u64);
-        let (mut line, mut end) = (0u64, 0u64);
-        for span in spans {
-            push_varint(out, zigzag(span.line.wrapping_sub(line)));
-            push_varint(out, zigzag(span.offset.wrapping_sub(end)));
-            push_varint(out, u64::from(span.len));
-            line = span.line;
-            end = span.offset.wrapping_add(u64::from(span.len));
-        }
-    }
-
-    /// The run id and line positions of run `i`.
-    fn run(&self, i: usize) -> Option<(&PackedRun, String, Vec<LineSpan>)> {
-        let run = self.runs.get(i)?;
-        let mut at = usize::try_from(run.at).ok()?;
-        let bytes = &self.bytes;
-        let len = usize::try_from(read_varint(bytes, &mut at)?).ok()?;
-        let run_id = std::str::from_utf8(bytes.get(at..at + len)?)
-            .ok()?
-            .to_owned();
-        at += len;
-        let count = usize::try_from(read_varint(bytes, &mut at)?).ok()?;
-        let mut spans = Vec::with_capacity(count);
-        let (mut line, mut end) = (0u64, 0u64);
-        for _ in 0..count {
-            line = line.wrapping_add(unzigzag(read_varint(bytes, &mut at)?));
-            let offset = end.wrapping_add(unzigzag(read_varint(bytes, &mut at)?));
-            let len = u32::try_from(read_varint(bytes, &mut at)?).ok()?;
-            spans.push(LineSpan { line, offset, len });
-            end = offset.wrapping_add(u64::from(len));
-        }
-        Some((run, run_id, spans))
-    }
-}
-
-impl PackedRuns {
-    /// Trace file `index` (at `path`), open; `None` if it cannot be opened, so that the task
-    /// opens it itself and fails as it would have (its row says why).
-    fn open_file(&self, index: u32, path: &Path) -> Option<Arc<File>> {
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((at, file)) = open.as_ref()
-            && *at == index
-        {
-            return Some(Arc::clone(file));
-        }
-        let file = Arc::new(File::open(path).ok()?);
-        *open = Some((index, Arc::clone(&file)));
-        Some(file)
-    }
-}
-
 impl TaskMaker for PackedRuns {
     fn task(&self, i: usize, id: &str) -> Result<SuiteTask, String> {
-        let (run, run_id, spans) = self
-            .run(i)
-            .ok_or_else(|| format!("no recorded run {i} in the corpus"))?;
+        let run = self.run(i)?;
         let path = self
             .files
             .get(run.file as usize)
@@ -342,8 +259,8 @@ impl TaskMaker for PackedRuns {
             model: TaskModel::Replay {
                 path: path.clone(),
                 run: RunSource::Located {
-                    run_id,
-                    spans: spans.into(),
+                    run_id: run.run_id,
+                    spans: run.spans.into(),
                     file,
                 },
             },
@@ -359,34 +276,34 @@ impl TaskMaker for PackedRuns {
     }
 }
 
-fn zigzag(delta: u64) -> u64 {
-    let signed = delta as i64;
-    ((signed << 1) ^ (signed >> 63)) as u64
+/// The task ids made so far, by a 64-bit hash and the entry that holds the id (about 20 bytes
+/// a run, where a set of the ids took over 100): an id whose hash another id already has is
+/// kept whole, so the answer stays exact.
+#[derive(Default)]
+struct SeenIds {
+    first: HashMap<u64, u32>,
+    collided: HashSet<String>,
 }
 
-fn unzigzag(value: u64) -> u64 {
-    ((value >> 1) as i64 ^ -((value & 1) as i64)) as u64
-}
-
-fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *bytes.get(*at)?;
-        *at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
+impl SeenIds {
+    /// Notes `id`, the next entry's; false if it was seen already (in `entries`).
+    fn insert(&mut self, id: &str, entries: &TaskEntries) -> bool {
+        let mut hasher = DefaultHasher::new();
+        id.hash(&mut hasher);
+        let next = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+        match self.first.entry(hasher.finish()) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(next);
+                true
+            }
+            Entry::Occupied(first) => {
+                let same = entries
+                    .get(*first.get() as usize)
+                    .is_some_and(|entry| entry.id.as_str() == id);
+                !same && self.collided.insert(id.to_owned())
+            }
         }
     }
-    None
 }
 
 /// The longest task id made from a run id; a task's id names its trace file, and file names are
@@ -395,7 +312,7 @@ const MAX_ID_CHARS: usize = 100;
 
 /// A valid task id from a file stem and run id: other characters become `_`, repeats get `-2`, ...
 /// A long one is cut and ends with a hash of the whole, so it stays unique and a usable file name.
-fn unique_id(raw: &str, seen: &mut HashSet<TaskId>) -> TaskId {
+fn unique_id(raw: &str, seen: &mut SeenIds, entries: &TaskEntries) -> TaskId {
     let mut clean = TaskId::sanitize(raw);
     if clean.len() > MAX_ID_CHARS {
         use sha2::Digest;
@@ -412,7 +329,7 @@ fn unique_id(raw: &str, seen: &mut HashSet<TaskId>) -> TaskId {
             format!("{clean}-{n}")
         };
         if let Ok(id) = TaskId::parse(&candidate)
-            && seen.insert(id.clone())
+            && seen.insert(id.as_str(), entries)
         {
             return id;
         }
@@ -425,32 +342,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packed_runs_give_back_each_run_id_and_line_positions_as_pushed() {
-        let span = |line, offset, len| LineSpan { line, offset, len };
-        let runs: Vec<(&str, Vec<LineSpan>)> = vec![
-            ("a", vec![span(1, 0, 10), span(2, 11, 300), span(3, 312, 0)]),
-            // Interleaved with others, far apart, and a position before the one it follows.
-            (
-                "bé-2",
-                vec![span(7, 5_000_000_000, 4), span(900, 9, u32::MAX)],
-            ),
-            ("", Vec::new()),
-            ("c", vec![span(u64::MAX, u64::MAX - 1, 1)]),
-        ];
-        let mut packed = PackedRuns::default();
-        for (i, (id, spans)) in runs.iter().enumerate() {
-            let reason = if i % 2 == 0 {
-                ExitReason::Finished
-            } else {
-                ExitReason::MaxStepsExceeded
-            };
-            packed.push(i, 10 + i as u32, reason, id, spans);
+    fn repeated_run_ids_get_numbered_task_ids() {
+        let mut seen = SeenIds::default();
+        let mut entries = TaskEntries::default();
+        let mut made = Vec::new();
+        for raw in ["a.r1", "a.r2", "a.r1", "a r1", "a.r1", "a.r1-2"] {
+            let id = unique_id(raw, &mut seen, &entries);
+            entries.push(id.as_str(), REPLAY_KIND, None);
+            made.push(id.as_str().to_owned());
         }
-        for (i, (id, spans)) in runs.iter().enumerate() {
-            let (run, run_id, read) = packed.run(i).unwrap();
-            assert_eq!((run_id.as_str(), &read), (*id, spans));
-            assert_eq!((run.file, run.max_steps), (i as u32, 10 + i as u32));
-        }
-        assert!(packed.run(runs.len()).is_none());
+        assert_eq!(
+            made,
+            ["a.r1", "a.r2", "a.r1-2", "a_r1", "a.r1-3", "a.r1-2-2"]
+        );
+        // An id whose hash another id has is still told apart by its text.
+        let mut seen = SeenIds::default();
+        let mut entries = TaskEntries::default();
+        entries.push("first", REPLAY_KIND, None);
+        seen.first.insert(hash_of("second"), 0);
+        assert!(seen.insert("second", &entries));
+        assert!(!seen.insert("second", &entries));
+    }
+
+    fn hash_of(id: &str) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        id.hash(&mut hasher);
+        hasher.finish()
     }
 }

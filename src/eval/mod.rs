@@ -5,6 +5,7 @@ pub mod agent;
 mod baseline;
 mod corpus;
 mod corpus_line;
+mod corpus_runs;
 pub mod engine;
 mod expect;
 mod flaky;
