@@ -22,7 +22,7 @@ use super::suite::{
 use crate::replay::ReplayModel;
 use crate::run::RunOutcome;
 use crate::trace::{
-    Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_run_in, read_run_within,
+    Capture, LineSpan, ReadOptions, RecordedRun, RunStream, read_checked_run_in, read_run_within,
 };
 
 /// Where a replay task's recorded run comes from.
@@ -59,7 +59,7 @@ impl RunSource {
                 run_id,
                 spans,
                 file: Some(file),
-            } => read_run_in(file, path, run_id, spans).map(Cow::Owned),
+            } => read_checked_run_in(file, path, run_id, spans).map(Cow::Owned),
             RunSource::Located { run_id, spans, .. } => {
                 read_run_within(path, run_id, spans).map(Cow::Owned)
             }

@@ -50,7 +50,7 @@ pub use reader::{
     DEFAULT_MAX_LINE_BYTES, LineItem, ReadOptions, ReadStats, TraceError, TraceReader,
 };
 pub use recorder::{RecorderOptions, TraceRecorder};
-pub use runs::read_run_in;
+pub use runs::read_checked_run_in;
 pub use runs::{
     LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
     read_run_at, read_run_within, read_trace,

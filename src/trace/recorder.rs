@@ -57,6 +57,8 @@ pub struct TraceRecorder<S> {
     started: Option<Instant>,
     /// The run's scores, for `run_finished.scores`.
     scores: Option<Vec<Score>>,
+    /// The last `ts` written, and its millisecond.
+    last_ts: Option<(i64, String)>,
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -72,6 +74,7 @@ impl<S: EventSink> TraceRecorder<S> {
             clock: Arc::new(SystemClock),
             started: None,
             scores: None,
+            last_ts: None,
         }
     }
 
@@ -92,12 +95,26 @@ impl<S: EventSink> TraceRecorder<S> {
             };
             let mut e = Event::new(&self.run_id, step.into(), scorer_call);
             if self.options.durations {
-                e.ts = Some(crate::time::ts_from_unix_ms(self.clock.now_unix_ms()));
+                e.ts = Some(self.ts());
             }
             self.sink.record(&e)?;
         }
         self.scores = (!scores.is_empty()).then_some(scores);
         Ok(())
+    }
+
+    /// The time now as `ts`; events of a run come many to a millisecond, so the text of the last
+    /// one is reused while the millisecond is the same.
+    fn ts(&mut self) -> String {
+        let now = self.clock.now_unix_ms();
+        match &self.last_ts {
+            Some((at, text)) if *at == now => text.clone(),
+            _ => {
+                let text = crate::time::ts_from_unix_ms(now);
+                self.last_ts = Some((now, text.clone()));
+                text
+            }
+        }
     }
 
     /// Stamps `ts` from `clock` instead of the system clock (traces whose times are known in
@@ -325,7 +342,7 @@ impl<S: EventSink> RunObserver for TraceRecorder<S> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> io::Result<()> {
         let mut trace_event = self.trace_event(event);
         if self.options.durations {
-            trace_event.ts = Some(crate::time::ts_from_unix_ms(self.clock.now_unix_ms()));
+            trace_event.ts = Some(self.ts());
         }
         match event {
             RunEvent::RunStarted { .. } => {
