@@ -215,19 +215,7 @@ fn load_suite_from_str_for(
             return loaded;
         }
     }
-    let fail = |problems: Vec<Problem>| SuiteErrors {
-        file: "<suite>".to_owned(),
-        problems,
-    };
-    let invalid = |err: serde_json::Error| {
-        fail(vec![(
-            format!("$ (line {}, column {})", err.line(), err.column()),
-            format!(
-                "invalid JSON: {}",
-                crate::trace::describe_json_error_plain(&err)
-            ),
-        )])
-    };
+    let (fail, invalid) = (unnamed, invalid_json);
     let top = match serde_json::from_str::<Entries<'_>>(text) {
         Ok(top) => top,
         Err(err) if err.is_data() => {
@@ -249,6 +237,25 @@ fn load_suite_from_str_for(
     })
 }
 
+/// `problems` of a suite read from text (the caller names its file).
+fn unnamed(problems: Vec<Problem>) -> SuiteErrors {
+    SuiteErrors {
+        file: "<suite>".to_owned(),
+        problems,
+    }
+}
+
+/// A suite's text that is not JSON, at the line and column `err` names.
+fn invalid_json(err: serde_json::Error) -> SuiteErrors {
+    unnamed(vec![(
+        format!("$ (line {}, column {})", err.line(), err.column()),
+        format!(
+            "invalid JSON: {}",
+            crate::trace::describe_json_error_plain(&err)
+        ),
+    )])
+}
+
 /// The suite of the top level's `members`; `Err` when its tasks are walked and the walk was
 /// refused (nothing is kept then: the suite must be read again the other way).
 fn load_members<'t>(
@@ -258,19 +265,7 @@ fn load_members<'t>(
     options: LoadOptions,
 ) -> Result<Result<Suite, SuiteErrors>, Refused> {
     let models_given = options.models_given;
-    let fail = |problems: Vec<Problem>| SuiteErrors {
-        file: "<suite>".to_owned(),
-        problems,
-    };
-    let invalid = |err: serde_json::Error| {
-        fail(vec![(
-            format!("$ (line {}, column {})", err.line(), err.column()),
-            format!(
-                "invalid JSON: {}",
-                crate::trace::describe_json_error_plain(&err)
-            ),
-        )])
-    };
+    let (fail, invalid) = (unnamed, invalid_json);
     let mut problems: Vec<Problem> = Vec::new();
     let mut head = serde_json::Map::new();
     let mut task_texts = TaskTexts::Split(Vec::new());
