@@ -27,7 +27,7 @@ impl EachRow for [TaskResult] {
     }
 }
 
-impl EachRow for RowsOnDisk<'_> {
+impl EachRow for RowsOnDisk {
     fn each_row(
         &self,
         each: &mut dyn FnMut(&TaskResult) -> Result<(), String>,
