@@ -398,4 +398,26 @@ mod tests {
         assert!(!staging.exists());
         assert!(dir.path().join("runs/abc-1/header.json").is_file());
     }
+
+    #[test]
+    fn gc_keeps_the_runs_a_crashed_resume_is_folded_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunFolder::create(dir.path(), &header("abc-1")).unwrap();
+        let row: TaskResult = serde_json::from_value(serde_json::json!({
+            "id": "a", "model": "actions", "exit_reason": "finished", "steps_used": 1,
+            "max_steps": 5, "tool_calls": 0, "tool_errors": 0, "feedback": 0,
+            "duration_ms": 0.0, "expectation": "met"
+        }))
+        .unwrap();
+        first.append(&row).unwrap();
+        let mut resume = header("abc-2");
+        resume.kind = RunKind::Resume;
+        resume.parents = vec!["abc-1".to_owned()];
+        RunFolder::create(dir.path(), &resume).unwrap();
+        // Both crashed before any view was written: the next `--resume` continues the second,
+        // which keeps the first one's row.
+        let plan = crate::eval::store::plan_gc(dir.path(), &[], 0).unwrap();
+        assert!(plan.remove.is_empty(), "{plan:?}");
+        assert_eq!(plan.kept.len(), 2);
+    }
 }
