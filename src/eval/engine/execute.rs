@@ -227,8 +227,8 @@ impl EvalPlan {
         }
         run.seal(&seal).map_err(EvalError::internal)?;
         let junit = self.request.junit.as_deref();
-        // A plain evaluation's view is its own rows, copied from its log as they are; the others
-        // fold their rows over their parents'.
+        // A plain evaluation's view is its own rows, copied as they were appended to its log and
+        // put back in order; the others fold their rows over their parents'.
         let results = if let Some(in_order) = collected.in_order.take() {
             let rows = RowsOnDisk::new(in_order).map_err(EvalError::internal)?;
             let runs = match rows_written == 0 {
@@ -420,8 +420,8 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// What the evaluation keeps of its rows while they are written to its run's log: a few bytes a
-/// row unless the caller wants the rows themselves.
+/// What the evaluation keeps of its rows while they are written to its run's log: counts (per
+/// task where the report wants them), and no row itself unless the caller wants the rows.
 struct Collected {
     /// A plain evaluation's rows put in output order for its view, without being held.
     in_order: Option<InOrder>,
