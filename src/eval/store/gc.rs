@@ -1,7 +1,7 @@
 //! `looptrace gc DIR`: which runs of an output folder to remove, a policy apart from writing them.
 //! A run stays when the view (`results.json`) draws rows from it, when it is the newest run and
-//! unsealed (what `--resume` continues) or one whose rows that run is folded over, or when it is
-//! among the `--keep N` newest sealed runs; every other run (unsealed leftovers of crashes, runs
+//! newer than the view (what `--resume` continues or writes the view of) or one whose rows that
+//! run is folded over, or when it is among the `--keep N` newest sealed runs; every other run (unsealed leftovers of crashes, runs
 //! every row of which a later run replaced) goes.
 
 use std::path::Path;
@@ -46,10 +46,10 @@ pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcP
     let ids = list_runs(out)?;
     let sealed = |id: &String| read_run(out, id).is_ok_and(|run| run.seal.is_some());
     let mut needed = referenced.to_vec();
-    // The newest run, unsealed and newer than the view, is what `--resume` continues: it stays,
-    // and so do the runs its rows are folded over (a resume of a resume keeps its parent's rows).
+    // The newest run, when newer than the view, is what `--resume` continues (unsealed) or whose
+    // view it writes (a crash came between the seal and the view): it stays, and so do the runs
+    // its rows are folded over (a resume of a resume keeps its parent's rows).
     if let Some(newest) = ids.last()
-        && !sealed(newest)
         && referenced.iter().all(|r| r < newest)
     {
         needed.extend(super::view::rebuild_view(out, newest)?.runs);

@@ -400,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn gc_keeps_the_runs_a_crashed_resume_is_folded_over() {
+    fn gc_keeps_a_run_newer_than_the_view_and_the_runs_it_is_folded_over() {
         let dir = tempfile::tempdir().unwrap();
         let first = RunFolder::create(dir.path(), &header("abc-1")).unwrap();
         let row: TaskResult = serde_json::from_value(serde_json::json!({
@@ -419,5 +419,18 @@ mod tests {
         let plan = crate::eval::store::plan_gc(dir.path(), &[], 0).unwrap();
         assert!(plan.remove.is_empty(), "{plan:?}");
         assert_eq!(plan.kept.len(), 2);
+        // Sealed, but a crash came before its view: the next `--resume` writes that view.
+        let mut sealed = header("abc-3");
+        sealed.kind = RunKind::Resume;
+        sealed.parents = vec!["abc-1".to_owned()];
+        let run = RunFolder::create(dir.path(), &sealed).unwrap();
+        run.seal(&Seal {
+            sealed: true,
+            ..Seal::default()
+        })
+        .unwrap();
+        let plan = crate::eval::store::plan_gc(dir.path(), &[], 0).unwrap();
+        let removed: Vec<&str> = plan.remove.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(removed, ["abc-2"], "{plan:?}");
     }
 }
