@@ -1,9 +1,11 @@
 //! `eval --traces PATH...`: every recorded run in those files or folders becomes a replay task
 //! whose expectation is the recorded exit reason, so a whole corpus reruns in one go.
 //!
-//! The corpus is streamed: a task holds only where its run's lines are ([`RunSource::Located`]),
-//! and the runner reads the run again when the task runs, so memory grows by a few hundred bytes
-//! per task, never by the recorded content.
+//! The corpus is streamed: every line is checked through the borrowed view first
+//! ([`super::corpus_line`]), so bad input is refused before anything is written; a task holds
+//! only where its run's lines are ([`RunSource::Located`], kept packed by
+//! [`super::corpus_runs`]), and the runner parses the run when the task runs, so memory grows by
+//! some tens of bytes per task, never by the recorded content.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
