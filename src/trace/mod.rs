@@ -19,6 +19,7 @@ mod reader;
 mod recorder;
 mod runs;
 mod scan;
+mod serde_gaps;
 mod short_decimal;
 mod show;
 mod shown_event;
