@@ -17,6 +17,7 @@ mod line_error;
 mod mapped_file;
 mod reader;
 mod recorder;
+mod run_occurrences;
 mod runs;
 mod scan;
 mod serde_gaps;

@@ -10,13 +10,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::event::{Event, EventKind, RunStarted};
 use super::reader::{LineItem, ReadOptions, ReadStats, TraceError, TraceReader};
+use super::run_occurrences::RunOccurrences;
 use crate::run::RunOutcome;
 
 /// One run's events, in file order, with the line each came from (parsed [`Event`]s unless a
@@ -97,8 +97,11 @@ struct OpenRun<T> {
     index: u64,
     occurrence: u32,
     held_bytes: u64,
-    /// The lines read so far, parsed, until the run is put aside.
-    events: Vec<(LineSpan, T)>,
+    /// The lines read so far, parsed, with their line numbers, until the run is put aside.
+    events: Vec<(u64, T)>,
+    /// Where each of those lines is: kept apart from the events so that a run that ends hands
+    /// both over as they are, without moving each event again.
+    spans: Vec<LineSpan>,
     /// Once the run is put aside to keep memory bounded: where its lines are, packed.
     aside: Option<PackedSpans>,
 }
@@ -109,7 +112,8 @@ impl<T> OpenRun<T> {
         if let Some(aside) = &mut self.aside {
             aside.push(span);
         } else {
-            self.events.push((span, event));
+            self.events.push((span.line, event));
+            self.spans.push(span);
             self.held_bytes += len;
             *held_bytes += len;
         }
@@ -184,8 +188,8 @@ pub struct RunStream<R, T = Event> {
     /// Open runs by first appearance, the oldest put aside first.
     by_age: BTreeMap<u64, String>,
     ready: VecDeque<StreamedRun<T>>,
-    /// Runs seen per run id (by a 64-bit hash of the id: a few bytes per run, not the id itself).
-    occurrences: HashMap<u64, u32>,
+    /// Runs seen per run id (by a 64-bit hash of the id: about 8 bytes per run, not the id).
+    occurrences: RunOccurrences,
     /// False when the reader does not need [`StreamedRun::occurrence`]: nothing is kept per run.
     count_occurrences: bool,
     next_index: u64,
@@ -257,7 +261,7 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             open: HashMap::new(),
             by_age: BTreeMap::new(),
             ready: VecDeque::new(),
-            occurrences: HashMap::new(),
+            occurrences: RunOccurrences::default(),
             count_occurrences: true,
             next_index: 0,
             held_bytes: 0,
@@ -329,11 +333,7 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
         }
         if !self.open.contains_key(event.run_id()) {
             let occurrence = if self.count_occurrences {
-                let mut hasher = DefaultHasher::new();
-                event.run_id().hash(&mut hasher);
-                let seen = self.occurrences.entry(hasher.finish()).or_default();
-                *seen += 1;
-                *seen
+                self.occurrences.begin(event.run_id())
             } else {
                 1
             };
@@ -342,6 +342,7 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
                 occurrence,
                 held_bytes: 0,
                 events: Vec::new(),
+                spans: Vec::new(),
                 aside: None,
             };
             self.by_age
@@ -373,9 +374,10 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             };
             if let Some(run) = self.open.get_mut(&id) {
                 let mut aside = PackedSpans::default();
-                for (span, _) in std::mem::take(&mut run.events) {
+                for span in std::mem::take(&mut run.spans) {
                     aside.push(span);
                 }
+                run.events = Vec::new();
                 run.aside = Some(aside);
                 self.held_bytes -= run.held_bytes;
                 run.held_bytes = 0;
@@ -398,11 +400,7 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
                 }
                 (events, spans)
             }
-            None => run
-                .events
-                .into_iter()
-                .map(|(span, event)| ((span.line, event), span))
-                .unzip(),
+            None => (run.events, run.spans),
         };
         if self.source.is_none() {
             spans.clear();
