@@ -3,7 +3,8 @@
 //! the reference. One event type, [`Event`] (an envelope around an [`EventKind`] per event
 //! type), is read and written through the flat line shape of `wire.rs`. Two readers share one
 //! definition of a well-formed line: [`Event`] (serde, owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
-//! corpora with and the serde reader checks every line with.
+//! corpora with and the serde reader checks every line with where serde alone is looser
+//! (`serde_gaps.rs`).
 
 mod as_written;
 mod clock;
