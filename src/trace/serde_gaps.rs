@@ -22,53 +22,57 @@ use memchr::memmem::Finder;
 /// The deepest nesting the scanner accepts, counting the line's object.
 const MAX_DEPTH: usize = 128;
 
-/// The fields serde reads from a value of another shape than the scanner accepts, with the
-/// first byte of that shape: enums from an object, structs from an array.
-const LOOSE_FIELDS: [(&str, u8); 5] = [
-    ("\"capture\"", b'{'),
-    ("\"hash\"", b'{'),
-    ("\"exit_reason\"", b'{'),
-    ("\"replay_of\"", b'['),
-    ("\"usage\"", b'['),
+/// The fields serde reads from a value of another shape than the scanner accepts, each name
+/// with its quotes, and the first byte of that shape: enums from an object, structs from an
+/// array.
+const LOOSE_FIELDS: [(&[u8], u8); 5] = [
+    (b"\"capture\"", b'{'),
+    (b"\"hash\"", b'{'),
+    (b"\"exit_reason\"", b'{'),
+    (b"\"replay_of\"", b'['),
+    (b"\"usage\"", b'['),
 ];
-
-static FINDERS: LazyLock<Vec<(Finder<'static>, u8)>> = LazyLock::new(|| {
-    LOOSE_FIELDS
-        .iter()
-        .map(|(name, shape)| (Finder::new(name.as_bytes()), *shape))
-        .collect()
-});
 
 static ESCAPE_U: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
 
 /// Whether the scanner might refuse a line that serde read well: `false` only when it cannot.
+/// One pass over the line's `{` and `[` (a few a line) and one search for `\u`.
 pub(super) fn may_be_looser(line: &[u8]) -> bool {
-    // Nesting is bounded by the number of `{` and `[` anywhere on the line (strings included).
-    let opening = line.iter().filter(|&&b| b == b'{' || b == b'[').count();
-    if opening > MAX_DEPTH {
-        return true;
-    }
     // A surrogate can only be written as a `\u` escape (the line is UTF-8).
     if ESCAPE_U.find(line).is_some() {
         return true;
     }
-    // A field name of the format is written as itself once `\u` escapes are ruled out; where
-    // one is followed by `:` and a value of the loose shape (or where the name stands inside a
-    // string, which is only more cautious), the scanner decides.
-    FINDERS.iter().any(|(finder, shape)| {
-        finder
-            .find_iter(line)
-            .any(|at| value_starts_with(&line[at + finder.needle().len()..], *shape))
-    })
+    let mut opening = 0;
+    for at in memchr::memchr2_iter(b'{', b'[', line) {
+        // Nesting is bounded by the number of `{` and `[` anywhere on the line.
+        opening += 1;
+        if opening > MAX_DEPTH || follows_loose_field(&line[..at], line[at]) {
+            return true;
+        }
+    }
+    false
 }
 
-/// Whether `rest` is `:` and a value starting with `shape`, JSON whitespace allowed between.
-fn value_starts_with(rest: &[u8], shape: u8) -> bool {
-    let mut bytes = rest
+/// Whether `before` (the bytes before a `{` or `[`) ends with the name of a field serde reads
+/// loosely in that `shape`, and `:`, JSON whitespace allowed between. Without `\u` escapes a
+/// field name is written as itself; a name that stands inside a string only makes this more
+/// cautious.
+fn follows_loose_field(before: &[u8], shape: u8) -> bool {
+    let Some(before) = trim_whitespace_end(before).strip_suffix(b":") else {
+        return false;
+    };
+    let before = trim_whitespace_end(before);
+    LOOSE_FIELDS
         .iter()
-        .copied()
-        .filter(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'));
-    bytes.next() == Some(b':') && bytes.next() == Some(shape)
+        .any(|(name, loose)| *loose == shape && before.ends_with(name))
+}
+
+fn trim_whitespace_end(bytes: &[u8]) -> &[u8] {
+    let kept = bytes
+        .iter()
+        .rposition(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'))
+        .map_or(0, |at| at + 1);
+    &bytes[..kept]
 }
 
 #[cfg(test)]
