@@ -7,6 +7,7 @@
 //! (`serde_gaps.rs`).
 
 mod as_written;
+mod aside_runs;
 mod clock;
 mod cut_line;
 mod event;
