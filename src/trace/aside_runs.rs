@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::runs::LineSpan;
+use super::line_span::LineSpan;
 use crate::scratch_file::unnamed_file;
 
 /// Bytes of line positions kept in memory before they go to the scratch file.

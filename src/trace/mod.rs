@@ -16,6 +16,7 @@ mod fields;
 mod json_line;
 mod json_string;
 mod line_error;
+mod line_span;
 mod mapped_file;
 mod reader;
 mod recorder;
@@ -45,6 +46,7 @@ pub use event::{
 pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
 pub use json_line::JsonLine;
 pub use line_error::LineError;
+pub use line_span::LineSpan;
 pub(crate) use mapped_file::Window as FileWindow;
 pub use reader::parse_line;
 pub use reader::{
@@ -52,7 +54,7 @@ pub use reader::{
 };
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::{
-    LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
+    OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
     read_run_at, read_run_within, read_trace,
 };
 pub use scan::{Fields, TokenCounts, scan_line};

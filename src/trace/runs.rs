@@ -16,6 +16,7 @@ use std::path::Path;
 
 use super::aside_runs::AsideRuns;
 use super::event::{Event, EventKind, RunStarted};
+use super::line_span::LineSpan;
 use super::reader::{LineItem, ReadOptions, ReadStats, TraceError, TraceReader};
 use super::run_occurrences::RunOccurrences;
 use crate::run::RunOutcome;
@@ -72,17 +73,6 @@ pub const OPEN_BYTES_BUDGET: u64 = 4 * 1024 * 1024;
 
 /// Lines an open run has room for when it begins.
 const RUN_LINES_AT_FIRST: usize = 8;
-
-/// Where one event's line is in its file: enough to read it again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LineSpan {
-    /// The 1-based line number.
-    pub line: u64,
-    /// The byte offset of the line's start.
-    pub offset: u64,
-    /// The line's length in bytes, without its `\n`.
-    pub len: u32,
-}
 
 /// A run as [`RunStream`] yields it.
 #[derive(Clone, Debug, PartialEq)]
