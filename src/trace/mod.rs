@@ -7,6 +7,7 @@
 
 mod as_written;
 mod clock;
+mod compact_line;
 mod cut_line;
 mod event;
 mod event_fields;
@@ -15,6 +16,7 @@ mod json_line;
 mod json_string;
 mod line_error;
 mod mapped_file;
+mod quote_marks;
 mod reader;
 mod recorder;
 mod runs;
