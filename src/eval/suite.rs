@@ -19,13 +19,17 @@ mod spec;
 mod task;
 mod task_entries;
 mod tasks;
+mod tasks_array;
 mod tasks_file;
 mod template;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::{Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde::Deserializer;
@@ -35,9 +39,11 @@ use serde_json::value::RawValue;
 
 use self::dataset::Dataset;
 use self::inline::InlineTasks;
-use self::read::{REPEATED_KEY, read_task, typed};
+use self::read::{REPEATED_KEY, read_built_task, read_task, typed};
 use self::resolve::{Context, Problem};
+use self::schema::FlatItems;
 use self::spec::{DatasetSpec, DefaultsSpec, SuiteSpec};
+use self::tasks_array::{BatchTask, Refused, TasksWalk, TopLevel};
 use self::tasks_file::{TasksFile, note};
 use super::model_spec::NamedModel;
 use crate::tools::ToolsFile;
@@ -196,20 +202,20 @@ fn load_suite_from_str_for(
     base_dir: &Path,
     options: LoadOptions,
 ) -> Result<Suite, SuiteErrors> {
-    let models_given = options.models_given;
-    let fail = |problems: Vec<Problem>| SuiteErrors {
-        file: "<suite>".to_owned(),
-        problems,
-    };
-    let invalid = |err: serde_json::Error| {
-        fail(vec![(
-            format!("$ (line {}, column {})", err.line(), err.column()),
-            format!(
-                "invalid JSON: {}",
-                crate::trace::describe_json_error_plain(&err)
-            ),
-        )])
-    };
+    // The usual shape is read in one pass; what that pass refuses is read the way that says
+    // what is wrong (or that reads members after `tasks` before the tasks).
+    if let Some(top) = TopLevel::read(text) {
+        let mut members: Vec<(String, Member<'_>)> = top
+            .head
+            .into_iter()
+            .map(|(key, raw)| (key, Member::Raw(raw)))
+            .collect();
+        members.push(("tasks".to_owned(), Member::Walked(top.tasks)));
+        if let Ok(loaded) = load_members(text, members, base_dir, options) {
+            return loaded;
+        }
+    }
+    let (fail, invalid) = (unnamed, invalid_json);
     let top = match serde_json::from_str::<Entries<'_>>(text) {
         Ok(top) => top,
         Err(err) if err.is_data() => {
@@ -222,11 +228,49 @@ fn load_suite_from_str_for(
         }
         Err(err) => return Err(invalid(err)),
     };
+    // Nothing is walked: every task's text is split out already.
+    load_members(text, top.0, base_dir, options).unwrap_or_else(|Refused| {
+        Err(fail(vec![(
+            "$".to_owned(),
+            "the suite read one way as a whole and another piece by piece".to_owned(),
+        )]))
+    })
+}
+
+/// `problems` of a suite read from text (the caller names its file).
+fn unnamed(problems: Vec<Problem>) -> SuiteErrors {
+    SuiteErrors {
+        file: "<suite>".to_owned(),
+        problems,
+    }
+}
+
+/// A suite's text that is not JSON, at the line and column `err` names.
+fn invalid_json(err: serde_json::Error) -> SuiteErrors {
+    unnamed(vec![(
+        format!("$ (line {}, column {})", err.line(), err.column()),
+        format!(
+            "invalid JSON: {}",
+            crate::trace::describe_json_error_plain(&err)
+        ),
+    )])
+}
+
+/// The suite of the top level's `members`; `Err` when its tasks are walked and the walk was
+/// refused (nothing is kept then: the suite must be read again the other way).
+fn load_members<'t>(
+    text: &'t Arc<String>,
+    members: Vec<(String, Member<'t>)>,
+    base_dir: &Path,
+    options: LoadOptions,
+) -> Result<Result<Suite, SuiteErrors>, Refused> {
+    let models_given = options.models_given;
+    let (fail, invalid) = (unnamed, invalid_json);
     let mut problems: Vec<Problem> = Vec::new();
     let mut head = serde_json::Map::new();
-    let mut task_texts: Vec<&RawValue> = Vec::new();
+    let mut task_texts = TaskTexts::Split(Vec::new());
     let mut seen = HashSet::new();
-    for (key, member) in top.0 {
+    for (key, member) in members {
         if !seen.insert(key.clone()) {
             problems.push((format!("$.{key}"), REPEATED_KEY.to_owned()));
         }
@@ -235,7 +279,13 @@ fn load_suite_from_str_for(
                 // Each task is read on its own; the schema sees how many there are.
                 let placeholder = list.first().map(|_| Value::Null);
                 head.insert(key, Value::Array(placeholder.into_iter().collect()));
-                task_texts = list;
+                task_texts = TaskTexts::Split(list);
+                continue;
+            }
+            Member::Walked(walk) => {
+                let placeholder = (!walk.is_empty()).then_some(Value::Null);
+                head.insert(key, Value::Array(placeholder.into_iter().collect()));
+                task_texts = TaskTexts::Walked(walk);
                 continue;
             }
             Member::Other(value) => {
@@ -245,8 +295,10 @@ fn load_suite_from_str_for(
             Member::Raw(raw) => raw,
         };
         let (value, repeated) =
-            super::strict_json::parse_noting_repeats(raw.get(), &format!("$.{key}"))
-                .map_err(invalid)?;
+            match super::strict_json::parse_noting_repeats(raw.get(), &format!("$.{key}")) {
+                Ok(read) => read,
+                Err(err) => return Ok(Err(invalid(err))),
+            };
         problems.extend(repeated.into_iter().map(|p| (p, REPEATED_KEY.to_owned())));
         head.insert(key, value);
     }
@@ -286,13 +338,16 @@ fn load_suite_from_str_for(
             .map_err(|found| problems.extend(found))
             .ok()
     });
-    let tasks = match (tasks_file, dataset) {
-        (Some(relative), _) => tasks_from_file(&relative, &context),
-        (None, Some(dataset)) => tasks_from_dataset(dataset, &context),
-        (None, None) => read_tasks(text, &task_texts, &context, options.holding),
+    let tasks = match (tasks_file, dataset, task_texts) {
+        (Some(relative), _, _) => tasks_from_file(&relative, &context),
+        (None, Some(dataset), _) => tasks_from_dataset(dataset, &context),
+        (None, None, TaskTexts::Split(texts)) => {
+            read_tasks(text, &texts, &context, options.holding)
+        }
+        (None, None, TaskTexts::Walked(walk)) => walk_tasks(text, walk, &context, options.holding)?,
     };
     let tasks = tasks.map_err(|found| problems.extend(found)).ok();
-    match (name, tasks) {
+    Ok(match (name, tasks) {
         (Some(name), Some(tasks)) if problems.is_empty() => Ok(Suite {
             name,
             capture: context.capture,
@@ -301,7 +356,13 @@ fn load_suite_from_str_for(
             models: (*context.models).clone(),
         }),
         _ => Err(fail(problems)),
-    }
+    })
+}
+
+/// A suite's `tasks` array: each task's text split out, or a walk that reads them in turn.
+enum TaskTexts<'t> {
+    Split(Vec<&'t RawValue>),
+    Walked(TasksWalk<'t>),
 }
 
 /// `tasks_file`: a tasks file inside the suite's folder, checked line by line.
@@ -384,6 +445,128 @@ fn read_tasks(
     for part in parts {
         whole.append(part);
     }
+    // Where each task's text is in the suite's: its place in `text`, which it borrows from.
+    let spans = || {
+        texts
+            .iter()
+            .map(|task| {
+                let start = task.get().as_ptr() as usize - text.as_ptr() as usize;
+                start..start + task.get().len()
+            })
+            .collect()
+    };
+    finish_tasks(text, whole, spans, context, hold)
+}
+
+/// Tasks per batch of a walk over the `tasks` array: enough that the walk's lock is taken
+/// rarely, few enough that the threads share the work evenly.
+const BATCH: usize = 256;
+
+/// Below this many bytes of suite per thread, starting a thread costs more than it saves.
+const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
+
+/// The tasks of a suite's `tasks` array walked in batches of [`BATCH`] on up to one thread per
+/// core: each thread takes the next batch from the walk (the only part done in turn), then
+/// checks its tasks. `Err` when the walk was refused.
+fn walk_tasks(
+    text: &Arc<String>,
+    walk: TasksWalk<'_>,
+    context: &Context,
+    holding: Holding,
+) -> Result<Result<SuiteTasks, Vec<Problem>>, Refused> {
+    let hold = holding == Holding::All;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(text.len() / MIN_BYTES_PER_THREAD).max(1);
+    let suite_text = walk.text();
+    let walk = Mutex::new(walk);
+    let joined = Mutex::new(InOrder::default());
+    let read = || -> Result<(), Refused> {
+        let mut items = FlatItems::default();
+        let mut batch: Vec<BatchTask> = Vec::new();
+        let mut root = String::new();
+        loop {
+            let next = walk
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .next_batch(&mut items, &mut batch, BATCH);
+            let Some(first) = next? else {
+                return Ok(());
+            };
+            let mut part = Part::default();
+            for (k, task) in batch.iter().enumerate() {
+                root.clear();
+                let _ = write!(root, "$.tasks[{}]", first + k);
+                let document = task.root.map(|at| items.node(at));
+                let task_text = suite_text.get(task.span.clone()).unwrap_or_default();
+                match read_built_task(task_text, document, &root, context) {
+                    Ok(task) => part.add(task, hold),
+                    Err(found) => part.problems.extend(found),
+                }
+            }
+            if !hold {
+                part.spans = batch.iter().map(|task| task.span.clone()).collect();
+            }
+            joined
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .deliver(first, batch.len(), part);
+        }
+    };
+    if threads == 1 {
+        read()?;
+    } else {
+        std::thread::scope(|scope| {
+            let others: Vec<_> = (1..threads).map(|_| scope.spawn(read)).collect();
+            let mine = read();
+            others
+                .into_iter()
+                .map(|other| {
+                    other
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                })
+                .fold(mine, Result::and)
+        })?;
+    }
+    let mut whole = joined
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .whole;
+    let spans = std::mem::take(&mut whole.spans);
+    Ok(finish_tasks(text, whole, || spans, context, hold))
+}
+
+/// Batches of tasks joined in the walk's order as they are done, whichever thread did each:
+/// one that is done early waits here, so the tasks are never held twice.
+#[derive(Default)]
+struct InOrder {
+    whole: Part,
+    /// The first task of the batch to join next.
+    next: usize,
+    /// Batches done before the one to join next, by their first task: how many tasks each
+    /// read, and what it read.
+    waiting: BTreeMap<usize, (usize, Part)>,
+}
+
+impl InOrder {
+    fn deliver(&mut self, first: usize, len: usize, part: Part) {
+        self.waiting.insert(first, (len, part));
+        while let Some((len, part)) = self.waiting.remove(&self.next) {
+            self.whole.append(part);
+            self.next += len;
+        }
+    }
+}
+
+/// Every task of a suite's `tasks` array once read: refused when an id repeats, else held or
+/// (not `hold`) read again from `text` at `spans` as each runs.
+fn finish_tasks(
+    text: &Arc<String>,
+    whole: Part,
+    spans: impl FnOnce() -> Vec<Range<usize>>,
+    context: &Context,
+    hold: bool,
+) -> Result<SuiteTasks, Vec<Problem>> {
     let mut problems = whole.problems;
     let mut seen = HashSet::with_capacity(whole.entries.len());
     for (i, entry) in whole.entries.iter().enumerate() {
@@ -401,15 +584,7 @@ fn read_tasks(
     if hold {
         return Ok(SuiteTasks::held(whole.tasks));
     }
-    // Where each task's text is in the suite's: its place in `text`, which it borrows from.
-    let spans = texts
-        .iter()
-        .map(|task| {
-            let start = task.get().as_ptr() as usize - text.as_ptr() as usize;
-            start..start + task.get().len()
-        })
-        .collect();
-    let inline = InlineTasks::new(Arc::clone(text), spans, context.clone());
+    let inline = InlineTasks::new(Arc::clone(text), spans(), context.clone());
     Ok(SuiteTasks::inline(
         whole.entries,
         inline,
@@ -428,6 +603,8 @@ struct Part {
     key_vars: Vec<String>,
     read_files: Vec<PathBuf>,
     problems: Vec<Problem>,
+    /// Where each task's text is in the suite's, when a walk read them and they are not held.
+    spans: Vec<Range<usize>>,
 }
 
 impl Part {
@@ -459,6 +636,7 @@ impl Part {
         }
         self.read_files.extend(next.read_files);
         self.problems.extend(next.problems);
+        self.spans.extend(next.spans);
     }
 }
 
@@ -502,6 +680,8 @@ enum Member<'a> {
     Tasks(Vec<&'a RawValue>),
     /// `tasks` as anything else, for the schema to refuse.
     Other(Value),
+    /// `tasks` as an array, to be walked task by task.
+    Walked(TasksWalk<'a>),
 }
 
 impl<'de> serde::Deserialize<'de> for Entries<'de> {
@@ -604,6 +784,66 @@ mod tests {
         assert!(inline.tasks.get(held_tasks.len()).is_err());
         // The suite's text is what the tasks are read from, and what the caller is given.
         assert_eq!(*text, std::fs::read_to_string(&path).unwrap());
+    }
+
+    #[test]
+    fn a_suite_walked_in_one_pass_loads_as_one_read_whole() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let text = std::fs::read_to_string(base.join("suite.json")).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let tasks = value["tasks"].as_array().unwrap();
+        // Walked: the tasks last, several batches of them.
+        let many: Vec<Value> = (0..3 * BATCH)
+            .map(|i| {
+                let mut task = tasks[i % tasks.len()].clone();
+                task["id"] = Value::from(format!("t{i}"));
+                task
+            })
+            .collect();
+        let mut walked = value.clone();
+        walked["tasks"] = Value::Array(many.clone());
+        let walked = serde_json::to_string_pretty(&walked).unwrap();
+        assert!(TopLevel::read(&walked).is_some());
+        // Read whole: `tasks` first, which the walk leaves to the other reading.
+        let mut rest = value.clone();
+        rest.as_object_mut().unwrap().remove("tasks");
+        let rest = serde_json::to_string(&rest).unwrap();
+        let many = serde_json::to_string(&many).unwrap();
+        let whole = format!("{{\"tasks\":{many},{}", &rest[1..]);
+        assert!(whole.starts_with(r#"{"tasks""#), "{whole}");
+        let mut walk = TopLevel::read(&whole).unwrap().tasks;
+        let (mut items, mut batch) = (FlatItems::default(), Vec::new());
+        let refused = loop {
+            match walk.next_batch(&mut items, &mut batch, BATCH) {
+                Ok(Some(_)) => {}
+                Ok(None) => break false,
+                Err(Refused) => break true,
+            }
+        };
+        assert!(refused, "a member after `tasks` is refused");
+        for holding in [Holding::All, Holding::AsTheyRun] {
+            let load = |text: &str| {
+                let options = LoadOptions {
+                    models_given: false,
+                    holding,
+                };
+                load_suite_from_str_for(&Arc::new(text.to_owned()), &base, options)
+                    .unwrap_or_else(|e| panic!("{e}"))
+            };
+            let (walked, whole) = (load(&walked), load(&whole));
+            assert_eq!(walked.tasks.entries(), whole.tasks.entries());
+            assert_eq!(walked.tasks.len(), 3 * BATCH);
+            for i in 0..walked.tasks.len() {
+                let (a, b) = (walked.tasks.get(i).unwrap(), whole.tasks.get(i).unwrap());
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "task {i}");
+            }
+        }
+        // A task that is not JSON is told as the whole text's problem, as it was.
+        let broken = walked.replacen("\"t5\"", "\"t5\" \"", 1);
+        let err = load_suite_from_str(&broken, &base).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert!(err.problems[0].0.starts_with("$ (line "), "{err}");
+        assert!(err.problems[0].1.starts_with("invalid JSON"), "{err}");
     }
 
     #[test]

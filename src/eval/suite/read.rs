@@ -5,7 +5,7 @@
 //! only one that fails anywhere there is read again as a value, whose checks say what is wrong.
 
 use super::resolve::{Context, Problem};
-use super::schema::{FlatDocument, task_is_valid, task_problems};
+use super::schema::{FlatDocument, FlatNode, task_is_valid, task_problems};
 use super::spec::TaskSpec;
 use super::task::SuiteTask;
 use crate::eval::strict_json::parse_noting_repeats;
@@ -45,11 +45,41 @@ pub fn read_task(text: &str, root: &str, context: &Context) -> Result<SuiteTask,
     context.task(spec, root)
 }
 
+/// Reads the task written as `text`, whose document (`None`: none could be built) the walk over
+/// the suite's `tasks` array built as it went: read from that document when it passes, else
+/// from its text as [`read_task`] reads it.
+pub fn read_built_task(
+    text: &str,
+    document: Option<FlatNode<'_>>,
+    root: &str,
+    context: &Context,
+) -> Result<SuiteTask, Vec<Problem>> {
+    let spec = match document {
+        // A `-0` to rewrite makes another text: the document is not of it.
+        Some(document)
+            if matches!(
+                crate::tools::integer_negative_zero_as_zero(text),
+                std::borrow::Cow::Borrowed(_)
+            ) =>
+        {
+            passing_spec_of(document, context)
+        }
+        _ => None,
+    };
+    match spec {
+        Some(spec) => context.task(spec, root),
+        None => read_task(text, root, context),
+    }
+}
+
 /// The typed task `text` holds when it is JSON without a repeated key, passes the schema, has a
 /// model where one is needed, and reads as [`TaskSpec`]; else `None`, and the caller finds why.
 fn passing_spec(text: &str, context: &Context) -> Option<TaskSpec> {
-    let document = FlatDocument::parse(text)?;
-    let root = document.root();
+    passing_spec_of(FlatDocument::parse(text)?.root(), context)
+}
+
+/// [`passing_spec`] of a document already built.
+fn passing_spec_of(root: FlatNode<'_>, context: &Context) -> Option<TaskSpec> {
     if !task_is_valid(root) || (root.get("model").is_none() && !context.model_given()) {
         return None;
     }

@@ -222,10 +222,9 @@ impl Context {
         let id = TaskId::parse_owned(spec.id)
             .map_err(|message| problems.push((format!("{path}.id"), message)))
             .ok();
-        let model_path = format!("{path}.model");
         let (model, model_name) = match (spec.model, &self.default_model) {
             (Some(model), _) => (
-                self.model(model, &model_path)
+                self.model(model, path)
                     .map_err(|problem| problems.push(problem))
                     .ok(),
                 None,
@@ -358,7 +357,8 @@ impl Context {
         }
     }
 
-    fn model(&self, spec: ModelSpec, path: &str) -> Result<TaskModel, Problem> {
+    /// The model of the task at `task_path`.
+    fn model(&self, spec: ModelSpec, task_path: &str) -> Result<TaskModel, Problem> {
         // Held until the task runs: no spare capacity (a list read from text grows by doubling,
         // and collecting in place would keep the larger specs' buffer).
         if let Some(mut responses) = spec.responses {
@@ -370,6 +370,7 @@ impl Context {
             held.extend(actions.into_iter().map(action));
             return Ok(TaskModel::Actions(held));
         }
+        let path = &format!("{task_path}.model");
         if let Some(chat) = spec.chat {
             return chat_model(chat, path);
         }

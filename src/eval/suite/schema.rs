@@ -14,7 +14,7 @@ use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
 use self::flat_json::FlatJson;
-pub use self::flat_json::{FlatDocument, FlatNode};
+pub use self::flat_json::{FlatDocument, FlatItems, FlatNode};
 use crate::json_error::path_from_pointer;
 use crate::model::json_type_name as type_name;
 
@@ -23,7 +23,10 @@ const SCHEMA: &str = include_str!("../../../schemas/suite.schema.json");
 struct Compiled {
     document: Value,
     head: Validator,
-    task: Validator,
+    /// Compiled when first needed: only a task that fails is checked as a value.
+    task: OnceLock<Validator>,
+    /// The task's schema, for `task`.
+    task_schema: Value,
     /// The same as `task`, for a task's text read as a [`FlatDocument`].
     flat_task: Validator<FlatJson>,
 }
@@ -51,7 +54,8 @@ fn compiled() -> &'static Compiled {
         Compiled {
             flat_task,
             head: compile(&head),
-            task: compile(&task),
+            task: OnceLock::new(),
+            task_schema: task,
             document,
         }
     })
@@ -67,10 +71,13 @@ pub fn head_problems(value: &Value) -> Vec<(String, String)> {
 /// tasks file).
 pub fn task_problems(value: &Value, root: &str) -> Vec<(String, String)> {
     let compiled = compiled();
-    if compiled.task.is_valid(value) {
+    let task = compiled.task.get_or_init(|| {
+        jsonschema::validator_for(&compiled.task_schema).expect("the shipped suite schema compiles")
+    });
+    if task.is_valid(value) {
         return Vec::new();
     }
-    problems(&compiled.task, value, root)
+    problems(task, value, root)
 }
 
 /// Whether a task read as a flat document passes the schema.

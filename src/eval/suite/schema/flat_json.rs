@@ -66,6 +66,43 @@ impl<'t> FlatDocument<'t> {
     }
 }
 
+/// The items of several documents one after another (a batch of a suite's tasks), kept from
+/// batch to batch so that building a document allocates nothing once the buffer has grown.
+#[derive(Debug, Default)]
+pub struct FlatItems<'t> {
+    items: Vec<Item<'t>>,
+}
+
+impl<'t> FlatItems<'t> {
+    /// Forgets every document, keeping the buffer.
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    /// Reads the value at the start of `text` (after any whitespace) as a document: its root's
+    /// place, for [`FlatItems::node`], and the length of text through the value's end. `None`
+    /// when what starts there is not JSON or repeats a key in an object; nothing is kept then.
+    pub fn push_value(&mut self, text: &'t str) -> Option<(usize, usize)> {
+        let root = self.items.len();
+        let mut de = serde_json::Deserializer::from_str(text);
+        match Build(&mut self.items).deserialize(&mut de) {
+            Ok(()) => Some((root, de.into_iter::<serde::de::IgnoredAny>().byte_offset())),
+            Err(_) => {
+                self.items.truncate(root);
+                None
+            }
+        }
+    }
+
+    /// The document whose root is at `root`.
+    pub fn node(&self, root: usize) -> FlatNode<'_> {
+        FlatNode {
+            items: &self.items,
+            at: root,
+        }
+    }
+}
+
 /// Appends one value's items.
 struct Build<'v, 't>(&'v mut Vec<Item<'t>>);
 

@@ -1,8 +1,9 @@
 //! A scripted call's arguments held as compact JSON text, written as they are read from any
 //! deserializer (a task's text, its flat document or a value): no map is built and written back.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
+use serde::Serializer as _;
 use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -10,24 +11,28 @@ use serde_json::value::RawValue;
 pub fn compact<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Box<RawValue>>, D::Error> {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(64);
     deserializer.deserialize_any(Write(&mut out))?;
-    if out == "null" {
+    if out == b"null" {
         return Ok(None);
     }
+    let out = String::from_utf8(out).map_err(D::Error::custom)?;
     RawValue::from_string(out)
         .map(Some)
         .map_err(D::Error::custom)
 }
 
-/// Appends one value's compact text.
-struct Write<'o>(&'o mut String);
+/// Appends one value's compact text, each piece written by `serde_json`'s own serializer.
+struct Write<'o>(&'o mut Vec<u8>);
 
 impl Write<'_> {
-    fn string(&mut self, text: &str) {
-        if let Ok(json) = serde_json::to_string(text) {
-            self.0.push_str(&json);
-        }
+    fn serializer(&mut self) -> serde_json::Serializer<&mut Vec<u8>> {
+        serde_json::Serializer::new(&mut *self.0)
+    }
+
+    fn string(mut self, text: &str) {
+        // Writing to memory cannot fail.
+        let _ = self.serializer().serialize_str(text);
     }
 }
 
@@ -47,43 +52,38 @@ impl<'de> Visitor<'de> for Write<'_> {
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<(), E> {
-        self.0.push_str(if v { "true" } else { "false" });
+        self.0.extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
-        let _ = write!(self.0, "{v}");
+    fn visit_i64<E>(mut self, v: i64) -> Result<(), E> {
+        let _ = self.serializer().serialize_i64(v);
         Ok(())
     }
 
-    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
-        let _ = write!(self.0, "{v}");
+    fn visit_u64<E>(mut self, v: u64) -> Result<(), E> {
+        let _ = self.serializer().serialize_u64(v);
         Ok(())
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+    fn visit_f64<E>(mut self, v: f64) -> Result<(), E> {
         // As `serde_json` writes a number it read: a float that is not finite is `null`.
-        match serde_json::Number::from_f64(v) {
-            Some(number) => {
-                let _ = write!(self.0, "{number}");
-            }
-            None => self.0.push_str("null"),
-        }
+        let _ = self.serializer().serialize_f64(v);
         Ok(())
     }
 
-    fn visit_str<E>(mut self, v: &str) -> Result<(), E> {
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
         self.string(v);
         Ok(())
     }
 
     fn visit_unit<E>(self) -> Result<(), E> {
-        self.0.push_str("null");
+        self.0.extend_from_slice(b"null");
         Ok(())
     }
 
     fn visit_none<E>(self) -> Result<(), E> {
-        self.0.push_str("null");
+        self.0.extend_from_slice(b"null");
         Ok(())
     }
 
@@ -92,12 +92,12 @@ impl<'de> Visitor<'de> for Write<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.0.push('[');
+        self.0.push(b'[');
         let mut first = true;
         loop {
             let mark = self.0.len();
             if !first {
-                self.0.push(',');
+                self.0.push(b',');
             }
             if seq.next_element_seed(Write(&mut *self.0))?.is_none() {
                 self.0.truncate(mark);
@@ -105,23 +105,51 @@ impl<'de> Visitor<'de> for Write<'_> {
             }
             first = false;
         }
-        self.0.push(']');
+        self.0.push(b']');
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.0.push('{');
+        self.0.push(b'{');
         let mut first = true;
-        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        loop {
+            let mark = self.0.len();
             if !first {
-                self.0.push(',');
+                self.0.push(b',');
+            }
+            if map.next_key_seed(Key(&mut *self.0))?.is_none() {
+                self.0.truncate(mark);
+                break;
             }
             first = false;
-            Write(&mut *self.0).string(&name);
-            self.0.push(':');
+            self.0.push(b':');
             map.next_value_seed(Write(&mut *self.0))?;
         }
-        self.0.push('}');
+        self.0.push(b'}');
+        Ok(())
+    }
+}
+
+/// Writes a member's name, borrowed or not, without holding it.
+struct Key<'o>(&'o mut Vec<u8>);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        Write(self.0).string(v);
         Ok(())
     }
 }
