@@ -15,7 +15,6 @@ FILES=(
   src/eval/rerun.rs
   src/eval/layout.rs
   src/eval/rows_on_disk.rs
-  src/eval/row_numbers.rs
   src/eval/engine/resume.rs
   src/eval/engine/paths.rs
   src/eval/engine/view.rs

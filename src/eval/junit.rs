@@ -9,7 +9,7 @@ use super::rows_on_disk::RowsOnDisk;
 use crate::run::ExitReason;
 
 /// Rows that can be gone through more than once without being held together: the rows of a
-/// results file in memory, or an evaluation's rows read back from its partial file.
+/// results file in memory, or an evaluation's rows set aside in order ([`RowsOnDisk`]).
 pub trait EachRow {
     /// Calls `each` with every row, in order.
     fn each_row(
@@ -27,7 +27,7 @@ impl EachRow for [TaskResult] {
     }
 }
 
-impl EachRow for RowsOnDisk<'_> {
+impl EachRow for RowsOnDisk {
     fn each_row(
         &self,
         each: &mut dyn FnMut(&TaskResult) -> Result<(), String>,

@@ -26,6 +26,16 @@ impl TraceLayout {
         }
     }
 
+    /// The layout of `rows` (told by their `trace`): what a rerun keeps unless `--trace-layout`
+    /// is given, and what a folder of results format 1 converted into a run used.
+    pub fn of_rows(rows: &[crate::eval::TaskResult]) -> TraceLayout {
+        let mut traces = rows.iter().filter_map(|t| t.trace.as_deref());
+        match traces.any(|trace| trace.ends_with(SINGLE_TRACE)) {
+            true => TraceLayout::Single,
+            false => TraceLayout::PerTask,
+        }
+    }
+
     /// Where the traces of a run are under its folder `run_dir`: `traces/`, or the one file.
     pub fn root(self, run_dir: &Path) -> PathBuf {
         run_dir.join(match self {

@@ -21,7 +21,6 @@ mod rerun;
 mod results;
 mod results_formatter;
 mod row_checks;
-mod row_numbers;
 mod rows_on_disk;
 mod runner;
 mod sample;
@@ -63,8 +62,7 @@ pub use results::{
 };
 pub use row_checks::RowProblem;
 pub(crate) use row_checks::check_rows;
-pub use row_numbers::RowNumbers;
-pub use rows_on_disk::{MARK_EVERY, RowsOnDisk};
+pub use rows_on_disk::RowsOnDisk;
 pub use runner::{Attempt, Attempts, Epochs, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};

@@ -76,20 +76,19 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
 /// rows than `previous` ran each), in suite order: what a rerun narrowed by `--only`/`--skip`
 /// leaves for the next one, which its results list as `not_reached`.
 pub fn still_owed(previous: &ResultsFile, keys: &HashSet<RowKey>, suite: &Suite) -> Vec<String> {
-    let owed: HashSet<String> = (failed_ids(previous, suite).into_iter())
+    let owed_tasks: HashSet<String> = (failed_ids(previous, suite).into_iter())
         .map(|(task, _)| task)
         .collect();
-    let counts = counts(keys.iter().map(|k| (k.task.as_str(), k.model.as_deref())));
-    let repeats = previous.repeats.unwrap_or(1) as usize;
-    let mut lacking: Vec<String> = Vec::new();
-    for slot in suite.tasks.entries().iter().map(slot_of_entry) {
-        if owed.contains(slot.0)
-            && counts.get(&slot).copied().unwrap_or(0) < repeats
-            && lacking.last().is_none_or(|last| last != slot.0)
-        {
-            lacking.push(slot.0.to_owned());
-        }
-    }
+    let repeats = previous.repeats.unwrap_or(1);
+    let scope: Vec<RowKey> = (suite.tasks.entries().iter())
+        .filter(|entry| owed_tasks.contains(entry.id.as_str()))
+        .flat_map(|entry| (1..=repeats).map(move |repeat| RowKey::of_entry(entry, repeat)))
+        .collect();
+    let rows: Vec<(RowKey, bool)> = keys.iter().map(|key| (key.clone(), true)).collect();
+    let mut lacking: Vec<String> = (owed(Owing::Resume, &scope, &rows).into_iter())
+        .map(|key| key.task)
+        .collect();
+    lacking.dedup();
     lacking
 }
 

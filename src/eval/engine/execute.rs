@@ -1,6 +1,6 @@
 //! Running a plan: the run folder is created new (`DIR/runs/<eval-id>/`), every row is appended
 //! to its log as its run ends and told to the observer, the log is sealed, and the view
-//! (`results.json`) and JUnit file are written from what the log holds.
+//! (`results.json`) and JUnit file are written from the rows, put back in output order.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -14,14 +14,15 @@ use super::outcome::{EvalOutcome, EvalVerdict, Notice, PassCount, adaptive_verdi
 use super::plan::{EvalPlan, Planned};
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
-    RESULTS_NAME, RUN_FORMAT, RUNS_DIR, RowKey, RunFolder, RunHeader, RunKind, Seal, copy_runs,
+    RESULTS_NAME, RUNS_DIR, RowKey, RunFolder, RunFormat, RunHeader, RunKind, Seal, copy_runs,
     rebuild_view as fold_view,
 };
 use crate::eval::{
-    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowNumbers, RowsOnDisk, RunnerOptions,
-    Selected, Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget, compare, compare_counted,
-    for_console, now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
+    Attempt, Attempts, EachRow, OutcomeCounts, ResultsFile, RowsOnDisk, RunnerOptions, Selected,
+    Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget, compare, compare_counted, for_console,
+    now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
 };
+use crate::replay::InOrder;
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
 use crate::trace::Summarizer;
@@ -60,7 +61,7 @@ impl EvalPlan {
             _ => TaskIds::Selected(&selected),
         };
         let header = RunHeader {
-            format: RUN_FORMAT.to_owned(),
+            format: RunFormat::V1,
             eval_id: eval_id.clone(),
             looptrace_version: env!("CARGO_PKG_VERSION").to_owned(),
             created_at: created_at.clone(),
@@ -92,6 +93,7 @@ impl EvalPlan {
         let counted = report_rows || repeats > 1 || self.adaptive.is_some();
         let mut collected = Collected::new(
             total,
+            kind == RunKind::Eval,
             if counted { selected.len() } else { 0 },
             repeats as usize,
             self.baseline.is_some() || kind != RunKind::Eval,
@@ -100,7 +102,7 @@ impl EvalPlan {
         );
         for (pos, row) in self.kept.iter().enumerate() {
             if let Some(row) = row {
-                collected.add(pos, None, row);
+                collected.add(pos, None, row).map_err(EvalError::Internal)?;
             }
         }
         self.kept = Vec::new();
@@ -144,12 +146,11 @@ impl EvalPlan {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
-                let number = run.append(&row).map_err(|err| {
+                let line = run.append(&row).map_err(|err| {
                     format!("failed to write `{}`: {err}", run.rows_path().display())
                 })?;
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);
-                collected.add(position(attempt.task, attempt.repeat), Some(number), &row);
-                Ok(())
+                collected.add(position(attempt.task, attempt.repeat), Some(&line), &row)
             };
             let ran = run_tasks(&selected, batch, &self.tools, &options, &on_row);
             done_before.fetch_add(batch.len(), Ordering::SeqCst);
@@ -226,19 +227,13 @@ impl EvalPlan {
         }
         run.seal(&seal).map_err(EvalError::internal)?;
         let junit = self.request.junit.as_deref();
-        // A plain evaluation's view is its own rows, copied from its log as they are; the others
-        // fold their rows over their parents'.
-        let results = if kind == RunKind::Eval {
-            let numbers = std::mem::replace(&mut collected.numbers, RowNumbers::new(0));
-            let marks = run.marks();
-            let runs = match numbers.is_empty() {
+        // A plain evaluation's view is its own rows, copied as they were appended to its log and
+        // put back in order; the others fold their rows over their parents'.
+        let results = if let Some(in_order) = collected.in_order.take() {
+            let rows = RowsOnDisk::new(in_order).map_err(EvalError::internal)?;
+            let runs = match rows_written == 0 {
                 true => Vec::new(),
                 false => vec![eval_id.clone()],
-            };
-            let rows = RowsOnDisk {
-                path: run.rows_path(),
-                marks: &marks,
-                rows: &numbers,
             };
             let streamed = header.view(Some(&seal), runs, collected.totals.clone(), rows);
             write_results(&results_path, &streamed)
@@ -425,12 +420,11 @@ fn in_scope(baseline: &ResultsFile, suite: &Suite, ran: &HashSet<&str>) -> Resul
     scoped
 }
 
-/// What the evaluation keeps of its rows while they are written to its run's log: a few bytes a
-/// row unless the caller wants the rows themselves.
+/// What the evaluation keeps of its rows while they are written to its run's log: counts (per
+/// task where the report wants them), and no row itself unless the caller wants the rows.
 struct Collected {
-    /// Each row's number in the log, by output position (none for a resume's kept rows and
-    /// rows not written): about a byte a row.
-    numbers: RowNumbers,
+    /// A plain evaluation's rows put in output order for its view, without being held.
+    in_order: Option<InOrder>,
     /// Every row, by output position, when they are all wanted (a resume, a rerun, the HTML
     /// page); empty otherwise.
     rows: Vec<Option<TaskResult>>,
@@ -456,6 +450,7 @@ struct Collected {
 impl Collected {
     fn new(
         total: usize,
+        in_order: bool,
         tasks: usize,
         repeats: usize,
         baseline: bool,
@@ -464,7 +459,7 @@ impl Collected {
     ) -> Self {
         let per_task = |wanted: bool| if wanted && !all { tasks } else { 0 };
         Collected {
-            numbers: RowNumbers::new(total),
+            in_order: in_order.then(InOrder::default),
             rows: if all { vec![None; total] } else { Vec::new() },
             totals: crate::eval::Totals::zero(),
             failing: Vec::new(),
@@ -477,9 +472,17 @@ impl Collected {
         }
     }
 
-    fn add(&mut self, position: usize, number: Option<u32>, row: &TaskResult) {
-        if let Some(number) = number {
-            self.numbers.set(position, number);
+    /// Counts `row` at output `position`, given as its line in the row log when it was written
+    /// there (not a resume's kept row).
+    fn add(
+        &mut self,
+        position: usize,
+        line: Option<&[u8]>,
+        row: &TaskResult,
+    ) -> Result<(), String> {
+        if let (Some(in_order), Some(line)) = (&mut self.in_order, line) {
+            (in_order.push(position as u64, line))
+                .map_err(|err| format!("failed to set a row aside: {err}"))?;
         }
         self.totals.add(row);
         if let Some((passed, runs)) = self.passes.get_mut(position / self.repeats) {
@@ -495,6 +498,7 @@ impl Collected {
         } else if row.fails() && self.listed {
             self.failing.push((position, row.clone()));
         }
+        Ok(())
     }
 
     /// The rows held for the outcome: all of them, or the failing ones, in output order.

@@ -17,7 +17,7 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, Settings, kept_rows, layout_of, read_rerun, resumable};
+use super::resume::{Resumable, Settings, kept_rows, read_rerun, resumable};
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
@@ -140,7 +140,7 @@ impl EvalPlan {
         };
         let layout = match (&previous, request.trace_layout) {
             (_, Some(given)) => given,
-            (Some(previous), None) => layout_of(previous),
+            (Some(previous), None) => TraceLayout::of_rows(&previous.tasks),
             (None, None) => TraceLayout::PerTask,
         };
         let out = match (&request.out, &request.rerun_failed) {

@@ -13,20 +13,10 @@ use crate::eval::store::{
     is_run_id, list_runs, owed, read_run, rebuild_view,
 };
 use crate::eval::{
-    Narrowing, RESULTS_FORMAT_V1, ResultsFile, SINGLE_TRACE, Selected, Selection, Shard, Suite,
-    SuiteInfo, TaskResult, TraceLayout, read_results,
+    Narrowing, RESULTS_FORMAT_V1, ResultsFile, Selected, Selection, Shard, Suite, SuiteInfo,
+    TaskResult, read_results,
 };
 use crate::trace::Capture;
-
-/// The trace layout of the results a rerun updates (told by their rows' `trace`), which its new
-/// run keeps unless `--trace-layout` is given.
-pub(super) fn layout_of(previous: &ResultsFile) -> TraceLayout {
-    let mut traces = previous.tasks.iter().filter_map(|t| t.trace.as_deref());
-    match traces.any(|trace| trace.ends_with(SINGLE_TRACE)) {
-        true => TraceLayout::Single,
-        false => TraceLayout::PerTask,
-    }
-}
 
 /// What `--resume` found in the output folder.
 pub(super) enum Resumable {

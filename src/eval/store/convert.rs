@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use super::copy::copy_file_new;
+use super::copy::copy_new;
 use super::run_folder::{
-    RUN_FORMAT, RunFolder, RunHeader, RunKind, Seal, StoreError, io_error, is_inside, is_run_id,
+    RunFolder, RunFormat, RunHeader, RunKind, Seal, StoreError, io_error, is_inside, is_run_id,
 };
-use crate::eval::{RESULTS_FORMAT_V1, SINGLE_TRACE, TaskResult, read_results};
+use crate::eval::{RESULTS_FORMAT_V1, TaskResult, TraceLayout, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
 pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
@@ -34,9 +34,9 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         .filter(|row| seen.insert(row.id.as_str()))
         .map(|row| row.id.clone())
         .collect();
-    let single = (results.tasks.iter()).any(|row| row.trace.as_deref() == Some(SINGLE_TRACE));
+    let layout = TraceLayout::of_rows(&results.tasks);
     let header = RunHeader {
-        format: RUN_FORMAT.to_owned(),
+        format: RunFormat::V1,
         eval_id: id.clone(),
         looptrace_version: results.looptrace_version.clone(),
         created_at: results.created_at.clone(),
@@ -46,23 +46,21 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         capture: results.capture,
         repeats: results.repeats.unwrap_or(1),
         adaptive: results.adaptive.clone(),
-        trace_layout: (if single { "single" } else { "per-task" }).to_owned(),
+        trace_layout: layout.as_str().to_owned(),
         shard: results.shard,
         models: Vec::new(),
         selection: results.selection.clone(),
         tasks,
     };
     let run = RunFolder::create(dir, &header)?;
+    // The traces are where the layout puts them: its folder or file is copied whole.
+    let (from, to) = (layout.root(dir), layout.root(run.dir()));
+    if from.exists() {
+        copy_new(&from, &to).map_err(io_error("copy", &from))?;
+    }
     for row in &results.tasks {
-        // Only traces inside the folder are copied, each once.
+        // Only traces inside the folder are named.
         let trace = (row.trace.as_deref()).filter(|trace| is_inside(trace));
-        if let Some(trace) = trace
-            && dir.join(trace).is_file()
-            && !run.dir().join(trace).exists()
-        {
-            let from = dir.join(trace);
-            copy_file_new(&from, &run.dir().join(trace)).map_err(io_error("copy", &from))?;
-        }
         let trace = trace.map(|trace| format!("runs/{id}/{trace}"));
         let row = TaskResult {
             trace,

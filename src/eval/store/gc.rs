@@ -1,8 +1,8 @@
 //! `looptrace gc DIR`: which runs of an output folder to remove, a policy apart from writing them.
 //! A run stays when the view (`results.json`) draws rows from it, when it is the newest run and
-//! unsealed (what `--resume` continues), or when it is among the `--keep N` newest sealed runs;
-//! every other run (unsealed leftovers of crashes, runs every row of which a later run replaced)
-//! goes.
+//! newer than the view (what `--resume` continues or writes the view of) or one whose rows that
+//! run is folded over, or when it is among the `--keep N` newest sealed runs; every other run (unsealed leftovers of crashes, runs
+//! every row of which a later run replaced) goes.
 
 use std::path::Path;
 
@@ -44,15 +44,23 @@ pub fn bytes_under(path: &Path) -> u64 {
 /// runs to keep, newest first.
 pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcPlan, StoreError> {
     let ids = list_runs(out)?;
+    let sealed = |id: &String| read_run(out, id).is_ok_and(|run| run.seal.is_some());
+    let mut needed = referenced.to_vec();
+    // The newest run, when newer than the view, is what `--resume` continues (unsealed) or whose
+    // view it writes (a crash came between the seal and the view): it stays, and so do the runs
+    // its rows are folded over (a resume of a resume keeps its parent's rows).
+    if let Some(newest) = ids.last()
+        && referenced.iter().all(|r| r < newest)
+    {
+        needed.extend(super::view::rebuild_view(out, newest)?.runs);
+        needed.push(newest.clone());
+    }
     let mut plan = GcPlan::default();
-    for (i, id) in ids.iter().enumerate().rev() {
+    for id in ids.iter().rev() {
         let bytes = bytes_under(&out.join(RUNS_DIR).join(id));
-        let sealed = read_run(out, id).is_ok_and(|run| run.seal.is_some());
-        // The newest run, unsealed and newer than the view, is what `--resume` continues.
-        let resumable = !sealed && i + 1 == ids.len() && referenced.iter().all(|r| r < id);
-        let why = if referenced.contains(id) || resumable {
+        let why = if needed.contains(id) {
             None
-        } else if !sealed {
+        } else if !sealed(id) {
             Some("unsealed: a crash ended it and no view names it")
         } else if keep > 0 {
             keep -= 1;

@@ -30,7 +30,7 @@ pub use gc::{GcPlan, bytes_under, plan_gc, remove_runs};
 pub use owed::{Owing, owed};
 pub use row_key::RowKey;
 pub use run_folder::{
-    HEADER_NAME, ROWS_NAME, RUN_FORMAT, RUNS_DIR, RunFolder, RunHeader, RunKind, RunRead, Seal,
+    HEADER_NAME, ROWS_NAME, RUNS_DIR, RunFolder, RunFormat, RunHeader, RunKind, RunRead, Seal,
     StoreError, is_run_id, list_runs, read_header, read_run,
 };
 pub use traces::{NamedTrace, is_run_store, read_view, view_traces};

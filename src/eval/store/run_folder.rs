@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::{MARK_EVERY, Selection, Shard, SuiteInfo, TaskResult};
+use crate::eval::{Selection, Shard, SuiteInfo, TaskResult};
 use crate::trace::Capture;
 
 /// The folder of runs in an output folder.
@@ -17,8 +17,14 @@ pub const RUNS_DIR: &str = "runs";
 pub const HEADER_NAME: &str = "header.json";
 /// A run's row log.
 pub const ROWS_NAME: &str = "rows.jsonl";
-/// The format name in every run header.
-pub const RUN_FORMAT: &str = "looptrace.run/1";
+/// The format of a run header: serde reads no other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunFormat {
+    /// `looptrace.run/1`.
+    #[default]
+    #[serde(rename = "looptrace.run/1")]
+    V1,
+}
 
 /// What started a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +43,7 @@ pub enum RunKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunHeader<Tasks = Vec<String>> {
     /// `looptrace.run/1`.
-    pub format: String,
+    pub format: RunFormat,
     /// The run's id (its folder's name), part of every run id its traces hold.
     pub eval_id: String,
     /// The looptrace version that wrote it.
@@ -131,16 +137,7 @@ pub(super) fn io_error<'p>(
 pub struct RunFolder {
     dir: PathBuf,
     rows_path: PathBuf,
-    rows: Mutex<RowLog>,
-}
-
-/// The row log as it is written: the file, its length, how many rows it holds, and where every
-/// [`MARK_EVERY`]th row starts (how [`crate::eval::RowsOnDisk`] finds a row by its number).
-struct RowLog {
-    file: File,
-    end: u64,
-    rows: u32,
-    marks: Vec<u64>,
+    rows: Mutex<File>,
 }
 
 use crate::output::create_new_append as create_new;
@@ -163,16 +160,10 @@ impl RunFolder {
             create_new(&staging.join(ROWS_NAME))
         })?;
         let rows_path = dir.join(ROWS_NAME);
-        let log = RowLog {
-            file,
-            end: 0,
-            rows: 0,
-            marks: Vec::new(),
-        };
         Ok(RunFolder {
             dir,
             rows_path,
-            rows: Mutex::new(log),
+            rows: Mutex::new(file),
         })
     }
 
@@ -186,39 +177,27 @@ impl RunFolder {
         &self.rows_path
     }
 
-    fn log(&self) -> MutexGuard<'_, RowLog> {
+    fn log(&self) -> MutexGuard<'_, File> {
         self.rows.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
-    /// whole lines and at most one torn last line); returns its number in the log, from 0.
-    pub fn append(&self, row: &TaskResult) -> io::Result<u32> {
+    /// whole lines and at most one torn last line); returns the line.
+    pub fn append(&self, row: &TaskResult) -> io::Result<Vec<u8>> {
         let mut line = serde_json::to_vec(row)?;
         line.push(b'\n');
-        let mut log = self.log();
+        let mut file = self.log();
         if let Some(cut) = crate::fault::row_bytes(line.len()) {
-            let _ = log.file.write_all(&line[..cut]);
+            let _ = file.write_all(&line[..cut]);
             crate::fault::abort();
         }
-        let number = log.rows;
-        log.rows = (number.checked_add(1)).ok_or(io::Error::other("too many rows for one run"))?;
-        log.file.write_all(&line)?;
-        if number.is_multiple_of(MARK_EVERY) {
-            let end = log.end;
-            log.marks.push(end);
-        }
-        log.end += line.len() as u64;
-        Ok(number)
-    }
-
-    /// Where every [`MARK_EVERY`]th row of the log starts.
-    pub fn marks(&self) -> Vec<u64> {
-        self.log().marks.clone()
+        file.write_all(&line)?;
+        Ok(line)
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
-        let file = &mut self.log().file;
+        let file = &mut *self.log();
         (serde_json::to_vec(seal).map_err(io::Error::from))
             .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
@@ -243,22 +222,12 @@ pub struct RunRead {
 pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
     let path = out.join(RUNS_DIR).join(id).join(HEADER_NAME);
     let text = fs::read(&path).map_err(io_error("read", &path))?;
-    let malformed = |line, message| StoreError::Malformed {
-        path: path.clone(),
-        line,
+    serde_json::from_slice(&text).map_err(|e| StoreError::Malformed {
+        line: e.line(),
+        path,
         what: "a run header this looptrace reads",
-        message,
-    };
-    let header: RunHeader =
-        serde_json::from_slice(&text).map_err(|e| malformed(e.line(), e.to_string()))?;
-    if header.format != RUN_FORMAT {
-        let format = &header.format;
-        return Err(malformed(
-            1,
-            format!("its format is {format:?}, not {RUN_FORMAT:?}"),
-        ));
-    }
-    Ok(header)
+        message: e.to_string(),
+    })
 }
 
 /// Reads run `id` of the output folder `out`.
@@ -368,7 +337,7 @@ mod tests {
 
     fn header(id: &str) -> RunHeader {
         RunHeader {
-            format: RUN_FORMAT.to_owned(),
+            format: RunFormat::V1,
             eval_id: id.to_owned(),
             looptrace_version: "0".to_owned(),
             created_at: "t".to_owned(),
@@ -428,5 +397,40 @@ mod tests {
         crate::eval::store::remove_runs(dir.path(), &plan).unwrap();
         assert!(!staging.exists());
         assert!(dir.path().join("runs/abc-1/header.json").is_file());
+    }
+
+    #[test]
+    fn gc_keeps_a_run_newer_than_the_view_and_the_runs_it_is_folded_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunFolder::create(dir.path(), &header("abc-1")).unwrap();
+        let row: TaskResult = serde_json::from_value(serde_json::json!({
+            "id": "a", "model": "actions", "exit_reason": "finished", "steps_used": 1,
+            "max_steps": 5, "tool_calls": 0, "tool_errors": 0, "feedback": 0,
+            "duration_ms": 0.0, "expectation": "met"
+        }))
+        .unwrap();
+        first.append(&row).unwrap();
+        let mut resume = header("abc-2");
+        resume.kind = RunKind::Resume;
+        resume.parents = vec!["abc-1".to_owned()];
+        RunFolder::create(dir.path(), &resume).unwrap();
+        // Both crashed before any view was written: the next `--resume` continues the second,
+        // which keeps the first one's row.
+        let plan = crate::eval::store::plan_gc(dir.path(), &[], 0).unwrap();
+        assert!(plan.remove.is_empty(), "{plan:?}");
+        assert_eq!(plan.kept.len(), 2);
+        // Sealed, but a crash came before its view: the next `--resume` writes that view.
+        let mut sealed = header("abc-3");
+        sealed.kind = RunKind::Resume;
+        sealed.parents = vec!["abc-1".to_owned()];
+        let run = RunFolder::create(dir.path(), &sealed).unwrap();
+        run.seal(&Seal {
+            sealed: true,
+            ..Seal::default()
+        })
+        .unwrap();
+        let plan = crate::eval::store::plan_gc(dir.path(), &[], 0).unwrap();
+        let removed: Vec<&str> = plan.remove.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(removed, ["abc-2"], "{plan:?}");
     }
 }

@@ -2,13 +2,10 @@
 //! the latest row per row identity winning, in the run's task order.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::io;
 use std::path::Path;
 
 use super::row_key::RowKey;
-use super::run_folder::{
-    RUNS_DIR, RunHeader, RunKind, RunRead, Seal, StoreError, io_error, read_run,
-};
+use super::run_folder::{RUNS_DIR, RunHeader, RunKind, RunRead, Seal, StoreError, read_run};
 use crate::eval::{RESULTS_FORMAT, ResultsFile, TaskResult, Totals};
 
 /// The runs of one output folder read so far (`None`: its folder is gone, as `gc` removes runs
@@ -57,16 +54,10 @@ fn fold(
 
 /// The view of run `head` of the output folder `out`: what `DIR/results.json` holds after it.
 pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
-    let mut runs = Runs::new();
+    let run = read_run(out, head)?;
+    let (header, seal) = (run.header.clone(), run.seal.clone());
+    let mut runs = Runs::from([(head.to_owned(), Some(run))]);
     let folded = fold(out, head, &mut runs, 0)?;
-    let Some(Some(run)) = runs.remove(head) else {
-        let path = out.join(RUNS_DIR).join(head);
-        return Err(io_error("read", &path)(io::Error::new(
-            io::ErrorKind::NotFound,
-            "no such run",
-        )));
-    };
-    let header = &run.header;
     let position: HashMap<&str, usize> = (header.tasks.iter().enumerate())
         .map(|(i, t)| (t.as_str(), i))
         .collect();
@@ -82,7 +73,7 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
     let runs: BTreeSet<String> = rows.iter().map(|(from, _)| from.clone()).collect();
     let tasks: Vec<TaskResult> = rows.into_iter().map(|(_, row)| row).collect();
     let totals = Totals::of(&tasks);
-    Ok(header.view(run.seal.as_ref(), runs.into_iter().collect(), totals, tasks))
+    Ok(header.view(seal.as_ref(), runs.into_iter().collect(), totals, tasks))
 }
 
 impl<T> RunHeader<T> {
