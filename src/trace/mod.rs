@@ -9,6 +9,7 @@
 mod as_written;
 mod aside_runs;
 mod clock;
+mod compact_line;
 mod cut_line;
 mod event;
 mod event_fields;
@@ -18,6 +19,7 @@ mod json_string;
 mod line_error;
 mod line_span;
 mod mapped_file;
+mod quote_marks;
 mod reader;
 mod recorder;
 mod run_occurrences;

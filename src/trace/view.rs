@@ -7,10 +7,11 @@
 
 use std::borrow::Cow;
 
+use super::compact_line::read_fields;
 use super::event::error_by_rule;
 use super::fields::{key_number, name};
 use super::line_error::LineError;
-use super::scan::{Fields, TokenCounts, scan_line_into};
+use super::scan::{Fields, TokenCounts};
 use crate::run::ExitReason;
 use crate::time::unix_ms_from_rfc3339;
 
@@ -126,7 +127,7 @@ pub fn is_run_started(line: &[u8]) -> bool {
 /// Reads one non-blank line (without its `\n`) as an event.
 pub fn parse_event(line: &[u8]) -> Result<EventRef<'_>, LineError> {
     let mut fields = Fields::default();
-    scan_line_into(line, &mut fields)?;
+    read_fields(line, &mut fields)?;
     let run_id = fields.run_id.ok_or(LineError::MissingField("run_id"))?;
     let event_type = fields
         .event_type
