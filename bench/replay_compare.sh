@@ -8,6 +8,7 @@
 #
 #   BEFORE=/path/to/old/looptrace bench/replay_compare.sh TRACE...
 #   ROUNDS=3 BEFORE=... AFTER=target/release/looptrace bench/replay_compare.sh a.jsonl b.jsonl
+#   COMMANDS=replay BEFORE=... bench/replay_compare.sh a.jsonl   # the replay half only
 #
 # The traces are those of bench/stream_flat.sh (`examples/gen_full_traces.rs`, and
 # `bench/gen_small_runs.py --full` for many small runs). Not part of CI.
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 : "${BEFORE:?set BEFORE to the looptrace binary to compare against}"
 AFTER=${AFTER:-target/release/looptrace}
 ROUNDS=${ROUNDS:-3}
+COMMANDS=${COMMANDS:-replay eval_traces}
 OUT=${OUT:-bench/out/replay-compare}
 mkdir -p "$OUT"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -48,7 +50,7 @@ run() {
 : > "$OUT/times"
 for TRACE in "$@"; do
     cat "$TRACE" > /dev/null # into the page cache
-    for NAME in replay eval_traces; do
+    for NAME in $COMMANDS; do
         for ROUND in $(seq "$ROUNDS"); do
             run before "$NAME" "$TRACE"
             run after "$NAME" "$TRACE"

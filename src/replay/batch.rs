@@ -351,7 +351,8 @@ impl ReplayPlan {
         // Runs of one id are yielded in the order they began (a reused id begins a new run only
         // once the one before has ended), so the wanted id's runs are counted here as they come
         // and the stream keeps nothing per run id: memory stays flat however many runs.
-        let mut stream = RunStream::open(path, ReadOptions::default())
+        // Read through mapped windows of the file rather than copies of it (as `show` reads).
+        let mut stream = RunStream::<std::fs::File>::open_mapped(path, ReadOptions::default())
             .map_err(|err| ReplayPlanError::input(path, err))?
             .without_occurrences();
         let (wanted_id, wanted) = match &self.request.run {

@@ -87,6 +87,44 @@ impl ReplayModel {
         })
     }
 
+    /// [`ReplayModel::from_run`], with the same checks and errors, moving each turn's tool name,
+    /// arguments and answer out of the run's events instead of copying them: for a replay that
+    /// owns its run and drops it once its recording is arranged.
+    pub(crate) fn from_run_taking(run: &mut RecordedRun) -> Result<ReplayModel, ReplayError> {
+        let max_steps = ReplayModel::check(run)?;
+        let task = Task::new(recorded_task(run)?.to_owned());
+        let mut turns = Vec::new();
+        let mut call_ids = Vec::new();
+        for at in 0..run.events.len() {
+            let (line, event) = &run.events[at];
+            // Checked above: every turn reads, so only feedback (a short message) is copied.
+            let turn = match &event.kind {
+                EventKind::ModelFeedback(_) => match turn_of(run, *line, event)? {
+                    Some(turn) => turn.to_owned(),
+                    None => continue,
+                },
+                EventKind::ModelAction(_) => {
+                    let EventKind::ModelAction(action) = &mut run.events[at].1.kind else {
+                        continue;
+                    };
+                    taken_action(action)
+                }
+                _ => continue,
+            };
+            let event = &run.events[at].1;
+            turns.push((event.step, turn));
+            call_ids.push(event.call_id().map(str::to_owned));
+        }
+        Ok(ReplayModel {
+            max_steps,
+            task,
+            turns,
+            call_ids,
+            next: 0,
+            calls: 0,
+        })
+    }
+
     /// Checks a recorded run as [`ReplayModel::from_run`] does, with the same error, and gives
     /// its recorded step budget, without copying its turns.
     pub fn check(run: &RecordedRun) -> Result<Option<u32>, ReplayError> {
@@ -280,6 +318,20 @@ impl TurnOf<'_> {
                 RecordedTurn::Invalid(InvalidOutput::new(kind, message.to_owned()))
             }
         }
+    }
+}
+
+/// The turn of a `model_action` that [`action_of`] has read, its texts moved out of the event.
+fn taken_action(action: &mut ModelAction) -> RecordedTurn {
+    if action.action_type.as_deref() == Some("tool_call") {
+        RecordedTurn::Action(Action::ToolCall(ToolCall::new(
+            action.tool_name.take().unwrap_or_default(),
+            action.arguments.take().unwrap_or_default(),
+        )))
+    } else {
+        RecordedTurn::Action(Action::Finish(Finish {
+            answer: action.answer.take().unwrap_or_default(),
+        }))
     }
 }
 

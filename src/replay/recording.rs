@@ -125,6 +125,15 @@ impl Recording {
         summarizer: Summarizer,
     ) -> Result<Recording, ReplaySetupError> {
         let model = ReplayModel::from_run(run)?;
+        Recording::arranged(run, model, summarizer)
+    }
+
+    /// The rest of [`Recording::with_summarizer`] once the run's model is made.
+    fn arranged(
+        run: &RecordedRun,
+        model: ReplayModel,
+        summarizer: Summarizer,
+    ) -> Result<Recording, ReplaySetupError> {
         let started = run.events.iter().find_map(|(line, e)| match &e.kind {
             EventKind::RunStarted(started) => Some((line, started)),
             _ => None,
@@ -198,7 +207,9 @@ impl Recording {
                 contents.push(std::mem::take(content));
             }
         }
-        let mut recording = Recording::with_summarizer(&run, summarizer)?;
+        // The model takes the turns' texts; nothing below reads them from the run again.
+        let model = ReplayModel::from_run_taking(&mut run)?;
+        let mut recording = Recording::arranged(&run, model, summarizer)?;
         // Every observation became the observation of one step, in file order.
         let observations = recording
             .steps

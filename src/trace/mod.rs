@@ -3,10 +3,13 @@
 //! the reference. One event type, [`Event`] (an envelope around an [`EventKind`] per event
 //! type), is read and written through the flat line shape of `wire.rs`. Two readers share one
 //! definition of a well-formed line: [`Event`] (serde, owned) and the borrowed view [`EventRef`] over a one-pass field scanner, which `report` reads
-//! corpora with and the serde reader checks every line with.
+//! corpora with and the serde reader checks every line with where serde alone is looser
+//! (`serde_gaps.rs`).
 
 mod as_written;
+mod aside_runs;
 mod clock;
+mod compact_line;
 mod cut_line;
 mod event;
 mod event_fields;
@@ -14,11 +17,15 @@ mod fields;
 mod json_line;
 mod json_string;
 mod line_error;
+mod line_span;
 mod mapped_file;
+mod quote_marks;
 mod reader;
 mod recorder;
+mod run_occurrences;
 mod runs;
 mod scan;
+mod serde_gaps;
 mod short_decimal;
 mod show;
 mod shown_event;
@@ -44,6 +51,7 @@ pub use event::{
 pub use event_fields::{ENVELOPE_FIELDS, fields_by_event_type};
 pub use json_line::JsonLine;
 pub use line_error::LineError;
+pub use line_span::LineSpan;
 pub(crate) use mapped_file::Window as FileWindow;
 pub use reader::parse_line;
 pub use reader::{
@@ -52,7 +60,7 @@ pub use reader::{
 pub use recorder::{RecorderOptions, TraceRecorder};
 pub use runs::read_checked_run_in;
 pub use runs::{
-    LineSpan, OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
+    OPEN_BYTES_BUDGET, RecordedRun, RunStream, StreamedRun, TraceContents, read_event_at,
     read_run_at, read_run_within, read_trace,
 };
 pub use scan::{Fields, TokenCounts, scan_line};

@@ -10,13 +10,15 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::aside_runs::AsideRuns;
 use super::event::{Event, EventKind, RunStarted};
+use super::line_span::LineSpan;
 use super::reader::{LineItem, ReadOptions, ReadStats, TraceError, TraceReader};
+use super::run_occurrences::RunOccurrences;
 use super::wire::Wire;
 use crate::run::RunOutcome;
 
@@ -70,16 +72,8 @@ impl RecordedRun {
 /// so a small budget keeps the peak the same from a small file to a large one.
 pub const OPEN_BYTES_BUDGET: u64 = 4 * 1024 * 1024;
 
-/// Where one event's line is in its file: enough to read it again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LineSpan {
-    /// The 1-based line number.
-    pub line: u64,
-    /// The byte offset of the line's start.
-    pub offset: u64,
-    /// The line's length in bytes, without its `\n`.
-    pub len: u32,
-}
+/// Lines an open run has room for when it begins.
+const RUN_LINES_AT_FIRST: usize = 8;
 
 /// A run as [`RunStream`] yields it.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,81 +92,21 @@ struct OpenRun<T> {
     index: u64,
     occurrence: u32,
     held_bytes: u64,
-    /// The lines read so far, parsed, until the run is put aside.
-    events: Vec<(LineSpan, T)>,
-    /// Once the run is put aside to keep memory bounded: where its lines are, packed.
-    aside: Option<PackedSpans>,
+    /// The lines read so far, parsed, with their line numbers, until the run is put aside.
+    events: Vec<(u64, T)>,
+    /// Where each of those lines is: kept apart from the events so that a run that ends hands
+    /// both over as they are, without moving each event again.
+    spans: Vec<LineSpan>,
 }
 
 impl<T> OpenRun<T> {
-    /// Keeps one more line: parsed, or only its place once the run is put aside.
+    /// Keeps one more line, parsed.
     fn keep(&mut self, span: LineSpan, event: T, len: u64, held_bytes: &mut u64) {
-        if let Some(aside) = &mut self.aside {
-            aside.push(span);
-        } else {
-            self.events.push((span, event));
-            self.held_bytes += len;
-            *held_bytes += len;
-        }
+        self.events.push((span.line, event));
+        self.spans.push(span);
+        self.held_bytes += len;
+        *held_bytes += len;
     }
-}
-
-/// Line positions packed as variable-length differences from the line before (about 6 bytes a
-/// line instead of 24), for runs put aside: those that never end are kept until the input ends.
-#[derive(Default)]
-struct PackedSpans {
-    bytes: Vec<u8>,
-    last: Option<LineSpan>,
-}
-
-impl PackedSpans {
-    fn push(&mut self, span: LineSpan) {
-        // Lines of one run come in file order: each starts after the one before ends.
-        let (line, offset) = match self.last {
-            Some(last) => (last.line, last.offset + u64::from(last.len)),
-            None => (0, 0),
-        };
-        put_varint(&mut self.bytes, span.line.saturating_sub(line));
-        put_varint(&mut self.bytes, span.offset.saturating_sub(offset));
-        put_varint(&mut self.bytes, u64::from(span.len));
-        self.last = Some(span);
-    }
-
-    fn spans(&self) -> Vec<LineSpan> {
-        let mut spans = Vec::new();
-        let mut at = 0;
-        let (mut line, mut offset) = (0, 0);
-        while at < self.bytes.len() {
-            line += take_varint(&self.bytes, &mut at);
-            offset += take_varint(&self.bytes, &mut at);
-            let len = u32::try_from(take_varint(&self.bytes, &mut at)).unwrap_or(u32::MAX);
-            spans.push(LineSpan { line, offset, len });
-            offset += u64::from(len);
-        }
-        spans
-    }
-}
-
-fn put_varint(bytes: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        bytes.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    bytes.push(value as u8);
-}
-
-fn take_varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let mut value = 0u64;
-    let mut shift = 0;
-    while let Some(&byte) = bytes.get(*at) {
-        *at += 1;
-        value |= u64::from(byte & 0x7f) << shift.min(63);
-        shift += 7;
-        if byte < 0x80 {
-            break;
-        }
-    }
-    value
 }
 
 /// Groups the events of a trace into runs as they are read; an iterator of runs, each yielded when
@@ -182,11 +116,13 @@ pub struct RunStream<R, T = Event> {
     /// A second handle on the file for reading put-aside lines again; `None` for pipes.
     source: Option<File>,
     open: HashMap<String, OpenRun<T>>,
+    /// Runs put aside to keep memory bounded: only where their lines are, mostly on disk.
+    aside: AsideRuns,
     /// Open runs by first appearance, the oldest put aside first.
     by_age: BTreeMap<u64, String>,
     ready: VecDeque<StreamedRun<T>>,
-    /// Runs seen per run id (by a 64-bit hash of the id: a few bytes per run, not the id itself).
-    occurrences: HashMap<u64, u32>,
+    /// Runs seen per run id (by a 64-bit hash of the id: about 8 bytes per run, not the id).
+    occurrences: RunOccurrences,
     /// False when the reader does not need [`StreamedRun::occurrence`]: nothing is kept per run.
     count_occurrences: bool,
     next_index: u64,
@@ -256,9 +192,10 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             reader,
             source: None,
             open: HashMap::new(),
+            aside: AsideRuns::default(),
             by_age: BTreeMap::new(),
             ready: VecDeque::new(),
-            occurrences: HashMap::new(),
+            occurrences: RunOccurrences::default(),
             count_occurrences: true,
             next_index: 0,
             held_bytes: 0,
@@ -321,20 +258,24 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             self.keep_within_budget();
             return Ok(());
         }
+        if !starts && self.aside.push(event.run_id(), span) {
+            if ends {
+                let id = event.run_id().to_owned();
+                self.close(&id)?;
+            }
+            return Ok(());
+        }
         // A reused run id starts a new run once the old one has ended (closed already, so it is
         // not open any more), and run_started always starts one (events of the id before it were
         // an incomplete run), the rule of `docs/report.md` that `looptrace report` uses.
-        if starts && self.open.contains_key(event.run_id()) {
+        if starts && (self.open.contains_key(event.run_id()) || self.aside.contains(event.run_id()))
+        {
             let id = event.run_id().to_owned();
             self.close(&id)?;
         }
         if !self.open.contains_key(event.run_id()) {
             let occurrence = if self.count_occurrences {
-                let mut hasher = DefaultHasher::new();
-                event.run_id().hash(&mut hasher);
-                let seen = self.occurrences.entry(hasher.finish()).or_default();
-                *seen += 1;
-                *seen
+                self.occurrences.begin(event.run_id())
             } else {
                 1
             };
@@ -342,8 +283,10 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
                 index: self.next_index,
                 occurrence,
                 held_bytes: 0,
-                events: Vec::new(),
-                aside: None,
+                // Room for a short run's lines from the start: growing from nothing moved each
+                // short run's events once more (7% of replay's instructions on small runs).
+                events: Vec::with_capacity(RUN_LINES_AT_FIRST),
+                spans: Vec::with_capacity(RUN_LINES_AT_FIRST),
             };
             self.by_age
                 .insert(self.next_index, event.run_id().to_owned());
@@ -372,46 +315,40 @@ impl<R: Read, T: LineItem> RunStream<R, T> {
             let Some((_, id)) = self.by_age.pop_first() else {
                 return;
             };
-            if let Some(run) = self.open.get_mut(&id) {
-                let mut aside = PackedSpans::default();
-                for (span, _) in std::mem::take(&mut run.events) {
-                    aside.push(span);
-                }
-                run.aside = Some(aside);
+            if let Some(run) = self.open.remove(&id) {
                 self.held_bytes -= run.held_bytes;
-                run.held_bytes = 0;
+                self.aside
+                    .set_aside(id, run.index, run.occurrence, &run.spans);
             }
         }
     }
 
     fn close(&mut self, id: &str) -> Result<(), TraceError> {
-        let Some((run_id, run)) = self.open.remove_entry(id) else {
-            return Ok(());
-        };
-        self.by_age.remove(&run.index);
-        self.held_bytes -= run.held_bytes;
-        let (events, mut spans): (Vec<_>, Vec<_>) = match run.aside {
-            Some(aside) => {
-                let spans = aside.spans();
+        let (run_id, index, occurrence, events, mut spans) =
+            if let Some((run_id, run)) = self.open.remove_entry(id) {
+                self.by_age.remove(&run.index);
+                self.held_bytes -= run.held_bytes;
+                (run_id, run.index, run.occurrence, run.events, run.spans)
+            } else if let Some((run_id, run, spans)) = self.aside.take(id) {
+                let spans = spans.map_err(|source| TraceError::Io {
+                    path: self.reader.path().to_owned(),
+                    source,
+                })?;
                 let mut events = Vec::with_capacity(spans.len());
                 for span in &spans {
                     events.push((span.line, self.read_again(*span)?));
                 }
-                (events, spans)
-            }
-            None => run
-                .events
-                .into_iter()
-                .map(|(span, event)| ((span.line, event), span))
-                .unzip(),
-        };
+                (run_id, run.index, run.occurrence, events, spans)
+            } else {
+                return Ok(());
+            };
         if self.source.is_none() {
             spans.clear();
         }
         self.ready.push_back(StreamedRun {
             run: RecordedRun { run_id, events },
-            index: run.index,
-            occurrence: run.occurrence,
+            index,
+            occurrence,
             spans,
         });
         Ok(())
@@ -602,10 +539,10 @@ impl<R: Read, T: LineItem> Iterator for RunStream<R, T> {
                 None => {
                     // Runs that never ended, in order of first appearance.
                     self.done = true;
-                    let mut left: Vec<(u64, String)> = self
-                        .open
-                        .iter()
-                        .map(|(id, run)| (run.index, id.clone()))
+                    let open = self.open.iter().map(|(id, run)| (run.index, id));
+                    let mut left: Vec<(u64, String)> = open
+                        .chain(self.aside.ids())
+                        .map(|(index, id)| (index, id.clone()))
                         .collect();
                     left.sort();
                     self.closing = left.into_iter().map(|(_, id)| id).collect();
@@ -667,50 +604,4 @@ pub fn read_trace(path: &Path, options: ReadOptions) -> Result<TraceContents, Tr
         source,
     })?;
     TraceContents::from_reader(TraceReader::new(file, path.display(), options))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn packed_spans_read_back_as_pushed() {
-        let spans = [
-            LineSpan {
-                line: 1,
-                offset: 0,
-                len: 10,
-            },
-            LineSpan {
-                line: 2,
-                offset: 11,
-                len: 0,
-            },
-            LineSpan {
-                line: 9,
-                offset: 500,
-                len: 70_000,
-            },
-            LineSpan {
-                line: 1_000_000,
-                offset: 5_000_000_000,
-                len: u32::MAX,
-            },
-        ];
-        let mut packed = PackedSpans::default();
-        for span in spans {
-            packed.push(span);
-        }
-        assert_eq!(packed.spans(), spans);
-        // Lines of a few KB a few lines apart: about 5 bytes each, not 24.
-        let mut packed = PackedSpans::default();
-        for i in 0..100 {
-            packed.push(LineSpan {
-                line: 1 + 8 * i,
-                offset: 40_000 * i,
-                len: 4_000,
-            });
-        }
-        assert!(packed.bytes.len() <= 6 * 100, "{}", packed.bytes.len());
-    }
 }

@@ -9,7 +9,10 @@
 //!
 //! The fields of the trace format are checked as the serde reader ([`super::Event`]) checks
 //! them, types, enum values and duplicates included, so that `report` refuses the lines `show`
-//! refuses; fields outside the format are skipped (their syntax still checked).
+//! refuses; fields outside the format are skipped (their syntax still checked). The borrowed
+//! view reads lines as writers write them (compact, plain ASCII, no escapes) through the fast
+//! lane of [`super::compact_line`] first; any other line, or one the lane hands back, is read
+//! here.
 
 use std::borrow::Cow;
 
@@ -19,7 +22,7 @@ use super::line_error::LineError;
 use super::short_decimal::{short_decimal, short_decimal_prefix};
 
 /// The deepest nesting of arrays and objects accepted (the limit `serde_json` uses).
-const MAX_DEPTH: usize = 128;
+pub(super) const MAX_DEPTH: usize = 128;
 
 /// The fields of one trace line that the report reads; each is `None` when absent or null.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -2,14 +2,16 @@
 //! line check): the scanned fields sorted into the event kinds of the trace format, with the
 //! fallbacks for older writers, borrowing strings from the line. The serde reader
 //! ([`super::Event`]) and this view refuse the same lines: the reader runs [`check_line`]
-//! on every line, and the differential tests and fuzz target hold the two together.
+//! on every line serde alone could have let through (`serde_gaps.rs`), and the differential
+//! tests and fuzz target hold the two together.
 
 use std::borrow::Cow;
 
+use super::compact_line::read_fields;
 use super::event::error_by_rule;
 use super::fields::{key_number, name};
 use super::line_error::LineError;
-use super::scan::{Fields, TokenCounts, scan_line_into};
+use super::scan::{Fields, TokenCounts};
 use crate::run::ExitReason;
 use crate::time::unix_ms_from_rfc3339;
 
@@ -125,7 +127,7 @@ pub fn is_run_started(line: &[u8]) -> bool {
 /// Reads one non-blank line (without its `\n`) as an event.
 pub fn parse_event(line: &[u8]) -> Result<EventRef<'_>, LineError> {
     let mut fields = Fields::default();
-    scan_line_into(line, &mut fields)?;
+    read_fields(line, &mut fields)?;
     let run_id = fields.run_id.ok_or(LineError::MissingField("run_id"))?;
     let event_type = fields
         .event_type

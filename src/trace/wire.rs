@@ -24,6 +24,9 @@ pub(crate) const RUN_FINISHED_WITHOUT_EXIT_REASON: &str = "run_finished without 
 pub(crate) struct Wire<'a> {
     pub(crate) run_id: Cow<'a, str>,
     pub(crate) step: u64,
+    // Borrowed where the line has no escapes: it only picks the event's kind, so it is never
+    // copied.
+    #[serde(borrow)]
     pub(crate) event_type: Cow<'a, str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     schema: Option<Cow<'a, str>>,
