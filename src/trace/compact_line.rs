@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use super::fields::{Check, KNOWN, known_field, known_number};
 use super::line_error::LineError;
 use super::quote_marks::QuoteMarks;
-use super::scan::{Fields, MAX_DEPTH, TokenCounts, scan_line_into};
+use super::scan::{Cursor, Fields, MAX_DEPTH, TokenCounts, USAGE_COUNTS, scan_line_into};
 use super::short_decimal::short_decimal_prefix;
 
 /// `KEEP[n]` keeps the first `n` bytes of a 16-byte load (a table: a shift of a `u128` by a
@@ -49,12 +49,11 @@ fn scan_compact<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Option<()> {
     let mut marks = QuoteMarks::new();
     marks.mark(line)?;
     let mut lane = Lane {
-        bytes: line,
-        pos: 1,
+        at: Cursor::at(line, 1),
         marks: &marks,
     };
     if lane.eat(b'}') {
-        return (lane.pos == line.len()).then_some(());
+        return (lane.at.pos == line.len()).then_some(());
     }
     // The known fields seen so far: a second one is the full scanner's error to name.
     let mut seen = 0u64;
@@ -92,7 +91,7 @@ fn scan_compact<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Option<()> {
         }
         match lane.bump()? {
             b',' => {}
-            b'}' => return (lane.pos == line.len()).then_some(()),
+            b'}' => return (lane.at.pos == line.len()).then_some(()),
             _ => return None,
         }
     }
@@ -100,28 +99,26 @@ fn scan_compact<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Option<()> {
 
 /// A position in a line whose quotes are marked.
 struct Lane<'a, 'm> {
-    bytes: &'a [u8],
-    pos: usize,
+    at: Cursor<'a>,
     marks: &'m QuoteMarks,
 }
 
 impl<'a> Lane<'a, '_> {
     #[inline]
     fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
+        self.at.peek()
     }
 
     #[inline]
     fn bump(&mut self) -> Option<u8> {
-        let byte = self.peek()?;
-        self.pos += 1;
-        Some(byte)
+        self.at.bump()
     }
 
     #[inline]
     fn eat(&mut self, byte: u8) -> bool {
+        // Without a branch: the lane eats separators it mostly finds.
         let found = self.peek() == Some(byte);
-        self.pos += usize::from(found);
+        self.at.pos += usize::from(found);
         found
     }
 
@@ -137,9 +134,9 @@ impl<'a> Lane<'a, '_> {
         if self.peek() != Some(b'"') {
             return None;
         }
-        let end = self.marks.next(self.pos + 1)?;
-        let content = self.bytes.get(self.pos + 1..end)?;
-        self.pos = end + 1;
+        let end = self.marks.next(self.at.pos + 1)?;
+        let content = self.at.bytes.get(self.at.pos + 1..end)?;
+        self.at.pos = end + 1;
         Some(content)
     }
 
@@ -147,12 +144,8 @@ impl<'a> Lane<'a, '_> {
     /// as a number from one 16-byte load where the line has 16 bytes from its start.
     #[inline]
     fn known_field(&self, key: &'a [u8]) -> Option<usize> {
-        let start = self.pos - key.len() - 1;
-        match self
-            .bytes
-            .get(start..)
-            .and_then(|rest| rest.first_chunk::<16>())
-        {
+        let start = self.at.pos - key.len() - 1;
+        match (self.at.bytes.get(start..)).and_then(|rest| rest.first_chunk::<16>()) {
             Some(block) if key.len() < 16 => known_number(
                 (u128::from_le_bytes(*block) & KEEP[key.len()]) | (key.len() as u128) << 120,
             ),
@@ -162,8 +155,8 @@ impl<'a> Lane<'a, '_> {
 
     #[inline]
     fn literal(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.pos + word.len();
-        (self.bytes.get(self.pos..end)? == word).then(|| self.pos = end)
+        let end = self.at.pos + word.len();
+        (self.at.bytes.get(self.at.pos..end)? == word).then(|| self.at.pos = end)
     }
 
     /// A string or null; `None` for anything else.
@@ -193,11 +186,11 @@ impl<'a> Lane<'a, '_> {
             Check::Count(bound, _) => bound,
             _ => u64::MAX,
         };
-        let start = self.pos;
+        let start = self.at.pos;
         let value = match self.peek()? {
             b'n' => return self.literal(b"null").map(|()| None),
             b'0' => {
-                self.pos += 1;
+                self.at.pos += 1;
                 0
             }
             b'1'..=b'9' => {
@@ -205,11 +198,11 @@ impl<'a> Lane<'a, '_> {
                 while let Some(digit @ b'0'..=b'9') = self.peek() {
                     // Nineteen digits always fit in a `u64`; longer numbers are the full
                     // scanner's.
-                    if self.pos - start == 19 {
+                    if self.at.pos - start == 19 {
                         return None;
                     }
                     value = value * 10 + u64::from(digit - b'0');
-                    self.pos += 1;
+                    self.at.pos += 1;
                 }
                 value
             }
@@ -227,8 +220,8 @@ impl<'a> Lane<'a, '_> {
         match self.peek()? {
             b'n' => self.literal(b"null").map(|()| None),
             b'-' | b'0'..=b'9' => {
-                let (value, len) = short_decimal_prefix(&self.bytes[self.pos..])?;
-                self.pos += len;
+                let (value, len) = short_decimal_prefix(&self.at.bytes[self.at.pos..])?;
+                self.at.pos += len;
                 Some(Some(value))
             }
             _ => None,
@@ -238,16 +231,9 @@ impl<'a> Lane<'a, '_> {
     /// `usage`: an object whose token counts are non-negative integers or null, each at most
     /// once (others skipped), or null.
     fn opt_usage(&mut self) -> Option<Option<TokenCounts>> {
-        const COUNTS: [&[u8]; 5] = [
-            b"input_tokens",
-            b"output_tokens",
-            b"cache_read_tokens",
-            b"cache_write_tokens",
-            b"reasoning_tokens",
-        ];
         match self.bump()? {
             b'n' => {
-                self.pos -= 1;
+                self.at.pos -= 1;
                 return self.literal(b"null").map(|()| None);
             }
             b'{' => {}
@@ -261,7 +247,7 @@ impl<'a> Lane<'a, '_> {
         loop {
             let key = self.string()?;
             self.expect(b':')?;
-            match COUNTS.iter().position(|name| *name == key) {
+            match USAGE_COUNTS.iter().position(|name| *name == key) {
                 None => self.skip_value(2)?,
                 Some(at) => {
                     if std::mem::replace(&mut seen[at], true) {
@@ -322,7 +308,7 @@ impl<'a> Lane<'a, '_> {
         match self.peek()? {
             b'"' => self.string().map(drop),
             b'{' if depth < MAX_DEPTH => {
-                self.pos += 1;
+                self.at.pos += 1;
                 if self.eat(b'}') {
                     return Some(());
                 }
@@ -338,7 +324,7 @@ impl<'a> Lane<'a, '_> {
                 }
             }
             b'[' if depth < MAX_DEPTH => {
-                self.pos += 1;
+                self.at.pos += 1;
                 if self.eat(b']') {
                     return Some(());
                 }
@@ -371,9 +357,9 @@ impl<'a> Lane<'a, '_> {
             self.some_digits()?;
         }
         if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.pos += 1;
+            self.at.pos += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
+                self.at.pos += 1;
             }
             self.some_digits()?;
         }
@@ -382,14 +368,14 @@ impl<'a> Lane<'a, '_> {
 
     fn digits(&mut self) {
         while let Some(b'0'..=b'9') = self.peek() {
-            self.pos += 1;
+            self.at.pos += 1;
         }
     }
 
     fn some_digits(&mut self) -> Option<()> {
-        let start = self.pos;
+        let start = self.at.pos;
         self.digits();
-        (self.pos > start).then_some(())
+        (self.at.pos > start).then_some(())
     }
 }
 

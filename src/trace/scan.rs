@@ -136,27 +136,42 @@ fn scan_fields<'a>(line: &'a [u8], fields: &mut Fields<'a>) -> Result<(), LineEr
     Ok(())
 }
 
+/// The token counts `usage` may hold (each at most once).
+pub(super) const USAGE_COUNTS: [&[u8]; 5] = [
+    b"input_tokens",
+    b"output_tokens",
+    b"cache_read_tokens",
+    b"cache_write_tokens",
+    b"reasoning_tokens",
+];
+
 /// A position in one line.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+pub(super) struct Cursor<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) pos: usize,
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at byte `pos` of `bytes`.
     #[inline]
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn at(bytes: &'a [u8], pos: usize) -> Cursor<'a> {
+        Cursor { bytes, pos }
+    }
+
+    #[inline]
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
 
     #[inline]
-    fn bump(&mut self) -> Option<u8> {
+    pub(super) fn bump(&mut self) -> Option<u8> {
         let byte = self.peek()?;
         self.pos += 1;
         Some(byte)
     }
 
     #[inline]
-    fn eat(&mut self, byte: u8) -> bool {
+    pub(super) fn eat(&mut self, byte: u8) -> bool {
         if self.peek() == Some(byte) {
             self.pos += 1;
             true
@@ -455,13 +470,6 @@ impl<'a> Cursor<'a> {
     /// `usage`: an object whose token counts are non-negative integers or null, each at most
     /// once (others ignored), or null.
     fn opt_usage(&mut self, field: &'static str) -> Result<Option<TokenCounts>, LineError> {
-        const COUNTS: [&[u8]; 5] = [
-            b"input_tokens",
-            b"output_tokens",
-            b"cache_read_tokens",
-            b"cache_write_tokens",
-            b"reasoning_tokens",
-        ];
         match self.peek() {
             Some(b'n') => return self.literal(b"null").map(|()| None),
             Some(b'{') => {}
@@ -470,7 +478,7 @@ impl<'a> Cursor<'a> {
         let mut counts = TokenCounts::default();
         let mut seen = [false; 5];
         self.object(|cursor, key| {
-            let Some(at) = COUNTS.iter().position(|name| **name == *key) else {
+            let Some(at) = USAGE_COUNTS.iter().position(|name| **name == *key) else {
                 return cursor.skip_value(2);
             };
             if std::mem::replace(&mut seen[at], true) {
