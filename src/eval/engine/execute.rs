@@ -146,9 +146,7 @@ impl EvalPlan {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
-                let line = run.append(&row).map_err(|err| {
-                    format!("failed to write `{}`: {err}", run.rows_path().display())
-                })?;
+                let line = run.append(&row).map_err(|err| err.to_string())?;
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);
                 collected.add(position(attempt.task, attempt.repeat), Some(&line), &row)
             };

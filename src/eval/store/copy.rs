@@ -14,11 +14,7 @@ use super::run_folder::{RUNS_DIR, StoreError, create_whole};
 pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreError> {
     for id in ids.iter().filter(|id| !to.join(RUNS_DIR).join(id).exists()) {
         create_whole(to, id, |staging| {
-            for entry in fs::read_dir(from.join(RUNS_DIR).join(id))? {
-                let entry = entry?;
-                copy_new(&entry.path(), &staging.join(entry.file_name()))?;
-            }
-            Ok(())
+            copy_new(&from.join(RUNS_DIR).join(id), staging)
         })?;
     }
     Ok(())

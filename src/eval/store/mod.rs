@@ -38,6 +38,3 @@ pub use view::rebuild_view;
 
 /// The view's name in an output folder.
 pub const RESULTS_NAME: &str = "results.json";
-
-/// The row log of results format 1, which `--resume` names when it refuses such a folder.
-pub const V1_PARTIAL_NAME: &str = "results.partial.jsonl";

@@ -133,10 +133,25 @@ pub(super) fn io_error<'p>(
     }
 }
 
+/// Line `line` of `path` is not `what`, as the parser's message says.
+pub(super) fn malformed(
+    path: &Path,
+    line: usize,
+    what: &'static str,
+    message: impl std::fmt::Display,
+) -> StoreError {
+    let (path, message) = (path.to_path_buf(), message.to_string());
+    StoreError::Malformed {
+        path,
+        line,
+        what,
+        message,
+    }
+}
+
 /// A run being written: its folder and its row log, shared by the runner's workers.
 pub struct RunFolder {
     dir: PathBuf,
-    rows_path: PathBuf,
     rows: Mutex<File>,
 }
 
@@ -152,6 +167,7 @@ impl RunFolder {
         header: &RunHeader<T>,
     ) -> Result<RunFolder, StoreError> {
         let (dir, file) = create_whole(out, &header.eval_id, |staging| {
+            fs::create_dir(staging)?;
             // Written as it is serialized: a header lists every task, which may be a million.
             let mut writer = io::BufWriter::new(create_new(&staging.join(HEADER_NAME))?);
             serde_json::to_writer_pretty(&mut writer, header)?;
@@ -159,22 +175,13 @@ impl RunFolder {
             writer.flush()?;
             create_new(&staging.join(ROWS_NAME))
         })?;
-        let rows_path = dir.join(ROWS_NAME);
-        Ok(RunFolder {
-            dir,
-            rows_path,
-            rows: Mutex::new(file),
-        })
+        let rows = Mutex::new(file);
+        Ok(RunFolder { dir, rows })
     }
 
     /// The run's folder.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The row log's path.
-    pub fn rows_path(&self) -> &Path {
-        &self.rows_path
     }
 
     fn log(&self) -> MutexGuard<'_, File> {
@@ -183,16 +190,18 @@ impl RunFolder {
 
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns the line.
-    pub fn append(&self, row: &TaskResult) -> io::Result<Vec<u8>> {
-        let mut line = serde_json::to_vec(row)?;
-        line.push(b'\n');
+    pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
         let mut file = self.log();
-        if let Some(cut) = crate::fault::row_bytes(line.len()) {
-            let _ = file.write_all(&line[..cut]);
-            crate::fault::abort();
-        }
-        file.write_all(&line)?;
-        Ok(line)
+        let line = serde_json::to_vec(row).map_err(io::Error::from);
+        let written = line.and_then(|mut line| {
+            line.push(b'\n');
+            if let Some(cut) = crate::fault::row_bytes(line.len()) {
+                let _ = file.write_all(&line[..cut]);
+                crate::fault::abort();
+            }
+            file.write_all(&line).map(|()| line)
+        });
+        written.map_err(io_error("write", &self.dir.join(ROWS_NAME)))
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
@@ -201,7 +210,7 @@ impl RunFolder {
         (serde_json::to_vec(seal).map_err(io::Error::from))
             .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
-            .map_err(io_error("write", &self.rows_path))
+            .map_err(io_error("write", &self.dir.join(ROWS_NAME)))
     }
 }
 
@@ -222,12 +231,8 @@ pub struct RunRead {
 pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
     let path = out.join(RUNS_DIR).join(id).join(HEADER_NAME);
     let text = fs::read(&path).map_err(io_error("read", &path))?;
-    serde_json::from_slice(&text).map_err(|e| StoreError::Malformed {
-        line: e.line(),
-        path,
-        what: "a run header this looptrace reads",
-        message: e.to_string(),
-    })
+    let header = serde_json::from_slice(&text);
+    header.map_err(|e| malformed(&path, e.line(), "a run header this looptrace reads", e))
 }
 
 /// Reads run `id` of the output folder `out`.
@@ -237,26 +242,17 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
     let bytes = fs::read(&path).map_err(io_error("read", &path))?;
     let (mut rows, mut seal, mut torn_line) = (Vec::new(), None, None);
     for (line, number) in bytes.split_inclusive(|b| *b == b'\n').zip(1..) {
-        let malformed = |what, message: String| StoreError::Malformed {
-            path: path.clone(),
-            line: number,
-            what,
-            message,
-        };
+        let bad = |what, message: &dyn std::fmt::Display| malformed(&path, number, what, message);
         if !line.ends_with(b"\n") {
             // Only the last line can lack its newline: the write of a crashed process.
             torn_line = Some(number);
         } else if seal.is_some() {
-            let message = "a line follows the `sealed` line".to_owned();
-            return Err(malformed("the end of a sealed run", message));
+            let message = "a line follows the `sealed` line";
+            return Err(bad("the end of a sealed run", &message));
         } else if line.starts_with(b"{\"sealed\"") {
-            seal =
-                Some(serde_json::from_slice(line).map_err(|e| malformed("a seal", e.to_string()))?);
+            seal = Some(serde_json::from_slice(line).map_err(|e| bad("a seal", &e))?);
         } else {
-            rows.push(
-                serde_json::from_slice(line)
-                    .map_err(|e| malformed("a result row", e.to_string()))?,
-            );
+            rows.push(serde_json::from_slice(line).map_err(|e| bad("a result row", &e))?);
         }
     }
     Ok(RunRead {
@@ -270,14 +266,13 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
 /// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
 /// when there is no `runs/` folder.
 pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
-    let runs = out.join(RUNS_DIR);
-    match fs::read_dir(&runs) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        listed => Ok(folders(listed.map_err(io_error("read", &runs))?, is_run_id)),
-    }
+    Ok(folders(out)?
+        .into_iter()
+        .filter(|name| is_run_id(name))
+        .collect())
 }
 
-/// Makes run `id` of `out` whole or not at all: `fill` writes it in a staging folder
+/// Makes run `id` of `out` whole or not at all: `fill` makes it as a staging folder
 /// (`runs/.<id>.<token>.new`, which no reader takes for a run), renamed into place when filled.
 /// A crash never leaves a run without its header, only a staging folder that `gc` removes.
 /// Renaming onto a run that exists fails: it is never empty.
@@ -290,27 +285,25 @@ pub(super) fn create_whole<T>(
     fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
     let dir = runs.join(id);
     let staging = runs.join(format!(".{id}.{}.new", crate::run::unique_token()));
-    let filled = (fs::create_dir(&staging).and_then(|()| fill(&staging)))
+    let filled = fill(&staging)
         .and_then(|filled| fs::rename(&staging, &dir).map(|()| filled))
         .map_err(io_error("create", &dir))?;
     Ok((dir, filled))
 }
 
-/// The staging folders under `out/runs/` a crash left before their run was whole.
-pub fn list_staging(out: &Path) -> Vec<String> {
-    let staging = |name: &str| name.starts_with('.') && name.ends_with(".new");
-    fs::read_dir(out.join(RUNS_DIR)).map_or_else(|_| Vec::new(), |e| folders(e, staging))
-}
-
-/// The names of the folders in `entries` that `keep` accepts, sorted.
-fn folders(entries: fs::ReadDir, keep: impl Fn(&str) -> bool) -> Vec<String> {
+/// The names of the folders in `out/runs/`, sorted; none when there is no `runs/` folder.
+pub(super) fn folders(out: &Path) -> Result<Vec<String>, StoreError> {
+    let runs = out.join(RUNS_DIR);
+    let entries = match fs::read_dir(&runs) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        entries => entries.map_err(io_error("read", &runs))?,
+    };
     let mut names: Vec<String> = (entries.flatten())
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| keep(name))
         .collect();
     names.sort();
-    names
+    Ok(names)
 }
 
 /// Whether `path` (as a row names its trace) stays inside the folder it is relative to: no root,
@@ -384,13 +377,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         RunFolder::create(dir.path(), &header("abc-1")).unwrap();
         // No staging folder stays behind a run made whole.
-        assert!(list_staging(dir.path()).is_empty());
+        assert_eq!(folders(dir.path()).unwrap(), ["abc-1"]);
         // A crash between making the staging folder and renaming it: a header cut short.
         let staging = dir.path().join("runs/.abc-2.new");
         std::fs::create_dir(&staging).unwrap();
         std::fs::write(staging.join(HEADER_NAME), b"").unwrap();
         assert_eq!(list_runs(dir.path()).unwrap(), ["abc-1"]);
-        assert_eq!(list_staging(dir.path()), [".abc-2.new"]);
+        assert_eq!(folders(dir.path()).unwrap(), [".abc-2.new", "abc-1"]);
         let plan = crate::eval::store::plan_gc(dir.path(), &["abc-1".to_owned()], 0).unwrap();
         assert_eq!(plan.remove.len(), 1);
         assert_eq!(plan.remove[0].0, ".abc-2.new");
