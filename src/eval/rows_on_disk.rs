@@ -23,11 +23,10 @@ impl RowsOnDisk {
     pub fn new(in_order: InOrder) -> io::Result<RowsOnDisk> {
         let mut writer = BufWriter::new(unnamed_file()?);
         in_order.finish(&mut writer)?;
-        Ok(RowsOnDisk(
-            writer
-                .into_inner()
-                .map_err(io::IntoInnerError::into_error)?,
-        ))
+        let file = writer
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        Ok(RowsOnDisk(file))
     }
 
     /// Reads the rows back one at a time, in order, calling `each` with each.

@@ -78,7 +78,7 @@ impl EvalPlan {
             tasks: order,
         };
         let run = RunFolder::create(&out, &header).map_err(EvalError::internal)?;
-        let run_dir = run.dir().to_path_buf();
+        let run_dir = run.dir.clone();
         let traces = trace_target(self.layout, &run_dir, repeats)?;
         let task_tools = suite.tools.clone().map(|file| {
             let logs = self.request.log_dir.clone();

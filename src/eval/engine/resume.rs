@@ -70,12 +70,12 @@ fn difference(now: &[String], was: &[String]) -> Option<String> {
 }
 
 /// Finds the run `--resume` continues: the newest of `out`, unless it ended whole. A run of
-/// another suite or other [`Settings`] is refused, as is an interrupted rerun (the same rerun
+/// another suite or of other [`Settings`] than `wanted` is refused, as is an interrupted rerun (the same rerun
 /// again continues it); a folder of results format 1 is refused naming its conversion.
 pub(super) fn resumable(
     out: &Path,
     info: &SuiteInfo,
-    settings: &Settings,
+    wanted: &Settings,
     selected: &Selected<'_>,
     notices: &mut Vec<Notice>,
 ) -> Result<Resumable, EvalError> {
@@ -94,7 +94,7 @@ pub(super) fn resumable(
     };
     let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
     let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(newest));
-    let written = self::settings(
+    let written = settings(
         h.shard,
         h.repeats,
         h.capture,
@@ -102,13 +102,7 @@ pub(super) fn resumable(
         h.selection.as_ref(),
     );
     let (was, now) = (&h.suite, info);
-    let suites = format!(
-        "from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {})",
-        was.name,
-        was.short_fingerprint(),
-        now.name,
-        now.short_fingerprint()
-    );
+    let suites = format!("from suite {was}, this is suite {now}");
     if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
         // Results of another suite (or of this one since edited) are no evaluation to resume:
         // every task runs, as on a Job's first attempt in a folder an earlier Job left.
@@ -127,10 +121,10 @@ pub(super) fn resumable(
                 write_view(out, newest)?
             }
         };
-        let wanted = RowKey::scope(selected.entries(), h.repeats);
-        let why = match difference(&settings[..4], &written[..4]) {
+        let rows = RowKey::scope(selected.entries(), h.repeats);
+        let why = match difference(&wanted[..4], &written[..4]) {
             Some(difference) => format!("it was {difference}"),
-            None if view.tasks.iter().map(RowKey::of).eq(wanted) => {
+            None if view.tasks.iter().map(RowKey::of).eq(rows) => {
                 let complete =
                     format!("nothing to resume: `{results}` is complete (left as it was)");
                 notices.push(Notice::info(complete));
@@ -152,7 +146,7 @@ pub(super) fn resumable(
         format!(
             "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
         )
-    } else if let Some(difference) = difference(settings, &written) {
+    } else if let Some(difference) = difference(wanted, &written) {
         // Another shard or selection too: the view would lose the first one's rows.
         format!("{run_name} was {difference}")
     } else {

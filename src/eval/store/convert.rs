@@ -10,7 +10,7 @@ use super::run_folder::{
     RunFolder, RunFormat, RunHeader, RunKind, Seal, StoreError, io_error, is_inside, is_run_id,
     malformed,
 };
-use crate::eval::{RESULTS_FORMAT_V1, TaskResult, TraceLayout, read_results};
+use crate::eval::{RESULTS_FORMAT_V1, TraceLayout, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
 pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
@@ -49,19 +49,15 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
     };
     let run = RunFolder::create(dir, &header)?;
     // The traces are where the layout puts them: its folder or file is copied whole.
-    let (from, to) = (layout.root(dir), layout.root(run.dir()));
+    let (from, to) = (layout.root(dir), layout.root(&run.dir));
     if from.exists() {
         copy_new(&from, &to).map_err(io_error("copy", &from))?;
     }
-    for row in &results.tasks {
+    for mut row in results.tasks {
         // Only traces inside the folder are named.
-        let trace = (row.trace.as_deref()).filter(|trace| is_inside(trace));
-        let trace = trace.map(|trace| format!("runs/{id}/{trace}"));
-        let row = TaskResult {
-            trace,
-            carried_over: false,
-            ..row.clone()
-        };
+        let trace = row.trace.filter(|trace| is_inside(trace));
+        row.trace = trace.map(|trace| format!("runs/{id}/{trace}"));
+        row.carried_over = false;
         run.append(&row)?;
     }
     let (interrupted, not_reached) = (results.interrupted, results.not_reached);

@@ -20,18 +20,13 @@ pub struct GcPlan {
 
 /// The bytes of the files under `path` (links not followed).
 pub fn bytes_under(path: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => (std::fs::read_dir(path).into_iter().flatten().flatten())
+            .map(|entry| bytes_under(&entry.path()))
+            .sum(),
+        Ok(meta) => meta.len(),
+        Err(_) => 0,
     }
-    std::fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .map(|entry| bytes_under(&entry.path()))
-        .sum()
 }
 
 /// The plan for `out`, given the runs its view names (`referenced`) and how many other sealed

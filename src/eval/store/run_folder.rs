@@ -1,10 +1,11 @@
 //! One run's folder, `DIR/runs/<eval-id>/`: `header.json`, the append-only `rows.jsonl` ending in
 //! a `sealed` line, and the traces. Everything is created new (`O_EXCL`) and never rewritten.
 
+use std::fmt::Display;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -95,63 +96,41 @@ pub struct Seal {
     pub not_reached: Vec<String>,
 }
 
-/// Errors reading or writing the run store, each naming the file.
+/// An error reading or writing the run store: the file, and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A file or folder could not be read or written.
-    #[error("failed to {action} `{path}`: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// Why it failed.
-        source: io::Error,
-    },
-    /// A header or row that is not what looptrace writes.
-    #[error("line {line} of `{path}` is not {what}: {message}")]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// The line, from 1.
-        line: usize,
-        /// What the line should be.
-        what: &'static str,
-        /// The parser's message.
-        message: String,
-    },
+#[error("{message}")]
+pub struct StoreError {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// What failed, naming the file (and the line of one that is not what looptrace writes).
+    pub message: String,
 }
 
+/// Failing to `action` (read, write, create...) the file or folder `path`.
 pub(super) fn io_error<'p>(
     action: &'static str,
     path: &'p Path,
 ) -> impl FnOnce(io::Error) -> StoreError + 'p {
-    move |source| StoreError::Io {
-        action,
+    move |err| StoreError {
+        message: format!("failed to {action} `{}`: {err}", path.display()),
         path: path.to_path_buf(),
-        source,
     }
 }
 
-/// Line `line` of `path` is not `what`, as the parser's message says.
-pub(super) fn malformed(
-    path: &Path,
-    line: usize,
-    what: &'static str,
-    message: impl std::fmt::Display,
-) -> StoreError {
-    let (path, message) = (path.to_path_buf(), message.to_string());
-    StoreError::Malformed {
-        path,
-        line,
-        what,
-        message,
-    }
+/// Line `line` of `path` is not `what` (a header or a row looptrace writes), as `message` says.
+pub(super) fn malformed(path: &Path, line: usize, what: &str, message: impl Display) -> StoreError {
+    let message = format!(
+        "line {line} of `{}` is not {what}: {message}",
+        path.display()
+    );
+    let path = path.to_path_buf();
+    StoreError { path, message }
 }
 
 /// A run being written: its folder and its row log, shared by the runner's workers.
 pub struct RunFolder {
-    dir: PathBuf,
+    /// The run's folder.
+    pub dir: PathBuf,
     rows: Mutex<File>,
 }
 
@@ -179,19 +158,10 @@ impl RunFolder {
         Ok(RunFolder { dir, rows })
     }
 
-    /// The run's folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn log(&self) -> MutexGuard<'_, File> {
-        self.rows.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns the line.
     pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
-        let mut file = self.log();
+        let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
         let line = serde_json::to_vec(row).map_err(io::Error::from);
         let written = line.and_then(|mut line| {
             line.push(b'\n');
@@ -206,7 +176,7 @@ impl RunFolder {
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
-        let file = &mut *self.log();
+        let file = &mut *self.rows.lock().unwrap_or_else(PoisonError::into_inner);
         (serde_json::to_vec(seal).map_err(io::Error::from))
             .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
@@ -242,7 +212,7 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
     let bytes = fs::read(&path).map_err(io_error("read", &path))?;
     let (mut rows, mut seal, mut torn_line) = (Vec::new(), None, None);
     for (line, number) in bytes.split_inclusive(|b| *b == b'\n').zip(1..) {
-        let bad = |what, message: &dyn std::fmt::Display| malformed(&path, number, what, message);
+        let bad = |what, message: &dyn Display| malformed(&path, number, what, message);
         if !line.ends_with(b"\n") {
             // Only the last line can lack its newline: the write of a crashed process.
             torn_line = Some(number);
@@ -316,12 +286,9 @@ pub fn is_inside(path: &str) -> bool {
 /// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
 /// not a run.
 pub fn is_run_id(name: &str) -> bool {
-    name.split_once('-').is_some_and(|(time, random)| {
-        !time.is_empty()
-            && !random.is_empty()
-            && (time.bytes().chain(random.bytes()))
-                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-    })
+    let part = |s: &str| !s.is_empty() && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'z'));
+    name.split_once('-')
+        .is_some_and(|(time, random)| part(time) && part(random))
 }
 
 #[cfg(test)]

@@ -11,11 +11,6 @@ use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, TraceLayout, read_r
 /// A trace file to read, and the run ids of it to keep (`None`: every run in it).
 pub type NamedTrace = (PathBuf, Option<Vec<String>>);
 
-/// Whether `dir` is an output folder of `eval` that holds a run store.
-pub fn is_run_store(dir: &Path) -> bool {
-    dir.join(RUNS_DIR).is_dir()
-}
-
 /// Reads the view of the run store `dir`, refused unless it is of results format 2.
 pub fn read_view(dir: &Path) -> Result<ResultsFile, String> {
     let view = dir.join(RESULTS_NAME);
