@@ -39,10 +39,9 @@ pub fn run(args: GcArgs) -> CliResult {
         false => Vec::new(),
     };
     let plan = plan_gc(dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;
-    let verb = if args.dry_run {
-        "would remove"
-    } else {
-        "removed"
+    let verb = match args.dry_run {
+        true => "would remove",
+        false => "removed",
     };
     for (id, bytes, why) in &plan.remove {
         let (run, bytes) = (runs.join(id), human_bytes(*bytes));
