@@ -44,7 +44,8 @@ pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
     let rows: Vec<(RowKey, bool)> = (previous.tasks.iter())
         .map(|row| (RowKey::of(row), !row.fails()))
         .collect();
-    (owed(Owing::RerunFailed, &RowKey::scope(in_scope, repeats), &rows).into_iter())
+    let scope: Vec<RowKey> = RowKey::scope(in_scope, repeats).collect();
+    (owed(Owing::RerunFailed, &scope, &rows).into_iter())
         .map(|key| (key.task, key.model))
         .collect()
 }
@@ -58,7 +59,7 @@ pub fn still_owed(previous: &ResultsFile, keys: &HashSet<RowKey>, suite: &Suite)
         .collect();
     let entries = suite.tasks.entries();
     let in_scope = (entries.iter()).filter(|entry| owed_tasks.contains(entry.id.as_str()));
-    let scope = RowKey::scope(in_scope, previous.repeats.unwrap_or(1));
+    let scope: Vec<RowKey> = RowKey::scope(in_scope, previous.repeats.unwrap_or(1)).collect();
     let rows: Vec<(RowKey, bool)> = keys.iter().map(|key| (key.clone(), true)).collect();
     let mut lacking: Vec<String> = (owed(Owing::Resume, &scope, &rows).into_iter())
         .map(|key| key.task)

@@ -171,17 +171,15 @@ pub(super) fn kept_rows(
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
     let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
-    let rows: Vec<(RowKey, bool)> = (view.tasks.iter())
-        .map(|row| (RowKey::of(row), !row.fails()))
+    let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
+        .map(|row| (RowKey::of(&row), row))
+        .collect();
+    let rows: Vec<(RowKey, bool)> = (held.iter())
+        .map(|(key, row)| (key.clone(), !row.fails()))
         .collect();
     // In output order: a task's repeats together; under a model matrix, a task once per model.
-    let scope = RowKey::scope(selected.entries(), repeats);
+    let scope: Vec<RowKey> = RowKey::scope(selected.entries(), repeats).collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
-    let mut held: HashMap<RowKey, TaskResult> = rows
-        .into_iter()
-        .map(|(key, _)| key)
-        .zip(view.tasks)
-        .collect();
     Ok((scope.iter())
         .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
         .collect())

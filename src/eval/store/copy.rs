@@ -13,9 +13,8 @@ use super::run_folder::{RUNS_DIR, StoreError, create_whole};
 /// it is.
 pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreError> {
     for id in ids.iter().filter(|id| !to.join(RUNS_DIR).join(id).exists()) {
-        create_whole(to, id, |staging| {
-            copy_new(&from.join(RUNS_DIR).join(id), staging)
-        })?;
+        let run = from.join(RUNS_DIR).join(id);
+        create_whole(to, id, |staging| copy_new(&run, staging))?;
     }
     Ok(())
 }

@@ -23,10 +23,12 @@ impl RowKey {
 
     /// The identities of the runs of `entries` in output order: each task's `repeats` together
     /// (under a model matrix, a task once per model).
-    pub fn scope<'a>(entries: impl Iterator<Item = TaskEntry<'a>>, repeats: u32) -> Vec<RowKey> {
-        (entries.flat_map(|entry| (1..=repeats).map(move |repeat| (entry, repeat))))
+    pub fn scope<'a>(
+        entries: impl Iterator<Item = TaskEntry<'a>>,
+        repeats: u32,
+    ) -> impl Iterator<Item = RowKey> {
+        (entries.flat_map(move |entry| (1..=repeats).map(move |repeat| (entry, repeat))))
             .map(|(entry, repeat)| RowKey::with(entry.id.as_str(), entry.model_name, repeat))
-            .collect()
     }
 
     /// The identity of task `task`'s `repeat` run under `model` (`None`: its own).

@@ -19,10 +19,9 @@ pub const HEADER_NAME: &str = "header.json";
 /// A run's row log.
 pub const ROWS_NAME: &str = "rows.jsonl";
 /// The format of a run header: serde reads no other.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunFormat {
     /// `looptrace.run/1`.
-    #[default]
     #[serde(rename = "looptrace.run/1")]
     V1,
 }
@@ -171,7 +170,8 @@ impl RunFolder {
             }
             file.write_all(&line).map(|()| line)
         });
-        written.map_err(io_error("write", &self.dir.join(ROWS_NAME)))
+        // The log's path is made only for the error: rows are written by the million.
+        written.map_err(|err| io_error("write", &self.dir.join(ROWS_NAME))(err))
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
