@@ -160,10 +160,11 @@ impl RunFolder {
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns the line.
     pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
-        let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
         let line = serde_json::to_vec(row).map_err(io::Error::from);
         let written = line.and_then(|mut line| {
             line.push(b'\n');
+            // Serialized before the lock: the runner's workers wait only for each other's write.
+            let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(cut) = crate::fault::row_bytes(line.len()) {
                 let _ = file.write_all(&line[..cut]);
                 crate::fault::abort();
