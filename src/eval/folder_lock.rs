@@ -45,10 +45,9 @@ pub fn lock_output(flag: &str, folder: &Path) -> Result<FolderLock, EvalError> {
         ),
         Err(err) => format!("{flag} `{shown}`: cannot open the folder: {err}"),
     };
-    let (flag, folder) = (flag.to_owned(), folder.to_path_buf());
     Err(EvalError::Busy {
-        flag,
-        folder,
+        flag: flag.to_owned(),
+        folder: folder.to_path_buf(),
         message,
     })
 }

@@ -60,11 +60,10 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
         row.carried_over = false;
         run.append(&row)?;
     }
-    let (interrupted, not_reached) = (results.interrupted, results.not_reached);
     run.seal(&Seal {
         sealed: true,
-        interrupted,
-        not_reached,
+        interrupted: results.interrupted,
+        not_reached: results.not_reached,
     })?;
     Ok(id)
 }
