@@ -8,6 +8,7 @@ use clap::Args;
 use super::{CliError, CliResult, Outcome};
 use looptrace::eval::lock_output;
 use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR, plan_gc, read_view, remove_runs};
+use looptrace::{human_bytes, plural};
 
 /// Arguments of `looptrace gc`.
 #[derive(Debug, Args)]
@@ -27,11 +28,9 @@ pub struct GcArgs {
 pub fn run(args: GcArgs) -> CliResult {
     let (dir, runs) = (&args.dir, args.dir.join(RUNS_DIR));
     if !runs.is_dir() {
-        let dir = dir.display();
         let why = "not an output folder of eval (results format 2)";
-        return Err(CliError::input(format!(
-            "`{dir}` holds no `{RUNS_DIR}/` folder: {why}"
-        )));
+        let message = format!("`{}` holds no `{RUNS_DIR}/` folder: {why}", dir.display());
+        return Err(CliError::input(message));
     }
     // One writer per folder: no evaluation adds a run while gc decides.
     let _lock = lock_output("--out", dir)?;
@@ -40,25 +39,21 @@ pub fn run(args: GcArgs) -> CliResult {
         false => Vec::new(),
     };
     let plan = plan_gc(dir, &referenced, args.keep).map_err(|e| CliError::input(e.to_string()))?;
-    let verb = if args.dry_run {
-        "would remove"
-    } else {
-        "removed"
+    let verb = match args.dry_run {
+        true => "would remove",
+        false => "removed",
     };
     for (id, bytes, why) in &plan.remove {
-        let (run, bytes) = (runs.join(id), looptrace::human_bytes(*bytes));
+        let (run, bytes) = (runs.join(id), human_bytes(*bytes));
         eprintln!("{verb} `{}` ({bytes}): {why}", run.display());
     }
     if !args.dry_run {
         remove_runs(dir, &plan).map_err(|e| CliError::internal(e.to_string()))?;
     }
-    let kept: u64 = plan.kept.iter().map(|(_, bytes)| bytes).sum();
-    let count = |n: usize| looptrace::plural(n as u64, "run", "runs");
-    let (removed, freed) = (
-        count(plan.remove.len()),
-        looptrace::human_bytes(plan.freed()),
-    );
-    let (kept, kept_runs) = (looptrace::human_bytes(kept), count(plan.kept.len()));
+    let count = |n: usize| plural(n as u64, "run", "runs");
+    let freed = human_bytes(plan.remove.iter().map(|(_, bytes, _)| bytes).sum());
+    let kept = human_bytes(plan.kept.iter().map(|(_, bytes)| bytes).sum());
+    let (removed, kept_runs) = (count(plan.remove.len()), count(plan.kept.len()));
     println!("{verb} {removed}, {freed}; kept {kept_runs}, {kept}");
     Ok(Outcome::Success)
 }

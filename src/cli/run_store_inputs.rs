@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::CliError;
-use looptrace::eval::store::{is_run_store, view_traces};
+use looptrace::eval::store::{RUNS_DIR, view_traces};
 use looptrace::report::Source;
 
 /// The paths to read, and the sources standing in for some of them (keyed by the path shown).
@@ -20,7 +20,7 @@ pub fn expand(paths: &[String], all_runs: bool) -> Result<Expanded, CliError> {
     let mut named_runs = Vec::new();
     for arg in paths {
         let path = Path::new(arg);
-        if arg == "-" || !path.is_dir() || !is_run_store(path) {
+        if arg == "-" || !path.join(RUNS_DIR).is_dir() {
             expanded.push(arg.clone());
             continue;
         }

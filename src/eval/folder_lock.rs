@@ -35,10 +35,8 @@ pub fn lock_folder(dir: &Path) -> io::Result<Option<FolderLock>> {
 /// `--rerun-failed`: the folder of the results an in-place rerun updates, locked before it reads
 /// them); refused while another holds it.
 pub fn lock_output(flag: &str, folder: &Path) -> Result<FolderLock, EvalError> {
-    let or = match flag {
-        "--out" => ", or choose another --out",
-        _ => "",
-    };
+    let or = (flag == "--out").then_some(", or choose another --out");
+    let or = or.unwrap_or_default();
     let shown = folder.display();
     let message = match lock_folder(folder) {
         Ok(Some(lock)) => return Ok(lock),
@@ -47,10 +45,9 @@ pub fn lock_output(flag: &str, folder: &Path) -> Result<FolderLock, EvalError> {
         ),
         Err(err) => format!("{flag} `{shown}`: cannot open the folder: {err}"),
     };
-    let (flag, folder) = (flag.to_owned(), folder.to_path_buf());
     Err(EvalError::Busy {
-        flag,
-        folder,
+        flag: flag.to_owned(),
+        folder: folder.to_path_buf(),
         message,
     })
 }

@@ -64,16 +64,6 @@ pub enum TraceTarget {
     Single(File),
 }
 
-impl TraceTarget {
-    /// The layout this target writes.
-    pub fn layout(&self) -> TraceLayout {
-        match self {
-            TraceTarget::PerTask(_) => TraceLayout::PerTask,
-            TraceTarget::Single(_) => TraceLayout::Single,
-        }
-    }
-}
-
 /// The run id of one run of a task in an evaluation: `<task-id>.<eval-id>`, and with `--repeat N`
 /// (N > 1) `<task-id>.<eval-id>.r<k>`. Unique across evaluations, machines and repeats.
 pub fn run_id(task: &str, eval_id: &str, repeat: u32, repeats: u32) -> String {
@@ -84,13 +74,13 @@ pub fn run_id(task: &str, eval_id: &str, repeat: u32, repeats: u32) -> String {
     }
 }
 
-/// A run's trace file relative to the output folder: `traces/<task-id>.jsonl`; with `--repeat N`
-/// (N > 1) `traces/r<k>/<task-id>.jsonl`, so repeats never overwrite each other; with the single
-/// layout `traces.jsonl`.
-pub fn trace_path(layout: TraceLayout, task: &str, repeat: u32, repeats: u32) -> String {
-    match layout {
-        TraceLayout::Single => SINGLE_TRACE.to_owned(),
-        TraceLayout::PerTask if repeats > 1 => format!("traces/r{repeat}/{task}.jsonl"),
-        TraceLayout::PerTask => format!("traces/{task}.jsonl"),
+/// A run's trace file relative to the run's folder, where `target` writes it:
+/// `traces/<task-id>.jsonl`; with `--repeat N` (N > 1) `traces/r<k>/<task-id>.jsonl`, so repeats
+/// never overwrite each other; with the single layout `traces.jsonl`.
+pub fn trace_path(target: &TraceTarget, task: &str, repeat: u32, repeats: u32) -> String {
+    match target {
+        TraceTarget::Single(_) => SINGLE_TRACE.to_owned(),
+        TraceTarget::PerTask(_) if repeats > 1 => format!("traces/r{repeat}/{task}.jsonl"),
+        TraceTarget::PerTask(_) => format!("traces/{task}.jsonl"),
     }
 }

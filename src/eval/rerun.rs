@@ -6,26 +6,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::results::ResultsFile;
 use super::store::{Owing, RowKey, owed};
-use super::suite::{Suite, TaskEntry};
+use super::suite::Suite;
 
 /// A task under the model it was given (`None`: its own): what a row is of, but for its repeat.
 pub type Slot = (String, Option<String>);
-
-/// A [`Slot`] borrowed.
-type SlotRef<'a> = (&'a str, Option<&'a str>);
-
-fn slot_of_entry(entry: TaskEntry<'_>) -> SlotRef<'_> {
-    (entry.id.as_str(), entry.model_name)
-}
-
-/// How many rows each (task, model) has, of the rows `slots` are of.
-fn counts<'a>(slots: impl IntoIterator<Item = SlotRef<'a>>) -> HashMap<SlotRef<'a>, usize> {
-    let mut counts = HashMap::new();
-    for slot in slots {
-        *counts.entry(slot).or_default() += 1;
-    }
-    counts
-}
 
 /// The (task, model)s of the suite that `previous` says need another run, by [`owed`]'s rule (a
 /// (task, model)'s repeats run again together) over those it speaks for: the ones it has rows
@@ -34,39 +18,33 @@ fn counts<'a>(slots: impl IntoIterator<Item = SlotRef<'a>>) -> HashMap<SlotRef<'
 /// its `--only`/`--skip` selection, or a rerun's tasks and those it lists as `not_reached`).
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
     let repeats = previous.repeats.unwrap_or(1);
-    let slots = previous
-        .tasks
-        .iter()
-        .map(|row| (row.id.as_str(), row.given_model()));
-    let rows_of = counts(slots);
+    let mut rows_of: HashMap<(&str, Option<&str>), u32> = HashMap::new();
+    for row in &previous.tasks {
+        *rows_of
+            .entry((row.id.as_str(), row.given_model()))
+            .or_default() += 1;
+    }
     // Under a model matrix the suite counts a task once per model.
     let with_rows: HashSet<&str> = previous.tasks.iter().map(|row| row.id.as_str()).collect();
     let not_reached = (previous.not_reached.iter())
         .filter(|id| !with_rows.contains(id.as_str()))
         .count();
     let whole = rows_of.len() + not_reached * previous.models.len().max(1) >= previous.suite.tasks;
-    let set_out: Option<HashSet<&str>> = (previous.selection.as_ref()).map(|selection| {
-        selection
-            .tasks
-            .iter()
-            .chain(&previous.not_reached)
-            .map(String::as_str)
-            .collect()
-    });
+    let set_out: Option<HashSet<&str>> = (previous.selection.as_ref())
+        .map(|selection| selection.tasks.iter().chain(&previous.not_reached))
+        .map(|ids| ids.map(String::as_str).collect());
     let entries = suite.tasks.entries();
-    let scope: Vec<RowKey> = (entries.iter().map(slot_of_entry))
-        .filter(|slot| {
-            let count = rows_of.get(slot).copied().unwrap_or(0);
-            let set_out = set_out.as_ref().is_none_or(|ids| ids.contains(slot.0));
-            count > 0 || whole || (previous.interrupted && set_out && count < repeats as usize)
-        })
-        .flat_map(|(task, model)| {
-            (1..=repeats).map(move |repeat| RowKey::with(task, model, repeat))
-        })
-        .collect();
+    let in_scope = entries.iter().filter(|entry| {
+        let count = (rows_of.get(&(entry.id.as_str(), entry.model_name))).map_or(0, |n| *n);
+        let set_out = set_out
+            .as_ref()
+            .is_none_or(|ids| ids.contains(entry.id.as_str()));
+        count > 0 || whole || (previous.interrupted && set_out && count < repeats)
+    });
     let rows: Vec<(RowKey, bool)> = (previous.tasks.iter())
         .map(|row| (RowKey::of(row), !row.fails()))
         .collect();
+    let scope: Vec<RowKey> = RowKey::scope(in_scope, repeats).collect();
     (owed(Owing::RerunFailed, &scope, &rows).into_iter())
         .map(|key| (key.task, key.model))
         .collect()
@@ -79,11 +57,9 @@ pub fn still_owed(previous: &ResultsFile, keys: &HashSet<RowKey>, suite: &Suite)
     let owed_tasks: HashSet<String> = (failed_ids(previous, suite).into_iter())
         .map(|(task, _)| task)
         .collect();
-    let repeats = previous.repeats.unwrap_or(1);
-    let scope: Vec<RowKey> = (suite.tasks.entries().iter())
-        .filter(|entry| owed_tasks.contains(entry.id.as_str()))
-        .flat_map(|entry| (1..=repeats).map(move |repeat| RowKey::of_entry(entry, repeat)))
-        .collect();
+    let entries = suite.tasks.entries();
+    let in_scope = (entries.iter()).filter(|entry| owed_tasks.contains(entry.id.as_str()));
+    let scope: Vec<RowKey> = RowKey::scope(in_scope, previous.repeats.unwrap_or(1)).collect();
     let rows: Vec<(RowKey, bool)> = keys.iter().map(|key| (key.clone(), true)).collect();
     let mut lacking: Vec<String> = (owed(Owing::Resume, &scope, &rows).into_iter())
         .map(|key| key.task)

@@ -123,6 +123,18 @@ impl SuiteInfo {
     }
 }
 
+/// `"name" (fingerprint 0123456789ab)`: a suite as messages tell two apart.
+impl std::fmt::Display for SuiteInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} (fingerprint {})",
+            self.name,
+            self.short_fingerprint()
+        )
+    }
+}
+
 /// `--shard K/N`: this file covers shard K of N (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {

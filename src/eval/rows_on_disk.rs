@@ -23,11 +23,10 @@ impl RowsOnDisk {
     pub fn new(in_order: InOrder) -> io::Result<RowsOnDisk> {
         let mut writer = BufWriter::new(unnamed_file()?);
         in_order.finish(&mut writer)?;
-        Ok(RowsOnDisk(
-            writer
-                .into_inner()
-                .map_err(io::IntoInnerError::into_error)?,
-        ))
+        let file = writer
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        Ok(RowsOnDisk(file))
     }
 
     /// Reads the rows back one at a time, in order, calling `each` with each.
@@ -63,19 +62,12 @@ impl Serialize for RowsOnDisk {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
         let mut seq = serializer.serialize_seq(None)?;
-        let mut failed = None;
-        let read = self.for_each_line(|line| {
+        // The writer's error reaches `write_results` as its message, whichever side failed.
+        self.for_each_line(|line| {
             let row: &RawValue = serde_json::from_slice(line).map_err(|e| e.to_string())?;
-            seq.serialize_element(row).map_err(|err| {
-                let text = err.to_string();
-                failed = Some(err);
-                text
-            })
-        });
-        if let Some(err) = failed {
-            return Err(err);
-        }
-        read.map_err(S::Error::custom)?;
+            seq.serialize_element(row).map_err(|err| err.to_string())
+        })
+        .map_err(S::Error::custom)?;
         seq.end()
     }
 }

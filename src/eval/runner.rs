@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::agent::{AgentCommand, AgentOptions, AttemptSpec, RunLabel, run_attempt, write_ending};
 use super::expect::{Verdict, check};
-use super::layout::{TraceFlush, TraceLayout, TraceTarget, run_id, trace_path};
+use super::layout::{TraceFlush, TraceTarget, run_id, trace_path};
 use super::results::{ChatName, TaskResult};
 use super::scorers::{RunFacts, Score, ScoreEnv, failure_line, score_all};
 use super::suite::{SuiteTask, TaskModel, TaskSource};
@@ -697,12 +697,7 @@ fn open_trace(
         TraceTarget::PerTask(run_dir) => {
             // The run's folder is new: each trace is a new file (`O_EXCL`), never one that was
             // there before.
-            let path = run_dir.join(trace_path(
-                TraceLayout::PerTask,
-                &run.name,
-                run.repeat,
-                options.repeats,
-            ));
+            let path = run_dir.join(trace_path(target, &run.name, run.repeat, options.repeats));
             if run.attempt == 1 {
                 TraceWriter::created(crate::output::create_new_append(&path)?, false)
             } else {
@@ -724,7 +719,7 @@ fn open_trace(
     // The tap names the file as the run's row does (`trace`, relative to the output folder).
     Ok(match &options.trace_tap {
         Some(tap) => {
-            let path = trace_path(target.layout(), &run.name, run.repeat, options.repeats);
+            let path = trace_path(target, &run.name, run.repeat, options.repeats);
             let row_trace = format!("{}{path}", options.trace_prefix);
             writer.with_tap(Arc::clone(tap), Path::new(&row_trace))
         }
@@ -930,7 +925,7 @@ fn finish(
         expectation,
         failures,
         trace: options.traces.as_ref().map(|target| {
-            let path = trace_path(target.layout(), &run.name, run.repeat, options.repeats);
+            let path = trace_path(target, &run.name, run.repeat, options.repeats);
             format!("{}{path}", options.trace_prefix)
         }),
         carried_over: false,

@@ -78,7 +78,7 @@ impl EvalPlan {
             tasks: order,
         };
         let run = RunFolder::create(&out, &header).map_err(EvalError::internal)?;
-        let run_dir = run.dir().to_path_buf();
+        let run_dir = run.dir.clone();
         let traces = trace_target(self.layout, &run_dir, repeats)?;
         let task_tools = suite.tools.clone().map(|file| {
             let logs = self.request.log_dir.clone();
@@ -146,9 +146,7 @@ impl EvalPlan {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
-                let line = run.append(&row).map_err(|err| {
-                    format!("failed to write `{}`: {err}", run.rows_path().display())
-                })?;
+                let line = run.append(&row).map_err(|err| err.to_string())?;
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);
                 collected.add(position(attempt.task, attempt.repeat), Some(&line), &row)
             };

@@ -325,12 +325,9 @@ fn suite_of(path: &Path, results: &ResultsFile) -> Result<Suite, EvalError> {
         return Err(EvalError::input(
             path,
             format!(
-                "--suite `{}` is not the suite the results ran: {:?} (fingerprint {}), the results are of {:?} (fingerprint {})",
+                "--suite `{}` is not the suite the results ran: {info}, the results are of {}",
                 path.display(),
-                info.name,
-                info.short_fingerprint(),
-                results.suite.name,
-                results.suite.short_fingerprint()
+                results.suite
             ),
         ));
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::EvalError;
 use crate::eval::ResultsFile;
-use crate::output::{refuse_file_as_folder, refuse_not_regular, same_file};
+use crate::output::{refuse_file_as_folder, refuse_not_regular, same_file, special_kind};
 
 /// Fails unless `command` may write `output`, named by `flag`: never through a symbolic link,
 /// never over one of `inputs` (however their paths are written: through links, `..`, or before
@@ -19,7 +19,6 @@ pub fn check_output(
     output: &Path,
     inputs: &[PathBuf],
 ) -> Result<(), EvalError> {
-    use std::os::unix::fs::FileTypeExt;
     let shown = output.display();
     let refuse = |message: String| Err(EvalError::output(flag, output, message));
     if crate::output::is_symlink(output) {
@@ -27,17 +26,12 @@ pub fn check_output(
             "{flag}: `{shown}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)"
         ));
     }
-    let kind = std::fs::metadata(output).map(|meta| meta.file_type());
     if !matches!(flag, "--junit" | "--html") {
         refuse_not_regular(flag, output)?;
-    } else if let Ok(kind) = kind
-        && (kind.is_dir() || kind.is_socket())
+    } else if let Ok(meta) = std::fs::metadata(output)
+        && let Some(what) = (meta.is_dir().then_some("a folder"))
+            .or(special_kind(meta.file_type()).filter(|kind| *kind == "a socket"))
     {
-        let what = if kind.is_dir() {
-            "a folder"
-        } else {
-            "a socket"
-        };
         return refuse(format!("{flag}: `{shown}` is {what}, not a file"));
     }
     match inputs.iter().find(|input| same_file(input, output)) {
@@ -86,9 +80,7 @@ pub fn refuse_own_folder_elsewhere(flag: &str, folder: &Path, what: &str) -> Res
 /// Whether `path` is a character or block device (`/dev/null`), which any number of outputs
 /// may be written to.
 pub fn is_device(path: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.file_type().is_char_device() || meta.file_type().is_block_device())
+    std::fs::metadata(path).is_ok_and(|meta| special_kind(meta.file_type()) == Some("a device"))
 }
 
 /// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input

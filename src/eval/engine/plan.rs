@@ -17,7 +17,7 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, Settings, kept_rows, read_rerun, resumable};
+use super::resume::{Resumable, kept_rows, read_rerun, resumable, settings};
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
@@ -456,7 +456,7 @@ impl EvalPlan {
         }
         let info = suite_info(&self.suite).map_err(EvalError::internal)?;
         let request = &self.request;
-        let settings = Settings::new(
+        let settings = settings(
             request.shard,
             self.repeats,
             self.suite.capture,

@@ -9,8 +9,8 @@ use std::path::Path;
 use super::outcome::Notice;
 use super::{EvalError, folder_of, write_view};
 use crate::eval::store::{
-    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunHeader, RunKind, RunRead, V1_PARTIAL_NAME,
-    is_run_id, list_runs, owed, read_run, rebuild_view,
+    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunKind, RunRead, is_run_id, list_runs, owed,
+    read_run, rebuild_view,
 };
 use crate::eval::{
     Narrowing, RESULTS_FORMAT_V1, ResultsFile, Selected, Selection, Shard, Suite, SuiteInfo,
@@ -29,124 +29,105 @@ pub(super) enum Resumable {
 }
 
 /// What an evaluation ran with that `--resume` must find again, each as its flags read: the
-/// shard, the repeat count, the capture, the trace layout, `--only`/`--skip`, `--limit`/`--sample`.
-pub(super) struct Settings([String; 6]);
+/// shard, the repeat count, the capture, the trace layout (the four complete results are held
+/// to), then `--only`/`--skip` and `--limit`/`--sample`.
+pub(super) type Settings = [String; 6];
 
-impl Settings {
-    /// The settings of an evaluation with this shard, repeat count, capture, trace layout and
-    /// selection (as its results record it: `--only`, `--skip`, `--limit`, `--sample`).
-    pub(super) fn new(
-        shard: Option<Shard>,
-        repeats: u32,
-        capture: Capture,
-        layout: &str,
-        selection: Option<&Selection>,
-    ) -> Settings {
-        let (only, skip) = selection.map_or((&[][..], &[][..]), |s| (&s.only, &s.skip));
-        let patterns: Vec<String> = (only.iter().map(|p| format!("--only {p:?}")))
-            .chain(skip.iter().map(|p| format!("--skip {p:?}")))
-            .collect();
-        Settings([
-            shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}")),
-            format!("--repeat {repeats}"),
-            capture.as_str().to_owned(),
-            format!("--trace-layout {layout}"),
-            match patterns.is_empty() {
-                true => "no --only or --skip".to_owned(),
-                false => patterns.join(" "),
-            },
-            Narrowing::of(selection).to_string(),
-        ])
-    }
+/// The settings of an evaluation with this shard, repeat count, capture, trace layout and
+/// selection (as its results record it: `--only`, `--skip`, `--limit`, `--sample`).
+pub(super) fn settings(
+    shard: Option<Shard>,
+    repeats: u32,
+    capture: Capture,
+    layout: &str,
+    selection: Option<&Selection>,
+) -> Settings {
+    let (only, skip) = selection.map_or((&[][..], &[][..]), |s| (&s.only, &s.skip));
+    let patterns: Vec<String> = (only.iter().map(|p| format!("--only {p:?}")))
+        .chain(skip.iter().map(|p| format!("--skip {p:?}")))
+        .collect();
+    [
+        shard.map_or("no --shard".to_owned(), |s| format!("--shard {s}")),
+        format!("--repeat {repeats}"),
+        capture.as_str().to_owned(),
+        format!("--trace-layout {layout}"),
+        match patterns.is_empty() {
+            true => "no --only or --skip".to_owned(),
+            false => patterns.join(" "),
+        },
+        Narrowing::of(selection).to_string(),
+    ]
+}
 
-    fn of(h: &RunHeader) -> Settings {
-        Settings::new(
-            h.shard,
-            h.repeats,
-            h.capture,
-            &h.trace_layout,
-            h.selection.as_ref(),
-        )
-    }
-
-    /// The first of the first `count` settings in which `written` differs from these
-    /// (`written with --repeat 2, this eval has --repeat 1`), if any.
-    fn difference(&self, written: &Settings, count: usize) -> Option<String> {
-        let at = (0..count).find(|&i| self.0[i] != written.0[i])?;
-        let (now, was) = (&self.0[at], &written.0[at]);
-        Some(match at {
-            2 => format!("written with {was} capture, this eval uses {now}"),
-            _ => format!("written with {was}, this eval has {now}"),
-        })
-    }
+/// The first setting in which `was` (a run's) differs from `now` (this eval's), as
+/// `written with --repeat 2, this eval has --repeat 1`, if any.
+fn difference(now: &[String], was: &[String]) -> Option<String> {
+    let (at, (now, was)) = (now.iter().zip(was).enumerate()).find(|(_, (now, was))| now != was)?;
+    Some(match at {
+        2 => format!("written with {was} capture, this eval uses {now}"),
+        _ => format!("written with {was}, this eval has {now}"),
+    })
 }
 
 /// Finds the run `--resume` continues: the newest of `out`, unless it ended whole. A run of
-/// another suite or other [`Settings`] is refused, as is an interrupted rerun (the same rerun
+/// another suite or of other [`Settings`] than `wanted` is refused, as is an interrupted rerun (the same rerun
 /// again continues it); a folder of results format 1 is refused naming its conversion.
 pub(super) fn resumable(
     out: &Path,
     info: &SuiteInfo,
-    settings: &Settings,
+    wanted: &Settings,
     selected: &Selected<'_>,
     notices: &mut Vec<Notice>,
 ) -> Result<Resumable, EvalError> {
     let ids = list_runs(out).map_err(|e| EvalError::store(out, e))?;
     let results_path = out.join(RESULTS_NAME);
-    let (run_path, results) = (out.join(RUNS_DIR), results_path.display());
+    let results = results_path.display();
     let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
     let Some(newest) = ids.last() else {
-        if out.join(V1_PARTIAL_NAME).exists()
+        // Format 1 left its rows in `results.partial.jsonl` until it wrote `results.json`.
+        if out.join("results.partial.jsonl").exists()
             || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
         {
-            let why = format!("`{}` holds {}", out.display(), format_1(out));
-            return refuse(out, why);
+            return refuse(out, format!("`{}` holds {}", out.display(), format_1(out)));
         }
         return Ok(Resumable::Nothing);
     };
     let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
-    let (header, run_path) = (&run.header, run_path.join(newest));
-    let (written, run_name) = (
-        Settings::of(header),
-        format!("the run `{}`", run_path.display()),
+    let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(newest));
+    let written = settings(
+        h.shard,
+        h.repeats,
+        h.capture,
+        &h.trace_layout,
+        h.selection.as_ref(),
     );
-    let suites = format!(
-        "from suite {:?} (fingerprint {}), this is suite {:?} (fingerprint {})",
-        header.suite.name,
-        header.suite.short_fingerprint(),
-        info.name,
-        info.short_fingerprint()
-    );
+    let (was, now) = (&h.suite, info);
+    let suites = format!("from suite {was}, this is suite {now}");
     if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
         // Results of another suite (or of this one since edited) are no evaluation to resume:
         // every task runs, as on a Job's first attempt in a folder an earlier Job left.
-        if header.suite != *info {
-            notices.push(Notice::info(format!(
-                "`{results}` is {suites}: nothing of it to resume"
-            )));
+        if was != now {
+            let nothing = format!("`{results}` is {suites}: nothing of it to resume");
+            notices.push(Notice::info(nothing));
             return Ok(Resumable::Nothing);
         }
         // A crash after the run ended but before its view was written: the view is all it owes.
         let view = match read_results(&results_path) {
             Ok(view) if view.eval_id.as_ref() == Some(newest) => view,
             _ => {
-                let view = write_view(out, newest)?;
                 let run = run_path.display();
-                notices.push(Notice::info(format!(
-                    "the run `{run}` ended whole: wrote its view `{results}`"
-                )));
-                view
+                let wrote = format!("the run `{run}` ended whole: wrote its view `{results}`");
+                notices.push(Notice::info(wrote));
+                write_view(out, newest)?
             }
         };
-        let wanted = (selected.entries()).flat_map(|task| {
-            (1..=header.repeats).map(move |repeat| RowKey::of_entry(task, repeat))
-        });
-        let why = match settings.difference(&written, 4) {
+        let rows = RowKey::scope(selected.entries(), h.repeats);
+        let why = match difference(&wanted[..4], &written[..4]) {
             Some(difference) => format!("it was {difference}"),
-            None if view.tasks.iter().map(RowKey::of).eq(wanted) => {
-                notices.push(Notice::info(format!(
-                    "nothing to resume: `{results}` is complete (left as it was)"
-                )));
+            None if view.tasks.iter().map(RowKey::of).eq(rows) => {
+                let complete =
+                    format!("nothing to resume: `{results}` is complete (left as it was)");
+                notices.push(Notice::info(complete));
                 return Ok(Resumable::Complete(Box::new(view)));
             }
             None => "its rows are not the tasks this eval selects (--only, --skip)".to_owned(),
@@ -154,39 +135,31 @@ pub(super) fn resumable(
         let why = format!("`{results}` is complete, but {why}: run without --resume to replace it");
         return refuse(&results_path, why);
     }
-    if header.kind == RunKind::Rerun {
-        let rerun = header
-            .selection
-            .as_ref()
-            .and_then(|s| s.rerun_failed.as_deref());
+    let run_name = format!("the run `{}`", run_path.display());
+    let why = if h.kind == RunKind::Rerun {
+        let rerun = (h.selection.as_ref()).and_then(|s| s.rerun_failed.as_deref());
         let rerun = rerun.unwrap_or("RESULTS");
-        return refuse(
-            &run_path,
-            format!(
-                "{run_name} was an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
-            ),
-        );
-    }
-    if header.suite != *info {
-        return refuse(
-            &run_path,
-            format!(
-                "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
-            ),
-        );
-    }
-    // Another shard or selection too: the view would lose the first one's rows.
-    if let Some(difference) = settings.difference(&written, 6) {
-        return refuse(&run_path, format!("{run_name} was {difference}"));
-    }
-    if let Some(line) = run.torn_line {
-        let rows = run_path.join(ROWS_NAME);
-        notices.push(Notice::warning(format!(
-            "ignored the torn last line ({line}) of `{}`, cut short by a crash",
-            rows.display()
-        )));
-    }
-    Ok(Resumable::Run(Box::new(run)))
+        format!(
+            "{run_name} was an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
+        )
+    } else if was != now {
+        format!(
+            "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
+        )
+    } else if let Some(difference) = difference(wanted, &written) {
+        // Another shard or selection too: the view would lose the first one's rows.
+        format!("{run_name} was {difference}")
+    } else {
+        if let Some(line) = run.torn_line {
+            let rows = run_path.join(ROWS_NAME);
+            notices.push(Notice::warning(format!(
+                "ignored the torn last line ({line}) of `{}`, cut short by a crash",
+                rows.display()
+            )));
+        }
+        return Ok(Resumable::Run(Box::new(run)));
+    };
+    refuse(&run_path, why)
 }
 
 /// The rows of `parent`'s view a resume keeps, by output position: those it does not owe
@@ -198,24 +171,19 @@ pub(super) fn kept_rows(
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
     let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
-    let rows: Vec<(RowKey, bool)> = (view.tasks.iter())
-        .map(|row| (RowKey::of(row), !row.fails()))
+    let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
+        .map(|row| (RowKey::of(&row), row))
+        .collect();
+    let rows: Vec<(RowKey, bool)> = (held.iter())
+        .map(|(key, row)| (key.clone(), !row.fails()))
         .collect();
     // In output order: a task's repeats together; under a model matrix, a task once per model.
-    let scope: Vec<RowKey> = (selected.entries())
-        .flat_map(|task| (1..=repeats).map(move |repeat| RowKey::of_entry(task, repeat)))
-        .collect();
+    let scope: Vec<RowKey> = RowKey::scope(selected.entries(), repeats).collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
-    let mut held: HashMap<RowKey, TaskResult> = rows
-        .into_iter()
-        .map(|(key, _)| key)
-        .zip(view.tasks)
-        .collect();
     Ok((scope.iter())
         .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
         .collect())
 }
-
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
 /// runs they name beside them. Their rows' traces are never followed: the new run's view takes
 /// its parents' rows from their runs.

@@ -23,13 +23,10 @@ pub struct RebuiltView {
 pub fn rebuild_view(dir: &Path) -> Result<RebuiltView, EvalError> {
     let _lock = lock_output("--out", dir)?;
     let results_path = dir.join(RESULTS_NAME);
-    let ids = list_runs(dir).map_err(|e| EvalError::store(dir, e.to_string()))?;
+    let ids = list_runs(dir).map_err(|e| EvalError::store(dir, e))?;
     let (head, converted) = match ids.last() {
         Some(head) => (head.clone(), false),
-        None => (
-            convert_v1(dir).map_err(|e| EvalError::store(dir, e.to_string()))?,
-            true,
-        ),
+        None => (convert_v1(dir).map_err(|e| EvalError::store(dir, e))?, true),
     };
     super::check_output("eval", "--rebuild-view", &results_path, &[])?;
     let view = write_view(dir, &head)?;
@@ -42,7 +39,7 @@ pub fn rebuild_view(dir: &Path) -> Result<RebuiltView, EvalError> {
 
 /// Writes `dir/results.json` as the view of run `head`, and returns it.
 pub(crate) fn write_view(dir: &Path, head: &str) -> Result<ResultsFile, EvalError> {
-    let view = fold_view(dir, head).map_err(|e| EvalError::store(dir, e.to_string()))?;
+    let view = fold_view(dir, head).map_err(|e| EvalError::store(dir, e))?;
     let path = dir.join(RESULTS_NAME);
     write_results(&path, &view).map_err(|err| EvalError::io("write", &path, err))?;
     Ok(view)

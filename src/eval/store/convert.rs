@@ -8,23 +8,18 @@ use std::path::Path;
 use super::copy::copy_new;
 use super::run_folder::{
     RunFolder, RunFormat, RunHeader, RunKind, Seal, StoreError, io_error, is_inside, is_run_id,
+    malformed,
 };
-use crate::eval::{RESULTS_FORMAT_V1, TaskResult, TraceLayout, read_results};
+use crate::eval::{RESULTS_FORMAT_V1, TraceLayout, read_results};
 
 /// Converts `dir/results.json` (format 1) into the run `runs/<its eval id>/`; returns the id.
 pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
     let path = dir.join(super::RESULTS_NAME);
-    let malformed = |what, message| StoreError::Malformed {
-        path: path.clone(),
-        line: 1,
-        what,
-        message,
-    };
-    let results =
-        read_results(&path).map_err(|message| malformed("results to convert", message))?;
+    let bad = |what, message| malformed(&path, 1, what, message);
+    let results = read_results(&path).map_err(|e| bad("results to convert", e))?;
     if results.format != RESULTS_FORMAT_V1 {
         let message = format!("it is {:?} and `runs/` holds no run", results.format);
-        return Err(malformed("results format 1", message));
+        return Err(bad("results format 1", message));
     }
     let id = (results.eval_id.clone())
         .filter(|id| is_run_id(id))
@@ -54,27 +49,21 @@ pub fn convert_v1(dir: &Path) -> Result<String, StoreError> {
     };
     let run = RunFolder::create(dir, &header)?;
     // The traces are where the layout puts them: its folder or file is copied whole.
-    let (from, to) = (layout.root(dir), layout.root(run.dir()));
+    let (from, to) = (layout.root(dir), layout.root(&run.dir));
     if from.exists() {
         copy_new(&from, &to).map_err(io_error("copy", &from))?;
     }
-    for row in &results.tasks {
+    for mut row in results.tasks {
         // Only traces inside the folder are named.
-        let trace = (row.trace.as_deref()).filter(|trace| is_inside(trace));
-        let trace = trace.map(|trace| format!("runs/{id}/{trace}"));
-        let row = TaskResult {
-            trace,
-            carried_over: false,
-            ..row.clone()
-        };
-        run.append(&row)
-            .map_err(io_error("write", run.rows_path()))?;
+        let trace = row.trace.filter(|trace| is_inside(trace));
+        row.trace = trace.map(|trace| format!("runs/{id}/{trace}"));
+        row.carried_over = false;
+        run.append(&row)?;
     }
-    let (interrupted, not_reached) = (results.interrupted, results.not_reached);
     run.seal(&Seal {
         sealed: true,
-        interrupted,
-        not_reached,
+        interrupted: results.interrupted,
+        not_reached: results.not_reached,
     })?;
     Ok(id)
 }

@@ -13,13 +13,10 @@ use super::run_folder::{RUNS_DIR, StoreError, create_whole};
 /// it is.
 pub fn copy_runs(from: &Path, to: &Path, ids: &[String]) -> Result<(), StoreError> {
     for id in ids.iter().filter(|id| !to.join(RUNS_DIR).join(id).exists()) {
-        create_whole(to, id, |staging| {
-            for entry in fs::read_dir(from.join(RUNS_DIR).join(id))? {
-                let entry = entry?;
-                copy_new(&entry.path(), &staging.join(entry.file_name()))?;
-            }
-            Ok(())
-        })?;
+        // A run gathered beside its results through a link is copied from where it is.
+        let run = from.join(RUNS_DIR).join(id);
+        let run = fs::canonicalize(&run).unwrap_or(run);
+        create_whole(to, id, |staging| copy_new(&run, staging))?;
     }
     Ok(())
 }

@@ -1,12 +1,13 @@
 //! `looptrace gc DIR`: which runs of an output folder to remove, a policy apart from writing them.
 //! A run stays when the view (`results.json`) draws rows from it, when it is the newest run and
 //! newer than the view (what `--resume` continues or writes the view of) or one whose rows that
-//! run is folded over, or when it is among the `--keep N` newest sealed runs; every other run (unsealed leftovers of crashes, runs
-//! every row of which a later run replaced) goes.
+//! run is folded over, or when it is among the `--keep N` newest sealed runs; every other run
+//! (unsealed leftovers of crashes, runs every row of which a later run replaced) goes, and so do
+//! the staging folders of runs a crash left unmade.
 
 use std::path::Path;
 
-use super::run_folder::{RUNS_DIR, StoreError, io_error, list_runs, list_staging, read_run};
+use super::run_folder::{RUNS_DIR, StoreError, folders, io_error, is_run_id, read_run};
 
 /// What `gc` removes and keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -17,50 +18,40 @@ pub struct GcPlan {
     pub kept: Vec<(String, u64)>,
 }
 
-impl GcPlan {
-    /// The bytes removing frees.
-    pub fn freed(&self) -> u64 {
-        self.remove.iter().map(|(_, bytes, _)| bytes).sum()
-    }
-}
-
 /// The bytes of the files under `path` (links not followed).
 pub fn bytes_under(path: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => (std::fs::read_dir(path).into_iter().flatten().flatten())
+            .map(|entry| bytes_under(&entry.path()))
+            .sum(),
+        Ok(meta) => meta.len(),
+        Err(_) => 0,
     }
-    std::fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .map(|entry| bytes_under(&entry.path()))
-        .sum()
 }
 
 /// The plan for `out`, given the runs its view names (`referenced`) and how many other sealed
-/// runs to keep, newest first.
+/// runs to keep, newest first; the staging folders of runs a crash left unmade go too.
 pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcPlan, StoreError> {
-    let ids = list_runs(out)?;
-    let sealed = |id: &String| read_run(out, id).is_ok_and(|run| run.seal.is_some());
+    let names = folders(out)?;
     let mut needed = referenced.to_vec();
     // The newest run, when newer than the view, is what `--resume` continues (unsealed) or whose
     // view it writes (a crash came between the seal and the view): it stays, and so do the runs
     // its rows are folded over (a resume of a resume keeps its parent's rows).
-    if let Some(newest) = ids.last()
+    if let Some(newest) = names.iter().rfind(|name| is_run_id(name))
         && referenced.iter().all(|r| r < newest)
     {
         needed.extend(super::view::rebuild_view(out, newest)?.runs);
         needed.push(newest.clone());
     }
     let mut plan = GcPlan::default();
-    for id in ids.iter().rev() {
-        let bytes = bytes_under(&out.join(RUNS_DIR).join(id));
-        let why = if needed.contains(id) {
+    for name in names.iter().rev() {
+        let why = if name.starts_with('.') && name.ends_with(".new") {
+            Some("a crash ended it before it became a run")
+        } else if !is_run_id(name) {
+            continue;
+        } else if needed.contains(name) {
             None
-        } else if !sealed(id) {
+        } else if !read_run(out, name).is_ok_and(|run| run.seal.is_some()) {
             Some("unsealed: a crash ended it and no view names it")
         } else if keep > 0 {
             keep -= 1;
@@ -68,15 +59,11 @@ pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcP
         } else {
             Some("no view names it")
         };
+        let bytes = bytes_under(&out.join(RUNS_DIR).join(name));
         match why {
-            Some(why) => plan.remove.insert(0, (id.clone(), bytes, why)),
-            None => plan.kept.insert(0, (id.clone(), bytes)),
+            Some(why) => plan.remove.insert(0, (name.clone(), bytes, why)),
+            None => plan.kept.insert(0, (name.clone(), bytes)),
         }
-    }
-    for name in list_staging(out) {
-        let bytes = bytes_under(&out.join(RUNS_DIR).join(&name));
-        plan.remove
-            .push((name, bytes, "a crash ended it before it became a run"));
     }
     Ok(plan)
 }
@@ -84,15 +71,17 @@ pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcP
 /// Removes the runs `plan` names, and the temporary files a crash left while the view was
 /// replaced; returns the first failure, having tried every run.
 pub fn remove_runs(out: &Path, plan: &GcPlan) -> Result<(), StoreError> {
-    let mut first = None;
     for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with(".results.json.tmp-")
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".results.json.tmp-")
             && entry.file_type().is_ok_and(|t| t.is_file())
         {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+    let mut first = None;
     for (id, _, _) in &plan.remove {
         let path = out.join(RUNS_DIR).join(id);
         if let Err(err) = std::fs::remove_dir_all(&path) {

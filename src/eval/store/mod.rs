@@ -30,14 +30,11 @@ pub use gc::{GcPlan, bytes_under, plan_gc, remove_runs};
 pub use owed::{Owing, owed};
 pub use row_key::RowKey;
 pub use run_folder::{
-    HEADER_NAME, ROWS_NAME, RUNS_DIR, RunFolder, RunFormat, RunHeader, RunKind, RunRead, Seal,
-    StoreError, is_run_id, list_runs, read_header, read_run,
+    ROWS_NAME, RUNS_DIR, RunFolder, RunFormat, RunHeader, RunKind, RunRead, Seal, StoreError,
+    is_run_id, list_runs, read_header, read_run,
 };
-pub use traces::{NamedTrace, is_run_store, read_view, view_traces};
+pub use traces::{NamedTrace, read_view, view_traces};
 pub use view::rebuild_view;
 
 /// The view's name in an output folder.
 pub const RESULTS_NAME: &str = "results.json";
-
-/// The row log of results format 1, which `--resume` names when it refuses such a folder.
-pub const V1_PARTIAL_NAME: &str = "results.partial.jsonl";

@@ -21,9 +21,14 @@ impl RowKey {
         RowKey::with(&row.id, row.given_model(), row.repeat.unwrap_or(1))
     }
 
-    /// The identity of `entry`'s `repeat` run: its task under the model it was given.
-    pub fn of_entry(entry: TaskEntry<'_>, repeat: u32) -> RowKey {
-        RowKey::with(entry.id.as_str(), entry.model_name, repeat)
+    /// The identities of the runs of `entries` in output order: each task's `repeats` together
+    /// (under a model matrix, a task once per model).
+    pub fn scope<'a>(
+        entries: impl Iterator<Item = TaskEntry<'a>>,
+        repeats: u32,
+    ) -> impl Iterator<Item = RowKey> {
+        (entries.flat_map(move |entry| (1..=repeats).map(move |repeat| (entry, repeat))))
+            .map(|(entry, repeat)| RowKey::with(entry.id.as_str(), entry.model_name, repeat))
     }
 
     /// The identity of task `task`'s `repeat` run under `model` (`None`: its own).

@@ -1,10 +1,11 @@
 //! One run's folder, `DIR/runs/<eval-id>/`: `header.json`, the append-only `rows.jsonl` ending in
 //! a `sealed` line, and the traces. Everything is created new (`O_EXCL`) and never rewritten.
 
+use std::fmt::Display;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,10 +19,9 @@ pub const HEADER_NAME: &str = "header.json";
 /// A run's row log.
 pub const ROWS_NAME: &str = "rows.jsonl";
 /// The format of a run header: serde reads no other.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunFormat {
     /// `looptrace.run/1`.
-    #[default]
     #[serde(rename = "looptrace.run/1")]
     V1,
 }
@@ -95,48 +95,41 @@ pub struct Seal {
     pub not_reached: Vec<String>,
 }
 
-/// Errors reading or writing the run store, each naming the file.
+/// An error reading or writing the run store: the file, and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A file or folder could not be read or written.
-    #[error("failed to {action} `{path}`: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// Why it failed.
-        source: io::Error,
-    },
-    /// A header or row that is not what looptrace writes.
-    #[error("line {line} of `{path}` is not {what}: {message}")]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// The line, from 1.
-        line: usize,
-        /// What the line should be.
-        what: &'static str,
-        /// The parser's message.
-        message: String,
-    },
+#[error("{message}")]
+pub struct StoreError {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// What failed, naming the file (and the line of one that is not what looptrace writes).
+    pub message: String,
 }
 
+/// Failing to `action` (read, write, create...) the file or folder `path`.
 pub(super) fn io_error<'p>(
     action: &'static str,
     path: &'p Path,
 ) -> impl FnOnce(io::Error) -> StoreError + 'p {
-    move |source| StoreError::Io {
-        action,
+    move |err| StoreError {
+        message: format!("failed to {action} `{}`: {err}", path.display()),
         path: path.to_path_buf(),
-        source,
     }
+}
+
+/// Line `line` of `path` is not `what` (a header or a row looptrace writes), as `message` says.
+pub(super) fn malformed(path: &Path, line: usize, what: &str, message: impl Display) -> StoreError {
+    let message = format!(
+        "line {line} of `{}` is not {what}: {message}",
+        path.display()
+    );
+    let path = path.to_path_buf();
+    StoreError { path, message }
 }
 
 /// A run being written: its folder and its row log, shared by the runner's workers.
 pub struct RunFolder {
-    dir: PathBuf,
-    rows_path: PathBuf,
+    /// The run's folder.
+    pub dir: PathBuf,
     rows: Mutex<File>,
 }
 
@@ -152,6 +145,7 @@ impl RunFolder {
         header: &RunHeader<T>,
     ) -> Result<RunFolder, StoreError> {
         let (dir, file) = create_whole(out, &header.eval_id, |staging| {
+            fs::create_dir(staging)?;
             // Written as it is serialized: a header lists every task, which may be a million.
             let mut writer = io::BufWriter::new(create_new(&staging.join(HEADER_NAME))?);
             serde_json::to_writer_pretty(&mut writer, header)?;
@@ -159,49 +153,35 @@ impl RunFolder {
             writer.flush()?;
             create_new(&staging.join(ROWS_NAME))
         })?;
-        let rows_path = dir.join(ROWS_NAME);
-        Ok(RunFolder {
-            dir,
-            rows_path,
-            rows: Mutex::new(file),
-        })
-    }
-
-    /// The run's folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The row log's path.
-    pub fn rows_path(&self) -> &Path {
-        &self.rows_path
-    }
-
-    fn log(&self) -> MutexGuard<'_, File> {
-        self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+        let rows = Mutex::new(file);
+        Ok(RunFolder { dir, rows })
     }
 
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns the line.
-    pub fn append(&self, row: &TaskResult) -> io::Result<Vec<u8>> {
-        let mut line = serde_json::to_vec(row)?;
-        line.push(b'\n');
-        let mut file = self.log();
-        if let Some(cut) = crate::fault::row_bytes(line.len()) {
-            let _ = file.write_all(&line[..cut]);
-            crate::fault::abort();
-        }
-        file.write_all(&line)?;
-        Ok(line)
+    pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
+        let line = serde_json::to_vec(row).map_err(io::Error::from);
+        let written = line.and_then(|mut line| {
+            line.push(b'\n');
+            // Serialized before the lock: the runner's workers wait only for each other's write.
+            let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(cut) = crate::fault::row_bytes(line.len()) {
+                let _ = file.write_all(&line[..cut]);
+                crate::fault::abort();
+            }
+            file.write_all(&line).map(|()| line)
+        });
+        // The log's path is made only for the error: rows are written by the million.
+        written.map_err(|err| io_error("write", &self.dir.join(ROWS_NAME))(err))
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
-        let file = &mut *self.log();
+        let file = &mut *self.rows.lock().unwrap_or_else(PoisonError::into_inner);
         (serde_json::to_vec(seal).map_err(io::Error::from))
             .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
             .and_then(|()| file.sync_all())
-            .map_err(io_error("write", &self.rows_path))
+            .map_err(io_error("write", &self.dir.join(ROWS_NAME)))
     }
 }
 
@@ -222,12 +202,8 @@ pub struct RunRead {
 pub fn read_header(out: &Path, id: &str) -> Result<RunHeader, StoreError> {
     let path = out.join(RUNS_DIR).join(id).join(HEADER_NAME);
     let text = fs::read(&path).map_err(io_error("read", &path))?;
-    serde_json::from_slice(&text).map_err(|e| StoreError::Malformed {
-        line: e.line(),
-        path,
-        what: "a run header this looptrace reads",
-        message: e.to_string(),
-    })
+    let header = serde_json::from_slice(&text);
+    header.map_err(|e| malformed(&path, e.line(), "a run header this looptrace reads", e))
 }
 
 /// Reads run `id` of the output folder `out`.
@@ -237,26 +213,17 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
     let bytes = fs::read(&path).map_err(io_error("read", &path))?;
     let (mut rows, mut seal, mut torn_line) = (Vec::new(), None, None);
     for (line, number) in bytes.split_inclusive(|b| *b == b'\n').zip(1..) {
-        let malformed = |what, message: String| StoreError::Malformed {
-            path: path.clone(),
-            line: number,
-            what,
-            message,
-        };
+        let bad = |what, message: &dyn Display| malformed(&path, number, what, message);
         if !line.ends_with(b"\n") {
             // Only the last line can lack its newline: the write of a crashed process.
             torn_line = Some(number);
         } else if seal.is_some() {
-            let message = "a line follows the `sealed` line".to_owned();
-            return Err(malformed("the end of a sealed run", message));
+            let message = "a line follows the `sealed` line";
+            return Err(bad("the end of a sealed run", &message));
         } else if line.starts_with(b"{\"sealed\"") {
-            seal =
-                Some(serde_json::from_slice(line).map_err(|e| malformed("a seal", e.to_string()))?);
+            seal = Some(serde_json::from_slice(line).map_err(|e| bad("a seal", &e))?);
         } else {
-            rows.push(
-                serde_json::from_slice(line)
-                    .map_err(|e| malformed("a result row", e.to_string()))?,
-            );
+            rows.push(serde_json::from_slice(line).map_err(|e| bad("a result row", &e))?);
         }
     }
     Ok(RunRead {
@@ -270,14 +237,13 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
 /// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
 /// when there is no `runs/` folder.
 pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
-    let runs = out.join(RUNS_DIR);
-    match fs::read_dir(&runs) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        listed => Ok(folders(listed.map_err(io_error("read", &runs))?, is_run_id)),
-    }
+    Ok(folders(out)?
+        .into_iter()
+        .filter(|name| is_run_id(name))
+        .collect())
 }
 
-/// Makes run `id` of `out` whole or not at all: `fill` writes it in a staging folder
+/// Makes run `id` of `out` whole or not at all: `fill` makes it as a staging folder
 /// (`runs/.<id>.<token>.new`, which no reader takes for a run), renamed into place when filled.
 /// A crash never leaves a run without its header, only a staging folder that `gc` removes.
 /// Renaming onto a run that exists fails: it is never empty.
@@ -290,27 +256,25 @@ pub(super) fn create_whole<T>(
     fs::create_dir_all(&runs).map_err(io_error("create", &runs))?;
     let dir = runs.join(id);
     let staging = runs.join(format!(".{id}.{}.new", crate::run::unique_token()));
-    let filled = (fs::create_dir(&staging).and_then(|()| fill(&staging)))
+    let filled = fill(&staging)
         .and_then(|filled| fs::rename(&staging, &dir).map(|()| filled))
         .map_err(io_error("create", &dir))?;
     Ok((dir, filled))
 }
 
-/// The staging folders under `out/runs/` a crash left before their run was whole.
-pub fn list_staging(out: &Path) -> Vec<String> {
-    let staging = |name: &str| name.starts_with('.') && name.ends_with(".new");
-    fs::read_dir(out.join(RUNS_DIR)).map_or_else(|_| Vec::new(), |e| folders(e, staging))
-}
-
-/// The names of the folders in `entries` that `keep` accepts, sorted.
-fn folders(entries: fs::ReadDir, keep: impl Fn(&str) -> bool) -> Vec<String> {
+/// The names of the folders in `out/runs/`, sorted; none when there is no `runs/` folder.
+pub(super) fn folders(out: &Path) -> Result<Vec<String>, StoreError> {
+    let runs = out.join(RUNS_DIR);
+    let entries = match fs::read_dir(&runs) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        entries => entries.map_err(io_error("read", &runs))?,
+    };
     let mut names: Vec<String> = (entries.flatten())
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| keep(name))
         .collect();
     names.sort();
-    names
+    Ok(names)
 }
 
 /// Whether `path` (as a row names its trace) stays inside the folder it is relative to: no root,
@@ -323,12 +287,9 @@ pub fn is_inside(path: &str) -> bool {
 /// Whether `name` is shaped as eval ids are (`[0-9a-z]+-[0-9a-z]+`): anything else in `runs/` is
 /// not a run.
 pub fn is_run_id(name: &str) -> bool {
-    name.split_once('-').is_some_and(|(time, random)| {
-        !time.is_empty()
-            && !random.is_empty()
-            && (time.bytes().chain(random.bytes()))
-                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-    })
+    let part = |s: &str| !s.is_empty() && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'z'));
+    name.split_once('-')
+        .is_some_and(|(time, random)| part(time) && part(random))
 }
 
 #[cfg(test)]
@@ -384,13 +345,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         RunFolder::create(dir.path(), &header("abc-1")).unwrap();
         // No staging folder stays behind a run made whole.
-        assert!(list_staging(dir.path()).is_empty());
+        assert_eq!(folders(dir.path()).unwrap(), ["abc-1"]);
         // A crash between making the staging folder and renaming it: a header cut short.
         let staging = dir.path().join("runs/.abc-2.new");
         std::fs::create_dir(&staging).unwrap();
         std::fs::write(staging.join(HEADER_NAME), b"").unwrap();
         assert_eq!(list_runs(dir.path()).unwrap(), ["abc-1"]);
-        assert_eq!(list_staging(dir.path()), [".abc-2.new"]);
+        assert_eq!(folders(dir.path()).unwrap(), [".abc-2.new", "abc-1"]);
         let plan = crate::eval::store::plan_gc(dir.path(), &["abc-1".to_owned()], 0).unwrap();
         assert_eq!(plan.remove.len(), 1);
         assert_eq!(plan.remove[0].0, ".abc-2.new");

@@ -11,11 +11,6 @@ use crate::eval::{RESULTS_FORMAT, ResultsFile, SINGLE_TRACE, TraceLayout, read_r
 /// A trace file to read, and the run ids of it to keep (`None`: every run in it).
 pub type NamedTrace = (PathBuf, Option<Vec<String>>);
 
-/// Whether `dir` is an output folder of `eval` that holds a run store.
-pub fn is_run_store(dir: &Path) -> bool {
-    dir.join(RUNS_DIR).is_dir()
-}
-
 /// Reads the view of the run store `dir`, refused unless it is of results format 2.
 pub fn read_view(dir: &Path) -> Result<ResultsFile, String> {
     let view = dir.join(RESULTS_NAME);
@@ -41,10 +36,7 @@ pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String
         let ids = list_runs(dir).map_err(|e| e.to_string())?;
         let paths = (ids.iter().map(|id| runs.join(id)))
             .flat_map(|run| [TraceLayout::PerTask, TraceLayout::Single].map(|l| l.root(&run)));
-        return Ok(paths
-            .filter(|path| path.exists())
-            .map(|path| (path, None))
-            .collect());
+        return Ok(paths.filter(|p| p.exists()).map(|p| (p, None)).collect());
     }
     let results = read_view(dir)?;
     let mut traces: Vec<NamedTrace> = Vec::new();
@@ -60,10 +52,9 @@ pub fn view_traces(dir: &Path, all_runs: bool) -> Result<Vec<NamedTrace>, String
             ));
         }
         let i = *at.entry(trace).or_insert_with(|| {
-            traces.push((
-                dir.join(trace),
-                trace.ends_with(SINGLE_TRACE).then(Vec::new),
-            ));
+            // A file of many runs is read for the runs the view names of it.
+            let keep = trace.ends_with(SINGLE_TRACE).then(Vec::new);
+            traces.push((dir.join(trace), keep));
             traces.len() - 1
         });
         if let Some(keep) = &mut traces[i].1 {

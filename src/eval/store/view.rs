@@ -28,10 +28,8 @@ fn fold(
     let (Some(Some(run)), true) = (runs.get(id).cloned(), depth < 10_000) else {
         return Ok(HashMap::new());
     };
-    let mut parents = run.header.parents.clone();
-    parents.sort();
     let mut rows = HashMap::new();
-    for parent in &parents {
+    for parent in run.header.parents.iter().collect::<BTreeSet<_>>() {
         rows.extend(fold(out, parent, runs, depth + 1)?);
     }
     let rerun = run.header.kind == RunKind::Rerun;
@@ -70,8 +68,7 @@ pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
         let id = at.is_none().then(|| row.id.clone());
         (at.unwrap_or(usize::MAX), id, model, row.repeat)
     });
-    let runs: BTreeSet<String> = rows.iter().map(|(from, _)| from.clone()).collect();
-    let tasks: Vec<TaskResult> = rows.into_iter().map(|(_, row)| row).collect();
+    let (runs, tasks): (BTreeSet<String>, Vec<TaskResult>) = rows.into_iter().unzip();
     let totals = Totals::of(&tasks);
     Ok(header.view(seal.as_ref(), runs.into_iter().collect(), totals, tasks))
 }
@@ -99,9 +96,7 @@ impl<T> RunHeader<T> {
             adaptive: self.adaptive.clone(),
             capture: self.capture,
             interrupted: seal.is_none_or(|seal| seal.interrupted),
-            not_reached: seal
-                .map(|seal| seal.not_reached.clone())
-                .unwrap_or_default(),
+            not_reached: seal.map_or_else(Vec::new, |seal| seal.not_reached.clone()),
             partial: false,
             missing_shards: Vec::new(),
             runs,
