@@ -4,22 +4,25 @@
 //! The corpus is streamed: every line is checked through the borrowed view first
 //! ([`super::corpus_line`]), so bad input is refused before anything is written; a task holds
 //! only where its run's lines are ([`RunSource::Located`], kept packed by
-//! [`super::corpus_runs`]), and the runner parses the run when the task runs, so memory grows by
-//! some tens of bytes per task, never by the recorded content.
+//! [`super::corpus_runs`]), and the runner parses the run when the task runs. Task ids are written
+//! aside as they are made and read back in order, and checked for repeats by their hashes a
+//! megabyte at a time (as a dataset's are), so memory stays flat however many runs the corpus
+//! holds; only a corpus whose ids repeat holds them, to number the repeats.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::corpus_line::{self, CorpusLine, replay_check};
 use super::corpus_runs::PackedRuns;
 use super::suite::{
-    DEFAULT_MAX_STEPS, Expectations, Suite, SuiteErrors, SuiteTask, SuiteTasks, TaskEntries,
-    TaskId, TaskMaker, TaskModel,
+    DEFAULT_MAX_STEPS, EntryLog, Expectations, IdHashes, LoggedEntries, Suite, SuiteErrors,
+    SuiteTask, SuiteTasks, TaskEntries, TaskId, TaskMaker, TaskModel,
 };
 use crate::replay::ReplayModel;
 use crate::run::RunOutcome;
@@ -152,8 +155,10 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
     let files = trace_files(paths).map_err(|e| fail(vec![("--traces".to_owned(), e)]))?;
     let mut problems = Vec::new();
     let mut skipped = Vec::new();
-    let mut ids = SeenIds::default();
-    let mut entries = TaskEntries::default();
+    // Task ids are written aside as they are made and checked for repeats afterwards by their
+    // hashes (`IdHashes`), so that loading holds no id per run; only a corpus whose ids repeat
+    // is numbered again, holding them.
+    let mut ids = CorpusIds::default();
     let mut packed = PackedRuns::default();
     for (file_index, file) in files.iter().enumerate() {
         // Checked through the borrowed view (`corpus_line`), not parsed in full: the full reader
@@ -202,39 +207,43 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 // The suite will not run: only the problems are still wanted.
                 continue;
             }
-            let id = unique_id(&format!("{stem}.{}", run.run_id), &mut ids, &entries);
-            entries.push(id.as_str(), REPLAY_KIND, None);
-            let pushed = packed.push(
-                file_index,
-                max_steps.unwrap_or(DEFAULT_MAX_STEPS),
-                reason,
-                &run.run_id,
-                &streamed.spans,
-            );
+            let pushed = ids.push(&format!("{stem}.{}", run.run_id)).and_then(|()| {
+                packed.push(
+                    file_index,
+                    max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+                    reason,
+                    &run.run_id,
+                    &streamed.spans,
+                )
+            });
             if let Err(err) = pushed {
                 let message = format!("failed to set the runs aside in a temporary file: {err}");
                 problems.push(("--traces".to_owned(), message));
             }
         }
     }
-    if entries.is_empty() && problems.is_empty() {
+    if ids.log.is_empty() && problems.is_empty() {
         problems.push(("--traces".to_owned(), "no replayable runs found".to_owned()));
     }
     if !problems.is_empty() {
         return Err(fail(problems));
     }
-    drop(ids);
-    packed.finish().map_err(|err| {
+    let aside_failed = |err: std::io::Error| {
         let message = format!("failed to set the runs aside in a temporary file: {err}");
         fail(vec![("--traces".to_owned(), message)])
-    })?;
+    };
+    packed.finish().map_err(aside_failed)?;
     packed.files = files;
     let read_files = packed.files.clone();
+    let tasks = match ids.finish().map_err(aside_failed)? {
+        Ids::Logged(entries) => SuiteTasks::made_logged(entries, Arc::new(packed), read_files),
+        Ids::Numbered(entries) => SuiteTasks::made(entries, Arc::new(packed), read_files),
+    };
     Ok(Corpus {
         suite: Suite {
             name: "traces".to_owned(),
             capture,
-            tasks: SuiteTasks::made(entries, Arc::new(packed), read_files),
+            tasks,
             tools: None,
             models: Default::default(),
         },
@@ -278,6 +287,50 @@ impl TaskMaker for PackedRuns {
     }
 }
 
+/// The task ids of a corpus as they are made, one a run: each run's file stem and run id made a
+/// valid id ([`clean_id`]), written aside with its hash.
+#[derive(Default)]
+struct CorpusIds {
+    log: EntryLog,
+    hashes: IdHashes,
+    /// Whether an id made is not a valid one as it is (it is numbered like a repeat).
+    invalid: bool,
+}
+
+/// A corpus's task ids, final.
+enum Ids {
+    /// As made: no two alike (the usual case), read back from where they were written.
+    Logged(LoggedEntries),
+    /// Numbered in run order where they repeat, held.
+    Numbered(TaskEntries),
+}
+
+impl CorpusIds {
+    /// Adds the id of the next run, made from `raw` (its file stem and run id).
+    fn push(&mut self, raw: &str) -> std::io::Result<()> {
+        let id = clean_id(raw);
+        self.invalid |= TaskId::parse(&id).is_err();
+        self.hashes.push_id(&id)?;
+        self.log.push(&id, REPLAY_KIND, None)
+    }
+
+    /// The ids: as made when none repeats, else numbered as [`unique_id`] numbers them.
+    fn finish(self) -> std::io::Result<Ids> {
+        let logged = self.log.finish()?;
+        if !self.invalid && self.hashes.repeats(&logged)?.is_empty() {
+            return Ok(Ids::Logged(logged));
+        }
+        let mut seen = SeenIds::default();
+        let mut entries = TaskEntries::default();
+        logged.scan(0, |_, entry| {
+            let id = numbered(entry.id.as_str().to_owned(), &mut seen, &entries);
+            entries.push(id.as_str(), REPLAY_KIND, None);
+            ControlFlow::Continue(())
+        })?;
+        Ok(Ids::Numbered(entries))
+    }
+}
+
 /// The task ids made so far, by a 64-bit hash and the entry that holds the id (about 20 bytes
 /// a run, where a set of the ids took over 100): an id whose hash another id already has is
 /// kept whole, so the answer stays exact.
@@ -314,7 +367,14 @@ const MAX_ID_CHARS: usize = 100;
 
 /// A valid task id from a file stem and run id: other characters become `_`, repeats get `-2`, ...
 /// A long one is cut and ends with a hash of the whole, so it stays unique and a usable file name.
+#[cfg(test)]
 fn unique_id(raw: &str, seen: &mut SeenIds, entries: &TaskEntries) -> TaskId {
+    numbered(clean_id(raw), seen, entries)
+}
+
+/// `raw` with other characters made `_`, and cut to [`MAX_ID_CHARS`] with a hash of the whole
+/// when longer.
+fn clean_id(raw: &str) -> String {
     let mut clean = TaskId::sanitize(raw);
     if clean.len() > MAX_ID_CHARS {
         use sha2::Digest;
@@ -323,6 +383,11 @@ fn unique_id(raw: &str, seen: &mut SeenIds, entries: &TaskEntries) -> TaskId {
         clean.truncate(MAX_ID_CHARS - hash.len() - 1);
         clean = format!("{clean}-{hash}");
     }
+    clean
+}
+
+/// `clean`, or the first of `clean-2`, `clean-3`, ... that is a valid id not yet `seen`.
+fn numbered(clean: String, seen: &mut SeenIds, entries: &TaskEntries) -> TaskId {
     let mut n = 1;
     loop {
         let candidate = if n == 1 {
@@ -364,6 +429,63 @@ mod tests {
         seen.first.insert(hash_of("second"), 0);
         assert!(seen.insert("second", &entries));
         assert!(!seen.insert("second", &entries));
+    }
+
+    /// The ids of runs `raw`, and whether they were read back as made (none repeats).
+    fn corpus_ids(raw: &[&str]) -> (Vec<String>, bool) {
+        let mut ids = CorpusIds::default();
+        for raw in raw {
+            ids.push(raw).unwrap();
+        }
+        let mut made = Vec::new();
+        let logged = match ids.finish().unwrap() {
+            Ids::Logged(entries) => {
+                entries
+                    .scan(0, |_, entry| {
+                        made.push(entry.id.to_string());
+                        ControlFlow::Continue(())
+                    })
+                    .unwrap();
+                true
+            }
+            Ids::Numbered(entries) => {
+                made.extend(entries.iter().map(|entry| entry.id.to_string()));
+                false
+            }
+        };
+        (made, logged)
+    }
+
+    #[test]
+    fn corpus_ids_are_kept_as_made_unless_one_repeats_then_numbered_in_run_order() {
+        let distinct: Vec<String> = (0..5000).map(|i| format!("f.run {i}")).collect();
+        let distinct: Vec<&str> = distinct.iter().map(String::as_str).collect();
+        let (made, logged) = corpus_ids(&distinct);
+        assert!(logged);
+        assert_eq!(made.len(), 5000);
+        assert_eq!(
+            (made[0].as_str(), made[4999].as_str()),
+            ("f.run_0", "f.run_4999")
+        );
+        // A repeat, one made like a repeat's number, and ids that are not valid as made: all
+        // numbered as one run at a time would number them.
+        for raw in [
+            &["a.r1", "a.r2", "a.r1", "a r1", "a.r1", "a.r1-2"][..],
+            &["", "x", ""],
+            &[".", "..", "."],
+        ] {
+            let mut seen = SeenIds::default();
+            let mut entries = TaskEntries::default();
+            let expected: Vec<String> = raw
+                .iter()
+                .map(|raw| {
+                    let id = unique_id(raw, &mut seen, &entries);
+                    entries.push(id.as_str(), REPLAY_KIND, None);
+                    id.as_str().to_owned()
+                })
+                .collect();
+            assert_eq!(corpus_ids(raw), (expected, false), "{raw:?}");
+        }
     }
 
     fn hash_of(id: &str) -> u64 {

@@ -17,7 +17,7 @@ use crate::trace::LineSpan;
 
 /// Bytes of records kept in memory before the rest are set aside in a scratch file: a corpus of
 /// a few thousand runs never touches the disk.
-const MEMORY_BYTES: usize = 4 * 1024 * 1024;
+const MEMORY_BYTES: usize = 1024 * 1024;
 
 /// Every run of a corpus, as records.
 #[derive(Debug)]

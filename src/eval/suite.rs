@@ -49,6 +49,8 @@ use super::model_spec::NamedModel;
 use crate::tools::ToolsFile;
 use crate::trace::Capture;
 
+pub(crate) use self::id_hashes::IdHashes;
+pub(crate) use self::logged_entries::{EntryLog, LoggedEntries};
 pub use self::task::{DEFAULT_MAX_STEPS, Expectations, ModelName, SuiteTask, TaskId, TaskModel};
 pub use self::task_entries::{IdRef, TaskEntries, TaskEntry};
 pub use self::tasks::{Selected, SuiteTasks, TaskMaker, TaskSource};

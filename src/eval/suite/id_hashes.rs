@@ -1,15 +1,17 @@
-//! Which 32-bit id hashes a file of tasks meets more than once, in bounded memory: hashes are
-//! sorted in runs of [`RUN`] (a megabyte) and every full run goes to an unlinked scratch file (as
-//! `sort` spills); the runs are then merged to find the hashes met twice. A hash met twice is a
-//! repeated id or, now and then, two ids alike in 32 bits: the caller compares those ids by
-//! their text, so the check stays exact.
+//! Which 32-bit id hashes a file of tasks (or a corpus of recorded runs) meets more than once,
+//! in bounded memory: hashes are sorted in runs of [`RUN`] (a megabyte) and every full run goes
+//! to an unlinked scratch file (as `sort` spills); the runs are then merged to find the hashes
+//! met twice. A hash met twice is a repeated id or, now and then, two ids alike in 32 bits:
+//! [`IdHashes::repeats`] compares those ids by their text, so the check stays exact.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::fs::File;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::ops::ControlFlow;
 
-use super::logged_entries::ReadAt;
+use super::logged_entries::{LoggedEntries, ReadAt};
 use crate::scratch_file::unnamed_file;
 
 /// Hashes sorted and set aside together.
@@ -23,9 +25,41 @@ pub struct IdHashes {
     spilled: Option<(BufWriter<File>, usize)>,
 }
 
+/// The hash an id is checked by.
+fn hash_of(id: &str) -> u32 {
+    let mut hasher = DefaultHasher::new();
+    id.hash(&mut hasher);
+    (hasher.finish() >> 32) as u32
+}
+
 impl IdHashes {
+    /// Adds an id, the next entry's.
+    pub fn push_id(&mut self, id: &str) -> io::Result<()> {
+        self.push(hash_of(id))
+    }
+
+    /// Every entry whose id an earlier entry has, with its position, in order (`entries`: the
+    /// ids pushed, in the same order). Exact: only the ids whose hash is met twice are held, to
+    /// be compared by their text.
+    pub fn repeats(self, entries: &LoggedEntries) -> io::Result<Vec<(usize, String)>> {
+        let twice = self.twice()?;
+        let mut repeats = Vec::new();
+        if twice.is_empty() {
+            return Ok(repeats);
+        }
+        let mut seen: HashSet<String> = HashSet::new();
+        entries.scan(0, |i, entry| {
+            let id = entry.id.as_str();
+            if twice.contains(&hash_of(id)) && !seen.insert(id.to_owned()) {
+                repeats.push((i, id.to_owned()));
+            }
+            ControlFlow::Continue(())
+        })?;
+        Ok(repeats)
+    }
+
     /// Adds an id's hash.
-    pub fn push(&mut self, hash: u32) -> io::Result<()> {
+    fn push(&mut self, hash: u32) -> io::Result<()> {
         self.current.push(hash);
         if self.current.len() < RUN {
             return Ok(());
@@ -51,7 +85,7 @@ impl IdHashes {
     }
 
     /// The hashes met more than once.
-    pub fn twice(mut self) -> io::Result<HashSet<u32>> {
+    fn twice(mut self) -> io::Result<HashSet<u32>> {
         self.current.sort_unstable();
         let mut twice = HashSet::new();
         let Some((out, runs)) = self.spilled else {

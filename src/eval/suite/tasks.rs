@@ -4,7 +4,7 @@
 //! the runner reaches them. Either way every task's id and model kind are known up front, so
 //! selection (`--only`, `--skip`, `--shard`), fingerprints and resumes never read a task. A
 //! suite's ids are packed in one block of text (a few bytes a task beside the id itself); a tasks
-//! file's or dataset's are read back in order from where its check wrote them
+//! file's, dataset's or corpus's are read back in order from where its check wrote them
 //! (`logged_entries.rs`), so an evaluation of a million rows holds none of them. What compares
 //! ids at will (a resume, a rerun, a baseline, the full report) holds them packed.
 
@@ -107,6 +107,20 @@ impl SuiteTasks {
     ) -> SuiteTasks {
         SuiteTasks {
             entries: Entries::Packed(entries),
+            store: Store::Made(maker),
+            key_vars: Vec::new(),
+            read_files,
+        }
+    }
+
+    /// [`SuiteTasks::made`] with entries read back from where they were written.
+    pub fn made_logged(
+        entries: LoggedEntries,
+        maker: Arc<dyn TaskMaker>,
+        read_files: Vec<PathBuf>,
+    ) -> SuiteTasks {
+        SuiteTasks {
+            entries: Entries::Logged(entries, OnceLock::new()),
             store: Store::Made(maker),
             key_vars: Vec::new(),
             read_files,

@@ -7,9 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Seek};
-use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -357,7 +355,7 @@ impl TasksFile {
                         if entries.len().is_multiple_of(MARK_STRIDE) {
                             marks.push(Mark::before(&record.span));
                         }
-                        (hashes.push(hash_of(task.id.as_str())))
+                        (hashes.push_id(task.id.as_str()))
                             .map_err(|err| fail(aside_failed(&err)))?;
                         let name = task.model_name.as_ref().map(|m| m.given.as_str());
                         entries
@@ -408,21 +406,11 @@ impl TasksFile {
     }
 
     /// A problem for each task whose id an earlier task has (`hashes`: each task's id hashed).
-    /// Exact: only the ids whose hash is met twice are held, to be compared by their text.
     fn repeated_ids(&self, entries: &LoggedEntries, hashes: IdHashes) -> io::Result<Vec<Problem>> {
-        let twice = hashes.twice()?;
-        if twice.is_empty() {
+        let repeats = hashes.repeats(entries)?;
+        if repeats.is_empty() {
             return Ok(Vec::new());
         }
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut repeats: Vec<(usize, String)> = Vec::new();
-        entries.scan(0, |i, entry| {
-            let id = entry.id.as_str();
-            if twice.contains(&hash_of(id)) && !seen.insert(id.to_owned()) {
-                repeats.push((i, id.to_owned()));
-            }
-            ControlFlow::Continue(())
-        })?;
         let lines = self.task_lines(repeats.iter().map(|(i, _)| *i).collect());
         Ok(repeats
             .into_iter()
@@ -636,13 +624,6 @@ fn aside_failed(err: &io::Error) -> String {
         "failed to write the task ids aside in `{}`: {err}",
         std::env::temp_dir().display()
     )
-}
-
-/// An id's hash, for finding ids given twice.
-fn hash_of(id: &str) -> u32 {
-    let mut hasher = DefaultHasher::new();
-    id.hash(&mut hasher);
-    (hasher.finish() >> 32) as u32
 }
 
 /// The records of `file` from its start (past a CSV file's header row). It moves the file's
