@@ -10,10 +10,11 @@
 
 use std::borrow::Cow;
 
+use super::cursor::Cursor;
 use super::fields::{Check, KNOWN, known_field, known_number};
 use super::line_error::LineError;
 use super::quote_marks::QuoteMarks;
-use super::scan::{Cursor, Fields, MAX_DEPTH, TokenCounts, USAGE_COUNTS, scan_line_into};
+use super::scan::{Fields, MAX_DEPTH, TokenCounts, USAGE_COUNTS, scan_line_into};
 use super::short_decimal::short_decimal_prefix;
 
 /// `KEEP[n]` keeps the first `n` bytes of a 16-byte load (a table: a shift of a `u128` by a

@@ -10,6 +10,7 @@ mod as_written;
 mod aside_runs;
 mod clock;
 mod compact_line;
+mod cursor;
 mod cut_line;
 mod event;
 mod event_fields;

@@ -16,6 +16,7 @@
 
 use std::borrow::Cow;
 
+use super::cursor::Cursor;
 use super::fields::{Check, KNOWN, known_field, known_number};
 use super::json_string::{find_special, unescape, utf8_width};
 use super::line_error::LineError;
@@ -145,71 +146,7 @@ pub(super) const USAGE_COUNTS: [&[u8]; 5] = [
     b"reasoning_tokens",
 ];
 
-/// A position in one line.
-pub(super) struct Cursor<'a> {
-    pub(super) bytes: &'a [u8],
-    pub(super) pos: usize,
-}
-
 impl<'a> Cursor<'a> {
-    /// A cursor at byte `pos` of `bytes`.
-    #[inline]
-    pub(super) fn at(bytes: &'a [u8], pos: usize) -> Cursor<'a> {
-        Cursor { bytes, pos }
-    }
-
-    #[inline]
-    pub(super) fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
-    }
-
-    #[inline]
-    pub(super) fn bump(&mut self) -> Option<u8> {
-        let byte = self.peek()?;
-        self.pos += 1;
-        Some(byte)
-    }
-
-    #[inline]
-    pub(super) fn eat(&mut self, byte: u8) -> bool {
-        if self.peek() == Some(byte) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    #[inline]
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.peek() {
-            self.pos += 1;
-        }
-    }
-
-    /// A syntax error at the current position, or "unexpected end of line" past the end.
-    fn syntax(&self, message: &'static str) -> LineError {
-        if self.pos >= self.bytes.len() {
-            LineError::Syntax {
-                message: "unexpected end of line",
-                column: self.bytes.len() + 1,
-            }
-        } else {
-            LineError::Syntax {
-                message,
-                column: self.pos + 1,
-            }
-        }
-    }
-
-    /// A syntax error at the byte just consumed.
-    fn syntax_back(&mut self, message: &'static str) -> LineError {
-        if self.pos > 0 && self.pos <= self.bytes.len() {
-            self.pos -= 1;
-        }
-        self.syntax(message)
-    }
-
     /// Scans a string whose opening quote was consumed; returns its raw content and whether
     /// that content holds escapes. Inlined: most strings are short, and a call cost half as
     /// much as the scan.
