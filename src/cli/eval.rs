@@ -211,11 +211,13 @@ pub(super) fn print_report<'a>(
     format: FormatArg,
     quiet: bool,
 ) -> Result<(), CliError> {
-    let text = if quiet {
-        looptrace::eval::summary_line(results, comparison, pass_rates)
+    let mut out = super::common::outcome_stdout();
+    if quiet {
+        let line = looptrace::eval::summary_line(results, comparison, pass_rates);
+        out.write_all(line.as_bytes())?;
     } else {
         let style = super::common::stdout_style();
-        looptrace::eval::render_report_full(
+        looptrace::eval::write_report_full(
             results,
             comparison,
             pass_rates,
@@ -223,10 +225,9 @@ pub(super) fn print_report<'a>(
             flaky,
             format.into(),
             style,
-        )
-    };
-    let mut out = super::common::outcome_stdout();
-    out.write_all(text.as_bytes())?;
+            &mut out,
+        )?;
+    }
     out.flush()?;
     Ok(())
 }

@@ -19,6 +19,7 @@ mod render;
 mod render_models;
 mod render_shared;
 mod render_stats;
+mod report_sink;
 mod rerun;
 mod results;
 mod results_formatter;
@@ -50,8 +51,8 @@ pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
 pub use render::{
-    ReportFormat, reason_label, render_report, render_report_full, render_report_styled,
-    render_report_with, summary_line,
+    ReportFormat, reason_label, render_report, render_report_styled, render_report_with,
+    summary_line, write_report_full,
 };
 pub use render_models::ModelMatrix;
 pub use render_shared::{FAILED_SHOWN, PassRate, pass_rates_of};

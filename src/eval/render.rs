@@ -11,6 +11,7 @@ use super::flaky::FlakyTask;
 use super::render_models::ModelMatrix;
 use super::render_shared::{FAILED_SHOWN, PassRate, pass_rates, percent, share};
 use super::render_stats::{StatsView, marked, paired_lines};
+use super::report_sink::ReportSink;
 use super::results::{ResultsFile, TaskResult};
 use crate::plural;
 use crate::run::ExitReason;
@@ -62,12 +63,27 @@ pub fn render_report_with<'a>(
     style: Style,
 ) -> String {
     let stats = StatsOptions::default();
-    render_report_full(results, comparison, pass_rates, &stats, &[], format, style)
+    let mut text = Vec::new();
+    let written = write_report_full(
+        results,
+        comparison,
+        pass_rates,
+        &stats,
+        &[],
+        format,
+        style,
+        &mut text,
+    );
+    // Writing to memory does not fail, and every piece written is text.
+    debug_assert!(written.is_ok());
+    String::from_utf8(text).unwrap_or_default()
 }
 
-/// [`render_report_with`] with the statistics' options (`--confidence`, `--pass-at`) and the
-/// flaky tasks' divergences.
-pub fn render_report_full<'a>(
+/// Writes the report as [`render_report_with`] renders it, to `out`, with the statistics'
+/// options (`--confidence`, `--pass-at`) and the flaky tasks' divergences. The CSV report is
+/// handed on a chunk at a time: with a row per task, it is the one that grows with the suite.
+#[allow(clippy::too_many_arguments)]
+pub fn write_report_full<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
     pass_rates: Option<Vec<PassRate<'a>>>,
@@ -75,7 +91,8 @@ pub fn render_report_full<'a>(
     flaky: &'a [FlakyTask],
     format: ReportFormat,
     style: Style,
-) -> String {
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let mut report = Report::new(results, comparison);
     if pass_rates.is_some() {
         report.pass_rates = pass_rates;
@@ -83,12 +100,14 @@ pub fn render_report_full<'a>(
     report.stats = stats.clone();
     report.flaky = flaky;
     report.style = style;
+    let mut sink = ReportSink::new(out);
     match format {
-        ReportFormat::Table => report.table(),
-        ReportFormat::Json => report.json(),
-        ReportFormat::Markdown => report.markdown(),
-        ReportFormat::Csv => report.csv(),
+        ReportFormat::Table => sink.push_str(&report.table()),
+        ReportFormat::Json => sink.push_str(&report.json()),
+        ReportFormat::Markdown => sink.push_str(&report.markdown()),
+        ReportFormat::Csv => report.csv(&mut sink),
     }
+    sink.finish()
 }
 
 /// The report in one line, for `--quiet`: the title, the tasks per exit reason, the
@@ -231,7 +250,7 @@ impl<'a> Report<'a> {
     }
 
     /// The statistics of the tasks' pass rates.
-    fn statistics(&self) -> Option<StatsView> {
+    fn statistics(&self) -> Option<StatsView<'_>> {
         self.pass_rates
             .as_ref()
             .map(|rates| StatsView::of(rates, &self.stats))
@@ -628,8 +647,8 @@ impl<'a> Report<'a> {
         text
     }
 
-    fn csv(&self) -> String {
-        let mut out = String::from("section,key,count,share,detail\n");
+    fn csv(&self, out: &mut ReportSink<'_>) {
+        out.push_str("section,key,count,share,detail\n");
         for (reason, count, share) in &self.rows {
             out.push_str(&csv_row(&[
                 "exit_reason",
@@ -675,7 +694,7 @@ impl<'a> Report<'a> {
             ]));
         }
         if let Some(view) = self.statistics() {
-            out.push_str(&view.csv(&|fields| csv_row(fields)));
+            view.csv(out, &|fields| csv_row(fields));
         }
         if let Some(c) = self.comparison {
             if let Some(v) = self.paired() {
@@ -712,7 +731,6 @@ impl<'a> Report<'a> {
                 out.push_str(&csv_row(&["removed", id, "", "", ""]));
             }
         }
-        out
     }
 }
 

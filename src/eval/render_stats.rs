@@ -7,30 +7,37 @@ use comfy_table::CellAlignment;
 use serde_json::{Value, json};
 
 use super::render_shared::{FAILED_SHOWN, PassRate, percent};
+use super::report_sink::ReportSink;
 use crate::stats::{
-    PairedVerdict, RegressionTest, StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats,
-    statistics,
+    PairedVerdict, RegressionTest, StatsOptions, SuiteMean, SuiteStats, TaskStats,
+    suite_statistics, task_stats,
 };
 use crate::terminal::Style;
 use crate::text::markdown_cell;
 
-/// The statistics of one report.
-pub(super) struct StatsView {
-    tasks: Vec<TaskStats>,
+/// The statistics of one report. Each task's figures are computed as its row is shown, so a
+/// report of a million tasks holds no more than their counts.
+pub(super) struct StatsView<'a> {
+    rates: &'a [PassRate<'a>],
     suite: SuiteStats,
     options: StatsOptions,
 }
 
-impl StatsView {
+impl<'a> StatsView<'a> {
     /// The statistics of `rates` (each task's passing runs and runs).
-    pub(super) fn of(rates: &[PassRate<'_>], options: &StatsOptions) -> StatsView {
-        let counts: Vec<TaskCounts<'_>> = rates.iter().map(PassRate::counts).collect();
-        let (tasks, suite) = statistics(&counts, options);
+    pub(super) fn of(rates: &'a [PassRate<'a>], options: &StatsOptions) -> StatsView<'a> {
         StatsView {
-            tasks,
-            suite,
+            rates,
+            suite: suite_statistics(rates.iter().map(PassRate::counts), options),
             options: options.clone(),
         }
+    }
+
+    /// The statistics of each task that ran, computed one at a time.
+    fn tasks(&self) -> impl Iterator<Item = TaskStats> + '_ {
+        (self.rates.iter())
+            .filter(|rate| rate.runs > 0)
+            .map(|rate| task_stats(&rate.counts(), &self.options))
     }
 
     fn confidence(&self) -> String {
@@ -123,7 +130,7 @@ impl StatsView {
         for line in self.suite_lines() {
             out.push_str(&format!("  {line}\n"));
         }
-        if !repeated || self.tasks.is_empty() {
+        if !repeated || self.suite.tasks == 0 {
             return out;
         }
         let mut table = style.table(self.header().iter().map(String::as_str).collect());
@@ -131,8 +138,8 @@ impl StatsView {
             Some(_) => FAILED_SHOWN,
             None => usize::MAX,
         };
-        for t in self.tasks.iter().take(shown) {
-            style.add_row(&mut table, self.cells(t));
+        for t in self.tasks().take(shown) {
+            style.add_row(&mut table, self.cells(&t));
         }
         for i in 2..table.column_count() {
             if let Some(column) = table.column_mut(i) {
@@ -140,10 +147,10 @@ impl StatsView {
             }
         }
         out.push_str(&format!("{table}\n"));
-        if self.tasks.len() > shown {
+        if self.suite.tasks > shown {
             out.push_str(&format!(
                 "and {} more (see --format json)\n",
-                self.tasks.len() - shown
+                self.suite.tasks - shown
             ));
         }
         out
@@ -155,7 +162,7 @@ impl StatsView {
         for line in self.suite_lines() {
             out.push_str(&format!("- {}\n", markdown_cell(&line)));
         }
-        if !repeated || self.tasks.is_empty() {
+        if !repeated || self.suite.tasks == 0 {
             return out;
         }
         let header = self.header();
@@ -164,8 +171,8 @@ impl StatsView {
             out.push_str(if i < 2 { "---|" } else { "---:|" });
         }
         out.push('\n');
-        for t in &self.tasks {
-            let mut cells = self.cells(t);
+        for t in self.tasks() {
+            let mut cells = self.cells(&t);
             cells[0] = format!("`{}`", cells[0]);
             let cells: Vec<String> = cells.iter().map(|c| markdown_cell(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
@@ -175,13 +182,12 @@ impl StatsView {
 
     /// `statistics` in JSON: `{tasks, suite}`.
     pub(super) fn json(&self) -> Value {
-        json!({"tasks": self.tasks, "suite": self.suite})
+        json!({"tasks": self.tasks().collect::<Vec<_>>(), "suite": self.suite})
     }
 
-    /// CSV rows: `task_statistics` per task, `suite_statistics` per figure.
-    pub(super) fn csv(&self, row: &dyn Fn(&[&str]) -> String) -> String {
-        let mut out = String::new();
-        for t in &self.tasks {
+    /// CSV rows, added to `out`: `task_statistics` per task, `suite_statistics` per figure.
+    pub(super) fn csv(&self, out: &mut ReportSink<'_>, row: &dyn Fn(&[&str]) -> String) {
+        for t in self.tasks() {
             let mut detail = format!(
                 "model={};runs={};ci_low={:.4};ci_high={:.4}",
                 t.model, t.runs, t.ci_low, t.ci_high
@@ -229,7 +235,6 @@ impl StatsView {
                 ),
             ]));
         }
-        out
     }
 }
 

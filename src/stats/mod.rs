@@ -25,7 +25,10 @@ pub use binomial::{Interval, sign_test, wilson};
 pub use paired::{PairedCounts, PairedVerdict, RegressionTest, TaskChange, judge};
 pub use pass_at::{pass_at_k, pass_hat_k};
 pub use sequential::{AdaptiveRule, Decision, Sprt};
-pub use summary::{StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats, statistics};
+pub use summary::{
+    StatsOptions, SuiteMean, SuiteStats, TaskCounts, TaskStats, statistics, suite_statistics,
+    task_stats,
+};
 
 /// The confidence `--confidence` defaults to.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;

@@ -107,36 +107,58 @@ pub fn statistics(
     tasks: &[TaskCounts<'_>],
     options: &StatsOptions,
 ) -> (Vec<TaskStats>, SuiteStats) {
-    let ran: Vec<&TaskCounts<'_>> = tasks.iter().filter(|t| t.runs > 0).collect();
-    let per_task: Vec<TaskStats> = ran.iter().map(|t| task_stats(t, options)).collect();
-    let rates: Vec<f64> = per_task.iter().map(|t| t.rate).collect();
-    let mean_of = |key: &str, pick: fn(&TaskStats) -> &BTreeMap<String, Option<f64>>| {
-        let values: Vec<f64> = per_task
-            .iter()
-            .filter_map(|t| pick(t).get(key).copied().flatten())
-            .collect();
-        suite_mean(&values, options.confidence)
-    };
-    let keys: Vec<String> = options.pass_at.iter().map(u32::to_string).collect();
-    let suite = SuiteStats {
-        tasks: ran.len(),
-        runs: ran.iter().map(|t| u64::from(t.runs)).sum(),
-        successes: ran.iter().map(|t| u64::from(t.successes)).sum(),
-        confidence: options.confidence,
-        rate: suite_mean(&rates, options.confidence),
-        pass_at: keys
-            .iter()
-            .map(|k| (k.clone(), mean_of(k, |t| &t.pass_at)))
-            .collect(),
-        pass_hat: keys
-            .iter()
-            .map(|k| (k.clone(), mean_of(k, |t| &t.pass_hat)))
-            .collect(),
-    };
-    (per_task, suite)
+    let ran = tasks.iter().filter(|t| t.runs > 0);
+    let per_task = ran.map(|t| task_stats(t, options)).collect();
+    (per_task, suite_statistics(tasks.iter().cloned(), options))
 }
 
-fn task_stats(t: &TaskCounts<'_>, options: &StatsOptions) -> TaskStats {
+/// The suite's statistics from each task's counts (tasks without runs are left out), in one
+/// pass that keeps nothing per task: a report of a million tasks computes each task's figures
+/// only as it shows them ([`task_stats`]).
+pub fn suite_statistics<'a>(
+    tasks: impl IntoIterator<Item = TaskCounts<'a>>,
+    options: &StatsOptions,
+) -> SuiteStats {
+    let ks: Vec<u64> = options.pass_at.iter().map(|&k| u64::from(k)).collect();
+    // Per figure, the sum of the tasks' values and how many tasks have one.
+    let (mut rate, mut at, mut hat) =
+        ((0.0, 0), vec![(0.0, 0); ks.len()], vec![(0.0, 0); ks.len()]);
+    let (mut ran, mut runs, mut successes) = (0, 0, 0);
+    for t in tasks.into_iter().filter(|t| t.runs > 0) {
+        let (n, passed) = (u64::from(t.runs), u64::from(t.successes.min(t.runs)));
+        (ran, runs) = (ran + 1, runs + n);
+        successes += u64::from(t.successes);
+        rate = (rate.0 + passed as f64 / n as f64, rate.1 + 1);
+        for (i, &k) in ks.iter().enumerate() {
+            add(&mut at[i], pass_at_k(n, passed, k));
+            add(&mut hat[i], pass_hat_k(n, passed, k));
+        }
+    }
+    let means = |sums: &[(f64, usize)]| -> BTreeMap<String, SuiteMean> {
+        (ks.iter().zip(sums))
+            .map(|(k, &(sum, n))| (k.to_string(), mean_of_sum(sum, n, options.confidence)))
+            .collect()
+    };
+    SuiteStats {
+        tasks: ran,
+        runs,
+        successes,
+        confidence: options.confidence,
+        rate: mean_of_sum(rate.0, rate.1, options.confidence),
+        pass_at: means(&at),
+        pass_hat: means(&hat),
+    }
+}
+
+/// Adds a task's value, when it has one, to a figure's sum and count.
+fn add(sums: &mut (f64, usize), value: Option<f64>) {
+    if let Some(value) = value {
+        *sums = (sums.0 + value, sums.1 + 1);
+    }
+}
+
+/// One task's statistics: its rate with its Wilson interval, and pass@k and pass^k per k asked.
+pub fn task_stats(t: &TaskCounts<'_>, options: &StatsOptions) -> TaskStats {
     let (runs, passed) = (u64::from(t.runs), u64::from(t.successes.min(t.runs)));
     let Interval { low, high } = wilson(passed, runs, options.confidence);
     let per_k = |estimate: fn(u64, u64, u64) -> Option<f64>| {
@@ -165,7 +187,12 @@ fn task_stats(t: &TaskCounts<'_>, options: &StatsOptions) -> TaskStats {
 /// than the spread between tasks allows. With one run per task it is exactly the Wilson interval
 /// of the suite's successes over its tasks.
 pub fn suite_mean(values: &[f64], confidence: f64) -> SuiteMean {
-    if values.is_empty() {
+    mean_of_sum(values.iter().sum(), values.len(), confidence)
+}
+
+/// [`suite_mean`] of `n` values summing to `sum`.
+fn mean_of_sum(sum: f64, n: usize, confidence: f64) -> SuiteMean {
+    if n == 0 {
         return SuiteMean {
             mean: None,
             ci_low: None,
@@ -173,14 +200,13 @@ pub fn suite_mean(values: &[f64], confidence: f64) -> SuiteMean {
             tasks: 0,
         };
     }
-    let n = values.len() as f64;
-    let mean = (values.iter().sum::<f64>() / n).clamp(0.0, 1.0);
-    let Interval { low, high } = wilson_of_rate(mean, n, confidence);
+    let mean = (sum / n as f64).clamp(0.0, 1.0);
+    let Interval { low, high } = wilson_of_rate(mean, n as f64, confidence);
     SuiteMean {
         mean: Some(mean),
         ci_low: Some(low),
         ci_high: Some(high),
-        tasks: values.len(),
+        tasks: n,
     }
 }
 
@@ -195,6 +221,34 @@ mod tests {
             runs,
             successes,
         }
+    }
+
+    #[test]
+    fn the_suite_in_one_pass_is_the_mean_of_the_tasks_figures() {
+        let tasks = [
+            counts("a", 0, 1),
+            counts("b", 3, 4),
+            counts("c", 2, 2),
+            counts("d", 0, 0),
+            counts("e", 5, 7),
+        ];
+        let options = options(&[1, 2, 5]);
+        let (per_task, suite) = statistics(&tasks, &options);
+        let rates: Vec<f64> = per_task.iter().map(|t| t.rate).collect();
+        assert_eq!(suite.rate, suite_mean(&rates, options.confidence));
+        for k in ["1", "2", "5"] {
+            for (means, pick) in [
+                (
+                    &suite.pass_at,
+                    (|t| &t.pass_at) as fn(&TaskStats) -> &BTreeMap<_, _>,
+                ),
+                (&suite.pass_hat, |t| &t.pass_hat),
+            ] {
+                let values: Vec<f64> = per_task.iter().filter_map(|t| pick(t)[k]).collect();
+                assert_eq!(means[k], suite_mean(&values, options.confidence));
+            }
+        }
+        assert_eq!((suite.tasks, suite.runs, suite.successes), (4, 14, 10));
     }
 
     fn options(pass_at: &[u32]) -> StatsOptions {

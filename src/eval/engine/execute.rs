@@ -4,13 +4,15 @@
 
 use std::collections::HashSet;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::EvalError;
+use super::PassCounts;
 use super::observer::EvalObserver;
-use super::outcome::{EvalOutcome, EvalVerdict, Notice, PassCount, adaptive_verdict, verdict};
+use super::outcome::{EvalOutcome, EvalVerdict, Notice, adaptive_verdict, verdict};
 use super::plan::{EvalPlan, Planned};
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
@@ -252,7 +254,9 @@ impl EvalPlan {
         };
         // A rerun's or resume's report counts its pass rates from the rows of its view.
         let pass_counts = match kind {
-            RunKind::Eval => collected.pass_counts(&selected),
+            RunKind::Eval => collected
+                .pass_counts(&selected)
+                .map_err(EvalError::internal)?,
             _ => None,
         };
         // A rerun's results hold the tasks it carried over too: the baseline covers them too.
@@ -511,23 +515,22 @@ impl Collected {
 
     /// The pass counts of the tasks that ran, in suite order, when the report cannot count them
     /// from the rows it holds.
-    fn pass_counts(&self, tasks: &Selected<'_>) -> Option<Vec<PassCount>> {
+    /// A tasks file's or dataset's ids are read back in order, not held.
+    fn pass_counts(&self, tasks: &Selected<'_>) -> Result<Option<PassCounts>, String> {
         if self.all || self.passes.is_empty() {
-            return None;
+            return Ok(None);
         }
-        Some(
-            tasks
-                .entries()
-                .zip(&self.passes)
-                .filter(|(_, (_, runs))| *runs > 0)
-                .map(|(task, &(passed, runs))| PassCount {
-                    id: task.id.to_string(),
-                    model: task.model_label().to_owned(),
-                    passed,
-                    runs,
-                })
-                .collect(),
-        )
+        let (mut counts, mut passes) = (PassCounts::default(), self.passes.iter());
+        tasks.scan(|task| match passes.next() {
+            Some(&(passed, runs)) => {
+                if runs > 0 {
+                    counts.push(task.id.as_str(), task.model_label(), passed, runs);
+                }
+                ControlFlow::Continue(())
+            }
+            None => ControlFlow::Break(()),
+        })?;
+        Ok(Some(counts))
     }
 }
 

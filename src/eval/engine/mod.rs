@@ -19,6 +19,7 @@ mod flag_checks;
 mod merge_plan;
 mod observer;
 mod outcome;
+mod pass_counts;
 mod paths;
 mod plan;
 mod recorded_models;
@@ -30,9 +31,8 @@ pub use error::EvalError;
 pub use flag_checks::{check_regression_test, check_stats, read_baseline};
 pub use merge_plan::{MergeOutcome, MergePlan, MergeRequest};
 pub use observer::{EvalObserver, Quiet};
-pub use outcome::{
-    EvalOutcome, EvalVerdict, Notice, NoticeKind, PassCount, adaptive_verdict, verdict,
-};
+pub use outcome::{EvalOutcome, EvalVerdict, Notice, NoticeKind, adaptive_verdict, verdict};
+pub use pass_counts::PassCounts;
 pub use paths::{check_output, folder_of, is_device, probe_writable, refuse_traces_as_outputs};
 pub use plan::EvalPlan;
 pub use request::{EvalRequest, EvalSource};

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::PassCounts;
 use crate::eval::store::{RUNS_DIR, bytes_under, list_runs};
 use crate::eval::{Comparison, FlakyTask, FolderLock, PassRate, ResultsFile, Verdict, flaky_tasks};
 use crate::run::ExitReason;
@@ -72,20 +73,6 @@ pub enum EvalVerdict {
     Failed,
 }
 
-/// A task's passes over its repeats, counted as the rows were written (the report shows them
-/// when the results do not hold every row).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PassCount {
-    /// The task id.
-    pub id: String,
-    /// Its model's kind.
-    pub model: String,
-    /// Runs that passed.
-    pub passed: u32,
-    /// Runs that ran.
-    pub runs: u32,
-}
-
 /// An evaluation's outcome.
 #[derive(Debug)]
 pub struct EvalOutcome {
@@ -100,7 +87,7 @@ pub struct EvalOutcome {
     /// The baseline's rows this evaluation can speak about.
     pub baseline: Option<ResultsFile>,
     /// Pass counts the results do not hold the rows for.
-    pub pass_counts: Option<Vec<PassCount>>,
+    pub pass_counts: Option<PassCounts>,
     /// The output folder.
     pub out: PathBuf,
     /// `results.json` in it, when written.
@@ -126,17 +113,7 @@ pub struct EvalOutcome {
 impl EvalOutcome {
     /// The pass rates the report shows from [`EvalOutcome::pass_counts`].
     pub fn pass_rates(&self) -> Option<Vec<PassRate<'_>>> {
-        self.pass_counts.as_ref().map(|counts| {
-            counts
-                .iter()
-                .map(|c| PassRate {
-                    id: &c.id,
-                    model: &c.model,
-                    passed: c.passed,
-                    runs: c.runs,
-                })
-                .collect()
-        })
+        (self.pass_counts.as_ref()).map(|counts| counts.rates().collect())
     }
 
     /// Flaky tasks and where their runs parted, read back from what was written (repeats only).

@@ -230,13 +230,9 @@ impl EvalPlan {
     fn choose_tasks(&mut self) -> Result<bool, EvalError> {
         let request = &self.request;
         let narrowing = request.narrowing;
-        // What compares ids at will holds them; a plain evaluation reads a dataset's ids back in
-        // order where it needs them and holds none.
-        if request.resume
-            || self.previous.is_some()
-            || self.baseline.is_some()
-            || !request.summary_only
-        {
+        // What compares ids at will holds them; a plain evaluation, whose report counts each
+        // task's passes in order, reads a dataset's ids back where it needs them and holds none.
+        if request.resume || self.previous.is_some() || self.baseline.is_some() {
             (self.suite.tasks.hold_entries()).map_err(EvalError::internal)?;
         }
         if !request.only.is_empty()
