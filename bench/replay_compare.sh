@@ -9,6 +9,11 @@
 #   BEFORE=/path/to/old/looptrace bench/replay_compare.sh TRACE...
 #   ROUNDS=3 BEFORE=... AFTER=target/release/looptrace bench/replay_compare.sh a.jsonl b.jsonl
 #   COMMANDS=replay BEFORE=... bench/replay_compare.sh a.jsonl   # the replay half only
+#   EVAL_ARGS="--trace-layout single" BEFORE=... bench/replay_compare.sh a.jsonl
+#
+# Each evaluation writes a folder of its own, and the folders are deleted only after every round
+# of a trace, then given SETTLE seconds (default 10): deleting a gigabyte of files just before a
+# run costs that run seconds of system time in the file system's cleanup, not in looptrace.
 #
 # The traces are those of bench/stream_flat.sh (`examples/gen_full_traces.rs`, and
 # `bench/gen_small_runs.py --full` for many small runs). Not part of CI.
@@ -20,23 +25,28 @@ AFTER=${AFTER:-target/release/looptrace}
 ROUNDS=${ROUNDS:-3}
 COMMANDS=${COMMANDS:-replay eval_traces}
 OUT=${OUT:-bench/out/replay-compare}
+EVAL_ARGS=${EVAL_ARGS:-}
+SETTLE=${SETTLE:-10}
 mkdir -p "$OUT"
+RUN=0
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run WHO NAME TRACE: one timed run, its line appended to $OUT/times.
 run() {
     local who=$1 name=$2 trace=$3 bin
     bin=$([ "$who" = before ] && echo "$BEFORE" || echo "$AFTER")
-    rm -rf "$OUT/eval-$who"
+    RUN=$((RUN + 1))
+    local eval_out="$OUT/eval-$RUN-$who"
     local code=0
     case $name in
         replay) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
             "$bin" replay --tools recorded "$trace" > "$OUT/$who.$name.out" 2> "$OUT/$who.err" || code=$? ;;
         eval_traces) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
-            "$bin" eval --traces "$trace" --out "$OUT/eval-$who" --format csv -q > /dev/null 2> "$OUT/$who.err" || code=$?
+            # shellcheck disable=SC2086 # EVAL_ARGS is a list of flags
+            "$bin" eval --traces "$trace" --out "$eval_out" $EVAL_ARGS --format csv -q > /dev/null 2> "$OUT/$who.err" || code=$?
             # The counts the evaluation wrote, which both builds must agree on.
             python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["totals"])' \
-                "$OUT/eval-$who/results.json" > "$OUT/$who.$name.out" ;;
+                "$eval_out/results.json" > "$OUT/$who.$name.out" ;;
     esac
     if [ "$code" -gt 1 ]; then
         echo "$who $name failed with exit code $code:" >&2
@@ -48,6 +58,7 @@ run() {
 }
 
 : > "$OUT/times"
+rm -rf "$OUT"/eval-* # an earlier, interrupted run's
 for TRACE in "$@"; do
     cat "$TRACE" > /dev/null # into the page cache
     for NAME in $COMMANDS; do
@@ -61,7 +72,9 @@ for TRACE in "$@"; do
             fi
         done
     done
-    rm -rf "$OUT/eval-before" "$OUT/eval-after"
+    rm -rf "$OUT"/eval-*
+    sync
+    sleep "$SETTLE"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 

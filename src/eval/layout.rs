@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The one trace file of `--trace-layout single`, in the output folder.
 pub const SINGLE_TRACE: &str = "traces.jsonl";
@@ -61,7 +62,7 @@ pub enum TraceTarget {
     /// One file per run under this run folder (named by `trace_path`).
     PerTask(PathBuf),
     /// The single trace file, opened for appending.
-    Single(File),
+    Single(Arc<File>),
 }
 
 /// The run id of one run of a task in an evaluation: `<task-id>.<eval-id>`, and with `--repeat N`

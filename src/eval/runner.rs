@@ -703,13 +703,13 @@ fn open_trace(
             } else {
                 // A retry's attempt follows the earlier attempts' runs in the task's trace.
                 let file = std::fs::OpenOptions::new().append(true).open(&path)?;
-                TraceWriter::shared(file, false)
+                TraceWriter::shared(Arc::new(file), false)
             }
         }
-        // Every worker appends to the one file through its own handle: each line is one write
-        // on a file opened for appending, so lines of parallel runs never mix. The file's end
-        // was checked once when it was opened, before any worker wrote.
-        TraceTarget::Single(file) => TraceWriter::shared(file.try_clone()?, false),
+        // Every worker appends to the one file through one handle: each line is one write on a
+        // file opened for appending, so lines of parallel runs never mix. The file's end was
+        // checked once when it was opened, before any worker wrote.
+        TraceTarget::Single(file) => TraceWriter::shared(Arc::clone(file), false),
     };
     let writer = match options.flush {
         TraceFlush::Event if answers_at_once(run.task) => writer.hold_until_tool_or_run_end(),

@@ -38,7 +38,8 @@ impl<S: EventSink + ?Sized> EventSink for &mut S {
 /// Appends events to a JSONL file.
 #[derive(Debug)]
 pub struct TraceWriter {
-    file: File,
+    /// Shared with the other writers of an evaluation's single trace file.
+    file: Arc<File>,
     line: Vec<u8>,
     fsync: bool,
     /// The file ended inside a line (an earlier write cut short): the first event starts with
@@ -98,15 +99,15 @@ impl TraceWriter {
     /// read and ends inside a line, the first event begins on a new line.
     pub fn from_file(file: File, fsync: bool) -> TraceWriter {
         let repair = ends_inside_a_line(&file);
-        TraceWriter::with_repair(file, fsync, repair)
+        TraceWriter::with_repair(Arc::new(file), fsync, repair)
     }
 
     /// Writes to a file just created or truncated: it is empty, so its end is not checked.
     pub fn created(file: File, fsync: bool) -> TraceWriter {
-        TraceWriter::with_repair(file, fsync, false)
+        TraceWriter::with_repair(Arc::new(file), fsync, false)
     }
 
-    fn with_repair(file: File, fsync: bool, repair: bool) -> TraceWriter {
+    fn with_repair(file: Arc<File>, fsync: bool, repair: bool) -> TraceWriter {
         TraceWriter {
             file,
             line: Vec::with_capacity(512),
@@ -133,7 +134,7 @@ impl TraceWriter {
     /// file). Its end is not checked: another writer's line may be landing there at that moment,
     /// and a half-landed line would read as a cut-off one. Whoever opens the file ends a cut-off
     /// line once, before any writer starts ([`finish_cut_line`]).
-    pub fn shared(file: File, fsync: bool) -> TraceWriter {
+    pub fn shared(file: Arc<File>, fsync: bool) -> TraceWriter {
         TraceWriter::with_repair(file, fsync, false)
     }
 
@@ -186,11 +187,12 @@ impl TraceWriter {
         let events = self.held.max(1);
         self.held = 0;
         // One write call for the whole line: O_APPEND makes it land at the end as a unit.
-        let written = self.file.write(&self.line).and_then(|written| {
+        let mut file = &*self.file;
+        let written = file.write(&self.line).and_then(|written| {
             if written != self.line.len() {
                 // A short write (disk full, a signal): finish the line so no later line is
                 // glued to it.
-                self.file.write_all(&self.line[written..])?;
+                file.write_all(&self.line[written..])?;
             }
             Ok(())
         });

@@ -384,7 +384,7 @@ fn trace_target(
             let path = layout.root(run_dir);
             let file = crate::output::create_new_append(&path)
                 .map_err(|e| EvalError::io("write", &path, e))?;
-            Ok(TraceTarget::Single(file))
+            Ok(TraceTarget::Single(std::sync::Arc::new(file)))
         }
     }
 }

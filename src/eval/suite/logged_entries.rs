@@ -29,10 +29,25 @@ pub struct LoggedEntries {
     /// Where every [`STRIDE`]th id starts.
     starts: Vec<u64>,
     models: ModelRuns,
-    /// The entry after the last one [`LoggedEntries::id`] read, and where it starts: tasks run
-    /// nearly in order, so the next id asked for is mostly the next one written.
-    cursor: Arc<Mutex<Option<(usize, u64)>>>,
+    /// Where [`LoggedEntries::id`] last read: tasks run nearly in order, so the next id asked
+    /// for is mostly the next one written.
+    cursor: Arc<Mutex<IdCursor>>,
 }
+
+/// The entry after the last one [`LoggedEntries::id`] read and where it starts, and the bytes
+/// of a spilled log read ahead from there: one read serves a run of ids, not one each.
+#[derive(Debug, Default)]
+struct IdCursor {
+    after: Option<(usize, u64)>,
+    window_at: u64,
+    window: Vec<u8>,
+}
+
+/// Bytes of a spilled log read ahead at once.
+const READ_AHEAD: usize = 1 << 16;
+
+/// The most bytes an entry takes in the log: a length byte and an id of at most 200 bytes.
+const MOST_ENTRY_BYTES: usize = 201;
 
 /// Where the ids are: each a byte of length and its bytes (ids are at most 200 ASCII
 /// characters).
@@ -253,7 +268,7 @@ impl LoggedEntries {
     /// [`STRIDE`] on, else from the nearest mark.
     pub fn id(&self, i: usize) -> io::Result<Option<String>> {
         let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
-        let (first, start) = match *cursor {
+        let (first, start) = match cursor.after {
             Some((next, at)) if next <= i && i - next < STRIDE => (next, at),
             _ => match self.starts.get(i / STRIDE) {
                 Some(&at) => (i - i % STRIDE, at),
@@ -265,8 +280,28 @@ impl LoggedEntries {
             found = Some(entry.id.as_str().to_owned());
             ControlFlow::Break(())
         };
-        let after = self.scan_at(first, start, i, 1 << 9, &mut take)?;
-        *cursor = Some(after);
+        let after = match &self.ids {
+            Ids::Memory(_) => self.scan_at(first, start, i, 1 << 9, &mut take)?,
+            Ids::File { file, len } => {
+                // The window must hold every entry up to `i` whole, or the log's end.
+                let needed = (i - first + 1) * MOST_ENTRY_BYTES;
+                let IdCursor {
+                    window_at, window, ..
+                } = &mut *cursor;
+                let window_end = *window_at + window.len() as u64;
+                let held = start >= *window_at
+                    && (window_end == *len || window_end >= start + needed as u64);
+                if !held {
+                    let want = (needed.max(READ_AHEAD) as u64).min(len - start);
+                    window.resize(want as usize, 0);
+                    file.read_exact_at(window, start)?;
+                    *window_at = start;
+                }
+                let from = &window[(start - *window_at) as usize..];
+                self.scan_reader(from, (first, start), i, &mut take)?
+            }
+        };
+        cursor.after = Some(after);
         Ok(found)
     }
 
