@@ -79,11 +79,10 @@ pub(super) fn resumable(
     selected: &Selected<'_>,
     notices: &mut Vec<Notice>,
 ) -> Result<Resumable, EvalError> {
-    let ids = list_runs(out).map_err(|e| EvalError::store(out, e))?;
     let results_path = out.join(RESULTS_NAME);
     let results = results_path.display();
     let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
-    let Some(newest) = ids.last() else {
+    let Some(newest) = list_runs(out)?.pop() else {
         // Format 1 left its rows in `results.partial.jsonl` until it wrote `results.json`.
         if out.join("results.partial.jsonl").exists()
             || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
@@ -92,8 +91,8 @@ pub(super) fn resumable(
         }
         return Ok(Resumable::Nothing);
     };
-    let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
-    let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(newest));
+    let run = read_run(out, &newest)?;
+    let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(&newest));
     let written = settings(
         h.shard,
         h.repeats,
@@ -101,24 +100,24 @@ pub(super) fn resumable(
         &h.trace_layout,
         h.selection.as_ref(),
     );
-    let (was, now) = (&h.suite, info);
-    let suites = format!("from suite {was}, this is suite {now}");
-    if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
-        // Results of another suite (or of this one since edited) are no evaluation to resume:
-        // every task runs, as on a Job's first attempt in a folder an earlier Job left.
-        if was != now {
-            let nothing = format!("`{results}` is {suites}: nothing of it to resume");
-            notices.push(Notice::info(nothing));
-            return Ok(Resumable::Nothing);
-        }
+    let suites = format!("from suite {}, this is suite {info}", h.suite);
+    let whole = run.seal.as_ref().is_some_and(|seal| !seal.interrupted);
+    // Results of another suite (or of this one since edited) are no evaluation to resume: every
+    // task runs, as on a Job's first attempt in a folder an earlier Job left.
+    if whole && h.suite != *info {
+        let nothing = format!("`{results}` is {suites}: nothing of it to resume");
+        notices.push(Notice::info(nothing));
+        return Ok(Resumable::Nothing);
+    }
+    if whole {
         // A crash after the run ended but before its view was written: the view is all it owes.
         let view = match read_results(&results_path) {
-            Ok(view) if view.eval_id.as_ref() == Some(newest) => view,
+            Ok(view) if view.eval_id.as_ref() == Some(&newest) => view,
             _ => {
                 let run = run_path.display();
                 let wrote = format!("the run `{run}` ended whole: wrote its view `{results}`");
                 notices.push(Notice::info(wrote));
-                write_view(out, newest)?
+                write_view(out, &newest)?
             }
         };
         let rows = RowKey::scope(selected.entries(), h.repeats);
@@ -142,7 +141,7 @@ pub(super) fn resumable(
         format!(
             "{run_name} was an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
         )
-    } else if was != now {
+    } else if h.suite != *info {
         format!(
             "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
         )
@@ -170,13 +169,12 @@ pub(super) fn kept_rows(
     selected: &Selected<'_>,
     repeats: u32,
 ) -> Result<Vec<Option<TaskResult>>, EvalError> {
-    let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
+    let view = rebuild_view(out, &parent.header.eval_id)?;
     let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
         .map(|row| (RowKey::of(&row), row))
         .collect();
-    let rows: Vec<(RowKey, bool)> = (held.iter())
-        .map(|(key, row)| (key.clone(), !row.fails()))
-        .collect();
+    // A resume owes what has no row, whether it passed or not.
+    let rows: Vec<(RowKey, bool)> = held.keys().map(|key| (key.clone(), true)).collect();
     // In output order: a task's repeats together; under a model matrix, a task once per model.
     let scope: Vec<RowKey> = RowKey::scope(selected.entries(), repeats).collect();
     let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
@@ -184,6 +182,7 @@ pub(super) fn kept_rows(
         .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
         .collect())
 }
+
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
 /// runs they name beside them. Their rows' traces are never followed: the new run's view takes
 /// its parents' rows from their runs.

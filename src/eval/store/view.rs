@@ -13,7 +13,7 @@ use crate::eval::{RESULTS_FORMAT, ResultsFile, TaskResult, Totals};
 type Runs = HashMap<String, Option<RunRead>>;
 
 /// The rows of run `id` folded over its parents', each by identity with the id of the run that
-/// wrote it. An evaluation or its resume keeps only rows it would write itself.
+/// wrote it.
 fn fold(
     out: &Path,
     id: &str,
@@ -28,25 +28,23 @@ fn fold(
     let (Some(Some(run)), true) = (runs.get(id).cloned(), depth < 10_000) else {
         return Ok(HashMap::new());
     };
-    let mut rows = HashMap::new();
-    for parent in run.header.parents.iter().collect::<BTreeSet<_>>() {
+    let (mut rows, h) = (HashMap::new(), &run.header);
+    for parent in h.parents.iter().collect::<BTreeSet<_>>() {
         rows.extend(fold(out, parent, runs, depth + 1)?);
     }
-    let rerun = run.header.kind == RunKind::Rerun;
-    for (_, row) in rows.values_mut().filter(|_| rerun) {
+    if h.kind == RunKind::Rerun {
         // What a rerun did not run again it carried over.
-        row.carried_over = true;
+        rows.values_mut()
+            .for_each(|(_, row)| row.carried_over = true);
+    } else {
+        let tasks: HashSet<&str> = h.tasks.iter().map(String::as_str).collect();
+        // An evaluation or its resume keeps only rows it would write itself.
+        let repeat = |r| h.repeats > 1 && (1..=h.repeats).contains(&r);
+        rows.retain(|_, (_, row)| {
+            tasks.contains(row.id.as_str()) && row.repeat.map_or(h.repeats == 1, repeat)
+        });
     }
     rows.extend((run.rows.into_iter()).map(|row| (RowKey::of(&row), (id.to_owned(), row))));
-    let tasks: HashSet<&str> = run.header.tasks.iter().map(String::as_str).collect();
-    let repeats = run.header.repeats;
-    rows.retain(|_, (_, row)| {
-        let repeat = row.repeat.unwrap_or(1);
-        rerun
-            || (tasks.contains(row.id.as_str())
-                && (1..=repeats).contains(&repeat)
-                && row.repeat.is_some() == (repeats > 1))
-    });
     Ok(rows)
 }
 
