@@ -17,7 +17,7 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, kept_rows, read_rerun, resumable, settings};
+use super::resume::{Resumable, read_rerun, resumable, settings};
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
@@ -465,10 +465,7 @@ impl EvalPlan {
         );
         let selected = self.suite.tasks.select(self.positions.clone());
         match resumable(&self.out, &info, &settings, &selected, &mut self.notices)? {
-            Resumable::Run(parent) => {
-                self.kept = kept_rows(&self.out, &parent, &selected, self.repeats)?;
-                self.parents.push(parent.header.eval_id);
-            }
+            Resumable::Run { parent, kept } => (self.kept, self.parents) = (kept, vec![parent]),
             Resumable::Complete(previous) => {
                 let passed = verdict(&previous, None);
                 self.nothing = Some((*previous, passed));

@@ -1,7 +1,7 @@
 //! Which earlier runs a new evaluation builds on: the run `--resume` continues (refused when it
-//! was of another suite or other settings), the rows it keeps (which rows are owed is
-//! [`crate::eval::store::owed`]), and the results `--rerun-failed`
-//! reads (complete, of this suite, with the runs they name beside them).
+//! was of another suite or other settings) and the rows it keeps (which rows are owed is
+//! [`crate::eval::store::owed`]), and the results `--rerun-failed` reads (complete, of this
+//! suite, with the runs they name beside them).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::path::Path;
 use super::outcome::Notice;
 use super::{EvalError, folder_of, write_view};
 use crate::eval::store::{
-    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunKind, RunRead, is_run_id, list_runs, owed,
+    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunKind, is_run_id, list_runs, owed,
     read_run, rebuild_view,
 };
 use crate::eval::{
@@ -20,8 +20,14 @@ use crate::trace::Capture;
 
 /// What `--resume` found in the output folder.
 pub(super) enum Resumable {
-    /// The run to continue: the newest, which a crash or a signal stopped.
-    Run(Box<RunRead>),
+    /// The run to continue: the newest, which a crash or a signal stopped, and the rows of its
+    /// view the resume keeps, by output position.
+    Run {
+        /// The run's id, the resume's parent.
+        parent: String,
+        /// Each row of the selected tasks' repeats, unless the resume owes it ([`owed`]).
+        kept: Vec<Option<TaskResult>>,
+    },
     /// The newest run ended with every row, and `results.json` is its view: nothing to do.
     Complete(Box<ResultsFile>),
     /// No run to continue: run everything.
@@ -156,31 +162,25 @@ pub(super) fn resumable(
                 rows.display()
             )));
         }
-        return Ok(Resumable::Run(Box::new(run)));
+        // Every row was appended after its run's trace was written whole: a row held is a run
+        // recorded, and a resume owes only what has none.
+        let view = rebuild_view(out, &newest)?;
+        let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
+            .map(|row| (RowKey::of(&row), row))
+            .collect();
+        let rows: Vec<(RowKey, bool)> = held.keys().map(|key| (key.clone(), true)).collect();
+        // In output order: a task's repeats together; under a model matrix, a task once per model.
+        let scope: Vec<RowKey> = RowKey::scope(selected.entries(), h.repeats).collect();
+        let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
+        let kept = (scope.iter())
+            .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
+            .collect();
+        return Ok(Resumable::Run {
+            parent: newest,
+            kept,
+        });
     };
     refuse(&run_path, why)
-}
-
-/// The rows of `parent`'s view a resume keeps, by output position: those it does not owe
-/// ([`owed`]). Every row was appended after its run's trace was written whole.
-pub(super) fn kept_rows(
-    out: &Path,
-    parent: &RunRead,
-    selected: &Selected<'_>,
-    repeats: u32,
-) -> Result<Vec<Option<TaskResult>>, EvalError> {
-    let view = rebuild_view(out, &parent.header.eval_id)?;
-    let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
-        .map(|row| (RowKey::of(&row), row))
-        .collect();
-    // A resume owes what has no row, whether it passed or not.
-    let rows: Vec<(RowKey, bool)> = held.keys().map(|key| (key.clone(), true)).collect();
-    // In output order: a task's repeats together; under a model matrix, a task once per model.
-    let scope: Vec<RowKey> = RowKey::scope(selected.entries(), repeats).collect();
-    let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
-    Ok((scope.iter())
-        .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
-        .collect())
 }
 
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
