@@ -341,7 +341,7 @@ impl EvalPlan {
                     .as_ref()
                     .is_some_and(|r| same_file(r, output));
             let inputs = if own_view { &[][..] } else { &input_paths };
-            check_output("eval", flag, output, inputs)?;
+            check_output(flag, output, inputs)?;
         }
         // Through a link, eval would write files in another folder, out of that folder's lock.
         refuse_own_folder_elsewhere(

@@ -16,7 +16,7 @@ pub fn rebuild_view(dir: &Path) -> Result<(ResultsFile, bool), EvalError> {
         Some(head) => (head, false),
         None => (convert_v1(dir)?, true),
     };
-    super::check_output("eval", "--rebuild-view", &dir.join(RESULTS_NAME), &[])?;
+    super::check_output("--rebuild-view", &dir.join(RESULTS_NAME), &[])?;
     Ok((write_view(dir, &head)?, converted))
 }
 
