@@ -175,20 +175,19 @@ fn write_html(
 
 /// `eval --rebuild-view DIR`.
 fn rebuild(dir: &Path) -> CliResult {
-    let rebuilt = rebuild_view(dir)?;
-    let results_path = dir.join(RESULTS_NAME);
-    if rebuilt.converted {
+    let (view, converted) = rebuild_view(dir)?;
+    let (results_path, head) = (dir.join(RESULTS_NAME), view.eval_id.unwrap_or_default());
+    if converted {
         eprintln!(
             "converted `{}` (results format 1) into the run `{}`",
             results_path.display(),
-            dir.join(RUNS_DIR).join(&rebuilt.head).display()
+            dir.join(RUNS_DIR).join(&head).display()
         );
     }
     eprintln!(
-        "rebuilt `{}` from the run `{}` ({})",
+        "rebuilt `{}` from the run `{head}` ({})",
         results_path.display(),
-        rebuilt.head,
-        looptrace::plural(rebuilt.view.tasks.len() as u64, "row", "rows")
+        looptrace::plural(view.tasks.len() as u64, "row", "rows")
     );
     Ok(Outcome::Success)
 }

@@ -2,7 +2,7 @@
 //! that failed, errored or were not reached when it was interrupted). The new run names the runs
 //! of those results as its parents; its view carries their other rows over.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::results::ResultsFile;
 use super::store::{Owing, RowKey, owed};
@@ -18,28 +18,27 @@ pub type Slot = (String, Option<String>);
 /// its `--only`/`--skip` selection, or a rerun's tasks and those it lists as `not_reached`).
 pub fn failed_ids(previous: &ResultsFile, suite: &Suite) -> HashSet<Slot> {
     let repeats = previous.repeats.unwrap_or(1);
-    let mut rows_of: HashMap<(&str, Option<&str>), u32> = HashMap::new();
-    for row in &previous.tasks {
-        *rows_of
-            .entry((row.id.as_str(), row.given_model()))
-            .or_default() += 1;
-    }
+    let with_rows: HashSet<(&str, Option<&str>)> = (previous.tasks.iter())
+        .map(|row| (row.id.as_str(), row.given_model()))
+        .collect();
     // Under a model matrix the suite counts a task once per model.
-    let with_rows: HashSet<&str> = previous.tasks.iter().map(|row| row.id.as_str()).collect();
+    let ids: HashSet<&str> = with_rows.iter().map(|(id, _)| *id).collect();
     let not_reached = (previous.not_reached.iter())
-        .filter(|id| !with_rows.contains(id.as_str()))
+        .filter(|id| !ids.contains(id.as_str()))
         .count();
-    let whole = rows_of.len() + not_reached * previous.models.len().max(1) >= previous.suite.tasks;
+    let whole =
+        with_rows.len() + not_reached * previous.models.len().max(1) >= previous.suite.tasks;
     let set_out: Option<HashSet<&str>> = (previous.selection.as_ref())
         .map(|selection| selection.tasks.iter().chain(&previous.not_reached))
         .map(|ids| ids.map(String::as_str).collect());
     let entries = suite.tasks.entries();
     let in_scope = entries.iter().filter(|entry| {
-        let count = (rows_of.get(&(entry.id.as_str(), entry.model_name))).map_or(0, |n| *n);
         let set_out = set_out
             .as_ref()
             .is_none_or(|ids| ids.contains(entry.id.as_str()));
-        count > 0 || whole || (previous.interrupted && set_out && count < repeats)
+        with_rows.contains(&(entry.id.as_str(), entry.model_name))
+            || whole
+            || (previous.interrupted && set_out)
     });
     let rows: Vec<(RowKey, bool)> = (previous.tasks.iter())
         .map(|row| (RowKey::of(row), !row.fails()))

@@ -83,6 +83,16 @@ impl From<crate::output::OutputRefused> for EvalError {
     }
 }
 
+/// A run store that cannot be read or written as asked, naming its file.
+impl From<crate::eval::store::StoreError> for EvalError {
+    fn from(error: crate::eval::store::StoreError) -> Self {
+        EvalError::Store {
+            path: error.path,
+            message: error.message,
+        }
+    }
+}
+
 impl EvalError {
     /// A usage error about `flag`.
     pub(crate) fn usage(flag: &str, message: impl std::fmt::Display) -> Self {

@@ -87,7 +87,7 @@ impl MergePlan {
             .collect();
         let outputs = outputs_of(&request);
         for (n, &(flag, output)) in outputs.iter().enumerate() {
-            check_output("merge", flag, output, &inputs)?;
+            check_output(flag, output, &inputs)?;
             probe_writable(flag, &folder_of(output))?;
             if let Some((earlier, _)) = outputs[..n]
                 .iter()
@@ -309,7 +309,7 @@ fn refuse_suite_files_as_outputs(
         )
         .collect();
     for &(flag, output) in outputs {
-        check_output("merge", flag, output, &read)?;
+        check_output(flag, output, &read)?;
     }
     Ok(())
 }

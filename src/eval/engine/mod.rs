@@ -36,5 +36,5 @@ pub use pass_counts::PassCounts;
 pub use paths::{check_output, folder_of, is_device, probe_writable, refuse_traces_as_outputs};
 pub use plan::EvalPlan;
 pub use request::{EvalRequest, EvalSource};
+pub use view::rebuild_view;
 pub(crate) use view::write_view;
-pub use view::{RebuiltView, rebuild_view};

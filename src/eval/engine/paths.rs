@@ -8,22 +8,17 @@ use super::EvalError;
 use crate::eval::ResultsFile;
 use crate::output::{refuse_file_as_folder, refuse_not_regular, same_file, special_kind};
 
-/// Fails unless `command` may write `output`, named by `flag`: never through a symbolic link,
-/// never over one of `inputs` (however their paths are written: through links, `..`, or before
-/// they exist), never a folder or a socket; a file it keeps (all but a report, `--junit` or
-/// `--html`, which may be a named pipe or a device: `--junit /dev/null`) only where a regular
-/// file is or none.
-pub fn check_output(
-    command: &str,
-    flag: &str,
-    output: &Path,
-    inputs: &[PathBuf],
-) -> Result<(), EvalError> {
+/// Fails unless `output`, named by `flag`, may be written: never through a symbolic link (the
+/// refusal every looptrace output gets), never over one of `inputs` (however their paths are
+/// written: through links, `..`, or before they exist), never a folder or a socket; a file it
+/// keeps (all but a report, `--junit` or `--html`, which may be a named pipe or a device:
+/// `--junit /dev/null`) only where a regular file is or none.
+pub fn check_output(flag: &str, output: &Path, inputs: &[PathBuf]) -> Result<(), EvalError> {
     let shown = output.display();
     let refuse = |message: String| Err(EvalError::output(flag, output, message));
-    if crate::output::is_symlink(output) {
+    if let Err(link) = crate::output::refuse_symlink(output) {
         return refuse(format!(
-            "{flag}: `{shown}`: it is a symbolic link, and {command} never writes through one (remove it or choose another path)"
+            "{flag}: `{shown}`: {link} (remove it or choose another path)"
         ));
     }
     if !matches!(flag, "--junit" | "--html") {

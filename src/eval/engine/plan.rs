@@ -17,7 +17,7 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, kept_rows, read_rerun, resumable, settings};
+use super::resume::{Resumable, read_rerun, resumable, settings};
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
@@ -337,7 +337,7 @@ impl EvalPlan {
                     .as_ref()
                     .is_some_and(|r| same_file(r, output));
             let inputs = if own_view { &[][..] } else { &input_paths };
-            check_output("eval", flag, output, inputs)?;
+            check_output(flag, output, inputs)?;
         }
         // Through a link, eval would write files in another folder, out of that folder's lock.
         refuse_own_folder_elsewhere(
@@ -461,10 +461,7 @@ impl EvalPlan {
         );
         let selected = self.suite.tasks.select(self.positions.clone());
         match resumable(&self.out, &info, &settings, &selected, &mut self.notices)? {
-            Resumable::Run(parent) => {
-                self.kept = kept_rows(&self.out, &parent, &selected, self.repeats)?;
-                self.parents.push(parent.header.eval_id);
-            }
+            Resumable::Run { parent, kept } => (self.kept, self.parents) = (kept, vec![parent]),
             Resumable::Complete(previous) => {
                 let passed = verdict(&previous, None);
                 self.nothing = Some((*previous, passed));

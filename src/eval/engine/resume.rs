@@ -1,7 +1,7 @@
 //! Which earlier runs a new evaluation builds on: the run `--resume` continues (refused when it
-//! was of another suite or other settings), the rows it keeps (which rows are owed is
-//! [`crate::eval::store::owed`]), and the results `--rerun-failed`
-//! reads (complete, of this suite, with the runs they name beside them).
+//! was of another suite or other settings) and the rows it keeps (which rows are owed is
+//! [`crate::eval::store::owed`]), and the results `--rerun-failed` reads (complete, of this
+//! suite, with the runs they name beside them).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::path::Path;
 use super::outcome::Notice;
 use super::{EvalError, folder_of, write_view};
 use crate::eval::store::{
-    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunKind, RunRead, is_run_id, list_runs, owed,
+    Owing, RESULTS_NAME, ROWS_NAME, RUNS_DIR, RowKey, RunKind, is_run_id, list_runs, owed,
     read_run, rebuild_view,
 };
 use crate::eval::{
@@ -20,8 +20,14 @@ use crate::trace::Capture;
 
 /// What `--resume` found in the output folder.
 pub(super) enum Resumable {
-    /// The run to continue: the newest, which a crash or a signal stopped.
-    Run(Box<RunRead>),
+    /// The run to continue: the newest, which a crash or a signal stopped, and the rows of its
+    /// view the resume keeps, by output position.
+    Run {
+        /// The run's id, the resume's parent.
+        parent: String,
+        /// Each row of the selected tasks' repeats, unless the resume owes it ([`owed`]).
+        kept: Vec<Option<TaskResult>>,
+    },
     /// The newest run ended with every row, and `results.json` is its view: nothing to do.
     Complete(Box<ResultsFile>),
     /// No run to continue: run everything.
@@ -79,11 +85,10 @@ pub(super) fn resumable(
     selected: &Selected<'_>,
     notices: &mut Vec<Notice>,
 ) -> Result<Resumable, EvalError> {
-    let ids = list_runs(out).map_err(|e| EvalError::store(out, e))?;
     let results_path = out.join(RESULTS_NAME);
     let results = results_path.display();
     let refuse = |path: &Path, why: String| Err(EvalError::store(path, format!("--resume: {why}")));
-    let Some(newest) = ids.last() else {
+    let Some(newest) = list_runs(out)?.pop() else {
         // Format 1 left its rows in `results.partial.jsonl` until it wrote `results.json`.
         if out.join("results.partial.jsonl").exists()
             || read_results(&results_path).is_ok_and(|r| r.format == RESULTS_FORMAT_V1)
@@ -92,8 +97,8 @@ pub(super) fn resumable(
         }
         return Ok(Resumable::Nothing);
     };
-    let run = read_run(out, newest).map_err(|e| EvalError::store(out, e))?;
-    let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(newest));
+    let run = read_run(out, &newest)?;
+    let (h, run_path) = (&run.header, out.join(RUNS_DIR).join(&newest));
     let written = settings(
         h.shard,
         h.repeats,
@@ -101,24 +106,24 @@ pub(super) fn resumable(
         &h.trace_layout,
         h.selection.as_ref(),
     );
-    let (was, now) = (&h.suite, info);
-    let suites = format!("from suite {was}, this is suite {now}");
-    if run.seal.as_ref().is_some_and(|seal| !seal.interrupted) {
-        // Results of another suite (or of this one since edited) are no evaluation to resume:
-        // every task runs, as on a Job's first attempt in a folder an earlier Job left.
-        if was != now {
-            let nothing = format!("`{results}` is {suites}: nothing of it to resume");
-            notices.push(Notice::info(nothing));
-            return Ok(Resumable::Nothing);
-        }
+    let suites = format!("from suite {}, this is suite {info}", h.suite);
+    let whole = run.seal.as_ref().is_some_and(|seal| !seal.interrupted);
+    // Results of another suite (or of this one since edited) are no evaluation to resume: every
+    // task runs, as on a Job's first attempt in a folder an earlier Job left.
+    if whole && h.suite != *info {
+        let nothing = format!("`{results}` is {suites}: nothing of it to resume");
+        notices.push(Notice::info(nothing));
+        return Ok(Resumable::Nothing);
+    }
+    if whole {
         // A crash after the run ended but before its view was written: the view is all it owes.
         let view = match read_results(&results_path) {
-            Ok(view) if view.eval_id.as_ref() == Some(newest) => view,
+            Ok(view) if view.eval_id.as_ref() == Some(&newest) => view,
             _ => {
                 let run = run_path.display();
                 let wrote = format!("the run `{run}` ended whole: wrote its view `{results}`");
                 notices.push(Notice::info(wrote));
-                write_view(out, newest)?
+                write_view(out, &newest)?
             }
         };
         let rows = RowKey::scope(selected.entries(), h.repeats);
@@ -142,7 +147,7 @@ pub(super) fn resumable(
         format!(
             "{run_name} was an interrupted `--rerun-failed {rerun}`, whose rows --resume cannot continue: run that rerun again"
         )
-    } else if was != now {
+    } else if h.suite != *info {
         format!(
             "{run_name} is {suites}: resume with the suite it came from, or run without --resume"
         )
@@ -157,33 +162,27 @@ pub(super) fn resumable(
                 rows.display()
             )));
         }
-        return Ok(Resumable::Run(Box::new(run)));
+        // Every row was appended after its run's trace was written whole: a row held is a run
+        // recorded, and a resume owes only what has none.
+        let view = rebuild_view(out, &newest)?;
+        let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
+            .map(|row| (RowKey::of(&row), row))
+            .collect();
+        let rows: Vec<(RowKey, bool)> = held.keys().map(|key| (key.clone(), true)).collect();
+        // In output order: a task's repeats together; under a model matrix, a task once per model.
+        let scope: Vec<RowKey> = RowKey::scope(selected.entries(), h.repeats).collect();
+        let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
+        let kept = (scope.iter())
+            .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
+            .collect();
+        return Ok(Resumable::Run {
+            parent: newest,
+            kept,
+        });
     };
     refuse(&run_path, why)
 }
 
-/// The rows of `parent`'s view a resume keeps, by output position: those it does not owe
-/// ([`owed`]). Every row was appended after its run's trace was written whole.
-pub(super) fn kept_rows(
-    out: &Path,
-    parent: &RunRead,
-    selected: &Selected<'_>,
-    repeats: u32,
-) -> Result<Vec<Option<TaskResult>>, EvalError> {
-    let view = rebuild_view(out, &parent.header.eval_id).map_err(|e| EvalError::store(out, e))?;
-    let mut held: HashMap<RowKey, TaskResult> = (view.tasks.into_iter())
-        .map(|row| (RowKey::of(&row), row))
-        .collect();
-    let rows: Vec<(RowKey, bool)> = (held.iter())
-        .map(|(key, row)| (key.clone(), !row.fails()))
-        .collect();
-    // In output order: a task's repeats together; under a model matrix, a task once per model.
-    let scope: Vec<RowKey> = RowKey::scope(selected.entries(), repeats).collect();
-    let owed: HashSet<RowKey> = owed(Owing::Resume, &scope, &rows).into_iter().collect();
-    Ok((scope.iter())
-        .map(|key| (!owed.contains(key)).then(|| held.remove(key)).flatten())
-        .collect())
-}
 /// Reads `--rerun-failed`: complete results of this suite as a whole (merge shards first), the
 /// runs they name beside them. Their rows' traces are never followed: the new run's view takes
 /// its parents' rows from their runs.

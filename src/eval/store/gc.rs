@@ -71,11 +71,10 @@ pub fn plan_gc(out: &Path, referenced: &[String], mut keep: usize) -> Result<GcP
 /// Removes the runs `plan` names, and the temporary files a crash left while the view was
 /// replaced; returns the first failure, having tried every run.
 pub fn remove_runs(out: &Path, plan: &GcPlan) -> Result<(), StoreError> {
+    // `write_results` writes the view to `.results.json.tmp-*` beside it, then renames it.
+    let temp = |name: &str| name.starts_with(".results.json.tmp-");
     for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(".results.json.tmp-")
+        if temp(&entry.file_name().to_string_lossy())
             && entry.file_type().is_ok_and(|t| t.is_file())
         {
             let _ = std::fs::remove_file(entry.path());

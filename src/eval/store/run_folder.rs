@@ -237,10 +237,8 @@ pub fn read_run(out: &Path, id: &str) -> Result<RunRead, StoreError> {
 /// The ids of the runs in `out`, oldest first (ids start with the time they were made); none
 /// when there is no `runs/` folder.
 pub fn list_runs(out: &Path) -> Result<Vec<String>, StoreError> {
-    Ok(folders(out)?
-        .into_iter()
-        .filter(|name| is_run_id(name))
-        .collect())
+    let names = folders(out)?.into_iter();
+    Ok(names.filter(|name| is_run_id(name)).collect())
 }
 
 /// Makes run `id` of `out` whole or not at all: `fill` makes it as a staging folder

@@ -8,45 +8,42 @@ use super::row_key::RowKey;
 use super::run_folder::{RUNS_DIR, RunHeader, RunKind, RunRead, Seal, StoreError, read_run};
 use crate::eval::{RESULTS_FORMAT, ResultsFile, TaskResult, Totals};
 
-/// The runs of one output folder read so far (`None`: its folder is gone, as `gc` removes runs
-/// whose rows every view has replaced).
-type Runs = HashMap<String, Option<RunRead>>;
+/// The runs of one output folder read so far; a run whose folder is gone (`gc` removes runs whose
+/// rows every view has replaced) is never among them, and adds no rows.
+type Runs = HashMap<String, RunRead>;
 
 /// The rows of run `id` folded over its parents', each by identity with the id of the run that
-/// wrote it. An evaluation or its resume keeps only rows it would write itself.
+/// wrote it.
 fn fold(
     out: &Path,
     id: &str,
     runs: &mut Runs,
     depth: usize,
 ) -> Result<HashMap<RowKey, (String, TaskResult)>, StoreError> {
-    if !runs.contains_key(id) {
-        let there = out.join(RUNS_DIR).join(id).is_dir();
-        runs.insert(id.to_owned(), there.then(|| read_run(out, id)).transpose()?);
+    if !runs.contains_key(id) && out.join(RUNS_DIR).join(id).is_dir() {
+        runs.insert(id.to_owned(), read_run(out, id)?);
     }
     // Parents are always older runs, so a chain cannot loop unless a header was edited.
-    let (Some(Some(run)), true) = (runs.get(id).cloned(), depth < 10_000) else {
+    let (Some(run), true) = (runs.get(id).cloned(), depth < 10_000) else {
         return Ok(HashMap::new());
     };
-    let mut rows = HashMap::new();
-    for parent in run.header.parents.iter().collect::<BTreeSet<_>>() {
+    let (mut rows, h) = (HashMap::new(), &run.header);
+    for parent in h.parents.iter().collect::<BTreeSet<_>>() {
         rows.extend(fold(out, parent, runs, depth + 1)?);
     }
-    let rerun = run.header.kind == RunKind::Rerun;
-    for (_, row) in rows.values_mut().filter(|_| rerun) {
+    if h.kind == RunKind::Rerun {
         // What a rerun did not run again it carried over.
-        row.carried_over = true;
+        rows.values_mut()
+            .for_each(|(_, row)| row.carried_over = true);
+    } else {
+        let tasks: HashSet<&str> = h.tasks.iter().map(String::as_str).collect();
+        // An evaluation or its resume keeps only rows it would write itself.
+        let repeat = |r| h.repeats > 1 && (1..=h.repeats).contains(&r);
+        rows.retain(|_, (_, row)| {
+            tasks.contains(row.id.as_str()) && row.repeat.map_or(h.repeats == 1, repeat)
+        });
     }
     rows.extend((run.rows.into_iter()).map(|row| (RowKey::of(&row), (id.to_owned(), row))));
-    let tasks: HashSet<&str> = run.header.tasks.iter().map(String::as_str).collect();
-    let repeats = run.header.repeats;
-    rows.retain(|_, (_, row)| {
-        let repeat = row.repeat.unwrap_or(1);
-        rerun
-            || (tasks.contains(row.id.as_str())
-                && (1..=repeats).contains(&repeat)
-                && row.repeat.is_some() == (repeats > 1))
-    });
     Ok(rows)
 }
 
@@ -54,7 +51,7 @@ fn fold(
 pub fn rebuild_view(out: &Path, head: &str) -> Result<ResultsFile, StoreError> {
     let run = read_run(out, head)?;
     let (header, seal) = (run.header.clone(), run.seal.clone());
-    let mut runs = Runs::from([(head.to_owned(), Some(run))]);
+    let mut runs = Runs::from([(head.to_owned(), run)]);
     let folded = fold(out, head, &mut runs, 0)?;
     let position: HashMap<&str, usize> = (header.tasks.iter().enumerate())
         .map(|(i, t)| (t.as_str(), i))
