@@ -41,8 +41,8 @@ run() {
     case $name in
         replay) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
             "$bin" replay --tools recorded "$trace" > "$OUT/$who.$name.out" 2> "$OUT/$who.err" || code=$? ;;
+        # shellcheck disable=SC2086 # EVAL_ARGS is a list of flags
         eval_traces) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
-            # shellcheck disable=SC2086 # EVAL_ARGS is a list of flags
             "$bin" eval --traces "$trace" --out "$eval_out" $EVAL_ARGS --format csv -q > /dev/null 2> "$OUT/$who.err" || code=$?
             # The counts the evaluation wrote, which both builds must agree on.
             python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["totals"])' \
