@@ -14,7 +14,7 @@ use looptrace::eval::engine::{
     EvalObserver, EvalOutcome, EvalPlan, EvalVerdict, NoticeKind, rebuild_view,
 };
 use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR};
-use looptrace::eval::{Comparison, PassRate, ResultsFile, TaskResult};
+use looptrace::eval::{Comparison, ResultsFile, TaskRates, TaskResult};
 use looptrace::html::{PageRuns, ResultsPage};
 use looptrace::report::{LiveFold, RowMode};
 use looptrace::trace::RunTap;
@@ -204,7 +204,7 @@ pub(super) fn outcome_of(verdict: EvalVerdict) -> Outcome {
 pub(super) fn print_report<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
-    pass_rates: Option<Vec<PassRate<'a>>>,
+    pass_rates: Option<TaskRates<'a>>,
     stats: &looptrace::stats::StatsOptions,
     flaky: &'a [looptrace::eval::FlakyTask],
     format: FormatArg,

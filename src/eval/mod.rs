@@ -15,6 +15,7 @@ mod layout;
 mod matrix;
 mod merge;
 pub mod model_spec;
+mod pass_counts;
 mod render;
 mod render_models;
 mod render_shared;
@@ -50,12 +51,13 @@ pub use layout::{SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, run_id};
 pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
+pub use pass_counts::PassCounts;
 pub use render::{
     ReportFormat, reason_label, render_report, render_report_styled, render_report_with,
     summary_line, write_report_full,
 };
 pub use render_models::ModelMatrix;
-pub use render_shared::{FAILED_SHOWN, PassRate, pass_rates_of};
+pub use render_shared::{FAILED_SHOWN, PassRate, TaskRates, pass_rates_of};
 pub(crate) use rerun::{failed_ids, still_owed};
 pub(crate) use results::now_rfc3339;
 pub use results::{

@@ -9,7 +9,7 @@ use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
 use super::flaky::FlakyTask;
 use super::render_models::ModelMatrix;
-use super::render_shared::{FAILED_SHOWN, PassRate, pass_rates, percent, share};
+use super::render_shared::{FAILED_SHOWN, PassRate, TaskRates, pass_rates, percent, share};
 use super::render_stats::{StatsView, marked, paired_lines};
 use super::report_sink::ReportSink;
 use super::results::{ResultsFile, TaskResult};
@@ -67,7 +67,7 @@ pub fn render_report_with<'a>(
     let written = write_report_full(
         results,
         comparison,
-        pass_rates,
+        pass_rates.map(TaskRates::Listed),
         &stats,
         &[],
         format,
@@ -86,7 +86,7 @@ pub fn render_report_with<'a>(
 pub fn write_report_full<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
-    pass_rates: Option<Vec<PassRate<'a>>>,
+    pass_rates: Option<TaskRates<'a>>,
     stats: &StatsOptions,
     flaky: &'a [FlakyTask],
     format: ReportFormat,
@@ -116,7 +116,7 @@ pub fn write_report_full<'a>(
 pub fn summary_line<'a>(
     results: &'a ResultsFile,
     comparison: Option<&'a Comparison>,
-    pass_rates: Option<Vec<PassRate<'a>>>,
+    pass_rates: Option<TaskRates<'a>>,
 ) -> String {
     let mut report = Report::new(results, comparison);
     if pass_rates.is_some() {
@@ -180,7 +180,7 @@ struct Report<'a> {
     /// The failing rows: the task (with its repeat, if any), exit reason and why.
     failed: Vec<(String, &'a TaskResult, String)>,
     /// Each task's passing runs and runs, in suite order (`None` only when given none to count).
-    pass_rates: Option<Vec<PassRate<'a>>>,
+    pass_rates: Option<TaskRates<'a>>,
     /// Whether tasks ran more than once (`--repeat`): the report then has its repeats section.
     repeated: bool,
     /// `--confidence` and `--pass-at`.
@@ -226,7 +226,7 @@ impl<'a> Report<'a> {
             comparison,
             rows,
             failed,
-            pass_rates: pass_rates(results),
+            pass_rates: pass_rates(results).map(TaskRates::Listed),
             repeated: repeated(results),
             stats: StatsOptions::default(),
             flaky: &[],
@@ -250,7 +250,7 @@ impl<'a> Report<'a> {
     }
 
     /// The statistics of the tasks' pass rates.
-    fn statistics(&self) -> Option<StatsView<'_>> {
+    fn statistics(&self) -> Option<StatsView<'_, 'a>> {
         self.pass_rates
             .as_ref()
             .map(|rates| StatsView::of(rates, &self.stats))
@@ -261,8 +261,13 @@ impl<'a> Report<'a> {
         self.comparison.and_then(|c| c.paired.as_ref())
     }
 
+    /// The models side by side, when the rates name more than one.
+    fn matrix(&self) -> Option<ModelMatrix> {
+        (self.pass_rates.as_ref()).and_then(|rates| ModelMatrix::of_rates(rates.iter()))
+    }
+
     /// The pass rates the repeats section shows: only when tasks ran more than once.
-    fn repeat_rates(&self) -> Option<&Vec<PassRate<'a>>> {
+    fn repeat_rates(&self) -> Option<&TaskRates<'a>> {
         self.pass_rates.as_ref().filter(|_| self.repeated)
     }
 
@@ -281,7 +286,7 @@ impl<'a> Report<'a> {
                 .pass_rates
                 .as_ref()
                 .map_or(runs / u64::from(repeats), |rates| rates.len() as u64);
-            let matrix = self.pass_rates.as_deref().and_then(ModelMatrix::of);
+            let matrix = self.matrix();
             let shape = if let Some(matrix) = matrix
                 .filter(|m| (m.tasks.len() * m.models.len()) as u64 * u64::from(repeats) == runs)
             {
@@ -347,7 +352,7 @@ impl<'a> Report<'a> {
         )
     }
 
-    fn pass_rate_line(&self, rates: &[PassRate<'_>]) -> String {
+    fn pass_rate_line(&self, rates: &TaskRates<'_>) -> String {
         let every = rates.iter().filter(|r| r.passed == r.runs).count();
         let never = rates.iter().filter(|r| r.passed == 0).count();
         let flaky: Vec<&str> = rates.iter().filter(|r| r.flaky()).map(|r| r.id).collect();
@@ -418,7 +423,7 @@ impl<'a> Report<'a> {
                 out.push('\n');
             }
         }
-        if let Some(matrix) = self.pass_rates.as_deref().and_then(ModelMatrix::of) {
+        if let Some(matrix) = self.matrix() {
             out.push_str("\nModels side by side (passing runs / runs):\n");
             let (header, rows) = matrix.cells();
             let mut table = style.table(header.iter().map(String::as_str).collect());
@@ -434,9 +439,9 @@ impl<'a> Report<'a> {
             for line in self.divergence_lines() {
                 out.push_str(&format!("  {line}\n"));
             }
-            let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
+            let below: Vec<PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
-                let matrix = ModelMatrix::of(rates).is_some();
+                let matrix = ModelMatrix::of_rates(rates.iter()).is_some();
                 let mut table = style.table(vec!["task", "passed", "pass rate", "flaky"]);
                 for r in below {
                     style.add_row(
@@ -530,7 +535,7 @@ impl<'a> Report<'a> {
             for line in self.divergence_lines() {
                 out.push_str(&format!("\n- {}\n", markdown_cell(&line)));
             }
-            let below: Vec<&PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
+            let below: Vec<PassRate<'_>> = rates.iter().filter(|r| r.passed < r.runs).collect();
             if !below.is_empty() {
                 out.push_str("\n| task | passed | pass rate | flaky |\n|---|---:|---:|---|\n");
                 for r in below {
@@ -623,7 +628,7 @@ impl<'a> Report<'a> {
         if let Some(view) = self.statistics() {
             value["statistics"] = view.json();
         }
-        if let Some(matrix) = self.pass_rates.as_deref().and_then(ModelMatrix::of) {
+        if let Some(matrix) = self.matrix() {
             value["models"] = matrix.json();
         }
         if r.partial {

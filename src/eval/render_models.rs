@@ -23,16 +23,29 @@ pub struct ModelMatrix {
 impl ModelMatrix {
     /// The comparison, when the rates name more than one model.
     pub fn of(rates: &[PassRate<'_>]) -> Option<ModelMatrix> {
+        ModelMatrix::of_rates(rates.iter().cloned())
+    }
+
+    /// [`ModelMatrix::of`] rates read one at a time (walked again by cloning the iterator).
+    pub fn of_rates<'r>(rates: impl Iterator<Item = PassRate<'r>> + Clone) -> Option<ModelMatrix> {
         use std::collections::HashMap;
         let mut models: Vec<&str> = Vec::new();
         let mut model_index: HashMap<&str, usize> = HashMap::new();
         let mut ids: Vec<&str> = Vec::new();
         let mut id_index: HashMap<&str, usize> = HashMap::new();
-        for rate in rates {
+        for rate in rates.clone() {
             model_index.entry(rate.model).or_insert_with(|| {
                 models.push(rate.model);
                 models.len() - 1
             });
+        }
+        // One model has nothing to compare: its tasks' ids are not gathered.
+        if models.len() < 2 {
+            return None;
+        }
+        let mut count = 0;
+        for rate in rates.clone() {
+            count += 1;
             id_index.entry(rate.id).or_insert_with(|| {
                 ids.push(rate.id);
                 ids.len() - 1
@@ -40,7 +53,7 @@ impl ModelMatrix {
         }
         // A matrix runs one task against several models; a suite whose tasks each have their own
         // kind of model has nothing to compare side by side.
-        if models.len() < 2 || ids.len() == rates.len() {
+        if ids.len() == count {
             return None;
         }
         let mut tasks: Vec<(String, Vec<Cell>)> = ids

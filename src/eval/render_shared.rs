@@ -1,6 +1,7 @@
 //! What the sections of the evaluation report share: each task's pass rate over its repeats,
 //! shares as percentages, and how many failed rows a table lists.
 
+use super::pass_counts::{PackedRates, PassCounts};
 use super::results::ResultsFile;
 use crate::stats::TaskCounts;
 
@@ -38,6 +39,69 @@ impl<'a> PassRate<'a> {
 
     pub(super) fn rate(&self) -> f64 {
         share(self.passed as usize, self.runs as usize)
+    }
+}
+
+/// Each task's pass rate as the report reads them: counted from rows the results hold, or the
+/// packed counts an evaluation kept, read in place (a report lists a million tasks without a
+/// second copy of them).
+#[derive(Clone, Debug)]
+pub enum TaskRates<'a> {
+    /// One by one.
+    Listed(Vec<PassRate<'a>>),
+    /// As an evaluation counted them.
+    Packed(&'a PassCounts),
+}
+
+impl<'a> TaskRates<'a> {
+    /// Each task's rate, in order.
+    pub fn iter(&self) -> RatesIter<'_, 'a> {
+        match self {
+            TaskRates::Listed(rates) => RatesIter::Listed(rates.iter()),
+            TaskRates::Packed(counts) => RatesIter::Packed(counts.rates()),
+        }
+    }
+
+    /// How many tasks.
+    pub fn len(&self) -> usize {
+        match self {
+            TaskRates::Listed(rates) => rates.len(),
+            TaskRates::Packed(counts) => counts.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'s, 'a> IntoIterator for &'s TaskRates<'a> {
+    type Item = PassRate<'a>;
+    type IntoIter = RatesIter<'s, 'a>;
+
+    fn into_iter(self) -> RatesIter<'s, 'a> {
+        self.iter()
+    }
+}
+
+/// An iterator over [`TaskRates`], which can be walked again from where it is (cloned).
+#[derive(Clone)]
+pub enum RatesIter<'s, 'a> {
+    /// Over a list.
+    Listed(std::slice::Iter<'s, PassRate<'a>>),
+    /// Over packed counts.
+    Packed(PackedRates<'a>),
+}
+
+impl<'s, 'a> Iterator for RatesIter<'s, 'a> {
+    type Item = PassRate<'a>;
+
+    fn next(&mut self) -> Option<PassRate<'a>> {
+        match self {
+            RatesIter::Listed(rates) => rates.next().cloned(),
+            RatesIter::Packed(rates) => rates.next(),
+        }
     }
 }
 

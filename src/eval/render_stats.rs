@@ -6,7 +6,7 @@
 use comfy_table::CellAlignment;
 use serde_json::{Value, json};
 
-use super::render_shared::{FAILED_SHOWN, PassRate, percent};
+use super::render_shared::{FAILED_SHOWN, TaskRates, percent};
 use super::report_sink::ReportSink;
 use crate::stats::{
     PairedVerdict, RegressionTest, StatsOptions, SuiteMean, SuiteStats, TaskStats,
@@ -17,18 +17,18 @@ use crate::text::markdown_cell;
 
 /// The statistics of one report. Each task's figures are computed as its row is shown, so a
 /// report of a million tasks holds no more than their counts.
-pub(super) struct StatsView<'a> {
-    rates: &'a [PassRate<'a>],
+pub(super) struct StatsView<'s, 'a> {
+    rates: &'s TaskRates<'a>,
     suite: SuiteStats,
     options: StatsOptions,
 }
 
-impl<'a> StatsView<'a> {
+impl<'s, 'a> StatsView<'s, 'a> {
     /// The statistics of `rates` (each task's passing runs and runs).
-    pub(super) fn of(rates: &'a [PassRate<'a>], options: &StatsOptions) -> StatsView<'a> {
+    pub(super) fn of(rates: &'s TaskRates<'a>, options: &StatsOptions) -> StatsView<'s, 'a> {
         StatsView {
             rates,
-            suite: suite_statistics(rates.iter().map(PassRate::counts), options),
+            suite: suite_statistics(rates.iter().map(|rate| rate.counts()), options),
             options: options.clone(),
         }
     }

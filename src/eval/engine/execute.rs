@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::EvalError;
-use super::PassCounts;
 use super::observer::EvalObserver;
 use super::outcome::{EvalOutcome, EvalVerdict, Notice, adaptive_verdict, verdict};
 use super::plan::{EvalPlan, Planned};
+use crate::eval::PassCounts;
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
     RESULTS_NAME, RUNS_DIR, RowKey, RunFolder, RunFormat, RunHeader, RunKind, Seal, copy_runs,

@@ -4,9 +4,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::PassCounts;
 use crate::eval::store::{RUNS_DIR, bytes_under, list_runs};
-use crate::eval::{Comparison, FlakyTask, FolderLock, PassRate, ResultsFile, Verdict, flaky_tasks};
+use crate::eval::{
+    Comparison, FlakyTask, FolderLock, PassCounts, ResultsFile, TaskRates, Verdict, flaky_tasks,
+};
 use crate::run::ExitReason;
 
 /// How serious a [`Notice`] is.
@@ -111,9 +112,9 @@ pub struct EvalOutcome {
 }
 
 impl EvalOutcome {
-    /// The pass rates the report shows from [`EvalOutcome::pass_counts`].
-    pub fn pass_rates(&self) -> Option<Vec<PassRate<'_>>> {
-        (self.pass_counts.as_ref()).map(|counts| counts.rates().collect())
+    /// The pass rates the report shows from [`EvalOutcome::pass_counts`], read in place.
+    pub fn pass_rates(&self) -> Option<TaskRates<'_>> {
+        self.pass_counts.as_ref().map(TaskRates::Packed)
     }
 
     /// Flaky tasks and where their runs parted, read back from what was written (repeats only).

@@ -25,7 +25,7 @@ struct Counted {
 
 impl PassCounts {
     /// Adds a task that passed `passed` of its `runs` runs.
-    pub(super) fn push(&mut self, id: &str, model: &str, passed: u32, runs: u32) {
+    pub(crate) fn push(&mut self, id: &str, model: &str, passed: u32, runs: u32) {
         self.ids.push_str(id);
         // Tasks of one model come together, and a suite names few models.
         let last = self.tasks.last().map(|t| t.model);
@@ -59,11 +59,35 @@ impl PassCounts {
     }
 
     /// Each task's pass rate, in suite order.
-    pub fn rates(&self) -> impl Iterator<Item = PassRate<'_>> {
-        let starts = std::iter::once(0).chain(self.tasks.iter().map(|t| t.id_end));
-        (self.tasks.iter().zip(starts)).map(|(t, start)| PassRate {
-            id: &self.ids[start..t.id_end],
-            model: &self.models[t.model],
+    pub fn rates(&self) -> PackedRates<'_> {
+        PackedRates {
+            counts: self,
+            next: 0,
+            start: 0,
+        }
+    }
+}
+
+/// Each task's pass rate read from [`PassCounts`], in suite order.
+#[derive(Clone, Debug)]
+pub struct PackedRates<'c> {
+    counts: &'c PassCounts,
+    next: usize,
+    /// Where the next task's id starts.
+    start: usize,
+}
+
+impl<'c> Iterator for PackedRates<'c> {
+    type Item = PassRate<'c>;
+
+    fn next(&mut self) -> Option<PassRate<'c>> {
+        let counts = self.counts;
+        let t = counts.tasks.get(self.next)?;
+        let id = &counts.ids[self.start..t.id_end];
+        (self.next, self.start) = (self.next + 1, t.id_end);
+        Some(PassRate {
+            id,
+            model: &counts.models[t.model],
             passed: t.passed,
             runs: t.runs,
         })
