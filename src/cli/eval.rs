@@ -211,6 +211,10 @@ pub(super) fn print_report<'a>(
     quiet: bool,
 ) -> Result<(), CliError> {
     let mut out = super::common::outcome_stdout();
+    let packed = match &pass_rates {
+        Some(TaskRates::Packed(counts)) => Some(*counts),
+        _ => None,
+    };
     if quiet {
         let line = looptrace::eval::summary_line(results, comparison, pass_rates);
         out.write_all(line.as_bytes())?;
@@ -228,5 +232,8 @@ pub(super) fn print_report<'a>(
         )?;
     }
     out.flush()?;
-    Ok(())
+    match packed.and_then(|counts| counts.unread()) {
+        Some(why) => Err(CliError::internal(why)),
+        None => Ok(()),
+    }
 }

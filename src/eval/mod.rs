@@ -51,7 +51,7 @@ pub use layout::{SINGLE_TRACE, TraceFlush, TraceLayout, TraceTarget, run_id};
 pub use matrix::{apply_models, resolve_models};
 pub(crate) use merge::merge_results_of;
 pub use merge::{IncompleteShard, Merged, merge_results};
-pub use pass_counts::PassCounts;
+pub use pass_counts::{PackedRates, PassCounts, PassCountsLog};
 pub use render::{
     ReportFormat, reason_label, render_report, render_report_styled, render_report_with,
     summary_line, write_report_full,

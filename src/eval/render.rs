@@ -355,7 +355,9 @@ impl<'a> Report<'a> {
     fn pass_rate_line(&self, rates: &TaskRates<'_>) -> String {
         let every = rates.iter().filter(|r| r.passed == r.runs).count();
         let never = rates.iter().filter(|r| r.passed == 0).count();
-        let flaky: Vec<&str> = rates.iter().filter(|r| r.flaky()).map(|r| r.id).collect();
+        let flaky: Vec<String> = (rates.iter().filter(|r| r.flaky()))
+            .map(|r| r.id.into_owned())
+            .collect();
         let mut line = format!(
             "Repeats: {} passed every repeat, {} failed every repeat, {} flaky",
             plural(every as u64, "task", "tasks"),
@@ -450,7 +452,7 @@ impl<'a> Report<'a> {
                             if matrix {
                                 format!("{}[{}]", r.id, r.model)
                             } else {
-                                r.id.to_owned()
+                                r.id.to_string()
                             },
                             format!("{}/{}", r.passed, r.runs),
                             percent(r.rate()),
@@ -679,7 +681,7 @@ impl<'a> Report<'a> {
         for rate in self.repeat_rates().into_iter().flatten() {
             out.push_str(&csv_row(&[
                 "pass_rate",
-                rate.id,
+                &rate.id,
                 &rate.passed.to_string(),
                 &format!("{:.4}", rate.rate()),
                 &format!(

@@ -31,8 +31,6 @@ impl ModelMatrix {
         use std::collections::HashMap;
         let mut models: Vec<&str> = Vec::new();
         let mut model_index: HashMap<&str, usize> = HashMap::new();
-        let mut ids: Vec<&str> = Vec::new();
-        let mut id_index: HashMap<&str, usize> = HashMap::new();
         for rate in rates.clone() {
             model_index.entry(rate.model).or_insert_with(|| {
                 models.push(rate.model);
@@ -43,29 +41,24 @@ impl ModelMatrix {
         if models.len() < 2 {
             return None;
         }
-        let mut count = 0;
-        for rate in rates.clone() {
-            count += 1;
-            id_index.entry(rate.id).or_insert_with(|| {
-                ids.push(rate.id);
-                ids.len() - 1
-            });
-        }
-        // A matrix runs one task against several models; a suite whose tasks each have their own
-        // kind of model has nothing to compare side by side.
-        if ids.len() == count {
-            return None;
-        }
-        let mut tasks: Vec<(String, Vec<Cell>)> = ids
-            .iter()
-            .map(|id| ((*id).to_owned(), vec![None; models.len()]))
-            .collect();
-        let mut totals = vec![(0, 0); models.len()];
+        let mut tasks: Vec<(String, Vec<Cell>)> = Vec::new();
+        let mut id_index: HashMap<String, usize> = HashMap::new();
+        let (mut totals, mut count) = (vec![(0, 0); models.len()], 0);
         for rate in rates {
-            let (t, m) = (id_index[rate.id], model_index[rate.model]);
+            count += 1;
+            let m = model_index[rate.model];
+            let t = *id_index.entry(rate.id.to_string()).or_insert_with(|| {
+                tasks.push((rate.id.to_string(), vec![None; models.len()]));
+                tasks.len() - 1
+            });
             tasks[t].1[m] = Some((rate.passed, rate.runs));
             totals[m].0 += rate.passed;
             totals[m].1 += rate.runs;
+        }
+        // A matrix runs one task against several models; a suite whose tasks each have their own
+        // kind of model has nothing to compare side by side.
+        if tasks.len() == count {
+            return None;
         }
         Some(ModelMatrix {
             models: models.into_iter().map(str::to_owned).collect(),
@@ -145,7 +138,7 @@ mod tests {
     #[test]
     fn one_column_per_model_and_a_total_row() {
         let rate = |id, model, passed, runs| PassRate {
-            id,
+            id: std::borrow::Cow::Borrowed(id),
             model,
             passed,
             runs,

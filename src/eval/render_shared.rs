@@ -1,6 +1,8 @@
 //! What the sections of the evaluation report share: each task's pass rate over its repeats,
 //! shares as percentages, and how many failed rows a table lists.
 
+use std::borrow::Cow;
+
 use super::pass_counts::{PackedRates, PassCounts};
 use super::results::ResultsFile;
 use crate::stats::TaskCounts;
@@ -11,8 +13,8 @@ pub const FAILED_SHOWN: usize = 20;
 /// How often one task passed over its repeats.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassRate<'a> {
-    /// The task id.
-    pub id: &'a str,
+    /// The task id (read back from a scratch file, owned).
+    pub id: Cow<'a, str>,
     /// The model its rows name.
     pub model: &'a str,
     /// Repeats that passed ([`TaskResult::passes`]).
@@ -23,9 +25,9 @@ pub struct PassRate<'a> {
 
 impl<'a> PassRate<'a> {
     /// The counts the statistics are computed from.
-    pub fn counts(&self) -> TaskCounts<'a> {
+    pub fn counts(&self) -> TaskCounts<'_> {
         TaskCounts {
-            id: self.id,
+            id: &self.id,
             model: self.model,
             runs: self.runs,
             successes: self.passed,
@@ -74,6 +76,15 @@ impl<'a> TaskRates<'a> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Why the packed counts could not all be read back while the report was written, if
+    /// they could not (the report then lacks tasks: an internal error).
+    pub fn unread(&self) -> Option<&'a str> {
+        match self {
+            TaskRates::Listed(_) => None,
+            TaskRates::Packed(counts) => counts.unread(),
+        }
+    }
 }
 
 impl<'s, 'a> IntoIterator for &'s TaskRates<'a> {
@@ -121,7 +132,7 @@ pub(super) fn pass_rates(results: &ResultsFile) -> Option<Vec<PassRate<'_>>> {
         let key = (task.id.as_str(), task.model.as_str());
         let i = *index.entry(key).or_insert_with(|| {
             rates.push(PassRate {
-                id: task.id.as_str(),
+                id: Cow::Borrowed(task.id.as_str()),
                 model: task.model.as_str(),
                 passed: 0,
                 runs: 0,

@@ -28,7 +28,7 @@ impl<'s, 'a> StatsView<'s, 'a> {
     pub(super) fn of(rates: &'s TaskRates<'a>, options: &StatsOptions) -> StatsView<'s, 'a> {
         StatsView {
             rates,
-            suite: suite_statistics(rates.iter().map(|rate| rate.counts()), options),
+            suite: suite_statistics(rates.iter().map(|rate| (rate.runs, rate.passed)), options),
             options: options.clone(),
         }
     }

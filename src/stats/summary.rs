@@ -109,14 +109,15 @@ pub fn statistics(
 ) -> (Vec<TaskStats>, SuiteStats) {
     let ran = tasks.iter().filter(|t| t.runs > 0);
     let per_task = ran.map(|t| task_stats(t, options)).collect();
-    (per_task, suite_statistics(tasks.iter().cloned(), options))
+    let counts = tasks.iter().map(|t| (t.runs, t.successes));
+    (per_task, suite_statistics(counts, options))
 }
 
-/// The suite's statistics from each task's counts (tasks without runs are left out), in one
-/// pass that keeps nothing per task: a report of a million tasks computes each task's figures
-/// only as it shows them ([`task_stats`]).
-pub fn suite_statistics<'a>(
-    tasks: impl IntoIterator<Item = TaskCounts<'a>>,
+/// The suite's statistics from each task's runs and successes (tasks without runs are left out),
+/// in one pass that keeps nothing per task: a report of a million tasks computes each task's
+/// figures only as it shows them ([`task_stats`]).
+pub fn suite_statistics(
+    tasks: impl IntoIterator<Item = (u32, u32)>,
     options: &StatsOptions,
 ) -> SuiteStats {
     let ks: Vec<u64> = options.pass_at.iter().map(|&k| u64::from(k)).collect();
@@ -124,10 +125,11 @@ pub fn suite_statistics<'a>(
     let (mut rate, mut at, mut hat) =
         ((0.0, 0), vec![(0.0, 0); ks.len()], vec![(0.0, 0); ks.len()]);
     let (mut ran, mut runs, mut successes) = (0, 0, 0);
-    for t in tasks.into_iter().filter(|t| t.runs > 0) {
-        let (n, passed) = (u64::from(t.runs), u64::from(t.successes.min(t.runs)));
+    for (task_runs, task_successes) in tasks.into_iter().filter(|(runs, _)| *runs > 0) {
+        let n = u64::from(task_runs);
+        let passed = u64::from(task_successes.min(task_runs));
         (ran, runs) = (ran + 1, runs + n);
-        successes += u64::from(t.successes);
+        successes += u64::from(task_successes);
         rate = (rate.0 + passed as f64 / n as f64, rate.1 + 1);
         for (i, &k) in ks.iter().enumerate() {
             add(&mut at[i], pass_at_k(n, passed, k));

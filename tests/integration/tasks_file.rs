@@ -194,3 +194,43 @@ fn a_file_of_bad_lines_is_reported_up_to_a_hundred_problems() {
         "{err}"
     );
 }
+
+#[test]
+fn the_report_lists_every_task_of_a_suite_whose_counts_go_to_a_scratch_file() {
+    // 6,000 tasks with ids of about 190 bytes: their pass counts pass the megabyte kept in
+    // memory, so the report reads most of them back from the scratch file.
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let id = |i: usize| format!("{}-{i:05}", "t".repeat(180));
+    let lines: Vec<String> = (0..6000)
+        .map(|i| {
+            let expected = if i % 7 == 0 { "ho" } else { "hi" };
+            format!(
+                r#"{{"id": "{}", "prompt": "say hi", "model": {{"responses": ["{{\"type\":\"finish\",\"answer\":\"hi\"}}"]}}, "expect": {{"answer": "{expected}"}}}}"#,
+                id(i)
+            )
+        })
+        .collect();
+    std::fs::write(&tasks, lines.join("\n") + "\n").unwrap();
+    let output = looptrace()
+        .arg("eval")
+        .arg(&tasks)
+        .args(["--trace-layout", "single", "--format", "csv", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<(&str, &str)> = (report.lines())
+        .filter_map(|line| line.strip_prefix("task_statistics,"))
+        .map(|rest| {
+            let mut fields = rest.split(',');
+            (fields.next().unwrap(), fields.next().unwrap())
+        })
+        .collect();
+    assert_eq!(rows.len(), 6000);
+    for (i, (row_id, passed)) in rows.iter().enumerate() {
+        assert_eq!(*row_id, id(i));
+        assert_eq!(*passed, if i % 7 == 0 { "0" } else { "1" }, "task {i}");
+    }
+}

@@ -13,7 +13,6 @@ use super::EvalError;
 use super::observer::EvalObserver;
 use super::outcome::{EvalOutcome, EvalVerdict, Notice, adaptive_verdict, verdict};
 use super::plan::{EvalPlan, Planned};
-use crate::eval::PassCounts;
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
     RESULTS_NAME, RUNS_DIR, RowKey, RunFolder, RunFormat, RunHeader, RunKind, Seal, copy_runs,
@@ -24,6 +23,7 @@ use crate::eval::{
     Suite, SuiteTasks, TaskResult, TraceLayout, TraceTarget, compare, compare_counted, for_console,
     now_rfc3339, run_tasks, still_owed, suite_info, write_junit, write_results,
 };
+use crate::eval::{PassCounts, PassCountsLog};
 use crate::replay::InOrder;
 use crate::stats::{AdaptiveRule, Decision};
 use crate::tools::TaskTools;
@@ -520,17 +520,23 @@ impl Collected {
         if self.all || self.passes.is_empty() {
             return Ok(None);
         }
-        let (mut counts, mut passes) = (PassCounts::default(), self.passes.iter());
+        let (mut counts, mut passes) = (PassCountsLog::default(), self.passes.iter());
+        let mut written = Ok(());
         tasks.scan(|task| match passes.next() {
-            Some(&(passed, runs)) => {
-                if runs > 0 {
-                    counts.push(task.id.as_str(), task.model_label(), passed, runs);
+            Some(&(passed, runs)) if runs > 0 => {
+                written = counts.push(task.id.as_str(), task.model_label(), passed, runs);
+                match written {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(_) => ControlFlow::Break(()),
                 }
-                ControlFlow::Continue(())
             }
+            Some(_) => ControlFlow::Continue(()),
             None => ControlFlow::Break(()),
         })?;
-        Ok(Some(counts))
+        let unwritten =
+            |err: std::io::Error| format!("failed to set each task's pass counts aside: {err}");
+        written.map_err(unwritten)?;
+        Ok(Some(counts.finish().map_err(unwritten)?))
     }
 }
 
