@@ -197,7 +197,7 @@ fn a_file_of_bad_lines_is_reported_up_to_a_hundred_problems() {
 
 #[test]
 fn the_report_lists_every_task_of_a_suite_whose_counts_go_to_a_scratch_file() {
-    // 6,000 tasks with ids of about 190 bytes: their pass counts pass the megabyte kept in
+    // 6,000 tasks with ids of about 190 bytes: their pass counts pass the 256 KiB kept in
     // memory, so the report reads most of them back from the scratch file.
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
