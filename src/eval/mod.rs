@@ -10,6 +10,7 @@ pub mod engine;
 mod expect;
 mod flaky;
 mod folder_lock;
+mod json_document;
 mod junit;
 mod layout;
 mod matrix;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::baseline::Comparison;
 use super::expect::{Verdict, has_summary};
 use super::flaky::FlakyTask;
+use super::json_document::{Elements, JsonDocument};
 use super::render_models::ModelMatrix;
 use super::render_shared::{FAILED_SHOWN, PassRate, TaskRates, pass_rates, percent, share};
 use super::render_stats::{StatsView, marked, paired_lines};
@@ -103,8 +104,8 @@ pub fn write_report_full<'a>(
     let mut sink = ReportSink::new(out);
     match format {
         ReportFormat::Table => sink.push_str(&report.table()),
-        ReportFormat::Json => sink.push_str(&report.json()),
-        ReportFormat::Markdown => sink.push_str(&report.markdown()),
+        ReportFormat::Json => report.json(&mut sink),
+        ReportFormat::Markdown => report.markdown(&mut sink),
         ReportFormat::Csv => report.csv(&mut sink),
     }
     sink.finish()
@@ -504,12 +505,12 @@ impl<'a> Report<'a> {
         style.finish(&out)
     }
 
-    fn markdown(&self) -> String {
-        let mut out = format!(
+    fn markdown(&self, out: &mut ReportSink<'_>) {
+        out.push_str(&format!(
             "### {}\n\n| exit reason | {} | share |\n|---|---:|---:|\n",
             markdown_cell(&self.title()),
             self.unit().1
-        );
+        ));
         for (reason, count, share) in &self.rows {
             out.push_str(&format!(
                 "| {} | {count} | {} |\n",
@@ -553,7 +554,7 @@ impl<'a> Report<'a> {
             }
         }
         if let Some(view) = self.statistics() {
-            out.push_str(&view.markdown(self.repeated));
+            view.markdown(out, self.repeated);
         }
         if let Some(c) = self.comparison {
             out.push_str(
@@ -563,7 +564,7 @@ impl<'a> Report<'a> {
                 out.push_str(&format!("| {a} | {b} | {n} |\n"));
             }
             if let Some(v) = self.paired() {
-                out.push('\n');
+                out.push_str("\n");
                 for line in paired_lines(v, self.stats.confidence) {
                     out.push_str(&format!("{}\n\n", markdown_cell(&line)));
                 }
@@ -590,10 +591,9 @@ impl<'a> Report<'a> {
                 }
             }
         }
-        out
     }
 
-    fn json(&self) -> String {
+    fn json(&self, out: &mut ReportSink<'_>) {
         let r = self.results;
         let mut value = json!({
             "suite": r.suite.name,
@@ -618,17 +618,10 @@ impl<'a> Report<'a> {
         });
         if let Some(rates) = self.repeat_rates() {
             value["repeats"] = json!(r.repeats);
-            value["pass_rates"] = rates
-                .iter()
-                .map(|p| json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()}))
-                .collect();
             value["flaky_tasks"] = rates.iter().filter(|p| p.flaky()).map(|p| p.id).collect();
             if !self.flaky.is_empty() {
                 value["flakiness"] = json!(self.flaky);
             }
-        }
-        if let Some(view) = self.statistics() {
-            value["statistics"] = view.json();
         }
         if let Some(matrix) = self.matrix() {
             value["models"] = matrix.json();
@@ -649,9 +642,26 @@ impl<'a> Report<'a> {
                 value["baseline"]["paired"] = json!(v);
             }
         }
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        text.push('\n');
-        text
+        // The arrays with an element per task are made as the document is written.
+        let view = self.statistics();
+        let mut document = JsonDocument::of(value);
+        if let Some(rates) = self.repeat_rates() {
+            let each_rate: Elements<'_> = Box::new(move |each| {
+                for p in rates {
+                    let rate = json!({"id": p.id, "passed": p.passed, "runs": p.runs, "pass_rate": p.rate(), "flaky": p.flaky()});
+                    if !each(rate) {
+                        break;
+                    }
+                }
+            });
+            document.insert("pass_rates", JsonDocument::Each(each_rate));
+        }
+        if let Some(view) = &view {
+            document.insert("statistics", view.json());
+        }
+        if serde_json::to_writer_pretty(&mut *out, &document).is_ok() {
+            out.push_str("\n");
+        }
     }
 
     fn csv(&self, out: &mut ReportSink<'_>) {

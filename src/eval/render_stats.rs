@@ -6,6 +6,7 @@
 use comfy_table::CellAlignment;
 use serde_json::{Value, json};
 
+use super::json_document::{Elements, JsonDocument};
 use super::render_shared::{FAILED_SHOWN, TaskRates, percent};
 use super::report_sink::ReportSink;
 use crate::stats::{
@@ -156,33 +157,41 @@ impl<'s, 'a> StatsView<'s, 'a> {
         out
     }
 
-    /// The section in Markdown.
-    pub(super) fn markdown(&self, repeated: bool) -> String {
-        let mut out = String::from("\n#### Statistics\n\n");
+    /// The section in Markdown, added to `out`.
+    pub(super) fn markdown(&self, out: &mut ReportSink<'_>, repeated: bool) {
+        out.push_str("\n#### Statistics\n\n");
         for line in self.suite_lines() {
             out.push_str(&format!("- {}\n", markdown_cell(&line)));
         }
         if !repeated || self.suite.tasks == 0 {
-            return out;
+            return;
         }
         let header = self.header();
         out.push_str(&format!("\n| {} |\n|", header.join(" | ")));
         for i in 0..header.len() {
             out.push_str(if i < 2 { "---|" } else { "---:|" });
         }
-        out.push('\n');
+        out.push_str("\n");
         for t in self.tasks() {
             let mut cells = self.cells(&t);
             cells[0] = format!("`{}`", cells[0]);
             let cells: Vec<String> = cells.iter().map(|c| markdown_cell(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
-        out
     }
 
     /// `statistics` in JSON: `{tasks, suite}`.
-    pub(super) fn json(&self) -> Value {
-        json!({"tasks": self.tasks().collect::<Vec<_>>(), "suite": self.suite})
+    pub(super) fn json(&self) -> JsonDocument<'_> {
+        let mut document = JsonDocument::of(json!({"suite": self.suite}));
+        let tasks: Elements<'_> = Box::new(|each| {
+            for task in self.tasks() {
+                if !each(serde_json::to_value(&task).unwrap_or(Value::Null)) {
+                    break;
+                }
+            }
+        });
+        document.insert("tasks", JsonDocument::Each(tasks));
+        document
     }
 
     /// CSV rows, added to `out`: `task_statistics` per task, `suite_statistics` per figure.

@@ -8,7 +8,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// A report being written to `out`.
 pub(super) struct ReportSink<'w> {
-    text: String,
+    text: Vec<u8>,
     out: &'w mut dyn Write,
     failed: Option<io::Error>,
 }
@@ -17,7 +17,7 @@ impl<'w> ReportSink<'w> {
     /// A report written to `out`.
     pub(super) fn new(out: &'w mut dyn Write) -> ReportSink<'w> {
         ReportSink {
-            text: String::new(),
+            text: Vec::new(),
             out,
             failed: None,
         }
@@ -25,7 +25,11 @@ impl<'w> ReportSink<'w> {
 
     /// Adds `text`, handing on what was gathered once it fills a chunk.
     pub(super) fn push_str(&mut self, text: &str) {
-        self.text.push_str(text);
+        self.push(text.as_bytes());
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.text.extend_from_slice(bytes);
         if self.text.len() >= CHUNK {
             self.hand_on();
         }
@@ -34,7 +38,7 @@ impl<'w> ReportSink<'w> {
     fn hand_on(&mut self) {
         // After a failed write nothing more is written: the first error is the one reported.
         if self.failed.is_none()
-            && let Err(err) = self.out.write_all(self.text.as_bytes())
+            && let Err(err) = self.out.write_all(&self.text)
         {
             self.failed = Some(err);
         }
@@ -45,6 +49,18 @@ impl<'w> ReportSink<'w> {
     pub(super) fn finish(mut self) -> io::Result<()> {
         self.hand_on();
         self.failed.map_or(Ok(()), Err)
+    }
+}
+
+/// What a serializer writes (the JSON report) is added as text is.
+impl Write for ReportSink<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.push(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

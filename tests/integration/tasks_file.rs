@@ -233,4 +233,21 @@ fn the_report_lists_every_task_of_a_suite_whose_counts_go_to_a_scratch_file() {
         assert_eq!(*row_id, id(i));
         assert_eq!(*passed, if i % 7 == 0 { "0" } else { "1" }, "task {i}");
     }
+    // The JSON report's per-task statistics are written as they are read back.
+    let output = looptrace()
+        .arg("eval")
+        .arg(&tasks)
+        .args(["--trace-layout", "single", "--format", "json", "--out"])
+        .arg(dir.path().join("json"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed = report["statistics"]["tasks"].as_array().unwrap();
+    assert_eq!(listed.len(), 6000);
+    for (i, task) in listed.iter().enumerate() {
+        assert_eq!(task["id"], id(i));
+        assert_eq!(task["successes"], u32::from(i % 7 != 0), "task {i}");
+    }
+    assert_eq!(report["statistics"]["suite"]["tasks"], 6000);
 }
