@@ -212,13 +212,16 @@ fn the_report_lists_every_task_of_a_suite_whose_counts_go_to_a_scratch_file() {
         })
         .collect();
     std::fs::write(&tasks, lines.join("\n") + "\n").unwrap();
-    let output = looptrace()
-        .arg("eval")
-        .arg(&tasks)
-        .args(["--trace-layout", "single", "--format", "csv", "--out"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
+    let report_in = |format: &str| {
+        looptrace()
+            .arg("eval")
+            .arg(&tasks)
+            .args(["--trace-layout", "single", "--format", format, "--out"])
+            .arg(dir.path().join(format))
+            .output()
+            .unwrap()
+    };
+    let output = report_in("csv");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let report = String::from_utf8(output.stdout).unwrap();
     let rows: Vec<(&str, &str)> = (report.lines())
@@ -234,13 +237,7 @@ fn the_report_lists_every_task_of_a_suite_whose_counts_go_to_a_scratch_file() {
         assert_eq!(*passed, if i % 7 == 0 { "0" } else { "1" }, "task {i}");
     }
     // The JSON report's per-task statistics are written as they are read back.
-    let output = looptrace()
-        .arg("eval")
-        .arg(&tasks)
-        .args(["--trace-layout", "single", "--format", "json", "--out"])
-        .arg(dir.path().join("json"))
-        .output()
-        .unwrap();
+    let output = report_in("json");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let listed = report["statistics"]["tasks"].as_array().unwrap();
