@@ -1,10 +1,39 @@
 //! Temporary files that no other process can open and that leave nothing behind, where a
 //! bounded-memory reader or writer sets bytes aside (replay's report put back in order, a
-//! dataset's ids and their hashes).
+//! dataset's ids and their hashes, an evaluation's pass counts), and the window their small
+//! records are read back through.
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+
+/// Bytes read at once by [`ReadAhead`].
+const READ_AHEAD: usize = 1 << 16;
+
+/// Bytes of a file read ahead of where a reader is: one read serves a run of small records, not
+/// one each.
+#[derive(Clone, Debug, Default)]
+pub struct ReadAhead {
+    /// Where `bytes` start in the file.
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+impl ReadAhead {
+    /// The bytes of `file` (`len` bytes long) from `offset` on: at least `need` of them, or all
+    /// up to its end. The file is read again only when what is held falls short.
+    pub fn at(&mut self, file: &File, len: u64, offset: u64, need: usize) -> io::Result<&[u8]> {
+        let end = self.at + self.bytes.len() as u64;
+        let held = (self.at..=end).contains(&offset) && (end == len || end - offset >= need as u64);
+        if !held {
+            let want = (need.max(READ_AHEAD) as u64).min(len.saturating_sub(offset));
+            self.bytes.resize(want as usize, 0);
+            file.read_exact_at(&mut self.bytes, offset)?;
+            self.at = offset;
+        }
+        Ok(&self.bytes[(offset - self.at) as usize..])
+    }
+}
 
 /// A new temporary file, already nameless: `O_TMPFILE` where the system has it, else a new file
 /// (mode 0600) removed right after it is made.
@@ -48,7 +77,7 @@ pub fn unnamed_file() -> io::Result<File> {
 mod tests {
     use std::io::{Read, Seek, SeekFrom, Write};
 
-    use super::unnamed_file;
+    use super::{READ_AHEAD, ReadAhead, unnamed_file};
 
     #[test]
     fn an_unnamed_file_holds_what_is_written_and_leaves_no_name() {
@@ -68,5 +97,28 @@ mod tests {
         file.read_to_string(&mut text).unwrap();
         assert_eq!(text, "set aside");
         assert_eq!(named(), before);
+    }
+
+    #[test]
+    fn read_ahead_gives_the_bytes_from_any_offset_reading_only_when_short() {
+        let mut file = unnamed_file().unwrap();
+        let bytes: Vec<u8> = (0..3 * READ_AHEAD).map(|i| (i % 251) as u8).collect();
+        file.write_all(&bytes).unwrap();
+        let len = bytes.len() as u64;
+        let mut ahead = ReadAhead::default();
+        for (offset, need) in [
+            (0, 10),
+            (5, 300),
+            (READ_AHEAD - 3, 200),
+            (2 * READ_AHEAD, 9),
+            (1, 2),
+        ] {
+            let got = ahead.at(&file, len, offset as u64, need).unwrap();
+            assert!(got.len() >= need);
+            assert_eq!(got, &bytes[offset..offset + got.len()]);
+        }
+        // Near the end, what there is.
+        let got = ahead.at(&file, len, len - 4, 200).unwrap();
+        assert_eq!(got, &bytes[bytes.len() - 4..]);
     }
 }

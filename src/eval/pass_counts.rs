@@ -6,17 +6,16 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 
 use crate::eval::PassRate;
-use crate::scratch_file::unnamed_file;
+use crate::scratch_file::{ReadAhead, unnamed_file};
 
 /// Bytes of records kept in memory before the rest go to a scratch file: a quarter of a
 /// mebibyte, about 7,000 tasks.
 const SPILL_AT: usize = 1 << 18;
-/// Bytes read back from the scratch file at once.
-const READ_AHEAD: usize = 1 << 16;
+/// The buffer of the scratch file's writer.
+const WRITE_BUFFER: usize = 1 << 16;
 /// A record's bytes besides its id: the id's length, the model's number, passed and runs.
 const FIXED: usize = 1 + 2 + 4 + 4;
 /// The most bytes a record takes: ids are at most 200 bytes.
@@ -25,6 +24,8 @@ const MOST: usize = FIXED + u8::MAX as usize;
 /// The pass counts being written, task by task in suite order.
 #[derive(Debug, Default)]
 pub struct PassCountsLog {
+    /// The record being made, kept to be made again.
+    record: Vec<u8>,
     memory: Vec<u8>,
     spilled: Option<(BufWriter<File>, u64)>,
     models: Vec<String>,
@@ -46,7 +47,8 @@ impl PassCountsLog {
         };
         let model = u16::try_from(model)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "over 65,535 models"))?;
-        let mut record = Vec::with_capacity(FIXED + id.len());
+        let record = &mut self.record;
+        record.clear();
         record.push(len);
         record.extend_from_slice(id.as_bytes());
         record.extend_from_slice(&model.to_le_bytes());
@@ -54,15 +56,15 @@ impl PassCountsLog {
         record.extend_from_slice(&runs.to_le_bytes());
         match &mut self.spilled {
             Some((out, written)) => {
-                out.write_all(&record)?;
+                out.write_all(record)?;
                 *written += record.len() as u64;
             }
             None if self.memory.len() + record.len() > SPILL_AT => {
-                let mut out = BufWriter::with_capacity(READ_AHEAD, unnamed_file()?);
-                out.write_all(&record)?;
+                let mut out = BufWriter::with_capacity(WRITE_BUFFER, unnamed_file()?);
+                out.write_all(record)?;
                 self.spilled = Some((out, record.len() as u64));
             }
-            None => self.memory.extend_from_slice(&record),
+            None => self.memory.extend_from_slice(record),
         }
         self.len += 1;
         Ok(())
@@ -112,9 +114,8 @@ impl PassCounts {
         PackedRates {
             counts: self,
             at: 0,
-            window: Vec::new(),
-            window_at: 0,
             file_at: 0,
+            ahead: ReadAhead::default(),
             left: self.len,
         }
     }
@@ -131,41 +132,24 @@ pub struct PackedRates<'c> {
     counts: &'c PassCounts,
     /// Where the next record starts in memory.
     at: usize,
-    /// Bytes of the scratch file read ahead, from `file_at`; the next record at `window_at`.
-    window: Vec<u8>,
-    window_at: usize,
+    /// Where the next record starts in the scratch file, once memory's are read.
     file_at: u64,
+    ahead: ReadAhead,
     left: usize,
 }
 
 impl<'c> PackedRates<'c> {
-    /// The rest of the scratch file's bytes ahead, with at least one whole record unless the
-    /// file ends first.
-    fn fill(&mut self, file: &File, len: u64) -> io::Result<()> {
-        if self.window.len() - self.window_at >= MOST {
-            return Ok(());
-        }
-        self.window.drain(..self.window_at);
-        self.window_at = 0;
-        let kept = self.window.len();
-        let want = (READ_AHEAD as u64).min(len - self.file_at) as usize;
-        self.window.resize(kept + want, 0);
-        file.read_exact_at(&mut self.window[kept..], self.file_at)?;
-        self.file_at += want as u64;
-        Ok(())
-    }
-
     fn spilled_next(&mut self) -> io::Result<Option<PassRate<'c>>> {
         let counts = self.counts;
         let Some((file, len)) = &counts.spilled else {
             return Ok(None);
         };
-        self.fill(file, *len)?;
-        let (record, used) = parse(&self.window[self.window_at..]).ok_or_else(|| {
+        let bytes = self.ahead.at(file, *len, self.file_at, MOST)?;
+        let (record, used) = parse(bytes).ok_or_else(|| {
             io::Error::new(io::ErrorKind::UnexpectedEof, "a pass count cut short")
         })?;
         let rate = record.rate(Cow::Owned(record.id.to_owned()), &counts.models);
-        self.window_at += used;
+        self.file_at += used as u64;
         Ok(rate)
     }
 }

@@ -81,8 +81,8 @@ pub fn render_report_with<'a>(
 }
 
 /// Writes the report as [`render_report_with`] renders it, to `out`, with the statistics'
-/// options (`--confidence`, `--pass-at`) and the flaky tasks' divergences. The CSV report is
-/// handed on a chunk at a time: with a row per task, it is the one that grows with the suite.
+/// options (`--confidence`, `--pass-at`) and the flaky tasks' divergences. The CSV, Markdown
+/// and JSON reports are handed on a chunk at a time, their rows per task made as they go.
 #[allow(clippy::too_many_arguments)]
 pub fn write_report_full<'a>(
     results: &'a ResultsFile,

@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::task_entries::{IdRef, ModelRuns, TaskEntries, TaskEntry};
-use crate::scratch_file::unnamed_file;
+use crate::scratch_file::{ReadAhead, unnamed_file};
 
 /// Bytes of ids held in memory before they go to a file.
 const SPILL_AT: usize = 1 << 20;
@@ -35,16 +35,12 @@ pub struct LoggedEntries {
 }
 
 /// The entry after the last one [`LoggedEntries::id`] read and where it starts, and the bytes
-/// of a spilled log read ahead from there: one read serves a run of ids, not one each.
+/// of a spilled log read ahead from there.
 #[derive(Debug, Default)]
 struct IdCursor {
     after: Option<(usize, u64)>,
-    window_at: u64,
-    window: Vec<u8>,
+    ahead: ReadAhead,
 }
-
-/// Bytes of a spilled log read ahead at once.
-const READ_AHEAD: usize = 1 << 16;
 
 /// The most bytes an entry takes in the log: a length byte and an id of at most 200 bytes.
 const MOST_ENTRY_BYTES: usize = 201;
@@ -283,22 +279,10 @@ impl LoggedEntries {
         let after = match &self.ids {
             Ids::Memory(_) => self.scan_at(first, start, i, 1 << 9, &mut take)?,
             Ids::File { file, len } => {
-                // The window must hold every entry up to `i` whole, or the log's end.
+                // Every entry up to `i` whole, or the log's end.
                 let needed = (i - first + 1) * MOST_ENTRY_BYTES;
-                let IdCursor {
-                    window_at, window, ..
-                } = &mut *cursor;
-                let window_end = *window_at + window.len() as u64;
-                let held = start >= *window_at
-                    && (window_end == *len || window_end >= start + needed as u64);
-                if !held {
-                    let want = (needed.max(READ_AHEAD) as u64).min(len - start);
-                    window.resize(want as usize, 0);
-                    file.read_exact_at(window, start)?;
-                    *window_at = start;
-                }
-                let from = &window[(start - *window_at) as usize..];
-                self.scan_reader(from, (first, start), i, &mut take)?
+                let bytes = cursor.ahead.at(file, *len, start, needed)?;
+                self.scan_reader(bytes, (first, start), i, &mut take)?
             }
         };
         cursor.after = Some(after);
