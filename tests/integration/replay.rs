@@ -973,12 +973,15 @@ fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
     )
     .unwrap();
     let out = dir.path().join("out");
+    // A file per run (`eval --traces` writes one trace file unless asked).
     let output = run(&[
         "eval",
         "--traces",
         corpus.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
+        "--trace-layout",
+        "per-task",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let mut names: Vec<String> = std::fs::read_dir(crate::support::traces_of(&out))

@@ -118,27 +118,42 @@ fn check_single(flush: &str) {
     assert_eq!(report["input"]["runs"], TASKS);
     let replay = looptrace().arg("replay").arg(&single).output().unwrap();
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
-    let again = dir.path().join("again");
-    let output = looptrace()
-        .args([
-            "eval",
-            "--format",
-            "json",
-            "--trace-layout",
-            "single",
-            "--traces",
-        ])
-        .arg(&single)
-        .arg("--out")
-        .arg(&again)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let replayed: ResultsFile =
-        serde_json::from_str(&std::fs::read_to_string(again.join("results.json")).unwrap())
+    // `eval --traces` writes one trace file unless `--trace-layout per-task` asks for a file
+    // per run.
+    for layout in [None, Some("per-task")] {
+        let again = dir
+            .path()
+            .join(format!("again-{}", layout.unwrap_or("default")));
+        let output = looptrace()
+            .args(["eval", "--format", "json", "--traces"])
+            .arg(&single)
+            .arg("--out")
+            .arg(&again)
+            .args(
+                layout
+                    .map(|layout| ["--trace-layout", layout])
+                    .iter()
+                    .flatten(),
+            )
+            .output()
             .unwrap();
-    assert_eq!(replayed.totals.tasks, TASKS);
-    assert_eq!(runs_len(&crate::support::single_trace_of(&again)), TASKS);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let replayed: ResultsFile =
+            serde_json::from_str(&std::fs::read_to_string(again.join("results.json")).unwrap())
+                .unwrap();
+        assert_eq!(replayed.totals.tasks, TASKS);
+        let per_task = crate::support::traces_of(&again);
+        match layout {
+            None => {
+                assert_eq!(runs_len(&crate::support::single_trace_of(&again)), TASKS);
+                assert!(!per_task.exists());
+            }
+            Some(_) => {
+                assert_eq!(std::fs::read_dir(&per_task).unwrap().count(), TASKS);
+                assert!(!crate::support::single_trace_of(&again).exists());
+            }
+        }
+    }
 }
 
 fn runs_len(path: &Path) -> usize {

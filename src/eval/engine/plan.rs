@@ -141,6 +141,9 @@ impl EvalPlan {
         let layout = match (&previous, request.trace_layout) {
             (_, Some(given)) => given,
             (Some(previous), None) => TraceLayout::of_rows(&previous.tasks),
+            // A corpus of recorded runs, often hundreds of thousands, becomes one trace file, not a
+            // file per run: creating a file costs more than replaying a small run.
+            (None, None) if matches!(request.source, EvalSource::Traces(_)) => TraceLayout::Single,
             (None, None) => TraceLayout::PerTask,
         };
         let out = match (&request.out, &request.rerun_failed) {

@@ -55,7 +55,8 @@ pub struct EvalRequest {
     pub repeat_until_decided: Option<u32>,
     /// `--pass-threshold P` (with `repeat_until_decided`; default 0.5).
     pub pass_threshold: Option<f64>,
-    /// `--trace-layout` (`None`: per-task, or the layout of the results a rerun updates).
+    /// `--trace-layout` (`None`: per-task, single for `--traces`, or the layout of the results a
+    /// rerun updates).
     pub trace_layout: Option<TraceLayout>,
     /// `--trace-flush`.
     pub trace_flush: TraceFlush,
