@@ -2,6 +2,9 @@
 """Kills evaluations with SIGKILL at random moments and checks that `--resume` and
 `--rerun-failed` still end where an uninterrupted run ends.
 
+Mode `corpus` resumes `eval --traces` of a corpus recorded from the suite (written many runs at a
+time: a kill may cut off a batch of finished runs, never leave a row without its run).
+
 Each trial starts an evaluation, kills it after a random delay, then runs it again with
 `--resume` (or the same `--rerun-failed`), killing some of those attempts too, until one
 finishes. After every kill, each run the folder's `results.json` names (if it has one) must be in
@@ -9,7 +12,8 @@ its trace; at the end the results must equal the uninterrupted run's (apart from
 timings and trace paths), `report DIR` must count exactly the runs the results name, each
 complete, and after `looptrace gc DIR` nothing a crash left is there.
 
-    fuzz/kill_campaign.py                       # both modes, 40 trials each
+    fuzz/kill_campaign.py                       # resume and rerun, 40 trials each
+    fuzz/kill_campaign.py --mode corpus --trials 20
     fuzz/kill_campaign.py --mode rerun --trials 100 --tasks 5000 --seed 7
 
 Uses target/release/looptrace (built first) unless LOOPTRACE names a binary. Writes under
@@ -32,6 +36,13 @@ LAYOUTS = [
     ["--trace-layout", "single"],
     ["--trace-layout", "single", "--trace-flush", "run"],
     ["--repeat", "2"],
+]
+# `eval --traces`: its default (one trace file, runs written in batches), each run's events written
+# at its end, and a file per run.
+CORPUS_LAYOUTS = [
+    [],
+    ["--trace-flush", "run"],
+    ["--trace-layout", "per-task"],
 ]
 # What differs between two runs of the same tasks.
 VOLATILE = ("run_id", "duration_ms", "started_at", "trace", "carried_over")
@@ -131,17 +142,35 @@ def run_killed(first, again, kill_chance, rng, max_delay, folder):
 
 
 def campaign(binary, mode, suite, failing_suite, trials, rng, out):
+    # What an evaluation runs: the suite, or in corpus mode every run recorded from it.
+    def source(the_suite):
+        return ["--traces", the_suite] if mode == "corpus" else [the_suite]
+
     def eval_into(folder, the_suite, layout):
         shutil.rmtree(folder, ignore_errors=True)
         subprocess.run(
-            [binary, "eval", the_suite, "--out", folder, "-q", "--jobs", "2"] + layout,
+            [binary, "eval"] + source(the_suite) + ["--out", folder, "-q", "--jobs", "2"] + layout,
             stdout=subprocess.DEVNULL,
             check=False,
         )
 
+    layouts = CORPUS_LAYOUTS if mode == "corpus" else LAYOUTS
+    if mode == "corpus":
+        # The corpus: every run of the suite, recorded with full capture in one file.
+        recorded = os.path.join(out, "recorded")
+        subprocess.run(
+            [binary, "eval", suite, "--out", recorded, "-q", "--capture", "full",
+             "--trace-layout", "single"],
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        runs = os.path.join(recorded, "runs")
+        suite = os.path.join(out, "corpus.jsonl")
+        shutil.copyfile(os.path.join(runs, os.listdir(runs)[0], "traces.jsonl"), suite)
+
     def commands(folder, layout):
-        if mode == "resume":
-            first = [binary, "eval", suite, "--out", folder, "-q", "--jobs", "2"] + layout
+        if mode in ("resume", "corpus"):
+            first = [binary, "eval"] + source(suite) + ["--out", folder, "-q", "--jobs", "2"] + layout
             return (first, first + ["--resume"])
         # A rerun keeps the layout of the results it updates unless told otherwise.
         repeat = [x for x in layout if x not in ("--trace-layout", "single")]
@@ -152,10 +181,10 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
     expected = {}
     # Kills land anywhere within the time an uninterrupted run takes.
     duration = {}
-    for i, layout in enumerate(LAYOUTS):
+    for i, layout in enumerate(layouts):
         folder = os.path.join(out, f"{mode}-reference-{i}")
         started = time.monotonic()
-        if mode == "resume":
+        if mode in ("resume", "corpus"):
             eval_into(folder, suite, layout)
         else:
             eval_into(folder, failing_suite, layout)
@@ -166,8 +195,8 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
     bad = 0
     kills = 0
     for trial in range(trials):
-        i = rng.randrange(len(LAYOUTS))
-        layout = LAYOUTS[i]
+        i = rng.randrange(len(layouts))
+        layout = layouts[i]
         # Resumed evaluations start over the folder an earlier trial of the layout completed,
         # as a rerun of a CI job would.
         folder = os.path.join(out, f"{mode}-trial-{i}")
@@ -176,7 +205,7 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
         first, again = commands(folder, layout)
         # The first attempt is always killed in resume mode, so something is left to resume.
         code, err, killed, missing = run_killed(
-            first, again, 1.0 if mode == "resume" else 0.7, rng, duration[i], folder
+            first, again, 0.7 if mode == "rerun" else 1.0, rng, duration[i], folder
         )
         kills += killed
         where = f"{mode} trial {trial} ({' '.join(layout) or 'defaults'})"
@@ -201,7 +230,7 @@ def campaign(binary, mode, suite, failing_suite, trials, rng, out):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=["resume", "rerun", "both"], default="both")
+    parser.add_argument("--mode", choices=["resume", "rerun", "corpus", "both"], default="both")
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--tasks", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=1)

@@ -73,20 +73,25 @@ pub(crate) fn event_written() {
     }
 }
 
-/// Called before a result row's line is written; returns how many of its bytes to write before
-/// aborting (`None`: write it all).
-pub fn row_bytes(len: usize) -> Option<usize> {
+/// Called before result rows' lines are written; returns how many of their bytes to write
+/// before aborting (`None`: write them all): the rows before the armed one, and half of it for
+/// `mid_row`.
+pub fn rows_bytes(lines: &[u8]) -> Option<usize> {
     let fault = armed()?;
     let (Fault::BeforeRow(n) | Fault::MidRow(n)) = fault else {
         return None;
     };
-    if ROWS.fetch_add(1, Ordering::SeqCst) + 1 != n {
-        return None;
+    let mut start = 0;
+    for line in lines.split_inclusive(|b| *b == b'\n') {
+        if ROWS.fetch_add(1, Ordering::SeqCst) + 1 == n {
+            return Some(match fault {
+                Fault::BeforeRow(_) => start,
+                _ => start + line.len() / 2,
+            });
+        }
+        start += line.len();
     }
-    match fault {
-        Fault::BeforeRow(_) => std::process::abort(),
-        _ => Some(len / 2),
-    }
+    None
 }
 
 /// Called after a torn row was written.

@@ -24,7 +24,8 @@ use crate::replay::ReplayModel;
 use crate::run::{Action, ExitReason, RunResult, Task};
 use crate::tools::{TaskTools, ToolRegistry, ToolRuntime};
 use crate::trace::{
-    Capture, RecordedRun, RecorderOptions, ReplayOf, RunTap, Summarizer, TraceRecorder, TraceWriter,
+    Capture, KeptLines, RecordedRun, RecorderOptions, ReplayOf, RunTap, Summarizer, TraceRecorder,
+    TraceWriter,
 };
 
 /// How to run a batch.
@@ -61,6 +62,10 @@ pub struct RunnerOptions<'a> {
     /// Who else reads each run's trace lines as they are written (the HTML page's fold); the
     /// file is named as the row's `trace` is.
     pub trace_tap: Option<Arc<dyn RunTap>>,
+    /// With the single trace file: hand the lines of a run that starts nothing outside the
+    /// process (a replay whose tools all run in it) to `on_row` with its row, unwritten, so the
+    /// caller writes many such runs at once.
+    pub keep_quick_runs: bool,
 }
 
 /// The `error_kind`s `--retries` runs a task again for: provider failures that another attempt
@@ -144,6 +149,8 @@ struct Run<'t> {
     attempt: u32,
     /// What names its files: the task id, or under a matrix `<id>@<model>`.
     name: String,
+    /// Where its trace lines go when they are kept unwritten.
+    kept: &'t KeptLines,
 }
 
 impl Run<'_> {
@@ -167,7 +174,9 @@ impl Run<'_> {
 }
 
 /// Runs `attempts` (of `tasks`, each read as a worker reaches it) and hands each result to
-/// `on_row` with the attempt's position, in the order they finish, from the worker that ran it.
+/// `on_row` with the attempt's position and the run's trace lines it kept unwritten
+/// ([`RunnerOptions::keep_quick_runs`]; empty when they were written), in the order they finish,
+/// from the worker that ran it.
 /// Attempts not started because `stop` was set are left out. The first error `on_row` returns,
 /// or a task that can no longer be read, stops scheduling and is returned.
 pub fn run_tasks(
@@ -175,7 +184,7 @@ pub fn run_tasks(
     attempts: &(impl Attempts + ?Sized),
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
-    on_row: &(dyn Fn(usize, TaskResult) -> Result<(), String> + Sync),
+    on_row: &(dyn Fn(usize, TaskResult, Vec<u8>) -> Result<(), String> + Sync),
 ) -> Result<(), String> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -185,6 +194,7 @@ pub fn run_tasks(
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
+                let kept = KeptLines::default();
                 loop {
                     if options.stop.load(Ordering::SeqCst) || halt.load(Ordering::SeqCst) {
                         break;
@@ -193,12 +203,14 @@ pub fn run_tasks(
                     let Some(attempt) = Attempts::get(attempts, i) else {
                         break;
                     };
-                    let result = tasks
-                        .task(attempt.task)
-                        .map(|task| run_with_retries(&task, attempt.repeat, tools, options));
+                    let result = (tasks.task(attempt.task))
+                        .map(|task| run_with_retries(&task, attempt.repeat, tools, options, &kept));
                     let row = result.and_then(|result| {
                         (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
-                        on_row(i, result)
+                        let lines = std::mem::take(
+                            &mut *kept.lock().unwrap_or_else(PoisonError::into_inner),
+                        );
+                        on_row(i, result, lines)
                     });
                     if let Err(err) = row {
                         halt.store(true, Ordering::SeqCst);
@@ -225,6 +237,7 @@ fn run_with_retries(
     repeat: u32,
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
+    kept: &KeptLines,
 ) -> TaskResult {
     let mut attempt = 1;
     loop {
@@ -233,6 +246,7 @@ fn run_with_retries(
             repeat,
             attempt,
             name: task.run_name(),
+            kept,
         };
         let mut result = run_isolated(&run, tools, options);
         let retry = result.exit_reason == ExitReason::InternalError
@@ -385,7 +399,7 @@ fn run_one(
         .as_mut()
         .map(|gate| gate.as_mut() as &mut dyn FinishGate);
     let outcome = match &options.traces {
-        Some(target) => match open_trace(target, run, options) {
+        Some(target) => match open_trace(target, run, options, tools.runs_in_process()) {
             Ok(writer) => {
                 let mut observer = Counting {
                     counts: &mut counts,
@@ -487,7 +501,7 @@ fn run_agent_task(
         Err((message, kind)) => return before_start(message, kind),
     };
     let sink = match &options.traces {
-        Some(target) => match open_trace(target, run, options) {
+        Some(target) => match open_trace(target, run, options, false) {
             Ok(writer) => Some(writer),
             Err(err) => {
                 let result = internal(format!("failed to create the task's trace: {err}"));
@@ -623,7 +637,7 @@ fn failed_before_start(
 ) -> TaskResult {
     if let Some(target) = &options.traces {
         // A trace that cannot be written changes nothing: the row says the run failed already.
-        let _ = open_trace(target, run, options).and_then(|writer| {
+        let _ = open_trace(target, run, options, false).and_then(|writer| {
             let mut recorder = recorder(run, options, writer, None);
             recorder.on_event(&RunEvent::RunStarted {
                 task: prompt,
@@ -692,6 +706,7 @@ fn open_trace(
     target: &TraceTarget,
     run: &Run<'_>,
     options: &RunnerOptions<'_>,
+    tools_in_process: bool,
 ) -> io::Result<TraceWriter> {
     let writer = match target {
         TraceTarget::PerTask(run_dir) => {
@@ -711,7 +726,14 @@ fn open_trace(
         // checked once when it was opened, before any worker wrote.
         TraceTarget::Single(file) => TraceWriter::shared(Arc::clone(file), false),
     };
+    // A replayed run whose tools all run in this process starts nothing outside it: its events
+    // are written when it ends, as one write, or handed over to be written with its row.
+    let quick = answers_at_once(run.task) && tools_in_process;
     let writer = match options.flush {
+        _ if quick && options.keep_quick_runs && matches!(target, TraceTarget::Single(_)) => {
+            writer.keep_run_in(Arc::clone(run.kept))
+        }
+        TraceFlush::Event if quick => writer.hold_until_run_end(),
         TraceFlush::Event if answers_at_once(run.task) => writer.hold_until_tool_or_run_end(),
         TraceFlush::Event => writer,
         TraceFlush::Run => writer.hold_until_run_end(),

@@ -70,6 +70,12 @@ impl ToolRegistry {
         registry
     }
 
+    /// Whether every tool runs inside this process as a handler (the built-in calculator), with
+    /// no provider's command or server: nothing a run does then happens outside looptrace.
+    pub fn runs_in_process(&self) -> bool {
+        self.providers.is_empty()
+    }
+
     /// Adds a tool, compiling its schema; refuses a name already taken.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
         let hash =

@@ -70,7 +70,7 @@ pub use shown_event::ShownEvent;
 pub use tap::RunTap;
 pub use text_line::TextLine;
 pub use view::{EventRef, EventRefKind, EventSpend, check_line, is_run_started, parse_event};
-pub use writer::{EventSink, TraceWriter, finish_cut_line};
+pub use writer::{EventSink, KeptLines, TraceWriter, finish_cut_line};
 
 /// The file names a folder walk reads: looptrace's own traces (`.jsonl`) and the formats other
 /// agents write (`import`, `report`, `show`, `export`).

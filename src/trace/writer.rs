@@ -4,7 +4,9 @@
 //! hold a run's events and write them in one `write` when the run ends (`eval --trace-flush run`):
 //! fewer system calls, and a crash loses the run in progress. A replayed run's events, whose
 //! model answers from its recording at once, are held until a tool is about to run or the run
-//! ends: only what happened since the last tool started (microseconds of work) can be lost.
+//! ends: only what happened since the last tool started (microseconds of work) can be lost; the
+//! runner holds them until the run ends when its tools all run in the process. A writer may also
+//! hand a finished run's lines to whoever writes them with its row ([`TraceWriter::keep_run_in`]).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -51,7 +53,13 @@ pub struct TraceWriter {
     held: u64,
     /// Who else reads the lines, and the file they went to.
     tap: Option<Tap>,
+    /// Where a finished run's lines go instead of the file.
+    kept: Option<KeptLines>,
 }
+
+/// The lines of finished runs, handed over unwritten: whoever takes them writes them before the
+/// runs' rows.
+pub type KeptLines = Arc<std::sync::Mutex<Vec<u8>>>;
 
 /// When a writer writes the events it is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +124,7 @@ impl TraceWriter {
             hold: Hold::No,
             held: 0,
             tap: None,
+            kept: None,
         }
     }
 
@@ -154,6 +163,14 @@ impl TraceWriter {
         self
     }
 
+    /// Holds each run's events and, when its `run_finished` comes, appends them to `kept`
+    /// instead of writing them (a run cut short still writes what it held when dropped).
+    pub fn keep_run_in(mut self, kept: KeptLines) -> TraceWriter {
+        self.hold = Hold::UntilRunEnd;
+        self.kept = Some(kept);
+        self
+    }
+
     /// Writes one event as one line; with `fsync`, waits until it is on disk.
     pub fn write_event(&mut self, event: &Event) -> io::Result<()> {
         let ends_run = matches!(event.kind, EventKind::RunFinished(_));
@@ -175,11 +192,25 @@ impl TraceWriter {
                 return Ok(());
             }
         }
-        self.write_line()?;
+        match &self.kept {
+            Some(kept) if ends_run => self.hand_over(Arc::clone(kept)),
+            _ => self.write_line()?,
+        }
         if ends_run && let Some(tap) = &mut self.tap {
             tap.deliver();
         }
         Ok(())
+    }
+
+    /// Appends the run's lines to `kept`, for the tap as if written.
+    fn hand_over(&mut self, kept: KeptLines) {
+        self.held = 0;
+        kept.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(&self.line);
+        if let Some(tap) = &mut self.tap {
+            tap.lines.extend_from_slice(&self.line);
+        }
     }
 
     /// Writes `line` (one event, or the events held) in one call.

@@ -290,6 +290,7 @@ fn a_panicking_task_is_isolated() {
         retries: 0,
         agents: None,
         trace_tap: None,
+        keep_quick_runs: false,
     };
     let attempts: Vec<Attempt> = (0..suite.tasks.len())
         .map(|task| Attempt { task, repeat: 1 })
@@ -300,7 +301,7 @@ fn a_panicking_task_is_isolated() {
         &attempts,
         &explode_registry(),
         &options,
-        &|i, row| {
+        &|i, row, _| {
             rows.lock().unwrap()[i] = Some(row);
             Ok(())
         },

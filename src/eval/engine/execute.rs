@@ -13,6 +13,7 @@ use super::EvalError;
 use super::observer::EvalObserver;
 use super::outcome::{EvalOutcome, EvalVerdict, Notice, adaptive_verdict, verdict};
 use super::plan::{EvalPlan, Planned};
+use super::quick_runs::QuickRuns;
 use crate::eval::agent::AgentOptions;
 use crate::eval::store::{
     RESULTS_NAME, RUNS_DIR, RowKey, RunFolder, RunFormat, RunHeader, RunKind, Seal, copy_runs,
@@ -82,6 +83,13 @@ impl EvalPlan {
         let run = RunFolder::create(&out, &header).map_err(EvalError::internal)?;
         let run_dir = run.dir.clone();
         let traces = trace_target(self.layout, &run_dir, repeats)?;
+        let quick_runs = match &traces {
+            TraceTarget::Single(file) => {
+                let path = self.layout.root(&run_dir);
+                Some(QuickRuns::new(std::sync::Arc::clone(file), path))
+            }
+            TraceTarget::PerTask(_) => None,
+        };
         let task_tools = suite.tools.clone().map(|file| {
             let logs = self.request.log_dir.clone();
             TaskTools::new(file, Some(logs.unwrap_or_else(|| run_dir.join("logs"))))
@@ -137,6 +145,7 @@ impl EvalPlan {
                 replay: self.agent_replay.as_ref(),
             }),
             trace_tap: observer.trace_tap(),
+            keep_quick_runs: quick_runs.is_some(),
         };
         let collected = Mutex::new(collected);
         let mut attempts = std::mem::replace(&mut self.attempts, Planned::Listed(Vec::new()));
@@ -144,15 +153,23 @@ impl EvalPlan {
         let mut decisions = None;
         let ran = loop {
             let batch = &attempts;
-            let on_row = |i: usize, row: TaskResult| {
+            let on_row = |i: usize, row: TaskResult, trace: Vec<u8>| {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
-                let line = run.append(&row).map_err(|err| err.to_string())?;
+                let line = match &quick_runs {
+                    Some(quick_runs) if !trace.is_empty() => quick_runs.add(&trace, &row, &run)?,
+                    _ => run.append(&row).map_err(|err| err.to_string())?,
+                };
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);
                 collected.add(position(attempt.task, attempt.repeat), Some(&line), &row)
             };
             let ran = run_tasks(&selected, batch, &self.tools, &options, &on_row);
+            // The runs held are written whatever happened: each is whole, its row after it.
+            let ran = match quick_runs.as_ref().map(|quick_runs| quick_runs.flush(&run)) {
+                Some(Err(err)) => ran.and(Err(err)),
+                _ => ran,
+            };
             done_before.fetch_add(batch.len(), Ordering::SeqCst);
             let Some(rule) = &self.adaptive else {
                 break ran;

@@ -21,6 +21,7 @@ mod observer;
 mod outcome;
 mod paths;
 mod plan;
+mod quick_runs;
 mod recorded_models;
 mod request;
 mod resume;

@@ -31,7 +31,7 @@ pub use owed::{Owing, owed};
 pub use row_key::RowKey;
 pub use run_folder::{
     ROWS_NAME, RUNS_DIR, RunFolder, RunFormat, RunHeader, RunKind, RunRead, Seal, StoreError,
-    is_run_id, list_runs, read_header, read_run,
+    is_run_id, list_runs, read_header, read_run, row_line,
 };
 pub use traces::{NamedTrace, read_view, view_traces};
 pub use view::rebuild_view;

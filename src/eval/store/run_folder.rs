@@ -160,19 +160,25 @@ impl RunFolder {
     /// Appends `row` as one line in one `write` on a file opened for appending (a crash leaves
     /// whole lines and at most one torn last line); returns the line.
     pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
-        let line = serde_json::to_vec(row).map_err(io::Error::from);
-        let written = line.and_then(|mut line| {
-            line.push(b'\n');
-            // Serialized before the lock: the runner's workers wait only for each other's write.
-            let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(cut) = crate::fault::row_bytes(line.len()) {
-                let _ = file.write_all(&line[..cut]);
-                crate::fault::abort();
-            }
-            file.write_all(&line).map(|()| line)
-        });
-        // The log's path is made only for the error: rows are written by the million.
-        written.map_err(|err| io_error("write", &self.dir.join(ROWS_NAME))(err))
+        // Serialized before the lock: the runner's workers wait only for each other's write.
+        let line = row_line(row).map_err(self.write_error())?;
+        self.append_lines(&line)?;
+        Ok(line)
+    }
+
+    /// Appends rows' whole lines (of [`row_line`]) in one `write`.
+    pub fn append_lines(&self, lines: &[u8]) -> Result<(), StoreError> {
+        let mut file = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cut) = crate::fault::rows_bytes(lines) {
+            let _ = file.write_all(&lines[..cut]);
+            crate::fault::abort();
+        }
+        file.write_all(lines).map_err(self.write_error())
+    }
+
+    /// The log's path is made only for an error: rows are written by the million.
+    fn write_error(&self) -> impl FnOnce(io::Error) -> StoreError + '_ {
+        |err| io_error("write", &self.dir.join(ROWS_NAME))(err)
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
@@ -183,6 +189,13 @@ impl RunFolder {
             .and_then(|()| file.sync_all())
             .map_err(io_error("write", &self.dir.join(ROWS_NAME)))
     }
+}
+
+/// `row`'s line in the row log.
+pub fn row_line(row: &TaskResult) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(row)?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// A run read back.
