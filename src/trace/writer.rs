@@ -202,15 +202,21 @@ impl TraceWriter {
         Ok(())
     }
 
-    /// Appends the run's lines to `kept`, for the tap as if written.
+    /// Appends the run's lines to `kept` (moved there when it is empty, as it is between runs),
+    /// for the tap as if written.
     fn hand_over(&mut self, kept: KeptLines) {
         self.held = 0;
-        kept.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend_from_slice(&self.line);
         if let Some(tap) = &mut self.tap {
             tap.lines.extend_from_slice(&self.line);
         }
+        let mut kept = kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match kept.is_empty() {
+            true => std::mem::swap(&mut *kept, &mut self.line),
+            false => kept.extend_from_slice(&self.line),
+        }
+        self.line.clear();
     }
 
     /// Writes `line` (one event, or the events held) in one call.

@@ -158,7 +158,7 @@ impl EvalPlan {
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;
                 let line = match &quick_runs {
-                    Some(quick_runs) if !trace.is_empty() => quick_runs.add(&trace, &row, &run)?,
+                    Some(quick_runs) if !trace.is_empty() => quick_runs.add(trace, &row, &run)?,
                     _ => run.append(&row).map_err(|err| err.to_string())?,
                 };
                 let mut collected = collected.lock().unwrap_or_else(PoisonError::into_inner);

@@ -8,7 +8,7 @@
 //! [`RunnerOptions::keep_quick_runs`]: crate::eval::RunnerOptions::keep_quick_runs
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{self, IoSlice, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,6 +17,9 @@ use crate::eval::store::{RunFolder, row_line};
 
 /// How many bytes of lines a batch holds before they are written.
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// How many runs a batch holds at most: one `writev` takes at most 1,024 buffers.
+const BATCH_RUNS: usize = 1024;
 
 /// The run's single trace file, and the lines held for it and for the row log.
 pub(super) struct QuickRuns {
@@ -27,8 +30,10 @@ pub(super) struct QuickRuns {
 
 #[derive(Default)]
 struct Held {
-    traces: Vec<u8>,
+    /// Each run's trace lines, as the runner handed them over (not copied again).
+    traces: Vec<Vec<u8>>,
     rows: Vec<u8>,
+    bytes: usize,
 }
 
 impl QuickRuns {
@@ -42,15 +47,16 @@ impl QuickRuns {
     /// row's line.
     pub(super) fn add(
         &self,
-        lines: &[u8],
+        lines: Vec<u8>,
         row: &TaskResult,
         run: &RunFolder,
     ) -> Result<Vec<u8>, String> {
         let line = row_line(row).map_err(|err| format!("failed to write a row: {err}"))?;
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.traces.extend_from_slice(lines);
+        held.bytes += lines.len() + line.len();
+        held.traces.push(lines);
         held.rows.extend_from_slice(&line);
-        if held.traces.len() + held.rows.len() >= BATCH_BYTES {
+        if held.bytes >= BATCH_BYTES || held.traces.len() >= BATCH_RUNS {
             self.write(&mut held, run)?;
         }
         Ok(line)
@@ -67,15 +73,28 @@ impl QuickRuns {
     fn write(&self, held: &mut Held, run: &RunFolder) -> Result<(), String> {
         // One `write` each on files opened for appending: the lines land whole, after any other
         // run's lines, and the rows only once their runs' traces are there.
-        (&*self.traces)
-            .write_all(&held.traces)
+        write_all_vectored(&self.traces, &held.traces)
             .map_err(|err| format!("failed to write `{}`: {err}", self.path.display()))?;
         held.traces.clear();
         run.append_lines(&held.rows)
             .map_err(|err| err.to_string())?;
         held.rows.clear();
+        held.bytes = 0;
         Ok(())
     }
+}
+
+/// Writes every buffer of `buffers` to `file`, in one `writev` unless it is cut short.
+fn write_all_vectored(mut file: &File, buffers: &[Vec<u8>]) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = buffers.iter().map(|b| IoSlice::new(b)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match file.write_vectored(rest)? {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            written => IoSlice::advance_slices(&mut rest, written),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -118,7 +137,7 @@ mod tests {
         let mut written_rows = 0;
         for i in 0..300 {
             let line = quick
-                .add(trace(i).as_bytes(), &row(&format!("t{i}")), &run)
+                .add(trace(i).into_bytes(), &row(&format!("t{i}")), &run)
                 .unwrap();
             assert!(line.ends_with(b"\n"));
             // Whatever is on disk: every row's run is in the trace file already.
