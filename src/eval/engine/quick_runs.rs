@@ -57,30 +57,26 @@ impl QuickRuns {
         held.traces.push(lines);
         held.rows.extend_from_slice(&line);
         if held.bytes >= BATCH_BYTES || held.traces.len() >= BATCH_RUNS {
-            self.write(&mut held, run)?;
+            // Written outside the lock: the other workers go on holding their runs meanwhile.
+            let full = std::mem::take(&mut *held);
+            drop(held);
+            self.write(full, run)?;
         }
         Ok(line)
     }
 
     /// Writes what is held.
     pub(super) fn flush(&self, run: &RunFolder) -> Result<(), String> {
-        self.write(
-            &mut self.held.lock().unwrap_or_else(PoisonError::into_inner),
-            run,
-        )
+        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(PoisonError::into_inner));
+        self.write(held, run)
     }
 
-    fn write(&self, held: &mut Held, run: &RunFolder) -> Result<(), String> {
-        // One `write` each on files opened for appending: the lines land whole, after any other
-        // run's lines, and the rows only once their runs' traces are there.
+    /// Writes a batch: one `write` each on files opened for appending, so the lines land whole
+    /// after any other run's lines, and the rows only once their runs' traces are there.
+    fn write(&self, held: Held, run: &RunFolder) -> Result<(), String> {
         write_all_vectored(&self.traces, &held.traces)
             .map_err(|err| format!("failed to write `{}`: {err}", self.path.display()))?;
-        held.traces.clear();
-        run.append_lines(&held.rows)
-            .map_err(|err| err.to_string())?;
-        held.rows.clear();
-        held.bytes = 0;
-        Ok(())
+        run.append_lines(&held.rows).map_err(|err| err.to_string())
     }
 }
 
