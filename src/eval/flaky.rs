@@ -4,13 +4,14 @@
 //! the environment, not the model). Only full capture holds the texts to compare; under summary
 //! capture the divergence is `unknown`.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::results::{ResultsFile, TaskResult};
-use crate::trace::{Capture, Event, EventKind, ReadOptions, RecordedRun, TraceContents};
+use crate::trace::{Capture, Event, EventKind, ReadOptions, RecordedRun, RunStream};
 
 /// Where two runs of a task first differ.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -191,55 +192,99 @@ pub fn flaky_tasks(
     results: &ResultsFile,
     folder: &dyn Fn(&TaskResult) -> PathBuf,
 ) -> Vec<FlakyTask> {
+    flaky_among(&results.tasks, results.capture, folder)
+}
+
+/// [`flaky_tasks`] of `rows`, which hold every row of each task they hold a row of, written with
+/// `capture`.
+pub fn flaky_among(
+    rows: &[TaskResult],
+    capture: Capture,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
+) -> Vec<FlakyTask> {
     // A task's rows under a model matrix are one task per model (`id[model]`).
-    let mut order: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-    let mut rows: HashMap<std::borrow::Cow<'_, str>, Vec<&TaskResult>> = HashMap::new();
-    for row in &results.tasks {
+    let mut order: Vec<Cow<'_, str>> = Vec::new();
+    let mut by_task: HashMap<Cow<'_, str>, Vec<&TaskResult>> = HashMap::new();
+    for row in rows {
         let key = row.row_key();
-        rows.entry(key.clone())
+        by_task
+            .entry(key.clone())
             .or_insert_with(|| {
                 order.push(key);
                 Vec::new()
             })
             .push(row);
     }
-    let mut traces: HashMap<PathBuf, Option<TraceContents>> = HashMap::new();
-    let mut flaky = Vec::new();
+    // Each flaky task's rows, and its first passing and first failing row.
+    let mut pairs = Vec::new();
     for id in order {
-        let mut task_rows = rows.remove(&id).unwrap_or_default();
+        let mut task_rows = by_task.remove(&id).unwrap_or_default();
         task_rows.sort_by_key(|r| r.repeat);
-        let passing = task_rows.iter().find(|r| r.passes());
-        let failing = task_rows.iter().find(|r| !r.passes());
-        let (Some(pass), Some(fail)) = (passing, failing) else {
-            continue;
-        };
-        let divergence = if results.capture != Capture::Full {
-            Divergence::Unknown {
-                why: "summary capture (run with --capture full to compare the runs)".to_owned(),
-            }
-        } else {
-            let mut run_of = |row: &TaskResult| -> Option<RecordedRun> {
-                let path = folder(row).join(row.trace.as_deref()?);
-                let contents = traces.entry(path.clone()).or_insert_with(|| {
-                    crate::trace::read_trace(&path, ReadOptions::default()).ok()
-                });
-                contents.as_ref()?.run(row.run_id.as_deref()?).cloned()
-            };
-            match (run_of(pass), run_of(fail)) {
-                (Some(a), Some(b)) => first_divergence(&a, &b),
-                _ => Divergence::Unknown {
+        let passing = task_rows.iter().find(|r| r.passes()).copied();
+        let failing = task_rows.iter().find(|r| !r.passes()).copied();
+        if let (Some(pass), Some(fail)) = (passing, failing) {
+            pairs.push((id, task_rows, pass, fail));
+        }
+    }
+    // Only the runs compared are read, each trace file once, as a stream.
+    let runs = match capture {
+        Capture::Full => compared_runs(pairs.iter().flat_map(|p| [p.2, p.3]), folder),
+        _ => HashMap::new(),
+    };
+    let run_of = |row: &TaskResult| {
+        let path = folder(row).join(row.trace.as_deref()?);
+        runs.get(&(path, row.run_id.clone()?))
+    };
+    (pairs.into_iter())
+        .map(|(id, task_rows, pass, fail)| {
+            let divergence = match (capture, run_of(pass), run_of(fail)) {
+                (Capture::Full, Some(a), Some(b)) => first_divergence(a, b),
+                (Capture::Full, _, _) => Divergence::Unknown {
                     why: "a run's trace could not be read".to_owned(),
                 },
+                _ => Divergence::Unknown {
+                    why: "summary capture (run with --capture full to compare the runs)".to_owned(),
+                },
+            };
+            FlakyTask {
+                id: id.into_owned(),
+                passed: task_rows.iter().filter(|r| r.passes()).count() as u32,
+                runs: task_rows.len() as u32,
+                divergence,
             }
-        };
-        flaky.push(FlakyTask {
-            id: id.into_owned(),
-            passed: task_rows.iter().filter(|r| r.passes()).count() as u32,
-            runs: task_rows.len() as u32,
-            divergence,
-        });
+        })
+        .collect()
+}
+
+/// The runs of `rows` in their traces, by trace path and run id: each trace file is read once as
+/// a stream, keeping only those runs (the first run with each id).
+fn compared_runs<'r>(
+    rows: impl Iterator<Item = &'r TaskResult>,
+    folder: &dyn Fn(&TaskResult) -> PathBuf,
+) -> HashMap<(PathBuf, String), RecordedRun> {
+    let mut wanted: HashMap<PathBuf, HashSet<String>> = HashMap::new();
+    for row in rows {
+        if let (Some(trace), Some(run_id)) = (&row.trace, &row.run_id) {
+            let path = folder(row).join(trace);
+            wanted.entry(path).or_default().insert(run_id.clone());
+        }
     }
-    flaky
+    let mut runs = HashMap::new();
+    for (path, mut ids) in wanted {
+        let Ok(stream) = RunStream::open(&path, ReadOptions::default()) else {
+            continue;
+        };
+        for streamed in stream {
+            let Ok(streamed) = streamed else { break };
+            if streamed.occurrence == 1 && ids.remove(&streamed.run.run_id) {
+                runs.insert((path.clone(), streamed.run.run_id.clone()), streamed.run);
+                if ids.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    runs
 }
 
 #[cfg(test)]

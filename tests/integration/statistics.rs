@@ -463,6 +463,45 @@ fn adaptive_repeats_stop_clear_tasks_early_with_the_same_verdicts() {
 }
 
 #[test]
+fn flaky_tasks_among_many_are_found_in_one_trace_file_by_their_runs_alone() {
+    // The report keeps only the flaky tasks' rows of the view and reads only their runs from
+    // the one trace file every run went to.
+    let dir = tempfile::tempdir().unwrap();
+    let plans = [
+        ("a-steady", "111"),
+        ("b-flaky", "101"),
+        ("c-broken", "000"),
+        ("d-flaky", "011"),
+        ("e-steady", "111"),
+        ("f-flaky", "110"),
+    ];
+    let args = [
+        "--repeat",
+        "3",
+        "--capture",
+        "full",
+        "--trace-layout",
+        "single",
+    ];
+    let output = eval(
+        dir.path(),
+        "many",
+        &plans,
+        &[&args[..], &["-f", "json"]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let at_the_gate = json!({"at": "tool", "step": 1, "tool": "the finish gate"});
+    assert_eq!(
+        json_of(&output)["flakiness"],
+        json!([
+            {"id": "b-flaky", "passed": 2, "runs": 3, "divergence": at_the_gate},
+            {"id": "d-flaky", "passed": 2, "runs": 3, "divergence": at_the_gate},
+            {"id": "f-flaky", "passed": 2, "runs": 3, "divergence": at_the_gate}
+        ])
+    );
+}
+
+#[test]
 fn flaky_tasks_say_where_their_runs_first_diverged_under_full_capture() {
     let dir = tempfile::tempdir().unwrap();
     let plans = [("flaky", "101"), ("steady", "111")];

@@ -1,12 +1,14 @@
 //! What an evaluation found: its results (the view written to `results.json`), the comparison
 //! with a baseline, the verdict, and the messages a user should read, as data the caller prints.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 
 use crate::eval::store::{RUNS_DIR, bytes_under, list_runs};
 use crate::eval::{
-    Comparison, FlakyTask, FolderLock, PassCounts, ResultsFile, TaskRates, Verdict, flaky_tasks,
+    Comparison, FlakyTask, FolderLock, PassCounts, ResultsFile, TaskRates, TaskResult, Verdict,
+    flaky_among, flaky_tasks, read_rows_of_tasks,
 };
 use crate::run::ExitReason;
 
@@ -118,12 +120,27 @@ impl EvalOutcome {
     }
 
     /// Flaky tasks and where their runs parted, read back from what was written (repeats only).
+    /// With the tasks' pass counts, only the flaky tasks' rows are kept as the view is read, and
+    /// only their runs of the traces.
     pub fn flaky_tasks(&self) -> Vec<FlakyTask> {
         if self.results.repeats.unwrap_or(1) <= 1 || self.traces.is_none() {
             return Vec::new();
         }
-        crate::eval::read_results(&self.results_path)
-            .map(|written| flaky_tasks(&written, &|_| self.out.clone()))
+        let folder = |_: &TaskResult| self.out.clone();
+        let Some(counts) = &self.pass_counts else {
+            return crate::eval::read_results(&self.results_path)
+                .map(|written| flaky_tasks(&written, &folder))
+                .unwrap_or_default();
+        };
+        let ids: HashSet<String> = (counts.rates())
+            .filter(|rate| rate.flaky())
+            .map(|rate| rate.id.into_owned())
+            .collect();
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        read_rows_of_tasks(&self.results_path, &ids)
+            .map(|(capture, rows)| flaky_among(&rows, capture, &folder))
             .unwrap_or_default()
     }
 
