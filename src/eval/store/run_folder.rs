@@ -161,9 +161,9 @@ impl RunFolder {
     /// whole lines and at most one torn last line); returns the line.
     pub fn append(&self, row: &TaskResult) -> Result<Vec<u8>, StoreError> {
         // Serialized before the lock: the runner's workers wait only for each other's write.
-        let line = row_line(row).map_err(self.write_error())?;
-        self.append_lines(&line)?;
-        Ok(line)
+        let line =
+            row_line(row).map_err(|err| io_error("write", &self.dir.join(ROWS_NAME))(err))?;
+        self.append_lines(&line).map(|()| line)
     }
 
     /// Appends rows' whole lines (of [`row_line`]) in one `write`.
@@ -173,26 +173,21 @@ impl RunFolder {
             let _ = file.write_all(&lines[..cut]);
             crate::fault::abort();
         }
-        file.write_all(lines).map_err(self.write_error())
-    }
-
-    /// The log's path is made only for an error: rows are written by the million.
-    fn write_error(&self) -> impl FnOnce(io::Error) -> StoreError + '_ {
-        |err| io_error("write", &self.dir.join(ROWS_NAME))(err)
+        // The log's path is made only for an error: rows are written by the million.
+        (file.write_all(lines)).map_err(|err| io_error("write", &self.dir.join(ROWS_NAME))(err))
     }
 
     /// Appends the `sealed` line: the invocation ended and the run is never written again.
     pub fn seal(&self, seal: &Seal) -> Result<(), StoreError> {
         let file = &mut *self.rows.lock().unwrap_or_else(PoisonError::into_inner);
-        (serde_json::to_vec(seal).map_err(io::Error::from))
-            .and_then(|line| file.write_all(&[&line[..], b"\n"].concat()))
+        (row_line(seal).and_then(|line| file.write_all(&line)))
             .and_then(|()| file.sync_all())
             .map_err(io_error("write", &self.dir.join(ROWS_NAME)))
     }
 }
 
-/// `row`'s line in the row log.
-pub fn row_line(row: &TaskResult) -> io::Result<Vec<u8>> {
+/// A row's (or the seal's) line in the row log.
+pub fn row_line(row: &impl Serialize) -> io::Result<Vec<u8>> {
     let mut line = serde_json::to_vec(row)?;
     line.push(b'\n');
     Ok(line)
