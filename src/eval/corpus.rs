@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::corpus_line::{self, CorpusLine, replay_check};
+use super::corpus_line::{self, CorpusLine, read_by_replay, replay_check};
 use super::corpus_runs::PackedRuns;
 use super::suite::{
     DEFAULT_MAX_STEPS, EntryLog, Expectations, IdHashes, LoggedEntries, Suite, SuiteErrors,
@@ -207,13 +207,22 @@ pub fn corpus_suite(paths: &[PathBuf], capture: Capture) -> Result<Corpus, Suite
                 // The suite will not run: only the problems are still wanted.
                 continue;
             }
+            // Only the lines its replay reads are read again (not a tool's recorded answer).
+            let reads = read_by_replay(&run.events);
+            let spans: Vec<LineSpan> = match streamed.spans.len() == run.events.len() {
+                true => (run.events.iter().zip(&streamed.spans))
+                    .filter(|((_, line), _)| reads(line))
+                    .map(|(_, span)| *span)
+                    .collect(),
+                false => streamed.spans.clone(),
+            };
             let pushed = ids.push(&format!("{stem}.{}", run.run_id)).and_then(|()| {
                 packed.push(
                     file_index,
                     max_steps.unwrap_or(DEFAULT_MAX_STEPS),
                     reason,
                     &run.run_id,
-                    &streamed.spans,
+                    &spans,
                 )
             });
             if let Err(err) = pushed {

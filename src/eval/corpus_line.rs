@@ -32,8 +32,13 @@ pub(super) struct CorpusLine {
 /// What the replay check reads of a line, by its event type.
 #[derive(Debug, Clone, PartialEq)]
 enum LineKind {
-    /// `run_started`: whether it records the task, and its step budget.
-    RunStarted { task: bool, max_steps: Option<u32> },
+    /// `run_started`: whether it records the task, its step budget, and whether it names a
+    /// finish gate (`finish_gate_hash`).
+    RunStarted {
+        task: bool,
+        max_steps: Option<u32>,
+        gate: bool,
+    },
     /// `model_action`: its `action_type`, and whether `tool_name`, `arguments` (as the full
     /// reader keeps them) and `answer` are there.
     Action {
@@ -51,6 +56,10 @@ enum LineKind {
     Ending(ExitReason),
     /// An event type this version does not know.
     Unknown(String),
+    /// `observation`: a tool's answer, which a replay with live tools never reads.
+    Observation,
+    /// `finish_gate`: a recorded gate verdict.
+    Gate,
     /// Any other event.
     Other,
 }
@@ -98,6 +107,7 @@ impl CorpusLine {
             EventKind::RunStarted(started) => LineKind::RunStarted {
                 task: started.task.is_some(),
                 max_steps: started.max_steps,
+                gate: started.finish_gate_hash.is_some(),
             },
             EventKind::ModelAction(action) => LineKind::Action {
                 action_type: action.action_type.clone(),
@@ -110,6 +120,8 @@ impl CorpusLine {
                 content: feedback.content.is_some(),
             },
             EventKind::Unknown { event_type, .. } => LineKind::Unknown(event_type.clone()),
+            EventKind::Observation(_) => LineKind::Observation,
+            EventKind::FinishGate(_) => LineKind::Gate,
             _ => match event.ending() {
                 Some(reason) => LineKind::Ending(reason),
                 None => LineKind::Other,
@@ -134,6 +146,20 @@ impl CorpusLine {
     }
 }
 
+/// Whether a replay of the run reads each of its lines: all of them when the run shows a finish
+/// gate (its recorded verdicts are arranged with the steps, and a malformed observation keeps the
+/// recorded gate from being used, as in a replay), and otherwise all but the observations. A
+/// replay with live tools never reads the tools' recorded answers, most of a recording's bytes.
+pub(super) fn read_by_replay(events: &[(u64, CorpusLine)]) -> impl Fn(&CorpusLine) -> bool {
+    let gated = events.iter().any(|(_, e)| {
+        matches!(
+            e.kind,
+            LineKind::Gate | LineKind::RunStarted { gate: true, .. }
+        )
+    });
+    move |line| gated || line.kind != LineKind::Observation
+}
+
 /// The line read through the borrowed view and its top-level keys; `None` when the view refuses
 /// it or the text alone cannot tell (the caller parses it the full way).
 fn from_view(bytes: &[u8]) -> Option<CorpusLine> {
@@ -141,10 +167,11 @@ fn from_view(bytes: &[u8]) -> Option<CorpusLine> {
     let run_id = String::from_utf8(event.run_id.into_owned()).ok()?;
     let kind = match event.kind {
         EventRefKind::RunStarted => {
-            let (mut task, mut max_steps) = (false, None);
+            let (mut task, mut max_steps, mut gate) = (false, None, false);
             each_key(bytes, |key, value| {
                 match key {
                     b"task" => task = value != b"null",
+                    b"finish_gate_hash" => gate = value != b"null",
                     b"max_steps" if value != b"null" => {
                         max_steps = Some(std::str::from_utf8(value).ok()?.parse().ok()?);
                     }
@@ -152,7 +179,11 @@ fn from_view(bytes: &[u8]) -> Option<CorpusLine> {
                 }
                 Some(())
             })?;
-            LineKind::RunStarted { task, max_steps }
+            LineKind::RunStarted {
+                task,
+                max_steps,
+                gate,
+            }
         }
         EventRefKind::ToolCall { .. } | EventRefKind::OtherAction => {
             let (mut action_type, mut tool_name, mut arguments, mut answer) =
@@ -192,6 +223,8 @@ fn from_view(bytes: &[u8]) -> Option<CorpusLine> {
             }
         }
         EventRefKind::Ended { exit_reason, .. } => LineKind::Ending(exit_reason),
+        EventRefKind::Observation { .. } => LineKind::Observation,
+        EventRefKind::FinishGate { .. } => LineKind::Gate,
         EventRefKind::Unknown { event_type } => {
             LineKind::Unknown(String::from_utf8(event_type.into_owned()).ok()?)
         }
@@ -290,7 +323,9 @@ pub(super) fn replay_check(
         problem,
     };
     let Some((line, started, task, max_steps)) = events.iter().find_map(|(line, e)| match e.kind {
-        LineKind::RunStarted { task, max_steps } => Some((*line, e, task, max_steps)),
+        LineKind::RunStarted {
+            task, max_steps, ..
+        } => Some((*line, e, task, max_steps)),
         _ => None,
     }) else {
         let line = events.first().map_or(0, |(line, _)| *line);

@@ -583,6 +583,41 @@ fn eval_replays_a_gated_recording_with_its_recorded_verdicts() {
 }
 
 #[test]
+fn eval_traces_replays_a_gated_recording_with_its_recorded_verdicts_beside_ungated_runs() {
+    // A corpus's runs are read again without their observations, unless the run shows a gate:
+    // its recorded verdicts are arranged with every step.
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    for name in ["finish_gate.full.jsonl", "finished.full.jsonl"] {
+        std::fs::copy(crate::support::sample(name), corpus.join(name)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = run(&[
+        "eval",
+        "--traces",
+        corpus.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let gated = &results["tasks"][0];
+    assert_eq!(gated["id"], "finish_gate.full.finish-gate-full");
+    assert_eq!(
+        (
+            gated["steps_used"].as_u64(),
+            gated["gate_rejections"].as_u64()
+        ),
+        (Some(3), Some(1))
+    );
+    let plain = &results["tasks"][1];
+    assert_eq!(plain["expectation"], "met");
+    assert_eq!(plain["tool_calls"], 1);
+}
+
+#[test]
 fn a_gate_to_rerun_with_recorded_tools_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let trace = recorded_gated_run(dir.path());
