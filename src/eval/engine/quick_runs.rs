@@ -71,8 +71,9 @@ impl QuickRuns {
         self.write(held, run)
     }
 
-    /// Writes a batch: one `write` each on files opened for appending, so the lines land whole
-    /// after any other run's lines, and the rows only once their runs' traces are there.
+    /// Writes a batch: one call each (`writev`, `write`) on files opened for appending, so the
+    /// lines land whole after any other run's lines, and the rows only once their runs' traces
+    /// are there.
     fn write(&self, held: Held, run: &RunFolder) -> Result<(), String> {
         write_all_vectored(&self.traces, &held.traces)
             .map_err(|err| format!("failed to write `{}`: {err}", self.path.display()))?;
