@@ -40,8 +40,8 @@ pub enum RunSource {
     Located {
         /// The run's id.
         run_id: String,
-        /// The lines its replay reads, in event order (for a
-        /// run without a finish gate, all but its observations).
+        /// The lines its replay reads, in event order: for a run without a finish gate, all but
+        /// its observations.
         spans: Arc<[LineSpan]>,
         /// The trace file, when it is already open (runs of one file share one handle).
         file: Option<Arc<File>>,
