@@ -2,6 +2,7 @@
 //! isolation, check expectations, and write traces, `results.json`, reports and JUnit XML.
 
 pub mod agent;
+mod attempts;
 mod baseline;
 mod corpus;
 mod corpus_line;
@@ -39,6 +40,7 @@ pub mod store;
 mod strict_json;
 mod suite;
 
+pub use attempts::{Attempt, Attempts, Epochs};
 pub(crate) use baseline::compare_counted;
 pub use baseline::{Comparison, OutcomeCounts, compare};
 pub(crate) use corpus::corpus_suite;
@@ -71,7 +73,7 @@ pub use row_checks::RowProblem;
 pub(crate) use row_checks::check_rows;
 pub use rows_of_tasks::read_rows_of_tasks;
 pub use rows_on_disk::RowsOnDisk;
-pub use runner::{Attempt, Attempts, Epochs, RunnerOptions, run_tasks};
+pub use runner::{RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;
