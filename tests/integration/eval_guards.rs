@@ -178,11 +178,11 @@ fn report_files_may_not_replace_a_carried_or_baseline_trace() {
         (&["--rerun-failed"], "where eval writes its runs"),
         (
             &["--out", elsewhere.to_str().unwrap(), "--rerun-failed"],
-            "of the results",
+            "an input",
         ),
         (
             &["--out", elsewhere.to_str().unwrap(), "--baseline"],
-            "of the baseline",
+            "an input",
         ),
     ];
     for (args, whose) in cases {
@@ -197,11 +197,9 @@ fn report_files_may_not_replace_a_carried_or_baseline_trace() {
                 .arg("-q")
                 .output()
                 .unwrap();
-            if whose.starts_with("of") {
-                assert_refused(
-                    &output,
-                    &format!("is the trace `{}` {whose}", carried.display()),
-                );
+            if whose == "an input" {
+                let input = format!("would overwrite the input `{}`", carried.display());
+                assert_refused(&output, &input);
             } else {
                 assert_refused(&output, whose);
             }

@@ -1700,7 +1700,7 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         let output = cli!("merge", &one, &two, flag, &trace, "-q");
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         assert!(
-            stderr(&output).contains("is the trace"),
+            stderr(&output).contains(&format!("would overwrite the input `{}`", trace.display())),
             "{}",
             stderr(&output)
         );
@@ -1724,7 +1724,10 @@ fn merge_refuses_a_shards_trace_as_output_and_a_row_that_hides_its_repeat() {
         );
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         assert!(
-            stderr(&output).contains("of the baseline"),
+            stderr(&output).contains(&format!(
+                "would overwrite the input `{}`",
+                baseline_trace.display()
+            )),
             "{}",
             stderr(&output)
         );

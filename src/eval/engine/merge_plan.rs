@@ -113,7 +113,7 @@ impl MergePlan {
             shards.push((path.display().to_string(), shard));
         }
         for ((_, shard), path) in shards.iter().zip(&request.results) {
-            refuse_traces_as_outputs(&outputs, shard, path, "the shard")?;
+            refuse_traces_as_outputs(&outputs, shard, path)?;
         }
         // With the suite, rows are placed and checked by task id.
         let suite = match (&request.suite, shards.first()) {
@@ -162,7 +162,7 @@ impl MergePlan {
             .map(|path| read_baseline(path, &merged.suite.name, request.baseline_any_suite))
             .transpose()?;
         if let (Some(baseline), Some(path)) = (&baseline, &request.baseline) {
-            refuse_traces_as_outputs(&outputs, baseline, path, "the baseline")?;
+            refuse_traces_as_outputs(&outputs, baseline, path)?;
         }
         // McNemar's test with repeats is refused before anything is written.
         let merged_repeats = if merged.tasks.iter().any(|t| t.repeat.is_some()) {

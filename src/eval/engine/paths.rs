@@ -78,28 +78,20 @@ pub fn is_device(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|meta| special_kind(meta.file_type()) == Some("a device"))
 }
 
-/// Fails when one of `outputs` is a trace a row of `results` (read from `path`) names: an input
-/// of the command (`--html` reads it, `report` after it), or a run that results still name. Only
-/// outputs that exist can be one.
+/// Fails when one of `outputs` that exists is a trace a row of `results` (read from `path`)
+/// names: an input of the command (`--html` reads it, `report` after it), or a run that results
+/// still name. An output that does not exist yet is none of them.
 pub fn refuse_traces_as_outputs(
     outputs: &[(&str, &PathBuf)],
     results: &ResultsFile,
     path: &Path,
-    whose: &str,
 ) -> Result<(), EvalError> {
     let folder = folder_of(path);
-    for &(flag, output) in outputs.iter().filter(|(_, output)| output.exists()) {
-        let traces = (results.tasks.iter()).filter_map(|row| row.trace.as_deref());
-        if let Some(trace) = traces
-            .map(|t| folder.join(t))
-            .find(|t| same_file(t, output))
-        {
-            let (shown, trace, path) = (output.display(), trace.display(), path.display());
-            let message = format!(
-                "{flag} `{shown}` is the trace `{trace}` of {whose} `{path}`: choose another file"
-            );
-            return Err(EvalError::output(flag, output, message));
-        }
-    }
-    Ok(())
+    let mut traces: Vec<PathBuf> = (results.tasks.iter())
+        .filter_map(|row| row.trace.as_deref().map(|trace| folder.join(trace)))
+        .collect();
+    // One file holds every run of the single layout.
+    traces.dedup();
+    (outputs.iter().filter(|(_, output)| output.exists()))
+        .try_for_each(|&(flag, output)| check_output(flag, output, &traces))
 }

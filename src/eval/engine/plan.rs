@@ -388,10 +388,10 @@ impl EvalPlan {
         // The traces the baseline's rows name are inputs, and so are those of the results a
         // rerun updates.
         if let (Some(baseline), Some(path)) = (&self.baseline, &request.baseline) {
-            refuse_traces_as_outputs(&reports, baseline, path, "the baseline")?;
+            refuse_traces_as_outputs(&reports, baseline, path)?;
         }
         if let (Some(previous), Some(path)) = (&self.previous, &request.rerun_failed) {
-            refuse_traces_as_outputs(&reports, previous, path, "the results")?;
+            refuse_traces_as_outputs(&reports, previous, path)?;
         }
         // A device (`/dev/null`) takes both.
         if let (Some(junit), Some(html)) = (&request.junit, &request.html)
