@@ -537,8 +537,9 @@ struct Slot<'a> {
     run_id: Text<'a>,
     /// The fingerprint of `run_id`.
     key: u64,
-    /// The run now open, if any.
-    open: Option<RunState<'a>>,
+    /// The run now open, if any: boxed, so that a slot stays small (one per run id in the
+    /// chunk) and the few open runs' states are reused from the allocator's cache.
+    open: Option<Box<RunState<'a>>>,
     /// Whether the id's first event in the chunk was `run_started`: then whatever run of the id
     /// earlier input left open ended there, incomplete.
     fresh: bool,
@@ -554,7 +555,14 @@ pub(crate) struct ChunkState<'a> {
     slots: Vec<Slot<'a>>,
     /// The first part of an id in the chunk that may continue earlier input, once closed, with
     /// its slot (at most one per id).
-    heads: Vec<(usize, RunState<'a>)>,
+    heads: Vec<(usize, Box<RunState<'a>>)>,
+    /// States of closed runs, to be reset for the next runs that open: most runs close within
+    /// their chunk, and their states are reused rather than allocated and moved.
+    #[expect(
+        clippy::vec_box,
+        reason = "a box passes between a slot and here without a copy"
+    )]
+    spare: Vec<Box<RunState<'a>>>,
     /// The slot of the latest event: most events follow one of their own run.
     last: Option<usize>,
     totals: Totals<'a>,
@@ -593,6 +601,7 @@ impl<'a> ChunkState<'a> {
             index: PrehashedMap::with_capacity_and_hasher(runs, Default::default()),
             slots: Vec::with_capacity(runs),
             heads: Vec::new(),
+            spare: Vec::new(),
             last: None,
             totals: Totals::default(),
             rows,
@@ -607,6 +616,7 @@ impl<'a> ChunkState<'a> {
             index,
             slots,
             heads,
+            spare,
             last,
             totals,
             rows,
@@ -646,11 +656,11 @@ impl<'a> ChunkState<'a> {
                     budget: None,
                     verdict: None,
                 });
-                close(at, previous, heads, totals);
+                close(at, previous, heads, totals, spare);
             }
-            *open = Some(RunState::new(false, *file));
+            *open = Some(fresh_state(spare, false, *file));
         }
-        let run = open.get_or_insert_with(|| RunState::new(first_in_chunk, *file));
+        let run = open.get_or_insert_with(|| fresh_state(spare, first_in_chunk, *file));
         if *rows != RowMode::Off {
             run.row
                 .get_or_insert_with(|| RowState::new(run_id, *file, *seen))
@@ -659,7 +669,7 @@ impl<'a> ChunkState<'a> {
         if run.apply(event.step, event.kind, &event.spend, totals)
             && let Some(run) = open.take()
         {
-            close(at, run, heads, totals);
+            close(at, run, heads, totals, spare);
         }
     }
 
@@ -670,18 +680,17 @@ impl<'a> ChunkState<'a> {
         for (at, state) in self.heads {
             pieces.push(Piece {
                 key: self.slots[at].key,
-                state: state.into_owned(),
+                state: (*state).into_owned(),
             });
         }
         let mut barriers = Vec::new();
         let mut run_ids = Vec::new();
-        // By reference: a slot is large, and most hold no open run to move out.
         for slot in &mut self.slots {
             let key = slot.key;
             if collect_ids {
                 run_ids.push((key, slot.run_id.to_vec()));
             }
-            match slot.open.take() {
+            match slot.open.take().map(|state| *state) {
                 Some(state) => pieces.push(Piece {
                     key,
                     state: state.into_owned(),
@@ -715,18 +724,35 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a[at..].iter().zip(&b[at..]).all(|(x, y)| x == y)
 }
 
-/// A run that is over within its chunk: folded, or kept as the head piece if it may continue
-/// earlier input.
+/// A run that is over within its chunk: folded (its state kept for the next run), or kept as
+/// the head piece if it may continue earlier input.
 fn close<'a>(
     at: usize,
-    mut run: RunState<'a>,
-    heads: &mut Vec<(usize, RunState<'a>)>,
+    mut run: Box<RunState<'a>>,
+    heads: &mut Vec<(usize, Box<RunState<'a>>)>,
     totals: &mut Totals<'a>,
+    spare: &mut Vec<Box<RunState<'a>>>,
 ) {
     if run.continues {
         heads.push((at, run));
     } else {
         totals.fold(&mut run);
+        spare.push(run);
+    }
+}
+
+/// The state of a run that opens: a spare one reset, or a new one.
+fn fresh_state<'a>(
+    spare: &mut Vec<Box<RunState<'a>>>,
+    continues: bool,
+    file: u32,
+) -> Box<RunState<'a>> {
+    match spare.pop() {
+        Some(mut state) => {
+            *state = RunState::new(continues, file);
+            state
+        }
+        None => Box::new(RunState::new(continues, file)),
     }
 }
 
