@@ -73,7 +73,7 @@ pub use row_checks::RowProblem;
 pub(crate) use row_checks::check_rows;
 pub use rows_of_tasks::read_rows_of_tasks;
 pub use rows_on_disk::RowsOnDisk;
-pub use runner::{RunnerOptions, run_tasks};
+pub use runner::{OnRow, RunnerOptions, run_tasks};
 pub use sample::{DEFAULT_SEED, Narrowing, sample};
 pub use score_totals::{ScoreTotal, score_totals};
 pub use scripted_action::ScriptedAction;

@@ -110,10 +110,13 @@ impl Run<'_> {
     }
 }
 
+/// What receives each finished attempt: its position, its row and its lent trace lines.
+pub type OnRow<'a> = dyn Fn(usize, TaskResult, &[u8]) -> Result<(), String> + Sync + 'a;
+
 /// Runs `attempts` (of `tasks`, each read as a worker reaches it) and hands each result to
 /// `on_row` with the attempt's position and the run's trace lines it kept unwritten
 /// ([`RunnerOptions::keep_quick_runs`]; empty when they were written), in the order they finish,
-/// from the worker that ran it.
+/// from the worker that ran it. The lines are lent: each worker's buffer serves all its runs.
 /// Attempts not started because `stop` was set are left out. The first error `on_row` returns,
 /// or a task that can no longer be read, stops scheduling and is returned.
 pub fn run_tasks(
@@ -121,7 +124,7 @@ pub fn run_tasks(
     attempts: &(impl Attempts + ?Sized),
     tools: &ToolRegistry,
     options: &RunnerOptions<'_>,
-    on_row: &(dyn Fn(usize, TaskResult, Vec<u8>) -> Result<(), String> + Sync),
+    on_row: &OnRow<'_>,
 ) -> Result<(), String> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -144,10 +147,12 @@ pub fn run_tasks(
                         .map(|task| run_with_retries(&task, attempt.repeat, tools, options, &kept));
                     let row = result.and_then(|result| {
                         (options.on_done)(done.fetch_add(1, Ordering::SeqCst) + 1, &result);
-                        let lines = std::mem::take(
-                            &mut *kept.lock().unwrap_or_else(PoisonError::into_inner),
-                        );
-                        on_row(i, result, lines)
+                        // Emptied, not given away: a buffer handed to another thread would be
+                        // freed there, and glibc's free then waits on this thread's arena.
+                        let mut lines = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                        let row = on_row(i, result, &lines);
+                        lines.clear();
+                        row
                     });
                     if let Err(err) = row {
                         halt.store(true, Ordering::SeqCst);

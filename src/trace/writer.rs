@@ -167,6 +167,15 @@ impl TraceWriter {
     /// instead of writing them (a run cut short still writes what it held when dropped).
     pub fn keep_run_in(mut self, kept: KeptLines) -> TraceWriter {
         self.hold = Hold::UntilRunEnd;
+        // The run's lines go into the buffer that `kept` lends when it is empty, as it is
+        // between runs: it has grown to a run's size already.
+        let mut lent = kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lent.is_empty() && self.line.is_empty() {
+            std::mem::swap(&mut *lent, &mut self.line);
+        }
+        drop(lent);
         self.kept = Some(kept);
         self
     }

@@ -301,7 +301,7 @@ fn a_panicking_task_is_isolated() {
         &attempts,
         &explode_registry(),
         &options,
-        &|i, row, _| {
+        &|i, row, _: &[u8]| {
             rows.lock().unwrap()[i] = Some(row);
             Ok(())
         },

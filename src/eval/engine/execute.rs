@@ -153,7 +153,7 @@ impl EvalPlan {
         let mut decisions = None;
         let ran = loop {
             let batch = &attempts;
-            let on_row = |i: usize, row: TaskResult, trace: Vec<u8>| {
+            let on_row = |i: usize, row: TaskResult, trace: &[u8]| {
                 let attempt = batch
                     .get(i)
                     .ok_or_else(|| format!("no attempt {i} in the batch"))?;

@@ -1,14 +1,17 @@
 //! Runs that start nothing outside the process, written many at a time. A replayed run whose
 //! tools all run in looptrace takes microseconds, less than the two `write`s that would record it,
-//! so the runner hands its trace lines over with its row ([`RunnerOptions::keep_quick_runs`]) and
-//! they are written 64 KiB at a time: the trace lines first, then the rows, so a row on disk always
+//! so the runner lends its trace lines with its row ([`RunnerOptions::keep_quick_runs`]) and they
+//! are written 64 KiB at a time: the trace lines first, then the rows, so a row on disk always
 //! names a run whose trace is whole (what `--resume` keeps). A crash loses at most one batch of
 //! such runs, and `--resume` runs them again.
+//!
+//! The lines are copied into the batch, not taken: a buffer one worker made and another freed
+//! would make glibc's `free` wait on the first worker's arena, which cost more than the copy.
 //!
 //! [`RunnerOptions::keep_quick_runs`]: crate::eval::RunnerOptions::keep_quick_runs
 
 use std::fs::File;
-use std::io::{self, IoSlice, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,9 +20,6 @@ use crate::eval::store::{RunFolder, row_line};
 
 /// How many bytes of lines a batch holds before they are written.
 const BATCH_BYTES: usize = 64 * 1024;
-
-/// How many runs a batch holds at most: one `writev` takes at most 1,024 buffers.
-const BATCH_RUNS: usize = 1024;
 
 /// The run's single trace file, and the lines held for it and for the row log.
 pub(super) struct QuickRuns {
@@ -30,16 +30,25 @@ pub(super) struct QuickRuns {
 
 #[derive(Default)]
 struct Held {
-    /// Each run's trace lines, as the runner handed them over (not copied again).
-    traces: Vec<Vec<u8>>,
+    /// The runs' trace lines, one run after another.
+    traces: Vec<u8>,
     rows: Vec<u8>,
-    bytes: usize,
+}
+
+impl Held {
+    /// Buffers with room for a whole batch and the run that fills it.
+    fn with_room() -> Held {
+        Held {
+            traces: Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4),
+            rows: Vec::with_capacity(BATCH_BYTES / 2),
+        }
+    }
 }
 
 impl QuickRuns {
     /// Batches for the single trace file `traces`, at `path`.
     pub(super) fn new(traces: Arc<File>, path: PathBuf) -> QuickRuns {
-        let held = Mutex::new(Held::default());
+        let held = Mutex::new(Held::with_room());
         QuickRuns { traces, path, held }
     }
 
@@ -47,18 +56,19 @@ impl QuickRuns {
     /// row's line.
     pub(super) fn add(
         &self,
-        lines: Vec<u8>,
+        lines: &[u8],
         row: &TaskResult,
         run: &RunFolder,
     ) -> Result<Vec<u8>, String> {
         let line = row_line(row).map_err(|err| format!("failed to write a row: {err}"))?;
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.bytes += lines.len() + line.len();
-        held.traces.push(lines);
+        held.traces.extend_from_slice(lines);
         held.rows.extend_from_slice(&line);
-        if held.bytes >= BATCH_BYTES || held.traces.len() >= BATCH_RUNS {
-            // Written outside the lock: the other workers go on holding their runs meanwhile.
-            let full = std::mem::take(&mut *held);
+        if held.traces.len() + held.rows.len() >= BATCH_BYTES {
+            // Written outside the lock: the other workers go on holding their runs meanwhile,
+            // in buffers made whole at once (a buffer grown by `realloc` in one worker's turn
+            // and another's waits on the arena of the first).
+            let full = std::mem::replace(&mut *held, Held::with_room());
             drop(held);
             self.write(full, run)?;
         }
@@ -71,27 +81,15 @@ impl QuickRuns {
         self.write(held, run)
     }
 
-    /// Writes a batch: one call each (`writev`, `write`) on files opened for appending, so the
-    /// lines land whole after any other run's lines, and the rows only once their runs' traces
-    /// are there.
+    /// Writes a batch: one `write` each (unless cut short) on files opened for appending, so
+    /// the lines land whole after any other run's lines, and the rows only once their runs'
+    /// traces are there.
     fn write(&self, held: Held, run: &RunFolder) -> Result<(), String> {
-        write_all_vectored(&self.traces, &held.traces)
+        (&*self.traces)
+            .write_all(&held.traces)
             .map_err(|err| format!("failed to write `{}`: {err}", self.path.display()))?;
         run.append_lines(&held.rows).map_err(|err| err.to_string())
     }
-}
-
-/// Writes every buffer of `buffers` to `file`, in one `writev` unless it is cut short.
-fn write_all_vectored(mut file: &File, buffers: &[Vec<u8>]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = buffers.iter().map(|b| IoSlice::new(b)).collect();
-    let mut rest = &mut slices[..];
-    while !rest.is_empty() {
-        match file.write_vectored(rest)? {
-            0 => return Err(io::ErrorKind::WriteZero.into()),
-            written => IoSlice::advance_slices(&mut rest, written),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -134,7 +132,7 @@ mod tests {
         let mut written_rows = 0;
         for i in 0..300 {
             let line = quick
-                .add(trace(i).into_bytes(), &row(&format!("t{i}")), &run)
+                .add(trace(i).as_bytes(), &row(&format!("t{i}")), &run)
                 .unwrap();
             assert!(line.ends_with(b"\n"));
             // Whatever is on disk: every row's run is in the trace file already.
