@@ -538,7 +538,7 @@ struct Slot<'a> {
     /// The fingerprint of `run_id`.
     key: u64,
     /// The run now open, if any: boxed, so that a slot stays small (one per run id in the
-    /// chunk) and the few open runs' states are reused from the allocator's cache.
+    /// chunk) and a closed run's state can serve the next run (`ChunkState::spare`).
     open: Option<Box<RunState<'a>>>,
     /// Whether the id's first event in the chunk was `run_started`: then whatever run of the id
     /// earlier input left open ended there, incomplete.

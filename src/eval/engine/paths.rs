@@ -90,7 +90,8 @@ pub fn refuse_traces_as_outputs(
     let mut traces: Vec<PathBuf> = (results.tasks.iter())
         .filter_map(|row| row.trace.as_deref().map(|trace| folder.join(trace)))
         .collect();
-    // One file holds every run of the single layout.
+    // Each file once: one file holds every run of the single layout.
+    traces.sort_unstable();
     traces.dedup();
     (outputs.iter().filter(|(_, output)| output.exists()))
         .try_for_each(|&(flag, output)| check_output(flag, output, &traces))
