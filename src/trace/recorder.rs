@@ -57,8 +57,13 @@ pub struct TraceRecorder<S> {
     started: Option<Instant>,
     /// The run's scores, for `run_finished.scores`.
     scores: Option<Vec<Score>>,
-    /// The last `ts` written, and its millisecond.
-    last_ts: Option<(i64, String)>,
+}
+
+thread_local! {
+    /// The last `ts` made on this thread, and its millisecond: a worker's runs follow one
+    /// another within the same millisecond, so the text is made about once a millisecond.
+    static LAST_TS: std::cell::RefCell<(i64, String)> =
+        const { std::cell::RefCell::new((i64::MIN, String::new())) };
 }
 
 impl<S: EventSink> TraceRecorder<S> {
@@ -74,7 +79,6 @@ impl<S: EventSink> TraceRecorder<S> {
             clock: Arc::new(SystemClock),
             started: None,
             scores: None,
-            last_ts: None,
         }
     }
 
@@ -103,18 +107,17 @@ impl<S: EventSink> TraceRecorder<S> {
         Ok(())
     }
 
-    /// The time now as `ts`; events of a run come many to a millisecond, so the text of the last
-    /// one is reused while the millisecond is the same.
+    /// The time now as `ts`; events come many to a millisecond, so the text of the last one
+    /// made on this thread is reused while the millisecond is the same.
     fn ts(&mut self) -> String {
         let now = self.clock.now_unix_ms();
-        match &self.last_ts {
-            Some((at, text)) if *at == now => text.clone(),
-            _ => {
-                let text = crate::time::ts_from_unix_ms(now);
-                self.last_ts = Some((now, text.clone()));
-                text
+        LAST_TS.with_borrow_mut(|(at, text)| {
+            if *at != now {
+                *text = crate::time::ts_from_unix_ms(now);
+                *at = now;
             }
-        }
+            text.clone()
+        })
     }
 
     /// Stamps `ts` from `clock` instead of the system clock (traces whose times are known in
