@@ -593,28 +593,15 @@ fn eval_traces_replays_a_gated_recording_with_its_recorded_verdicts_beside_ungat
         std::fs::copy(crate::support::sample(name), corpus.join(name)).unwrap();
     }
     let out = dir.path().join("out");
-    let output = run(&[
-        "eval",
-        "--traces",
-        corpus.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let output = crate::support::eval_into(&["--traces", corpus.to_str().unwrap()], &out);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let gated = &results["tasks"][0];
-    assert_eq!(gated["id"], "finish_gate.full.finish-gate-full");
-    assert_eq!(
-        (
-            gated["steps_used"].as_u64(),
-            gated["gate_rejections"].as_u64()
-        ),
-        (Some(3), Some(1))
-    );
-    let plain = &results["tasks"][1];
-    assert_eq!(plain["expectation"], "met");
-    assert_eq!(plain["tool_calls"], 1);
+    let results = crate::support::results_in(&out);
+    let gated = &results.tasks[0];
+    assert_eq!(gated.id, "finish_gate.full.finish-gate-full");
+    assert_eq!((gated.steps_used, gated.gate_rejections), (3, Some(1)));
+    let plain = &results.tasks[1];
+    assert_eq!(plain.expectation, looptrace::eval::Verdict::Met);
+    assert_eq!(plain.tool_calls, 1);
 }
 
 #[test]
