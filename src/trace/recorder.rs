@@ -109,7 +109,7 @@ impl<S: EventSink> TraceRecorder<S> {
 
     /// The time now as `ts`; events come many to a millisecond, so the text of the last one
     /// made on this thread is reused while the millisecond is the same.
-    fn ts(&mut self) -> String {
+    fn ts(&self) -> String {
         let now = self.clock.now_unix_ms();
         LAST_TS.with_borrow_mut(|(at, text)| {
             if *at != now {
