@@ -145,7 +145,16 @@ fn check_single(flush: &str) {
         let per_task = crate::support::traces_of(&again);
         match layout {
             None => {
-                assert_eq!(runs_len(&crate::support::single_trace_of(&again)), TASKS);
+                let replayed_runs = self::runs(&crate::support::single_trace_of(&again));
+                assert_eq!(replayed_runs.len(), TASKS);
+                // Each replayed run's events are there once, as many as the run it replays has
+                // (runs written in batches share their worker's buffer).
+                let lengths = |runs: &BTreeMap<String, Vec<Event>>| {
+                    let mut lengths: Vec<usize> = runs.values().map(Vec::len).collect();
+                    lengths.sort_unstable();
+                    lengths
+                };
+                assert_eq!(lengths(&replayed_runs), lengths(&self::runs(&single)));
                 assert!(!per_task.exists());
             }
             Some(_) => {
@@ -154,10 +163,6 @@ fn check_single(flush: &str) {
             }
         }
     }
-}
-
-fn runs_len(path: &Path) -> usize {
-    runs(path).len()
 }
 
 #[test]
