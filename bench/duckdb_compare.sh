@@ -7,7 +7,9 @@
 # times with new run ids). `wc -l` on the same file is the floor: reading the bytes and finding
 # the line ends. The three run alternately, so a change in the machine's load hits all alike;
 # the script prints the medians of wall time, of CPU time (user + system, which a busy machine
-# changes far less than wall time) and of peak memory, the ratios, and the load average.
+# changes far less than wall time) and of peak memory, the ratios, and the load average. Each
+# run is timed by bench/rusage.py, to the microsecond: hundredths of a second, what GNU time
+# prints, are a few percent of a run of a quarter second.
 #
 #   PYTHON=target/ci-venv/bin/python bench/duckdb_compare.sh
 #   RUNS=5 SIZE=256M PYTHON=... bench/duckdb_compare.sh
@@ -58,13 +60,13 @@ print(" ".join(f"{reason}={runs}" for reason, runs in counts.items()))')
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     : > "$OUT/duckdb_compare.times"
     for _ in $(seq "$RUNS"); do
-        /usr/bin/time -f "looptrace %e %U %S %M" -a -o "$OUT/duckdb_compare.times" \
+        python3 bench/rusage.py looptrace "$OUT/duckdb_compare.times" \
             "$LOOPTRACE" report --format csv "$trace" > /dev/null
-        /usr/bin/time -f "duckdb %e %U %S %M" -a -o "$OUT/duckdb_compare.times" \
+        python3 bench/rusage.py duckdb "$OUT/duckdb_compare.times" \
             "$PYTHON" bench/duckdb_counts.py "$trace" "$THREADS" > /dev/null
-        /usr/bin/time -f "wc %e %U %S %M" -a -o "$OUT/duckdb_compare.times" wc -l "$trace" > /dev/null
+        python3 bench/rusage.py wc "$OUT/duckdb_compare.times" wc -l "$trace" > /dev/null
         if [ -n "$BASELINE" ]; then
-            /usr/bin/time -f "before %e %U %S %M" -a -o "$OUT/duckdb_compare.times" \
+            python3 bench/rusage.py before "$OUT/duckdb_compare.times" \
                 "$BASELINE" report --format csv "$trace" > /dev/null
         fi
     done
