@@ -670,13 +670,14 @@ fn open_trace(
     };
     // A replayed run whose tools all run in this process starts nothing outside it: its events
     // are written when it ends, as one write, or handed over to be written with its row.
-    let quick = answers_at_once(run.task) && tools_in_process;
+    let at_once = answers_at_once(run.task);
+    let quick = at_once && tools_in_process;
     let writer = match options.flush {
         _ if quick && options.keep_quick_runs && matches!(target, TraceTarget::Single(_)) => {
             writer.keep_run_in(Arc::clone(run.kept))
         }
         TraceFlush::Event if quick => writer.hold_until_run_end(),
-        TraceFlush::Event if answers_at_once(run.task) => writer.hold_until_tool_or_run_end(),
+        TraceFlush::Event if at_once => writer.hold_until_tool_or_run_end(),
         TraceFlush::Event => writer,
         TraceFlush::Run => writer.hold_until_run_end(),
     };
