@@ -10,6 +10,12 @@
 #   ROUNDS=3 BEFORE=... AFTER=target/release/looptrace bench/replay_compare.sh a.jsonl b.jsonl
 #   COMMANDS=replay BEFORE=... bench/replay_compare.sh a.jsonl   # the replay half only
 #   EVAL_ARGS="--trace-layout single" BEFORE=... bench/replay_compare.sh a.jsonl
+#   COMMANDS="replay eval_traces eval_check" BEFORE=... bench/replay_compare.sh a.jsonl
+#
+# `eval_check` times `eval --traces`'s load check alone: the trace is given with a second file
+# whose one line is malformed, so eval reads and checks every line, then exits 2 having written
+# nothing. The summary then splits `eval --traces`'s CPU into the check and the rest, each as a
+# multiple of `replay`'s.
 #
 # Each evaluation writes a folder of its own, and the folders are deleted only after every round
 # of a trace, then given SETTLE seconds (default 10): deleting a gigabyte of files just before a
@@ -28,6 +34,7 @@ OUT=${OUT:-bench/out/replay-compare}
 EVAL_ARGS=${EVAL_ARGS:-}
 SETTLE=${SETTLE:-10}
 mkdir -p "$OUT"
+printf '{"run_id": not json\n' > "$OUT/malformed.jsonl"
 RUN=0
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -39,6 +46,14 @@ run() {
     local eval_out="$OUT/eval-$RUN-$who"
     local code=0
     case $name in
+        eval_check) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
+            "$bin" eval --traces "$trace" --traces "$OUT/malformed.jsonl" --out "$eval_out" -q > /dev/null 2> "$OUT/$who.err" || code=$?
+            if [ "$code" != 2 ] || [ -e "$eval_out" ]; then
+                echo "$who eval_check: exit code $code, expected 2 and no output folder" >&2
+                exit 1
+            fi
+            code=0
+            : > "$OUT/$who.$name.out" ;;
         replay) /usr/bin/time -f "%e %U %S %M" -o "$OUT/time" \
             "$bin" replay --tools recorded "$trace" > "$OUT/$who.$name.out" 2> "$OUT/$who.err" || code=$? ;;
         # shellcheck disable=SC2086 # EVAL_ARGS is a list of flags
@@ -100,4 +115,7 @@ for trace in sorted({t for t, _, _ in cpu}):
         if (trace, "replay", who) in cpu and (trace, "eval_traces", who) in cpu:
             ratio = cpu[(trace, "eval_traces", who)] / cpu[(trace, "replay", who)]
             print(f"{trace} {who}: eval --traces / replay CPU {ratio:.2f}x")
+            if (trace, "eval_check", who) in cpu:
+                check = cpu[(trace, "eval_check", who)] / cpu[(trace, "replay", who)]
+                print(f"{trace} {who}:   of which the load check {check:.2f}x, the rest {ratio - check:.2f}x")
 PY
