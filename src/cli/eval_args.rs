@@ -79,9 +79,9 @@ pub struct EvalArgs {
     /// The pass rate a task must reach under `--repeat-until-decided` (default 0.5).
     #[arg(long, value_name = "P", requires = "repeat_until_decided")]
     pub pass_threshold: Option<f64>,
-    /// `per-task` (the default): `DIR/traces/<task-id>.jsonl`; `single` (the default with
-    /// `--traces`): every run in `DIR/traces.jsonl`. `--rerun-failed` keeps the layout of the
-    /// results it updates.
+    /// `per-task` (the default): `DIR/runs/<eval-id>/traces/<task-id>.jsonl`; `single` (the
+    /// default with `--traces`): every run in `DIR/runs/<eval-id>/traces.jsonl`.
+    /// `--rerun-failed` keeps the layout of the results it updates.
     #[arg(long, value_enum)]
     pub trace_layout: Option<TraceLayoutArg>,
     /// `event`: write each event as it happens; `run`: write a run's events together when it
@@ -169,9 +169,9 @@ impl ShardArg {
 /// `--trace-layout per-task|single`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TraceLayoutArg {
-    /// One trace file per run under `DIR/traces/`.
+    /// One trace file per run under `DIR/runs/<eval-id>/traces/`.
     PerTask,
-    /// Every run in `DIR/traces.jsonl`.
+    /// Every run in `DIR/runs/<eval-id>/traces.jsonl`.
     Single,
 }
 

@@ -74,6 +74,7 @@ pub fn detect_and_import(
                 Some(value) if !first.trim_ascii().is_empty() => Detected::NotATrace {
                     event_like: value.get("event_type").is_some(),
                 },
+                None if is_one_json_value(path, head) => Detected::NotATrace { event_like: false },
                 _ => Detected::Unknown,
             });
         }
@@ -91,6 +92,21 @@ pub fn detect_and_import(
         format: importer.name(),
         warnings: converted.warnings,
     }))
+}
+
+/// Whether the file at `path` is one JSON object or array laid out over many lines (an indented
+/// suite), whose first line alone is no JSON: of no trace format, rather than a trace whose first
+/// line is malformed. Read to its end without keeping anything.
+fn is_one_json_value(path: &Path, head: &[u8]) -> bool {
+    use serde::Deserialize;
+    if !matches!(head.trim_ascii_start().first(), Some(b'{' | b'[')) {
+        return false;
+    }
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut json = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    serde::de::IgnoredAny::deserialize(&mut json).is_ok() && json.end().is_ok()
 }
 
 /// The paths `report` reads, and the sources standing in for some of them: foreign files'

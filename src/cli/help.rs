@@ -25,7 +25,8 @@ Examples:
 pub const SHOW: &str = "\
 Examples:
   looptrace show run.jsonl
-  looptrace show looptrace-runs/sample/traces/ --run t1
+  looptrace show run.jsonl --run t1
+  looptrace show looptrace-runs/sample --all-runs
   cat run.jsonl | looptrace show - -f json";
 
 /// Examples for `looptrace eval`.
@@ -86,9 +87,9 @@ Examples:
 /// Examples for `looptrace export`.
 pub const EXPORT: &str = "\
 Examples:
-  looptrace export --otlp runs/traces/ -o spans.jsonl
-  looptrace export --otlp run.jsonl --results runs/results.json --content
-  looptrace export --otlp runs/traces/ --endpoint http://127.0.0.1:6006/v1/traces";
+  looptrace export --otlp looptrace-runs/sample -o spans.jsonl
+  looptrace export --otlp run.jsonl --results looptrace-runs/sample/results.json --content
+  looptrace export --otlp looptrace-runs/sample --endpoint http://127.0.0.1:6006/v1/traces";
 
 /// Examples for `looptrace completions`.
 pub const COMPLETIONS: &str = "\

@@ -267,10 +267,7 @@ fn write_streamed(
 /// The request the arguments make.
 fn request(args: &ReplayArgs) -> ReplayRequest {
     let mut request = ReplayRequest::new(args.trace.clone());
-    request.run = args
-        .run
-        .clone()
-        .map(|id| (id, args.occurrence.unwrap_or(1)));
+    request.run = args.run.clone().map(|id| (id, args.occurrence));
     request.tools = match args.tools {
         ToolsArg::Live => ToolMode::Live,
         ToolsArg::Recorded => ToolMode::Recorded,

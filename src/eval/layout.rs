@@ -11,10 +11,10 @@ pub const SINGLE_TRACE: &str = "traces.jsonl";
 /// `--trace-layout`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TraceLayout {
-    /// `DIR/traces/<task-id>.jsonl`, one file per run.
+    /// `traces/<task-id>.jsonl` in the run's folder, one file per run.
     #[default]
     PerTask,
-    /// `DIR/traces.jsonl`, every run in one file.
+    /// `traces.jsonl` in the run's folder, every run in one file.
     Single,
 }
 

@@ -75,8 +75,10 @@ fn open(path: &Path, from: Option<&'static dyn Importer>) -> Result<Opened, Impo
     let read = read_head(&mut file, &mut head).map_err(read_error)?;
     let head = &head[..read];
     let importer = match from {
-        // An empty file is no runs of any format, not a file of another format.
-        Some(importer) if importer.probe(&name, head) == 0 && !head.trim_ascii().is_empty() => {
+        // An empty file is no runs of any format: read as looptrace's own, which finds none,
+        // rather than refused as a file of another format or of none.
+        _ if read < HEAD_BYTES && head.trim_ascii().is_empty() => &super::looptrace::Looptrace,
+        Some(importer) if importer.probe(&name, head) == 0 => {
             return Err(ImportError::NotFormat {
                 file: shown,
                 format: importer.name(),

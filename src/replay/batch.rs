@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     PreparedReplay, Recording, ReplayOptions, ReplaySetupError, RunCheck, RunIds, RunReplay,
-    ToolMode, ToolSource, Verdict, WireSettings,
+    ToolMode, ToolSource, Verdict, WireSettings, times,
 };
 use crate::agent::NoObserver;
 use crate::gate::{CommandGate, FinishGate};
@@ -70,8 +70,9 @@ impl ReplayPlanError {
 pub struct ReplayRequest {
     /// The recorded trace (full capture).
     pub trace: PathBuf,
-    /// Only this run, and which of the runs with that id (from 1; default 1).
-    pub run: Option<(String, u32)>,
+    /// Only this run, and which of the runs with that id (from 1; `None`: the 1st, with a note
+    /// when there are more).
+    pub run: Option<(String, Option<u32>)>,
     /// Run the tools again or serve the recorded observations.
     pub tools: ToolMode,
     /// The step budget, divergence handling and model source.
@@ -355,10 +356,11 @@ impl ReplayPlan {
         let mut stream = RunStream::<std::fs::File>::open_mapped(path, ReadOptions::default())
             .map_err(|err| ReplayPlanError::input(path, err))?
             .without_occurrences();
-        let (wanted_id, wanted) = match &self.request.run {
+        let (wanted_id, occurrence) = match &self.request.run {
             Some((id, occurrence)) => (Some(id.as_str()), *occurrence),
-            None => (None, 1),
+            None => (None, None),
         };
+        let wanted = occurrence.unwrap_or(1);
         let mut ids = RunIds::default();
         let mut selected = 0usize;
         for run in stream.by_ref() {
@@ -374,6 +376,15 @@ impl ReplayPlan {
         }
         for warning in stream.into_stats().warnings(&shown) {
             observer.warning(&escape(&warning));
+        }
+        if let (Some(id), None) = (wanted_id, occurrence)
+            && ids.selected() > 1
+        {
+            observer.note(&format!(
+                "run {:?} occurs {} in `{shown}`; replaying the 1st (choose with --occurrence N)",
+                escape(id),
+                times(ids.selected())
+            ));
         }
         match wanted_id {
             Some(id) if selected == 0 => Err(ReplayPlanError::input(

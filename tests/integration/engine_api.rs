@@ -158,7 +158,7 @@ fn a_replay_through_the_library_is_faithful_and_its_refusals_are_typed() {
         other => panic!("{:?}", other.err()),
     }
     let mut request = ReplayRequest::new(sample("finished.full.jsonl"));
-    request.run = Some(("no-such-run".to_owned(), 1));
+    request.run = Some(("no-such-run".to_owned(), None));
     match ReplayPlan::new(request).unwrap().execute(&mut ()) {
         Err(err @ ReplayPlanError::Input { .. }) => {
             assert!(!err.is_internal());

@@ -375,19 +375,27 @@ fn malformed_input_is_exit_2_naming_the_place_and_writing_nothing() {
 fn no_runs_is_a_warning_with_an_empty_output() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
     let out = dir.path().join("out.jsonl");
-    let output = run(&[
-        "import",
-        "--from",
-        "codex",
-        empty.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0));
-    assert!(stderr(&output).contains("warning: no runs"));
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    // An empty file is no runs of any format: detected, or read as a line format or a JSON one.
+    for (text, from) in [("", None), ("", Some("codex")), ("\n \n", Some("inspect"))] {
+        std::fs::write(&empty, text).unwrap();
+        let mut args = vec![
+            "import",
+            empty.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(from.map(|from| ["--from", from]).into_iter().flatten());
+        let output = run(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{from:?}: {}",
+            stderr(&output)
+        );
+        assert!(stderr(&output).contains("warning: no runs"), "{from:?}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    }
 }
 
 #[test]

@@ -128,19 +128,33 @@ fn a_named_file_of_no_known_format_gets_the_same_message_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("notes.json");
     std::fs::write(&file, "{\"x\": 1}\n").unwrap();
-    let expected = format!(
-        "error: `{}`: not a trace of any known format (`looptrace import --from FORMAT`",
-        file.display()
-    );
-    for command in ["import", "report", "show"] {
-        let output = run(&[command, text(&file)]);
-        assert_eq!(output.status.code(), Some(2), "{command}");
-        assert!(
-            stderr(&output).starts_with(&expected),
-            "{command}: {}",
-            stderr(&output)
+    // JSON laid out over many lines, as suites are: its first line alone is no JSON.
+    let indented = dir.path().join("suite.json");
+    std::fs::write(
+        &indented,
+        "{\n  \"tasks\": [\n    {\"id\": \"a\"}\n  ]\n}\n",
+    )
+    .unwrap();
+    for file in [&file, &indented] {
+        let expected = format!(
+            "error: `{}`: not a trace of any known format (`looptrace import --from FORMAT`",
+            file.display()
         );
-        assert!(stdout(&output).is_empty(), "{command}");
+        for command in [
+            &["import"][..],
+            &["report"],
+            &["show"],
+            &["export", "--otlp"],
+        ] {
+            let output = run(&[command, &[text(file)]].concat());
+            assert_eq!(output.status.code(), Some(2), "{command:?} {file:?}");
+            assert!(
+                stderr(&output).starts_with(&expected),
+                "{command:?}: {}",
+                stderr(&output)
+            );
+            assert!(stdout(&output).is_empty(), "{command:?}");
+        }
     }
 }
 

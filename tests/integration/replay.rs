@@ -861,8 +861,18 @@ fn occurrence_selects_a_later_run_of_a_reused_id() {
         "json",
     ]));
     assert_eq!(json["runs"][0]["recorded"]["outcome"], "max_steps_exceeded");
-    let json = json_of(&run(&["replay", path, "--run", &id, "--format", "json"]));
-    assert_eq!(json["runs"][0]["recorded"]["outcome"], "finished");
+    let first = run(&["replay", path, "--run", &id, "--format", "json"]);
+    assert_eq!(
+        json_of(&first)["runs"][0]["recorded"]["outcome"],
+        "finished"
+    );
+    // Without --occurrence, the 1st is replayed and the others are named, as `show` does.
+    let note = format!(
+        "note: run {id:?} occurs twice in `{path}`; replaying the 1st (choose with --occurrence N)"
+    );
+    assert!(stderr(&first).contains(&note), "{}", stderr(&first));
+    let chosen = run(&["replay", path, "--run", &id, "--occurrence", "1"]);
+    assert!(!stderr(&chosen).contains("note:"), "{}", stderr(&chosen));
     let past = run(&["replay", path, "--run", &id, "--occurrence", "3"]);
     assert_eq!(past.status.code(), Some(2));
     assert!(stderr(&past).contains("occurs twice"), "{}", stderr(&past));
