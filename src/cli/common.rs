@@ -48,6 +48,11 @@ pub struct GateArgs {
 }
 
 impl GateArgs {
+    /// The gate program as a path, which no output may overwrite.
+    pub fn program_path(&self) -> Option<&Path> {
+        self.program.as_deref().map(Path::new)
+    }
+
     /// The gate the flags describe, with the default timeout and output limit.
     pub fn command_gate(&self) -> Option<CommandGate> {
         let program = self.program.clone()?;
@@ -65,7 +70,7 @@ pub struct ToolsFileArgs {
     pub tools_file: Option<PathBuf>,
     /// Write each MCP server's stderr (from the tools file's `mcp_servers`) to
     /// DIR/mcp-<name>.log. Without it, `run` and `replay` discard it and `eval` writes it to
-    /// OUT/logs.
+    /// OUT/runs/<eval-id>/logs.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
 }
@@ -252,4 +257,45 @@ pub fn end_programs_on_signal() {
         ],
         None,
     );
+}
+
+/// Fails when `output` (named by `flag`) is one of the files `inputs` a command reads.
+pub fn refuse_overwrite(
+    flag: &str,
+    output: &Path,
+    inputs: &[Option<&Path>],
+) -> Result<(), CliError> {
+    match inputs
+        .iter()
+        .flatten()
+        .find(|input| same_file(input, output))
+    {
+        Some(input) => Err(CliError::input(format!(
+            "{flag} would overwrite the input `{}`",
+            input.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Every file a command reads, which no output of it may be: the paths as given, each file a
+/// folder or a run store was read through (and a store's view, `results.json`), and the file
+/// behind standard input when it is one (`report - -o in.jsonl < in.jsonl`).
+pub fn files_read(paths: &[String], inputs: &[looptrace::report::Input]) -> Vec<PathBuf> {
+    use looptrace::eval::store::{RESULTS_NAME, RUNS_DIR};
+    use looptrace::report::Source;
+    let mut files: Vec<PathBuf> = (inputs.iter())
+        .map(|input| match &input.source {
+            Source::Path(path) | Source::Runs { path, .. } => path.clone(),
+            Source::Stdin => PathBuf::from("/dev/stdin"),
+            Source::Lines(_) => PathBuf::from(&input.name),
+        })
+        .collect();
+    for path in paths.iter().filter(|path| *path != "-").map(Path::new) {
+        if path.join(RUNS_DIR).is_dir() {
+            files.push(path.join(RESULTS_NAME));
+        }
+        files.push(path.to_path_buf());
+    }
+    files
 }

@@ -91,9 +91,7 @@ pub fn run(args: ExportArgs) -> CliResult {
     let (mut inputs, warnings) = report::collect_inputs(&foreign.paths).map_err(CliError::input)?;
     foreign.substitute(&mut inputs);
     if let Some(out) = &args.output {
-        let named = inputs.iter().map(|input| PathBuf::from(&input.name));
-        let clash = named
-            .chain(args.paths.iter().map(PathBuf::from))
+        let clash = (super::common::files_read(&args.paths, &inputs).into_iter())
             .chain(args.results.iter().cloned())
             .find(|input| same_file(input, out));
         if let Some(input) = clash {

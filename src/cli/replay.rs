@@ -117,13 +117,17 @@ pub fn run(args: ReplayArgs) -> CliResult {
             "--check prints text or JSON (--format text or --format json)",
         ));
     }
-    if let Some(output) = &args.output
-        && super::common::same_file(output, &args.trace)
-    {
-        return Err(CliError::input(format!(
-            "-o would overwrite the input `{}`",
-            args.trace.display()
-        )));
+    let read = [
+        Some(args.trace.as_path()),
+        args.tools_file.tools_file.as_deref(),
+        args.gate.program_path(),
+    ];
+    if let Some(output) = &args.output {
+        super::common::refuse_overwrite("-o", output, &read)?;
+    }
+    if let Some(out) = &args.trace_out {
+        // Over the trace itself, the replay's own check says more.
+        super::common::refuse_overwrite("--trace", out, &read[1..])?;
     }
     if let (Some(output), Some(out)) = (&args.output, &args.trace_out)
         && (output == out || super::common::same_file(output, out))

@@ -112,12 +112,8 @@ pub fn run(args: ReportArgs) -> CliResult {
         report.by_file = super::foreign_inputs::group_by_source(&report.by_file, &formats);
     }
     foreign.warn();
-    let named: Vec<&Path> = args
-        .paths
-        .iter()
-        .filter(|p| *p != "-")
-        .map(Path::new)
-        .collect();
+    let read = super::common::files_read(&args.paths, &inputs);
+    let named: Vec<&Path> = read.iter().map(PathBuf::as_path).collect();
     if let Some(selector) = &selector {
         let bytes = match args.format {
             FormatArg::Json => report::render_list_json(&runs, selector),

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{
-    CaptureArg, GateArgs, ToolsFileArgs, open_trace_writer, read_responses, same_file,
-};
+use super::common::{CaptureArg, GateArgs, ToolsFileArgs, open_trace_writer, read_responses};
 use super::{CliError, CliResult, Outcome};
 use std::time::Duration;
 
@@ -140,7 +138,9 @@ impl LiveArgs {
         };
         let seconds = |value: f64, flag: &str| {
             if value.is_finite() && value > 0.0 {
-                Ok(Duration::from_secs_f64(value))
+                // Held to 10^9 s (about 32 years), as in a suite: a longer wait is no limit, and
+                // a `Duration` past a deadline's range would overflow.
+                Ok(Duration::from_secs_f64(value.min(1e9)))
             } else {
                 Err(CliError::input(format!("{flag} must be a positive number")))
             }
@@ -152,6 +152,9 @@ impl LiveArgs {
         };
         let mut config = LiveConfig::new(api, base_url.clone(), model.clone());
         config.api_key = api_key_from_env(self.api_key_env.as_deref()).map_err(CliError::input)?;
+        if self.temperature.is_some_and(|t| !t.is_finite()) {
+            return Err(CliError::input("--temperature must be a number"));
+        }
         config.temperature = self.temperature;
         config.max_output_tokens = self.max_output_tokens;
         config.timeout = seconds(self.timeout_s, "--timeout-s")?;
@@ -235,13 +238,13 @@ fn run_with_tools(
     let options = looptrace::agent::RunOptions {
         max_steps: args.max_steps,
     };
-    if let (Some(trace), Some(responses)) = (&args.trace, &args.responses)
-        && same_file(trace, responses)
-    {
-        return Err(CliError::input(format!(
-            "--trace would overwrite the input `{}`",
-            responses.display()
-        )));
+    if let Some(trace) = &args.trace {
+        let inputs = [
+            args.responses.as_deref(),
+            args.tools_file.tools_file.as_deref(),
+            args.gate.program_path(),
+        ];
+        super::common::refuse_overwrite("--trace", trace, &inputs)?;
     }
     let mut gate = args
         .gate

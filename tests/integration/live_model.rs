@@ -304,6 +304,21 @@ fn a_persistent_500_ends_as_provider_unavailable_after_the_retries() {
 }
 
 #[test]
+fn waits_too_long_to_measure_are_no_limit_and_a_temperature_must_be_a_number() {
+    // 10^20 s is past what a deadline can hold: taken as no limit, as a suite's `timeout_s` is.
+    let server = Server::start(vec![Reply::ok(openai::answer("84", "stop"))]);
+    let long = ["--timeout-s", "1e20", "--retry-budget-s", "1e20"];
+    let (output, _) = run_live(&server, "openai-chat", &long);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(result(&output)["answer"], "84");
+    let server = Server::start(Vec::new());
+    let (output, _) = run_live(&server, "openai-chat", &["--temperature", "nan"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--temperature must be a number"));
+    assert!(server.finish().is_empty());
+}
+
+#[test]
 fn a_server_that_never_answers_times_out_as_provider_unavailable() {
     let server = Server::start(vec![Reply::Silence(Duration::from_secs(5))]);
     let (output, events) = run_live(

@@ -172,6 +172,97 @@ fn run_refuses_a_trace_that_is_its_responses_file() {
 }
 
 #[test]
+fn run_and_replay_never_write_over_their_tools_file_or_finish_gate() {
+    let setup = Setup::new();
+    let tools = r#"{"tools":[{"name":"x","input_schema":{"type":"object"},"command":["cat"]}]}"#;
+    std::fs::write(setup.path("tools.json"), tools).unwrap();
+    std::fs::write(setup.path("gate.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    let kept = ["tools.json", "gate.sh", "finished.full.jsonl"];
+    for (command, message) in [
+        (
+            "run --task t --responses responses.txt --tools-file tools.json --trace tools.json",
+            "--trace would overwrite the input `tools.json`",
+        ),
+        (
+            "run --task t --responses responses.txt --finish-gate ./gate.sh --trace gate.sh",
+            "--trace would overwrite the input `./gate.sh`",
+        ),
+        (
+            "replay finished.full.jsonl --tools-file tools.json --trace ./tools.json",
+            "--trace would overwrite the input `tools.json`",
+        ),
+        (
+            "replay finished.full.jsonl --tools-file tools.json -o tools.json",
+            "-o would overwrite the input `tools.json`",
+        ),
+        (
+            "replay finished.full.jsonl --finish-gate ./gate.sh -o gate.sh",
+            "-o would overwrite the input `./gate.sh`",
+        ),
+    ] {
+        setup.refused(command, message, &kept);
+    }
+}
+
+#[test]
+fn report_and_export_never_write_over_a_file_read_through_a_folder_or_stdin() {
+    let setup = Setup::new();
+    std::fs::create_dir(setup.path("d")).unwrap();
+    std::fs::copy(setup.path("finished.full.jsonl"), setup.path("d/a.jsonl")).unwrap();
+    setup.ok("eval suite.json --out st -q");
+    let trace = std::fs::read_dir(setup.path("st/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let trace = format!(
+        "st/runs/{}/traces/t1.jsonl",
+        trace.file_name().to_string_lossy()
+    );
+    let kept = ["d/a.jsonl", "st/results.json", trace.as_str()];
+    setup.refused(
+        "report d -o d/a.jsonl",
+        "-o would overwrite the input `d/a.jsonl`",
+        &kept,
+    );
+    setup.refused(
+        "report st -o st/results.json",
+        "would overwrite the input",
+        &kept,
+    );
+    setup.refused(
+        &format!("report st -o {trace}"),
+        "would overwrite the input",
+        &kept,
+    );
+    setup.refused("export --otlp st -o st/results.json", "is the input", &kept);
+    // Standard input that is a file: the file it is.
+    for command in [&["report", "-"][..], &["export", "--otlp", "-"]] {
+        let output = looptrace()
+            .args(command)
+            .args(["-o", "a.jsonl"])
+            .current_dir(setup.path("d"))
+            .stdin(std::fs::File::open(setup.path("d/a.jsonl")).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("/dev/stdin"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let original = std::fs::read(setup.path("finished.full.jsonl")).unwrap();
+    assert_eq!(std::fs::read(setup.path("d/a.jsonl")).unwrap(), original);
+    setup.ok("report d -o d/report.txt");
+}
+
+#[test]
 fn import_and_merge_never_replace_a_link_or_their_input() {
     let setup = Setup::new();
     setup.link_to_victim("imported.jsonl");
