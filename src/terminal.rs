@@ -110,6 +110,9 @@ impl Style {
     /// The finished text: prose lines wider than the width wrapped at spaces (tables are fitted
     /// already), then outcomes coloured.
     pub fn finish(&self, text: &str) -> String {
+        // Every text a terminal gets passes here: a control character from a trace, a suite or a
+        // program's output (a scorer's, a gate's) is shown escaped, in every table and line.
+        let text = &*crate::text::escape_lines(text);
         if self.width.is_none() && !self.color {
             return text.to_owned();
         }

@@ -27,6 +27,16 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A text of many lines made safe as [`escape`] makes one: every unsafe character but `\n`
+/// escaped.
+pub fn escape_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && is_unsafe(c)) {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<Cow<'_, str>> = text.split('\n').map(escape).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
 /// Untrusted text for Markdown (a table cell, a heading, a list item): escaped, with `\` and `|`
 /// escaped so they cannot end a column, a line break as a space, and `&`, `<` and `>` as entities
 /// so the text cannot bring raw HTML (an image that loads, a `<details>` that folds the rest of a

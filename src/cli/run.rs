@@ -303,15 +303,16 @@ fn run_with_tools(
     }
 }
 
-/// The readable result block.
+/// The readable result block: the model's answer, the error and the run id escaped, one line
+/// each.
 pub fn render_result(result: &RunResult, run_id: &RunId) -> String {
-    let dash = || "-".to_owned();
+    use looptrace::text::escape;
     format!(
         "exit_reason: {}\nanswer:      {}\nsteps_used:  {}\nerror:       {}\nrun_id:      {}\n",
         result.exit_reason,
-        result.answer.clone().unwrap_or_else(dash),
+        escape(result.answer.as_deref().unwrap_or("-")),
         result.steps_used,
-        result.error.clone().unwrap_or_else(dash),
-        run_id
+        escape(result.error.as_deref().unwrap_or("-")),
+        escape(&run_id.0)
     )
 }

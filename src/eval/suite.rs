@@ -654,6 +654,12 @@ fn tools_of(value: &Value, context: &Context) -> Result<ToolsFile, Vec<Problem>>
                 )]
             };
             let (path, _) = context.inside(relative).map_err(|_| outside())?;
+            // Opening a named pipe would wait for a writer forever: a suite names regular files.
+            let kind = std::fs::metadata(&path).ok().map(|meta| meta.file_type());
+            if let Some(what) = kind.and_then(crate::output::special_kind) {
+                let message = format!("`{relative}` is {what}, not a regular file");
+                return Err(vec![("$.tools".to_owned(), message)]);
+            }
             ToolsFile::load(&path).map_err(|err| {
                 err.problems
                     .into_iter()

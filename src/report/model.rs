@@ -131,8 +131,8 @@ impl SpendStats {
     /// Adds every figure of `other`.
     pub fn merge(&mut self, other: &SpendStats) {
         self.runs_with_tokens += other.runs_with_tokens;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.runs_with_cost += other.runs_with_cost;
         self.cost_usd += other.cost_usd;
         self.runs_with_duration += other.runs_with_duration;

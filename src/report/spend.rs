@@ -50,8 +50,9 @@ impl Spend {
             if ending {
                 (self.input_tokens, self.output_tokens) = (0, 0);
             }
-            self.input_tokens += tokens.input;
-            self.output_tokens += tokens.output;
+            // Token counts from a trace may be anything up to 2^64 - 1: sums stop there.
+            self.input_tokens = self.input_tokens.saturating_add(tokens.input);
+            self.output_tokens = self.output_tokens.saturating_add(tokens.output);
             set(&mut self.flags, HAS_TOKENS, FINAL_TOKENS);
         }
         if let Some(cost) = event.cost_usd {
@@ -73,8 +74,8 @@ impl Spend {
         self.first_ts = self.first_ts.min(earlier.first_ts);
         self.last_ts = self.last_ts.max(earlier.last_ts);
         if self.flags & FINAL_TOKENS == 0 {
-            self.input_tokens += earlier.input_tokens;
-            self.output_tokens += earlier.output_tokens;
+            self.input_tokens = self.input_tokens.saturating_add(earlier.input_tokens);
+            self.output_tokens = self.output_tokens.saturating_add(earlier.output_tokens);
             self.flags |= earlier.flags & HAS_TOKENS;
         }
         if self.flags & FINAL_COST == 0 {
@@ -92,8 +93,8 @@ impl Spend {
     pub(super) fn fold_into(&self, stats: &mut SpendStats) -> Option<f64> {
         if self.flags & HAS_TOKENS != 0 {
             stats.runs_with_tokens += 1;
-            stats.input_tokens += self.input_tokens;
-            stats.output_tokens += self.output_tokens;
+            stats.input_tokens = stats.input_tokens.saturating_add(self.input_tokens);
+            stats.output_tokens = stats.output_tokens.saturating_add(self.output_tokens);
         }
         if self.flags & HAS_COST != 0 {
             stats.runs_with_cost += 1;

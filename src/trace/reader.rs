@@ -252,6 +252,15 @@ impl<R: Read> TraceReader<R> {
                 if self.line.len() + chunk.len() > self.options.max_line_bytes {
                     too_long = true;
                     self.line = Vec::new();
+                    if !self.options.lenient {
+                        // An error whatever follows: said now, not after reading to a newline
+                        // that may never come (`show /dev/zero`).
+                        return Ok(Some(RawLine {
+                            terminated: false,
+                            too_long,
+                            span: self.line_span,
+                        }));
+                    }
                 } else {
                     self.line.extend_from_slice(chunk);
                 }

@@ -138,6 +138,24 @@ fn eval_refuses_junit_over_its_own_results_or_traces() {
 }
 
 #[test]
+fn eval_refuses_a_report_named_as_its_output_folder_before_that_folder_exists() {
+    let setup = Setup::new();
+    for report in [
+        "--junit out",
+        "--junit out/runs",
+        "--junit out/",
+        "--html out",
+    ] {
+        setup.refused(
+            &format!("eval suite.json --out out {report}"),
+            "that this eval writes, not a file: choose a file",
+            &["suite.json"],
+        );
+        assert!(!setup.path("out").exists(), "{report}: the run went ahead");
+    }
+}
+
+#[test]
 fn eval_refuses_junit_over_its_suite() {
     Setup::new().refused(
         "eval suite.json --out out --junit ./suite.json",

@@ -963,6 +963,55 @@ fn a_fifo_as_replay_source_is_bad_input_instead_of_a_hang() {
 }
 
 #[test]
+fn a_suite_naming_a_fifo_and_a_line_without_end_are_bad_input_instead_of_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["tasks.jsonl", "tools.json"] {
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.path().join(name))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let task = json!({"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}});
+    for (suite, problem) in [
+        (
+            json!({"name": "s", "tasks_file": "tasks.jsonl"}),
+            "not a regular file",
+        ),
+        (
+            json!({"name": "s", "tools": "tools.json", "tasks": [task]}),
+            "is a named pipe (FIFO), not a regular file",
+        ),
+    ] {
+        let path = dir.path().join("suite.json");
+        std::fs::write(&path, suite.to_string()).unwrap();
+        let out = dir.path().join("out");
+        let output = run(&[
+            "eval",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(problem), "{}", stderr(&output));
+    }
+    // A line longer than the limit is an error as soon as the limit is passed, not at a newline
+    // that never comes.
+    for args in [
+        &["show", "/dev/zero"][..],
+        &["export", "--otlp", "/dev/zero"],
+    ] {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&output).contains("line is longer than the limit"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
 fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");

@@ -104,6 +104,27 @@ fn the_write_up_lines_read_as_one_finished_run() {
 }
 
 #[test]
+fn token_sums_stop_at_the_largest_count_instead_of_wrapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("huge.jsonl");
+    let usage = json!({"input_tokens": u64::MAX, "output_tokens": u64::MAX});
+    let mut text = String::new();
+    for run in ["a", "b", "c"] {
+        for line in [
+            json!({"run_id": run, "step": 0, "event_type": "run_started"}),
+            json!({"run_id": run, "step": 1, "event_type": "model_action", "action_type": "finish", "usage": usage}),
+            json!({"run_id": run, "step": 1, "event_type": "run_finished", "exit_reason": "finished", "usage": usage}),
+        ] {
+            text.push_str(&format!("{line}\n"));
+        }
+    }
+    fs::write(&trace, text).unwrap();
+    let report = report_json(&[trace.to_str().unwrap()]);
+    assert_eq!(report["spend"][0]["input_tokens"], u64::MAX);
+    assert_eq!(report["spend"][0]["output_tokens"], u64::MAX);
+}
+
+#[test]
 fn budgets_tokens_cost_and_duration_have_the_known_answers() {
     let report = report_json(&[&path("spend.jsonl")]);
     assert_eq!(exit_counts(&report["exit_reasons"]), [2, 4, 0, 0, 1]);

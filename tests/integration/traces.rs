@@ -724,6 +724,47 @@ fn assert_printable(what: &str, text: &str) {
 }
 
 #[test]
+fn suite_and_program_text_is_escaped_in_eval_merge_and_run_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let finish = json!({"actions": [{"type": "finish", "answer": "x"}]});
+    let suite = json!({"name": "x", "tasks": [
+        {"id": "a", "prompt": "p", "model": finish,
+         "expect": {"tools_called": ["\u{1b}[32my"], "answer_regex": "^\u{1b}\\[35m$"}},
+        {"id": "e", "prompt": "p", "model": finish, "scorers": [{"kind": "command",
+         "name": "s\u{1b}[36m", "command": ["sh", "-c", "printf '\\033[31mbad\\a'; exit 1"]}]},
+    ]});
+    std::fs::write(dir.path().join("s.json"), suite.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("r.txt"),
+        "{\"type\":\"finish\",\"answer\":\"a\\u001b[31mRED\\u0007\"}\n",
+    )
+    .unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (suite, out, responses) = (at("s.json"), at("o"), at("r.txt"));
+    let results = format!("{out}/results.json");
+    for args in [
+        vec!["eval", &suite, "--out", &out],
+        vec!["eval", &suite, "--out", &at("o2"), "--baseline", &results],
+        vec!["merge", &results, "-o", &at("merged.json")],
+        vec!["run", "--task", "t", "--responses", &responses],
+    ] {
+        let output = run(&args);
+        assert!(
+            output.status.code().is_some_and(|code| code < 2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_printable(&format!("{args:?} stdout"), &stdout(&output));
+        assert_printable(&format!("{args:?} stderr"), &stderr(&output));
+    }
+    let ran = stdout(&run(&["run", "--task", "t", "--responses", &responses]));
+    assert!(
+        ran.contains("answer:      a\\u{1b}[31mRED\\u{7}\n"),
+        "{ran}"
+    );
+}
+
+#[test]
 fn trace_text_with_escapes_and_bidi_overrides_is_escaped_in_every_output() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evil.jsonl");

@@ -714,14 +714,29 @@ fn folder_name(name: &str) -> String {
     }
 }
 
-/// Fails when `--junit` (or `--html`) names this eval's view (`results.json`) or a file under
-/// `DIR/runs/`, which only eval writes, each file once.
+/// Fails when `--junit` (or `--html`) names this eval's view (`results.json`), its output
+/// folder or `DIR/runs/` (which may not exist yet), or a file under `DIR/runs/`, which only eval
+/// writes, each file once.
 fn refuse_report_clash(
     flag: &str,
     report: &Path,
     view: &Path,
     runs: &Path,
 ) -> Result<(), EvalError> {
+    if let Some(folder) = [folder_of(view), runs.to_path_buf()]
+        .into_iter()
+        .find(|folder| same_file(report, folder))
+    {
+        return Err(EvalError::output(
+            flag,
+            report,
+            format!(
+                "{flag} `{}` is the folder `{}` that this eval writes, not a file: choose a file",
+                report.display(),
+                folder.display()
+            ),
+        ));
+    }
     if same_file(report, view) {
         return Err(EvalError::output(
             flag,

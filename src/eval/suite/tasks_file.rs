@@ -302,14 +302,14 @@ impl TasksFile {
         dataset: Option<Dataset>,
     ) -> Result<Indexed, Vec<Problem>> {
         let fail = |message: String| vec![("$".to_owned(), message)];
-        let file =
-            File::open(path).map_err(|err| fail(format!("failed to read the file: {err}")))?;
-        let meta = file
-            .metadata()
+        // Asked before opening: opening a named pipe would wait for a writer forever.
+        let meta = std::fs::metadata(path)
             .map_err(|err| fail(format!("failed to read the file: {err}")))?;
         if !meta.is_file() {
             return Err(fail("not a regular file".to_owned()));
         }
+        let file =
+            File::open(path).map_err(|err| fail(format!("failed to read the file: {err}")))?;
         let buffered = BufReader::with_capacity(1 << 16, &file);
         let (kind, mut records) = match dataset {
             None => (Kind::Tasks, lines(buffered)),
