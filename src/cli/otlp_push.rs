@@ -1,13 +1,13 @@
 //! `eval --otlp-endpoint URL`: each run's spans are sent to an OTLP/HTTP receiver as the run
 //! ends, from a thread of their own; a receiver that fails is reported on stderr and changes
 //! nothing the evaluation writes or its exit code (the runs stay in their traces, and
-//! `export --otlp DIR/traces --endpoint URL` sends them again with the same ids).
+//! `export --otlp DIR --endpoint URL` sends them again with the same ids).
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use looptrace::eval::TaskResult;
-use looptrace::export::otlp::{BuildOptions, LivePush, PushConfig, ResourceConfig};
+use looptrace::export::otlp::{BuildOptions, ConfigError, LivePush, PushConfig, ResourceConfig};
 use looptrace::text::escape;
 
 use super::CliError;
@@ -23,7 +23,14 @@ impl EvalPush {
             return Ok(EvalPush::default());
         };
         let env = |name: &str| std::env::var(name).ok();
-        let config = PushConfig::resolve(Some(endpoint), &env).map_err(CliError::input)?;
+        let config = PushConfig::resolve(Some(endpoint), &env).map_err(|err| match err {
+            // Named as eval names the endpoint.
+            ConfigError::BadEndpoint { url, .. } => CliError::input(ConfigError::BadEndpoint {
+                setting: "--otlp-endpoint",
+                url,
+            }),
+            err => CliError::input(err),
+        })?;
         let options = BuildOptions {
             resource: ResourceConfig::from_env(&env).map_err(CliError::input)?,
             ..BuildOptions::default()

@@ -105,6 +105,7 @@ pub fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         let meta = std::fs::metadata(path)
             .map_err(|err| format!("failed to read `{}`: {err}", path.display()))?;
         if meta.is_dir() {
+            refuse_run_store(path)?;
             walk(path, &mut files)?;
         } else if meta.is_file() {
             files.push(path.clone());
@@ -124,6 +125,21 @@ pub fn trace_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Fails when `dir` is an output folder of `eval` (a run store): its row logs are no traces,
+/// and its runs may replace each other's rows, so which runs to read is named, not walked.
+fn refuse_run_store(dir: &Path) -> Result<(), String> {
+    let runs = dir.join(crate::eval::store::RUNS_DIR);
+    if !runs.is_dir() {
+        return Ok(());
+    }
+    Err(format!(
+        "`{}` is an output folder of eval (a run store), not a folder of traces: give the trace files of the runs to replay (`{}/<eval-id>/traces.jsonl` or `{}/<eval-id>/traces/`)",
+        dir.display(),
+        runs.display(),
+        runs.display()
+    ))
+}
+
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|err| format!("failed to read folder `{}`: {err}", dir.display()))?
@@ -134,6 +150,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
         // Symlinked folders are not followed: a link back up the tree would loop.
         let is_link = std::fs::symlink_metadata(&entry).is_ok_and(|m| m.is_symlink());
         if entry.is_dir() && !is_link {
+            refuse_run_store(&entry)?;
             walk(&entry, files)?;
         } else if entry.extension().is_some_and(|e| e == "jsonl") {
             // A FIFO or a device would block the walk or never end.

@@ -111,6 +111,38 @@ pub(crate) fn assert_refused(output: &Output, says: &str) {
 }
 
 #[test]
+fn refusals_name_the_flag_given_and_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "suite.json", &["a"], &[]);
+    let out = dir.path().join("out");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (args, message) in [
+        (
+            vec!["--repeat-until-decided", "10001"],
+            "--repeat-until-decided must be at most 10000",
+        ),
+        (
+            vec!["--otlp-endpoint", "notaurl"],
+            "--otlp-endpoint `notaurl` is not an http:// or https:// URL",
+        ),
+    ] {
+        let output = cli!("eval", &suite, "--out", &out, &args[0], &args[1]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(message), "{}", stderr(&output));
+        assert!(!out.exists());
+    }
+    let output = cli!("eval", "--rebuild-view", &empty);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("holds no runs and no results: nothing to rebuild"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
+
+#[test]
 fn report_files_may_not_name_the_evaluations_own_files() {
     let dir = tempfile::tempdir().unwrap();
     let (suite, out) = evaluated(dir.path(), "out", &["a", "b"], &[]);

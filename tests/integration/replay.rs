@@ -1012,6 +1012,58 @@ fn a_suite_naming_a_fifo_and_a_line_without_end_are_bad_input_instead_of_a_hang(
 }
 
 #[test]
+fn eval_traces_of_an_eval_output_folder_names_the_traces_to_give_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    let suite = sample("suite.json");
+    let output = run(&[
+        "eval",
+        suite.to_str().unwrap(),
+        "--out",
+        first.to_str().unwrap(),
+        "--capture",
+        "full",
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The folder itself, or a folder holding it: its row logs are no traces.
+    for given in [&first, dir.path()] {
+        let output = run(&[
+            "eval",
+            "--traces",
+            given.to_str().unwrap(),
+            "--out",
+            second.to_str().unwrap(),
+            "-q",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(
+            stderr(&output)
+                .contains("is an output folder of eval (a run store), not a folder of traces"),
+            "{}",
+            stderr(&output)
+        );
+        assert!(!second.exists());
+    }
+    let run_dir = std::fs::read_dir(first.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let traces = run_dir.join("traces");
+    let output = run(&[
+        "eval",
+        "--traces",
+        traces.to_str().unwrap(),
+        "--out",
+        second.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
 fn eval_traces_gives_a_run_with_a_very_long_id_a_bounded_unique_file_name() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");

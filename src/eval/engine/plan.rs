@@ -87,9 +87,13 @@ impl EvalPlan {
         // Each repeat gets its trace folder before any task runs: a mistyped count must not
         // create millions of them.
         if repeats > MAX_REPEATS {
+            let flag = match adaptive {
+                Some(_) => "--repeat-until-decided",
+                None => "--repeat",
+            };
             return Err(EvalError::usage(
-                "--repeat",
-                format!("--repeat must be at most {MAX_REPEATS}"),
+                flag,
+                format!("{flag} must be at most {MAX_REPEATS}"),
             ));
         }
         let mut notices = Vec::new();

@@ -12,11 +12,19 @@ use crate::eval::{ResultsFile, lock_output, write_results};
 /// store first, and then the flag returned is set.
 pub fn rebuild_view(dir: &Path) -> Result<(ResultsFile, bool), EvalError> {
     let _lock = lock_output("--out", dir)?;
+    let results = dir.join(RESULTS_NAME);
     let (head, converted) = match list_runs(dir)?.pop() {
         Some(head) => (head, false),
+        None if !results.exists() => {
+            let message = format!(
+                "`{}` holds no runs and no results: nothing to rebuild",
+                dir.display()
+            );
+            return Err(EvalError::input(dir, message));
+        }
         None => (convert_v1(dir)?, true),
     };
-    super::check_output("--rebuild-view", &dir.join(RESULTS_NAME), &[])?;
+    super::check_output("--rebuild-view", &results, &[])?;
     Ok((write_view(dir, &head)?, converted))
 }
 
