@@ -111,6 +111,23 @@ pub(crate) fn assert_refused(output: &Output, says: &str) {
 }
 
 #[test]
+fn a_long_suite_name_gives_a_default_folder_a_file_system_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = json!({"id": "a", "prompt": "p", "model": {"actions": [{"type": "finish", "answer": "x"}]}});
+    let name = "n".repeat(300);
+    let suite = dir.path().join("suite.json");
+    std::fs::write(&suite, json!({"name": name, "tasks": [task]}).to_string()).unwrap();
+    let output = crate::support::looptrace()
+        .args(["eval", "suite.json", "-q"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let folder = dir.path().join("looptrace-runs").join("n".repeat(200));
+    assert!(folder.join("results.json").is_file());
+}
+
+#[test]
 fn refusals_name_the_flag_given_and_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), "suite.json", &["a"], &[]);

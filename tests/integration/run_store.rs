@@ -111,6 +111,8 @@ fn a_folder_of_results_format_1_is_converted_and_then_rerun() {
     for refused in [
         cli!("eval", &suite, "--out", &old, "--resume", "-q"),
         rerun_in_place(&suite, &old),
+        // A plain eval would replace the only view of those rows.
+        cli!("eval", &suite, "--out", &old, "-q"),
     ] {
         assert_refused(
             &refused,
@@ -142,6 +144,25 @@ fn a_folder_of_results_format_1_is_converted_and_then_rerun() {
     let after = results(&old);
     let carried: Vec<bool> = after.tasks.iter().map(|t| t.carried_over).collect();
     assert_eq!(carried, [true, false]);
+}
+
+#[test]
+fn eval_never_replaces_a_results_json_that_is_no_looptrace_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = crate::eval_guards::suite(dir.path(), "suite.json", &["a"], &[]);
+    let out = dir.path().join("theirs");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("results.json"), "{\"accuracy\": 0.9}\n").unwrap();
+    let output = cli!("eval", &suite, "--out", &out, "-q");
+    assert_refused(
+        &output,
+        "holds a `results.json` that is no looptrace results",
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.json")).unwrap(),
+        "{\"accuracy\": 0.9}\n"
+    );
+    assert!(!out.join("runs").exists());
 }
 
 #[test]

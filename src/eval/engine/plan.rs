@@ -17,7 +17,7 @@ use super::paths::{
 };
 use super::recorded_models;
 use super::request::{EvalRequest, EvalSource};
-use super::resume::{Resumable, read_rerun, resumable, settings};
+use super::resume::{Resumable, format_1, read_rerun, resumable, settings};
 use crate::eval::agent::ModelRecordings;
 use crate::eval::store::{RESULTS_NAME, RUNS_DIR, RowKey, RunKind};
 use crate::eval::{
@@ -345,6 +345,28 @@ impl EvalPlan {
                     .is_some_and(|r| same_file(r, output));
             let inputs = if own_view { &[][..] } else { &input_paths };
             check_output(flag, output, inputs)?;
+        }
+        // A plain eval replaces the view; a `results.json` beside no `runs/` is no view of this
+        // looptrace's, and its rows are kept nowhere else.
+        if !request.resume
+            && request.rerun_failed.is_none()
+            && results_path.exists()
+            && !self.out.join(RUNS_DIR).is_dir()
+        {
+            let why = match crate::eval::read_results(&results_path) {
+                Ok(results) if results.format == crate::eval::RESULTS_FORMAT_V1 => {
+                    Some(format!("holds {}", format_1(&self.out)))
+                }
+                Ok(_) => None,
+                Err(_) => Some(
+                    "holds a `results.json` that is no looptrace results: choose another --out"
+                        .to_owned(),
+                ),
+            };
+            if let Some(why) = why {
+                let message = format!("--out `{}` {why}", self.out.display());
+                return Err(EvalError::output("--out", &self.out, message));
+            }
         }
         // Through a link, eval would write files in another folder, out of that folder's lock.
         refuse_own_folder_elsewhere(
@@ -709,9 +731,12 @@ fn ids_at(tasks: &SuiteTasks, positions: &[usize]) -> Result<Vec<String>, EvalEr
     Ok(ids)
 }
 
-/// A folder name from a suite name: path separators and other odd characters become `_`.
+/// A folder name from a suite name: path separators and other odd characters become `_`, and
+/// a name is cut at 200 characters (a file system takes 255 bytes at most).
 fn folder_name(name: &str) -> String {
-    let clean = crate::eval::TaskId::sanitize(name);
+    let mut clean = crate::eval::TaskId::sanitize(name);
+    // Sanitized names are ASCII: any byte is a character boundary.
+    clean.truncate(200);
     match clean.trim_matches('.') {
         "" => "suite".to_owned(),
         _ => clean,

@@ -225,7 +225,7 @@ pub(super) fn read_rerun(
 }
 
 /// Why an output folder of results format 1 is not continued, naming its conversion.
-fn format_1(folder: &Path) -> String {
+pub(super) fn format_1(folder: &Path) -> String {
     let folder = folder.display();
     format!(
         "results format 1 (an output folder rewritten in place), which this looptrace does not continue: convert it into a run store with `looptrace eval --rebuild-view {folder}`, then run again"
