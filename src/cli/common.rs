@@ -260,16 +260,12 @@ pub fn end_programs_on_signal() {
 }
 
 /// Fails when `output` (named by `flag`) is one of the files `inputs` a command reads.
-pub fn refuse_overwrite(
+pub fn refuse_overwrite<'a>(
     flag: &str,
     output: &Path,
-    inputs: &[Option<&Path>],
+    inputs: impl IntoIterator<Item = &'a Path>,
 ) -> Result<(), CliError> {
-    match inputs
-        .iter()
-        .flatten()
-        .find(|input| same_file(input, output))
-    {
+    match inputs.into_iter().find(|input| same_file(input, output)) {
         Some(input) => Err(CliError::input(format!(
             "{flag} would overwrite the input `{}`",
             input.display()

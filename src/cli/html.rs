@@ -9,7 +9,6 @@ use looptrace::eval::{ResultsFile, TaskResult};
 use looptrace::html::{PageRuns, ResultsPage};
 use looptrace::report::RunTable;
 
-use super::common::same_file;
 use super::{CliError, CliResult, Outcome};
 
 /// The runs of `table` named with their inputs' source formats (`formats`, one per input).
@@ -32,12 +31,7 @@ pub fn write_output(output: Option<&Path>, bytes: &[u8], inputs: &[&Path]) -> Cl
         out.flush()?;
         return Ok(Outcome::Success);
     };
-    if let Some(input) = inputs.iter().find(|input| same_file(input, path)) {
-        return Err(CliError::input(format!(
-            "-o would overwrite the input `{}`",
-            input.display()
-        )));
-    }
+    super::common::refuse_overwrite("-o", path, inputs.iter().copied())?;
     super::import::write_atomically(path, |out| {
         out.write_all(bytes)?;
         Ok(0)

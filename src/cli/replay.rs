@@ -123,11 +123,11 @@ pub fn run(args: ReplayArgs) -> CliResult {
         args.gate.program_path(),
     ];
     if let Some(output) = &args.output {
-        super::common::refuse_overwrite("-o", output, &read)?;
+        super::common::refuse_overwrite("-o", output, read.into_iter().flatten())?;
     }
     if let Some(out) = &args.trace_out {
         // Over the trace itself, the replay's own check says more.
-        super::common::refuse_overwrite("--trace", out, &read[1..])?;
+        super::common::refuse_overwrite("--trace", out, read[1..].iter().copied().flatten())?;
     }
     if let (Some(output), Some(out)) = (&args.output, &args.trace_out)
         && (output == out || super::common::same_file(output, out))
@@ -252,15 +252,7 @@ fn write_streamed(
         out.flush()?;
         return Ok(());
     };
-    if let Some(input) = inputs
-        .iter()
-        .find(|input| super::common::same_file(input, path))
-    {
-        return Err(CliError::input(format!(
-            "-o would overwrite the input `{}`",
-            input.display()
-        )));
-    }
+    super::common::refuse_overwrite("-o", path, inputs.iter().copied())?;
     super::import::write_atomically(path, |out| {
         write(out)?;
         Ok(0)

@@ -244,7 +244,7 @@ fn run_with_tools(
             args.tools_file.tools_file.as_deref(),
             args.gate.program_path(),
         ];
-        super::common::refuse_overwrite("--trace", trace, &inputs)?;
+        super::common::refuse_overwrite("--trace", trace, inputs.into_iter().flatten())?;
     }
     let mut gate = args
         .gate
